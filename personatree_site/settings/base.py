@@ -1,0 +1,154 @@
+"""Settings shared by every environment.
+
+Every value comes from an environment variable through the one reader below
+(django-environ). The embedded default (SQLite, eager Celery, Milvus Lite on a
+file, the local GGUF MemListener) needs no variables at all; production
+switches each tier by env vars only (see docs/DEPLOY.md and README).
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+env = environ.Env()
+# A .env file next to manage.py is read when present (never required).
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DATA_DIR = Path(env.str("PERSONATREE_DATA_DIR", default=str(BASE_DIR / "var")))
+
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-local-only-key-change-me")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "memory",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "personatree_site.urls"
+WSGI_APPLICATION = "personatree_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'personatree.sqlite3'}"),
+}
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = env.str("DJANGO_STATIC_ROOT", default=str(DATA_DIR / "static"))
+
+# --- REST API -----------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["memory.api.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["memory.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"api_key": env.str("PERSONATREE_THROTTLE_RATE", default="600/min")},
+    "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "PersonaTree API",
+    "DESCRIPTION": "Long-term memory backend: ingest conversations, read a versioned PersonaTree, recall evidence.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+CACHES = {
+    "default": env.cache("CACHE_URL", default="locmem://personatree"),
+}
+
+# --- Celery (ingestion workers) ---------------------------------------------------
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="memory://")
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=None) or None
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+
+# --- PersonaTree --------------------------------------------------------------------
+PERSONATREE = {
+    # Chunking: user/assistant pairs per chunk (the paper's best w), idle flush seconds.
+    "CHUNK_PAIRS": env.int("PERSONATREE_CHUNK_PAIRS", default=3),
+    "IDLE_FLUSH_SECONDS": env.int("PERSONATREE_IDLE_FLUSH_SECONDS", default=300),
+    # Ingest payload limits.
+    "MAX_MESSAGES_PER_CALL": env.int("PERSONATREE_MAX_MESSAGES_PER_CALL", default=500),
+    "MAX_MESSAGE_CHARS": env.int("PERSONATREE_MAX_MESSAGE_CHARS", default=20000),
+    # Dispatcher batching across subjects.
+    "BATCH_MAX_JOBS": env.int("PERSONATREE_BATCH_MAX_JOBS", default=16),
+    "BATCH_MAX_WAIT_MS": env.int("PERSONATREE_BATCH_MAX_WAIT_MS", default=200),
+    "CHUNK_MAX_ATTEMPTS": env.int("PERSONATREE_CHUNK_MAX_ATTEMPTS", default=5),
+    # MemListener: "local" (llama.cpp in process), "ray" (Ray Serve HTTP), "openai" (compatible endpoint).
+    "MEMLISTENER_BACKEND": env.str("PERSONATREE_MEMLISTENER_BACKEND", default="local"),
+    "MEMLISTENER_URL": env.str("PERSONATREE_MEMLISTENER_URL", default="http://127.0.0.1:8000/memlistener"),
+    "MEMLISTENER_TIMEOUT_S": env.float("PERSONATREE_MEMLISTENER_TIMEOUT_S", default=300.0),
+    "LOCAL_MODEL_PATH": env.str("PERSONATREE_LOCAL_MODEL_PATH", default=str(DATA_DIR / "models" / "memlistener.gguf")),
+    "OPENAI_BASE_URL": env.str("PERSONATREE_OPENAI_BASE_URL", default=""),
+    "OPENAI_API_KEY": env.str("PERSONATREE_OPENAI_API_KEY", default=""),
+    "OPENAI_MODEL": env.str("PERSONATREE_OPENAI_MODEL", default=""),
+    # Responder (answers queries): same backends as the MemListener.
+    "RESPONDER_BACKEND": env.str("PERSONATREE_RESPONDER_BACKEND", default="local"),
+    # Evidence index.
+    "MILVUS_URI": env.str("PERSONATREE_MILVUS_URI", default=str(DATA_DIR / "milvus.db")),
+    "MILVUS_TOKEN": env.str("PERSONATREE_MILVUS_TOKEN", default=""),
+    "MILVUS_COLLECTION": env.str("PERSONATREE_MILVUS_COLLECTION", default="evidence"),
+    "EMBEDDER": env.str("PERSONATREE_EMBEDDER", default="minilm"),  # minilm | bge-m3 (path below)
+    "EMBEDDER_PATH": env.str("PERSONATREE_EMBEDDER_PATH", default=""),
+    "RERANKER_PATH": env.str("PERSONATREE_RERANKER_PATH", default=""),
+    "ROUTER_THRESHOLD": env.float("PERSONATREE_ROUTER_THRESHOLD", default=0.5),
+    # Governance defaults (a tenant's policy overrides them).
+    "REVIEW_SPECIAL_TIER": env.bool("PERSONATREE_REVIEW_SPECIAL_TIER", default=True),
+    "REVIEW_MASS_DELETE_OVER": env.int("PERSONATREE_REVIEW_MASS_DELETE_OVER", default=3),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,20 @@
+"""Test settings: what differs from base, and why.
+
+- Real PostgreSQL (the production database) unless DATABASE_URL says otherwise:
+  locking, advisory locks and concurrency tests need it. Each concurrent test
+  run may set PERSONATREE_TEST_DB to get its own test database.
+- Celery runs eager by default so unit tests need no broker; integration tests
+  start a real worker against Redis and override this.
+- Fast password hashing, because tests create users.
+"""
+
+from .base import *  # noqa: F401,F403
+from .base import DATABASES, PERSONATREE, env
+
+DATABASES["default"] = env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/test")
+DATABASES["default"]["TEST"] = {"NAME": env.str("PERSONATREE_TEST_DB", default="test_personatree")}
+CELERY_TASK_ALWAYS_EAGER = True
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+REST_FRAMEWORK = {**REST_FRAMEWORK}  # noqa: F405
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": "100000/min"}
+PERSONATREE["MEMLISTENER_BACKEND"] = env.str("PERSONATREE_MEMLISTENER_BACKEND", default="recorded")
