@@ -125,7 +125,9 @@ PERSONATREE = {
     "MEMLISTENER_BACKEND": env.str("PERSONATREE_MEMLISTENER_BACKEND", default="local"),
     "MEMLISTENER_URL": env.str("PERSONATREE_MEMLISTENER_URL", default="http://127.0.0.1:8000/memlistener"),
     "MEMLISTENER_TIMEOUT_S": env.float("PERSONATREE_MEMLISTENER_TIMEOUT_S", default=300.0),
-    "LOCAL_MODEL_PATH": env.str("PERSONATREE_LOCAL_MODEL_PATH", default=str(DATA_DIR / "models" / "memlistener.gguf")),
+    "LOCAL_MODEL_PATH": env.str(
+        "PERSONATREE_LOCAL_MODEL_PATH", default=str(DATA_DIR / "models" / "memlistener.gguf")
+    ),
     "OPENAI_BASE_URL": env.str("PERSONATREE_OPENAI_BASE_URL", default=""),
     "OPENAI_API_KEY": env.str("PERSONATREE_OPENAI_API_KEY", default=""),
     "OPENAI_MODEL": env.str("PERSONATREE_OPENAI_MODEL", default=""),
