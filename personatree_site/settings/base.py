@@ -121,8 +121,16 @@ PERSONATREE = {
     "BATCH_MAX_JOBS": env.int("PERSONATREE_BATCH_MAX_JOBS", default=16),
     "BATCH_MAX_WAIT_MS": env.int("PERSONATREE_BATCH_MAX_WAIT_MS", default=200),
     "CHUNK_MAX_ATTEMPTS": env.int("PERSONATREE_CHUNK_MAX_ATTEMPTS", default=5),
-    # MemListener: "local" (llama.cpp in process), "ray" (Ray Serve HTTP), "openai" (compatible endpoint).
+    # MemListener: "local" (llama.cpp in process), "ray" (Ray Serve HTTP), "openai" (compatible endpoint),
+    # "recorded" (replays MEMLISTENER_RECORDING_PATH; tests), "standin" (zero-latency stand-in; benchmarks).
     "MEMLISTENER_BACKEND": env.str("PERSONATREE_MEMLISTENER_BACKEND", default="local"),
+    "MEMLISTENER_RECORDING_PATH": env.str(
+        "PERSONATREE_MEMLISTENER_RECORDING_PATH",
+        default=str(BASE_DIR / "tests" / "fixtures" / "recordings" / "memlistener.jsonl"),
+    ),
+    "MEMLISTENER_STANDIN_MODE": env.str("PERSONATREE_MEMLISTENER_STANDIN_MODE", default="no_op"),
+    "MEMLISTENER_STANDIN_LATENCY_MS": env.float("PERSONATREE_MEMLISTENER_STANDIN_LATENCY_MS", default=0.0),
+    "MEMLISTENER_MAX_TOKENS": env.int("PERSONATREE_MEMLISTENER_MAX_TOKENS", default=256),
     "MEMLISTENER_URL": env.str("PERSONATREE_MEMLISTENER_URL", default="http://127.0.0.1:8000/memlistener"),
     "MEMLISTENER_TIMEOUT_S": env.float("PERSONATREE_MEMLISTENER_TIMEOUT_S", default=300.0),
     "LOCAL_MODEL_PATH": env.str(

@@ -1,0 +1,168 @@
+"""How the rest of the project calls the MemListener.
+
+``get_listener_client()`` returns an object with ``run(jobs) -> list[ListenerResult]``:
+
+- ``local``    : in-process MemListener on the llama.cpp engine (the embedded default);
+- ``openai``   : in-process MemListener on an OpenAI-compatible endpoint;
+- ``recorded`` : in-process MemListener replaying a recording file (tests, demos without a model);
+- ``standin``  : in-process MemListener on the zero-latency stand-in (backend benchmarks only);
+- ``ray``      : HTTP client of the Ray Serve MemListener app (``serving.app``).
+
+Only ``client_config_from_settings`` touches Django, and only when called; everything else takes
+its configuration explicitly, so Ray workers import this module without Django.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from serving.config import EngineConfig
+from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult
+
+Backend = Literal["local", "ray", "openai", "recorded", "standin"]
+_ENGINE_FOR_BACKEND = {"local": "llamacpp", "openai": "openai", "recorded": "recorded", "standin": "standin"}
+
+
+class ListenerClient(Protocol):
+    def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]: ...
+
+
+class ClientConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Backend = "local"
+    url: str = "http://127.0.0.1:8000/memlistener"
+    timeout_s: float = Field(default=300.0, gt=0)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+
+
+def _error_results(jobs: Sequence[ListenerJob], message: str, *, retryable: bool) -> list[ListenerResult]:
+    return [ListenerResult(job_id=j.job_id, error=message, retryable=retryable) for j in jobs]
+
+
+class InProcessClient:
+    """Runs a MemListener in this process. The engine is built on first use (model load is slow)."""
+
+    def __init__(self, engine_config: EngineConfig) -> None:
+        self.engine_config = engine_config
+        self._listener = None
+        self._lock = threading.Lock()
+
+    @property
+    def listener(self):
+        with self._lock:
+            if self._listener is None:
+                from serving.engines import build_engine
+                from serving.listener import MemListener
+
+                self._listener = MemListener(
+                    build_engine(self.engine_config), constrained=self.engine_config.constrained
+                )
+            return self._listener
+
+    def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
+        if not jobs:
+            return []
+        try:
+            listener = self.listener
+        except Exception as exc:  # engine could not start: model file missing, runtime absent...
+            return _error_results(jobs, f"memlistener engine unavailable: {exc}", retryable=True)
+        with self._lock:  # one generate at a time per in-process engine (llama.cpp is not reentrant)
+            return listener.run(list(jobs))
+
+
+class RayServeClient:
+    """POSTs batches to the Ray Serve MemListener app. Transport failures become retryable errors."""
+
+    def __init__(
+        self, url: str, *, timeout_s: float = 300.0, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        self.url = url
+        self._http = httpx.Client(timeout=timeout_s, transport=transport)
+
+    def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
+        if not jobs:
+            return []
+        body = ListenerBatch(jobs=list(jobs)).model_dump(mode="json")
+        try:
+            resp = self._http.post(self.url, json=body)
+        except httpx.TimeoutException as exc:
+            return _error_results(jobs, f"memlistener timeout at {self.url}: {exc}", retryable=True)
+        except httpx.TransportError as exc:
+            return _error_results(jobs, f"memlistener unreachable at {self.url}: {exc}", retryable=True)
+        if resp.status_code >= 500 or resp.status_code in (408, 429):
+            return _error_results(
+                jobs, f"memlistener HTTP {resp.status_code} at {self.url}: {resp.text[:200]}", retryable=True
+            )
+        if resp.status_code >= 400:
+            return _error_results(
+                jobs,
+                f"memlistener rejected the batch (HTTP {resp.status_code}): {resp.text[:500]}",
+                retryable=False,
+            )
+        try:
+            results = ListenerBatchResult.model_validate(resp.json()).results
+        except (ValueError, ValidationError) as exc:
+            return _error_results(jobs, f"memlistener sent an unreadable reply: {exc}", retryable=True)
+        if [r.job_id for r in results] != [j.job_id for j in jobs]:
+            return _error_results(jobs, "memlistener reply does not match the jobs sent", retryable=True)
+        return results
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def build_client(config: ClientConfig) -> ListenerClient:
+    if config.backend == "ray":
+        return RayServeClient(config.url, timeout_s=config.timeout_s)
+    engine = config.engine.model_copy(update={"kind": _ENGINE_FOR_BACKEND[config.backend]})
+    return InProcessClient(engine)
+
+
+def client_config_from_settings() -> ClientConfig:
+    """Read ``settings.PERSONATREE`` (Django) into a ClientConfig. Imports Django lazily."""
+    from django.conf import settings
+
+    pt = settings.PERSONATREE
+    engine = EngineConfig(
+        model_path=pt.get("LOCAL_MODEL_PATH", ""),
+        max_tokens=pt.get("MEMLISTENER_MAX_TOKENS", 256),
+        base_url=pt.get("OPENAI_BASE_URL", ""),
+        api_key=pt.get("OPENAI_API_KEY", ""),
+        model=pt.get("OPENAI_MODEL", ""),
+        timeout_s=pt.get("MEMLISTENER_TIMEOUT_S", 300.0),
+        recording_path=pt.get("MEMLISTENER_RECORDING_PATH", ""),
+        standin_mode=pt.get("MEMLISTENER_STANDIN_MODE", "no_op"),
+        standin_latency_ms=pt.get("MEMLISTENER_STANDIN_LATENCY_MS", 0.0),
+    )
+    return ClientConfig(
+        backend=pt.get("MEMLISTENER_BACKEND", "local"),
+        url=pt.get("MEMLISTENER_URL", ClientConfig().url),
+        timeout_s=pt.get("MEMLISTENER_TIMEOUT_S", 300.0),
+        engine=engine,
+    )
+
+
+_clients: dict[str, ListenerClient] = {}
+_clients_lock = threading.Lock()
+
+
+def get_listener_client(config: ClientConfig | None = None) -> ListenerClient:
+    """The MemListener client for ``config`` (default: from Django settings); cached per config."""
+    config = config or client_config_from_settings()
+    key = config.model_dump_json()
+    with _clients_lock:
+        if key not in _clients:
+            _clients[key] = build_client(config)
+        return _clients[key]
+
+
+def reset_listener_clients() -> None:
+    """Forget cached clients (tests that change settings)."""
+    with _clients_lock:
+        _clients.clear()

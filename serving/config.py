@@ -1,0 +1,58 @@
+"""Configuration of the MemListener engines and of the Ray Serve app, as pydantic models.
+
+Validated at the edge (settings reader, YAML of ``serve deploy``); passed explicitly to the
+Ray deployment so nothing in ``serving.app`` needs Django.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EngineKind = Literal["llamacpp", "openai", "vllm", "recorded", "standin"]
+
+
+class EngineConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: EngineKind = "llamacpp"
+    # Generation limits shared by all model engines.
+    max_tokens: int = Field(default=256, ge=1, le=4096)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    constrained: bool = True  # send the JSON schema (path enum) to engines that support it
+    # llama.cpp (local GGUF).
+    model_path: str = ""
+    n_ctx: int = Field(default=8192, ge=512)
+    n_threads: int | None = None
+    chat_format: str | None = None  # None: the GGUF's own template
+    # OpenAI-compatible endpoint.
+    base_url: str = ""
+    api_key: str = ""
+    model: str = ""
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    # vLLM (in-process AsyncLLMEngine / LLM).
+    vllm_model: str = ""
+    vllm_max_model_len: int = Field(default=4096, ge=256)
+    vllm_gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
+    # Recorded engine (replays a recording file; see serving/engines/recorded.py).
+    recording_path: str = ""
+    # Stand-in (benchmarks of the backend only; see serving/engines/standin.py).
+    standin_mode: Literal["no_op", "derived"] = "no_op"
+    standin_latency_ms: float = Field(default=0.0, ge=0)
+
+
+class AppConfig(BaseModel):
+    """The Ray Serve MemListener application."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    max_batch_size: int = Field(default=16, ge=1, le=256)
+    batch_wait_timeout_s: float = Field(default=0.05, ge=0)
+    num_replicas: int = Field(default=1, ge=1)
+    num_cpus: float = Field(default=1.0, gt=0)
+    num_gpus: float = Field(default=0.0, ge=0)
+    max_ongoing_requests: int = Field(default=64, ge=1)
+    lenient_gate: bool = False

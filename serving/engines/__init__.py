@@ -1,0 +1,38 @@
+"""MemListener engines behind one interface (``serving.engines.base.Engine``).
+
+Heavy engines (llama.cpp, vLLM, openai) are imported lazily by ``build_engine`` so importing
+this package never pulls a model runtime.
+"""
+
+from __future__ import annotations
+
+from serving.config import EngineConfig
+from serving.engines.base import Engine, EngineError, EngineUnavailable, Generation, Prompt
+
+__all__ = ["Engine", "EngineError", "EngineUnavailable", "Generation", "Prompt", "build_engine"]
+
+
+def build_engine(config: EngineConfig) -> Engine:
+    if config.kind == "recorded":
+        from serving.engines.recorded import RecordedEngine
+
+        if not config.recording_path:
+            raise ValueError("recorded engine needs engine.recording_path (a JSONL recording file)")
+        return RecordedEngine(path=config.recording_path)
+    if config.kind == "standin":
+        from serving.engines.standin import StandInEngine
+
+        return StandInEngine(mode=config.standin_mode, latency_ms=config.standin_latency_ms)
+    if config.kind == "llamacpp":
+        from serving.engines.llamacpp import LlamaCppEngine
+
+        return LlamaCppEngine.from_config(config)
+    if config.kind == "openai":
+        from serving.engines.openai_compat import OpenAICompatEngine
+
+        return OpenAICompatEngine.from_config(config)
+    if config.kind == "vllm":
+        from serving.engines.vllm_engine import VLLMEngine
+
+        return VLLMEngine.from_config(config)
+    raise ValueError(f"unknown engine kind {config.kind!r}")

@@ -1,0 +1,123 @@
+"""RecordedEngine: replays model outputs captured earlier from a real engine.
+
+This is not a model. It exists so unit tests and end-to-end tests can run the whole
+prompt -> parse -> gate -> apply path without a model, on outputs a real model once wrote.
+
+Recording format: JSONL, one object per line::
+
+    {"key": "<sha256>", "text": "<raw model text>", "model_id": "<engine that produced it>",
+     "prompt_tokens": 0, "completion_tokens": 0, "note": "optional"}
+
+``key`` is either the sha256 of the prompt's per-call part (``Prompt.key``) or the sha256 of the
+chunk turns (``Prompt.turns_key``; survives prompt-wording changes). Lookup tries the prompt key
+first, then the turns key.
+
+Unknown key: an honest failure — a Generation with ``error="no recording ..."`` and
+``retryable=False`` (replaying later cannot produce an output that was never recorded). The
+engine never invents text.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from serving.engines.base import Generation, Prompt
+
+RECORDED_PREFIX = "recorded:"
+
+
+class RecordingError(ValueError):
+    """The recording file is missing or malformed (names the file and line)."""
+
+
+def load_recording(path: str | Path) -> dict[str, dict[str, Any]]:
+    p = Path(path)
+    if not p.is_file():
+        raise RecordingError(f"recording file not found: {p}")
+    entries: dict[str, dict[str, Any]] = {}
+    for line_no, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordingError(f"{p}:{line_no}: not JSON ({exc.msg})") from exc
+        if (
+            not isinstance(obj, dict)
+            or not isinstance(obj.get("key"), str)
+            or not isinstance(obj.get("text"), str)
+        ):
+            raise RecordingError(f"{p}:{line_no}: needs string fields 'key' and 'text'")
+        entries[obj["key"]] = obj
+    return entries
+
+
+class RecordedEngine:
+    """Replays recorded outputs by key; unknown keys fail with retryable=False."""
+
+    def __init__(
+        self,
+        *,
+        path: str | Path | None = None,
+        entries: Iterable[Mapping[str, Any]] | None = None,
+        model_id: str = "recording",
+    ) -> None:
+        self._entries: dict[str, dict[str, Any]] = {}
+        if path is not None:
+            self._entries.update(load_recording(path))
+        for e in entries or ():
+            self._entries[str(e["key"])] = dict(e)
+        self._source = str(path) if path is not None else "<in-memory>"
+        self.model_id = RECORDED_PREFIX + model_id
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, prompt: Prompt) -> dict[str, Any] | None:
+        return self._entries.get(prompt.key) or (
+            self._entries.get(prompt.turns_key) if prompt.turns else None
+        )
+
+    def generate(self, prompts: Sequence[Prompt], json_schema: dict[str, Any] | None) -> list[Generation]:
+        out = []
+        for prompt in prompts:
+            start = time.perf_counter()
+            entry = self.lookup(prompt)
+            if entry is None:
+                out.append(
+                    Generation(
+                        model_id=self.model_id,
+                        error=(
+                            f"no recording for prompt key {prompt.key[:12]} / turns key "
+                            f"{prompt.turns_key[:12]} in {self._source}"
+                        ),
+                        retryable=False,
+                    )
+                )
+                continue
+            out.append(
+                Generation(
+                    text=entry["text"],
+                    model_id=RECORDED_PREFIX + str(entry.get("model_id", "unknown")),
+                    prompt_tokens=int(entry.get("prompt_tokens", 0)),
+                    completion_tokens=int(entry.get("completion_tokens", 0)),
+                    latency_ms=(time.perf_counter() - start) * 1000,
+                )
+            )
+        return out
+
+    def check_health(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def recording_entry(prompt: Prompt, text: str, *, model_id: str, by: str = "prompt", **extra: Any) -> dict:
+    """Build one recording line for ``prompt`` (``by="prompt"`` or ``"turns"``)."""
+    key = prompt.key if by == "prompt" else prompt.turns_key
+    return {"key": key, "text": text, "model_id": model_id, **extra}

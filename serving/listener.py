@@ -1,0 +1,116 @@
+"""MemListener: jobs in, gated ops out, for any engine.
+
+For each job: build the prompt, let the engine generate (one batched call), parse the raw text
+(JSON or the paper's line format), judge every op with the engine's gate against the job's tree,
+and return a ListenerResult. ``run`` never raises: a bad job, a dead engine or garbage output
+all become results (``error`` + ``retryable`` for the first two, rejections/parse errors for the
+last). Applying the ops is the caller's job (``memory.services.tree.tree_apply_ops``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from memory.engine.gate import GatePolicy, gate
+from memory.engine.parser import parse_ops
+from memory.engine.render import count_tokens
+from memory.engine.schema import Schema, get_schema
+from memory.engine.tree import Tree
+from serving.engines.base import Engine, EngineError, Generation, Prompt
+from serving.output_schema import op_list_schema
+from serving.prompt import PROMPT_VERSION, build_prompt
+from serving.protocol import ListenerJob, ListenerResult
+
+log = logging.getLogger(__name__)
+
+
+def _rejection_dict(r) -> dict:
+    return {"op": r.op.to_dict(), "reason": str(r.reason), "detail": r.detail}
+
+
+def _normalisation_dict(n) -> dict:
+    return {"original": n.original.to_dict(), "result": n.result.to_dict(), "note": n.note}
+
+
+class MemListener:
+    def __init__(self, engine: Engine, *, policy: GatePolicy | None = None, constrained: bool = True) -> None:
+        self.engine = engine
+        self.policy = policy or GatePolicy()
+        self.constrained = constrained
+
+    def _error(self, job_id: str, message: str, *, retryable: bool, model_id: str = "") -> ListenerResult:
+        return ListenerResult(
+            job_id=job_id,
+            error=message,
+            retryable=retryable,
+            model_id=model_id or self.engine.model_id,
+            prompt_version=PROMPT_VERSION,
+        )
+
+    def _judge(
+        self, job: ListenerJob, schema: Schema, tree: Tree, prompt: Prompt, gen: Generation
+    ) -> ListenerResult:
+        if gen.error is not None:
+            return self._error(job.job_id, gen.error, retryable=gen.retryable, model_id=gen.model_id)
+        parsed = parse_ops(gen.text)
+        judged = gate(schema, tree, parsed.ops, self.policy)
+        return ListenerResult(
+            job_id=job.job_id,
+            ops=[op.to_dict() for op in judged.accepted],
+            rejections=[_rejection_dict(r) for r in judged.rejected],
+            parse_errors=[
+                {"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors
+            ],
+            normalisations=[_normalisation_dict(n) for n in judged.normalised],
+            raw_text=gen.text,
+            model_id=gen.model_id or self.engine.model_id,
+            prompt_version=prompt.prompt_version,
+            prompt_tokens=gen.prompt_tokens or count_tokens(prompt.text),
+            completion_tokens=gen.completion_tokens or (count_tokens(gen.text) if gen.text else 0),
+            latency_ms=gen.latency_ms,
+        )
+
+    def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
+        results: dict[int, ListenerResult] = {}
+        # Group by schema: one generate call per schema (one output JSON schema per call).
+        groups: dict[tuple[str, int], list[tuple[int, ListenerJob, Schema, Tree, Prompt]]] = {}
+        for i, job in enumerate(jobs):
+            try:
+                schema = get_schema(job.schema_id, job.schema_version)
+                tree = Tree(dict(job.tree))
+                prompt = build_prompt(schema, tree.to_dict(), [t.model_dump() for t in job.turns])
+            except Exception as exc:  # bad job: report it, never raise past the listener
+                results[i] = self._error(job.job_id, f"bad job: {exc}", retryable=False)
+                continue
+            groups.setdefault((job.schema_id, job.schema_version), []).append((i, job, schema, tree, prompt))
+
+        for members in groups.values():
+            schema = members[0][2]
+            json_schema = op_list_schema(schema) if self.constrained else None
+            prompts = [m[4] for m in members]
+            start = time.perf_counter()
+            try:
+                gens = self.engine.generate(prompts, json_schema)
+                if len(gens) != len(prompts):
+                    raise EngineError(
+                        f"engine returned {len(gens)} generations for {len(prompts)} prompts", retryable=True
+                    )
+            except EngineError as exc:
+                log.warning("memlistener engine error: %s", exc)
+                gens = [Generation(error=str(exc), retryable=exc.retryable) for _ in prompts]
+            except Exception as exc:
+                log.exception("memlistener engine crashed")
+                gens = [Generation(error=f"engine failure: {exc!r}", retryable=True) for _ in prompts]
+            elapsed_ms = (time.perf_counter() - start) * 1000
+            for (i, job, schema_, tree, prompt), gen in zip(members, gens, strict=True):
+                try:
+                    res = self._judge(job, schema_, tree, prompt, gen)
+                except Exception as exc:  # a gate/parser bug must not take the batch down
+                    log.exception("memlistener judging failed for %s", job.job_id)
+                    res = self._error(job.job_id, f"internal error judging output: {exc!r}", retryable=False)
+                if not res.latency_ms:
+                    res.latency_ms = elapsed_ms
+                results[i] = res
+        return [results[i] for i in range(len(jobs))]

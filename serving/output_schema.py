@@ -1,0 +1,71 @@
+"""JSON schema of the MemListener's output, used for constrained decoding.
+
+``path`` is an enum of the schema's leaves, so a constrained engine (vLLM structured outputs,
+llama.cpp grammar from JSON schema, OpenAI ``response_format``) cannot emit an unknown path.
+The list is capped (``MAX_OPS``) and every value is capped at the largest leaf budget; the gate
+still checks each leaf's own budget. The root is an object (``{"ops": [...]}``) because several
+structured-output implementations refuse array roots.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from memory.engine.schema import Schema
+
+MAX_OPS = 12
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(schema: Schema, max_ops: int) -> dict[str, Any]:
+    paths = list(schema.paths)
+    max_len = max(leaf.budget for leaf in schema.leaves)
+    write = {
+        "type": "object",
+        "properties": {
+            "op": {"type": "string", "enum": ["ADD", "UPDATE"]},
+            "path": {"type": "string", "enum": paths},
+            "value": {"type": "string", "minLength": 1, "maxLength": max_len},
+        },
+        "required": ["op", "path", "value"],
+        "additionalProperties": False,
+    }
+    delete = {
+        "type": "object",
+        "properties": {
+            "op": {"type": "string", "enum": ["DELETE"]},
+            "path": {"type": "string", "enum": paths},
+            "value": {"type": "null"},
+        },
+        "required": ["op", "path", "value"],
+        "additionalProperties": False,
+    }
+    no_op = {
+        "type": "object",
+        "properties": {
+            "op": {"type": "string", "enum": ["NO_OP"]},
+            "path": {"type": "null"},
+            "value": {"type": "null"},
+        },
+        "required": ["op", "path", "value"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "ops": {
+                "type": "array",
+                "items": {"anyOf": [write, delete, no_op]},
+                "minItems": 1,
+                "maxItems": max_ops,
+            }
+        },
+        "required": ["ops"],
+        "additionalProperties": False,
+    }
+
+
+def op_list_schema(schema: Schema, *, max_ops: int = MAX_OPS) -> dict[str, Any]:
+    """The constrained-output JSON schema for ``schema`` (cached; do not mutate the result)."""
+    return _cached(schema, max_ops)

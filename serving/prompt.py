@@ -1,0 +1,80 @@
+"""The MemListener prompt: our rules text + schema leaves (static prefix), then the per-call part.
+
+Order matters for speed: everything that is the same for every call with one schema and one
+prompt version comes first (rules, then every leaf path with its description and budget), so
+vLLM's automatic prefix caching and llama.cpp's KV-prefix reuse compute it once. The per-call
+part (the subject's non-empty leaves, then the chunk) comes last.
+
+The rules restate the paper's update procedure in our own words. ``PROMPT_VERSION`` travels with
+every result into the audit log; bump it whenever the text below changes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+
+from memory.engine.schema import Schema
+from serving.engines.base import Prompt
+
+PROMPT_VERSION = "memlistener-prompt/1"
+
+RULES = """\
+You keep the long-term memory of one user as a tree of slots. Every slot (a leaf path below) holds \
+one short English note about the user's current state for that attribute. You read the slots that \
+are already filled and a new piece of dialogue, and you write the operations that bring the memory \
+up to date.
+
+Operations:
+- ADD: the slot is empty and the dialogue gives lasting information for it.
+- UPDATE: the slot already holds a note and the dialogue changes or adds to it. Write the merged \
+note: keep what is still true in the old note and fold the new information in (for example \
+"used to run; knee trouble lately, switched to swimming").
+- DELETE: only when the user says outright that the stored note is no longer true, or asks you \
+to forget it. A DELETE has no value.
+- NO_OP: nothing in the dialogue belongs in long-term memory (greetings, small talk, one-off \
+tasks, passing moods). NO_OP is the only operation when it is used.
+
+Rules:
+1. Record facts about the user that the user states or clearly implies; what the assistant says \
+is context, not a fact about the user.
+2. Do not write what a slot already says.
+3. When statements disagree, the latest explicit statement wins.
+4. At most one operation per slot.
+5. Put each fact in the most specific slot that fits it.
+6. Keep notes short, factual and in English; never exceed a slot's character limit.
+7. Reply with JSON only: {"ops": [{"op": "ADD", "path": "<slot path>", "value": "<note>"}, ...]}. \
+Use "value": null for DELETE, and {"op": "NO_OP", "path": null, "value": null} for NO_OP.
+"""
+
+
+@functools.lru_cache(maxsize=32)
+def static_prefix(schema: Schema) -> str:
+    """Rules + every leaf of ``schema`` with its description and budget. Cached per schema."""
+    lines = [RULES, f"\nSlots of schema {schema.id} v{schema.version} (path | max characters | meaning):"]
+    for leaf in schema.leaves:
+        lines.append(f"{leaf.path} | {leaf.budget} | {leaf.description}")
+    return "\n".join(lines) + "\n"
+
+
+def _render_turns(turns: Sequence[Mapping[str, str]]) -> str:
+    return "\n".join(f"{t['role']}: {' '.join(t['content'].split())}" for t in turns)
+
+
+def per_call_part(tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]) -> str:
+    filled = "\n".join(f"{path}: {value}" for path, value in sorted(tree.items()) if value) or "(none)"
+    return (
+        f"\nFilled slots:\n{filled}\n\nDialogue:\n{_render_turns(turns)}\n\n"
+        "Write the operations for this dialogue as JSON.\n"
+    )
+
+
+def build_prompt(schema: Schema, tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]) -> Prompt:
+    plain_turns = tuple({"role": t["role"], "content": t["content"]} for t in turns)
+    return Prompt(
+        static=static_prefix(schema),
+        dynamic=per_call_part(tree, plain_turns),
+        prompt_version=PROMPT_VERSION,
+        turns=plain_turns,
+        tree=dict(tree),
+    )
