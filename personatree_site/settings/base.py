@@ -94,7 +94,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 CACHES = {
-    "default": env.cache("CACHE_URL", default="locmem://personatree"),
+    "default": env.cache("CACHE_URL", default="locmemcache://personatree"),
 }
 
 # --- Celery (ingestion workers) ---------------------------------------------------
