@@ -1,0 +1,44 @@
+"""The one place where an API request's tenant is resolved and enforced.
+
+Every API view subclasses :class:`TenantScopedView`: it authenticates the key,
+checks ``required_scopes`` and exposes ``self.tenant``. Subjects are fetched
+only through :meth:`TenantScopedView.get_subject`, which answers 404 alike for
+a missing subject and for another tenant's subject.
+"""
+
+from __future__ import annotations
+
+from rest_framework import exceptions
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.views import APIView
+
+from memory import selectors
+from memory.api.auth import ApiKeyAuthentication, HasScope
+from memory.models import ApiKey, Subject, Tenant
+
+
+class TenantScopedView(APIView):
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes = [IsAuthenticated, HasScope]
+    #: Scopes the key must hold: a tuple, or a dict keyed by HTTP method. Subclasses must set it.
+    required_scopes: tuple[str, ...] | dict[str, tuple[str, ...]] | None = None
+
+    @property
+    def api_key(self) -> ApiKey:
+        key = self.request.auth
+        if not isinstance(key, ApiKey):  # permission classes make this unreachable
+            raise exceptions.NotAuthenticated()
+        return key
+
+    @property
+    def tenant(self) -> Tenant:
+        return self.api_key.tenant
+
+    def has_scope(self, scope: str) -> bool:
+        return self.api_key.has_scopes((scope,))
+
+    def get_subject(self, external_id: str) -> Subject:
+        subject = selectors.subject_get(tenant=self.tenant, external_id=external_id)
+        if subject is None:
+            raise exceptions.NotFound("Subject not found.")
+        return subject

@@ -1,0 +1,103 @@
+"""Subject endpoints: current tree, version list, export, erasure. Thin views over selectors/services."""
+
+from __future__ import annotations
+
+from django.utils.dateparse import parse_datetime
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from memory import selectors
+from memory.api.base import TenantScopedView
+from memory.services import ServiceError
+from memory.services.subjects import subject_erase, subject_export
+
+
+def _tiers_for(view: TenantScopedView) -> tuple[str, ...]:
+    return selectors.ALL_TIERS if view.has_scope("read_special") else selectors.PUBLIC_TIERS
+
+
+def _parse_as_of(raw: str | None):
+    if raw is None or raw == "":
+        return None
+    if raw.isdigit():
+        return int(raw)
+    parsed = parse_datetime(raw)
+    if parsed is None:
+        raise ServiceError("as_of must be a version number or an ISO 8601 datetime.", field="as_of")
+    return parsed
+
+
+class SubjectTreeView(TenantScopedView):
+    """GET the subject's tree (current, or ``?as_of=<version|datetime>``)."""
+
+    required_scopes = ("read",)
+
+    class OutputSerializer(serializers.Serializer):
+        subject = serializers.CharField()
+        version = serializers.IntegerField()
+        schema_id = serializers.CharField()
+        schema_version = serializers.IntegerField()
+        tree = serializers.DictField(child=serializers.CharField())
+
+    def get(self, request, external_id: str):
+        subject = self.get_subject(external_id)
+        as_of = _parse_as_of(request.query_params.get("as_of"))
+        try:
+            number, tree = selectors.tree_at(subject, as_of)
+        except LookupError as exc:
+            raise ServiceError(str(exc), field="as_of", code="not_found") from exc
+        schema = selectors.subject_schema(subject)
+        data = {
+            "subject": subject.external_id,
+            "version": number,
+            "schema_id": subject.schema_id,
+            "schema_version": subject.schema_version,
+            "tree": selectors.tree_visible(tree, schema, tiers=_tiers_for(self)).to_dict(),
+        }
+        return Response(self.OutputSerializer(data).data)
+
+
+class SubjectVersionsView(TenantScopedView):
+    required_scopes = ("read",)
+
+    class OutputSerializer(serializers.Serializer):
+        number = serializers.IntegerField()
+        parent = serializers.IntegerField(source="parent.number", allow_null=True, default=None)
+        created_by = serializers.CharField()
+        chunk_id = serializers.IntegerField(allow_null=True)
+        note = serializers.CharField()
+        created_at = serializers.DateTimeField()
+
+    def get(self, request, external_id: str):
+        subject = self.get_subject(external_id)
+        versions = selectors.versions_list(subject=subject).select_related("parent")[:500]
+        return Response(
+            {
+                "subject": subject.external_id,
+                "head_version": subject.head_version,
+                "versions": self.OutputSerializer(versions, many=True).data,
+            }
+        )
+
+
+class SubjectExportView(TenantScopedView):
+    """Everything the store holds about the subject, as JSON (tiers filtered by scope)."""
+
+    required_scopes = ("read",)
+
+    def get(self, request, external_id: str):
+        subject = self.get_subject(external_id)
+        return Response(subject_export(subject=subject, tiers=_tiers_for(self)))
+
+
+class SubjectDetailView(TenantScopedView):
+    """DELETE erases the subject (messages, chunks, versions, op log, vectors) leaving a tombstone."""
+
+    required_scopes = {"DELETE": ("erase",)}
+
+    def delete(self, request, external_id: str):
+        subject = self.get_subject(external_id)
+        tombstone = subject_erase(subject=subject, erased_by=f"api_key:{self.api_key.prefix}")
+        return Response(
+            {"erased": True, "tombstone_id": tombstone.pk, "counts": tombstone.counts}, status=200
+        )

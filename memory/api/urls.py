@@ -1,0 +1,17 @@
+"""Routes of the v1 API (mounted at ``/v1/``). Each area appends its own block below."""
+
+from django.urls import path
+
+from memory.api import subjects
+
+urlpatterns = [
+    # --- subjects: tree, versions, export, erase (issue 3) ---
+    path("subjects/<str:external_id>/tree", subjects.SubjectTreeView.as_view(), name="subject-tree"),
+    path(
+        "subjects/<str:external_id>/versions", subjects.SubjectVersionsView.as_view(), name="subject-versions"
+    ),
+    path("subjects/<str:external_id>/export", subjects.SubjectExportView.as_view(), name="subject-export"),
+    path("subjects/<str:external_id>", subjects.SubjectDetailView.as_view(), name="subject-detail"),
+    # --- ingest (issue 5) ---
+    # --- query (issue 6) ---
+]

@@ -1,0 +1,121 @@
+"""Reads of the memory store. Every tenant-facing read takes the tenant explicitly.
+
+The hot path is ``subject_get`` + ``tree_current``: one indexed query (the
+subject joined with its head version); ``tree_current`` itself hits no database.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from memory.engine.schema import Schema, get_schema
+from memory.engine.tree import Tree
+from memory.models import Chunk, OpRecord, Subject, Tenant, TreeVersion
+
+
+def subject_get(*, tenant: Tenant, external_id: str) -> Subject | None:
+    """The tenant's subject with its head version loaded, or None (missing and foreign look the same)."""
+    return (
+        Subject.objects.select_related("head", "tenant")
+        .filter(tenant=tenant, external_id=external_id)
+        .first()
+    )
+
+
+def subject_list(*, tenant: Tenant) -> QuerySet[Subject]:
+    return Subject.objects.filter(tenant=tenant).order_by("external_id")
+
+
+def subject_schema(subject: Subject) -> Schema:
+    return get_schema(subject.schema_id, subject.schema_version)
+
+
+def tree_current(subject: Subject) -> Tree:
+    """The subject's current tree. With ``head`` select_related this makes no query."""
+    if subject.head_id is None:
+        return Tree.empty()
+    return Tree.from_dict(subject.head.snapshot)
+
+
+def version_get(*, subject: Subject, number: int) -> TreeVersion | None:
+    return TreeVersion.objects.filter(subject=subject, number=number).first()
+
+
+def tree_at(subject: Subject, as_of: int | datetime | None = None) -> tuple[int, Tree]:
+    """``(version_number, tree)`` of the subject at a version number or a point in time.
+
+    Version 0 is the empty tree before any write. A datetime selects the last
+    version created at or before it. A version number above the head raises
+    ``LookupError``.
+    """
+    if as_of is None:
+        return subject.head_version, tree_current(subject)
+    qs = TreeVersion.objects.filter(subject=subject)
+    if isinstance(as_of, datetime):
+        version = qs.filter(created_at__lte=as_of).order_by("-number").only("number", "snapshot").first()
+    else:
+        if as_of == 0:
+            return 0, Tree.empty()
+        version = qs.filter(number=as_of).only("number", "snapshot").first()
+        if version is None:
+            raise LookupError(f"Subject has no version {as_of} (head is {subject.head_version}).")
+    if version is None:
+        return 0, Tree.empty()
+    return version.number, Tree.from_dict(version.snapshot)
+
+
+def versions_list(*, subject: Subject) -> QuerySet[TreeVersion]:
+    return TreeVersion.objects.filter(subject=subject).order_by("-number")
+
+
+def ops_list(*, subject: Subject) -> QuerySet[OpRecord]:
+    return OpRecord.objects.filter(subject=subject).order_by("created_at", "id")
+
+
+def ops_pending_review(*, tenant: Tenant | None = None) -> QuerySet[OpRecord]:
+    qs = OpRecord.objects.filter(status=OpRecord.Status.PENDING_REVIEW).select_related("subject")
+    if tenant is not None:
+        qs = qs.filter(subject__tenant=tenant)
+    return qs.order_by("created_at", "id")
+
+
+def leaf_last_changes(*, subject: Subject) -> dict[str, OpRecord]:
+    """Per path, the applied/approved op record that last changed it (for the admin tree view)."""
+    records = (
+        OpRecord.objects.filter(
+            subject=subject,
+            status__in=(OpRecord.Status.APPLIED, OpRecord.Status.APPROVED),
+            version__isnull=False,
+        )
+        .exclude(path="")
+        .select_related("version")
+        .order_by("-version__number", "-id")
+    )
+    last: dict[str, OpRecord] = {}
+    for record in records:
+        last.setdefault(record.path, record)
+    return last
+
+
+def chunks_failed(*, tenant: Tenant | None = None) -> QuerySet[Chunk]:
+    qs = Chunk.objects.filter(status=Chunk.Status.FAILED).select_related("subject")
+    if tenant is not None:
+        qs = qs.filter(subject__tenant=tenant)
+    return qs
+
+
+ALL_TIERS = ("normal", "personal", "special")
+PUBLIC_TIERS = ("normal", "personal")
+
+
+def tree_visible(tree: Tree, schema: Schema, *, tiers=PUBLIC_TIERS) -> Tree:
+    """The part of ``tree`` whose leaves are in ``tiers`` (paths unknown to the schema are hidden)."""
+    allowed = set(tiers)
+    kept = {}
+    for path, value in tree.items():
+        leaf = schema.leaf(path)
+        if leaf is not None and leaf.tier in allowed:
+            kept[path] = value
+    return Tree(kept)

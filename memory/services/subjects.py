@@ -1,0 +1,185 @@
+"""Tenants, API keys and subjects: creation, export and erasure."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db import IntegrityError, transaction
+
+from memory import selectors
+from memory.engine.schema import DEFAULT_SCHEMA_ID, DEFAULT_SCHEMA_VERSION, get_schema
+from memory.models import ApiKey, Chunk, Message, OpRecord, Subject, Tenant, Tombstone, TreeVersion
+from memory.services import ServiceError
+from memory.signals import subject_erased
+
+
+def tenant_create(*, name: str, **policy) -> Tenant:
+    name = (name or "").strip()
+    if not name:
+        raise ServiceError("Tenant name must not be empty.", field="name")
+    if Tenant.objects.filter(name=name).exists():
+        raise ServiceError(f"A tenant named {name!r} already exists.", field="name", code="duplicate")
+    return Tenant.objects.create(name=name, **policy)
+
+
+def api_key_create(*, tenant: Tenant, scopes: Iterable[str], name: str = "") -> tuple[ApiKey, str]:
+    """Create a key; returns ``(api_key, raw_key)``. The raw key is never stored and cannot be shown again."""
+    scopes = sorted(set(scopes))
+    unknown = sorted(set(scopes) - set(ApiKey.SCOPES))
+    if unknown:
+        raise ServiceError(
+            f"Unknown scope(s): {', '.join(unknown)}; known: {', '.join(ApiKey.SCOPES)}.", field="scopes"
+        )
+    if not scopes:
+        raise ServiceError("An API key needs at least one scope.", field="scopes")
+    raw, prefix, hashed = ApiKey.generate()
+    key = ApiKey.objects.create(tenant=tenant, name=name, prefix=prefix, hashed=hashed, scopes=scopes)
+    return key, raw
+
+
+def subject_get_or_create(
+    *,
+    tenant: Tenant,
+    external_id: str,
+    schema_id: str = DEFAULT_SCHEMA_ID,
+    schema_version: int = DEFAULT_SCHEMA_VERSION,
+) -> tuple[Subject, bool]:
+    """The tenant's subject, created on first use (race-safe on the unique constraint)."""
+    external_id = (external_id or "").strip()
+    if not external_id or len(external_id) > 255:
+        raise ServiceError("external_id must be 1-255 characters.", field="external_id")
+    subject = selectors.subject_get(tenant=tenant, external_id=external_id)
+    if subject is not None:
+        return subject, False
+    try:
+        get_schema(schema_id, schema_version)
+    except (LookupError, ValueError) as exc:
+        raise ServiceError(f"Unknown schema {schema_id} v{schema_version}.", field="schema_id") from exc
+    try:
+        with transaction.atomic():
+            subject = Subject.objects.create(
+                tenant=tenant, external_id=external_id, schema_id=schema_id, schema_version=schema_version
+            )
+        return subject, True
+    except IntegrityError:
+        return selectors.subject_get(tenant=tenant, external_id=external_id), False
+
+
+def subject_export(*, subject: Subject, tiers: Collection[str] = selectors.ALL_TIERS) -> dict:
+    """Current tree, every version and the op log as one JSON-serialisable dict.
+
+    Leaves outside ``tiers`` are left out of trees and op records alike.
+    """
+    schema = selectors.subject_schema(subject)
+    allowed = set(tiers)
+
+    def visible(path: str) -> bool:
+        if not path:
+            return True
+        leaf = schema.leaf(path)
+        return leaf is not None and leaf.tier in allowed
+
+    def tree_json(snapshot: dict) -> dict:
+        return {p: v for p, v in snapshot.items() if visible(p)}
+
+    versions = [
+        {
+            "number": v.number,
+            "parent": v.parent.number if v.parent_id else None,
+            "created_by": v.created_by,
+            "chunk_id": v.chunk_id,
+            "note": v.note,
+            "created_at": v.created_at.isoformat(),
+            "tree": tree_json(v.snapshot),
+        }
+        for v in selectors.versions_list(subject=subject).select_related("parent").order_by("number")
+    ]
+    ops = [
+        {
+            "id": r.pk,
+            "version": r.version.number if r.version_id else None,
+            "base_version": r.base_version,
+            "op": r.op_type,
+            "path": r.path,
+            "old_value": r.old_value,
+            "new_value": r.new_value,
+            "status": r.status,
+            "reason": r.reason_code,
+            "detail": r.detail,
+            "actor": {
+                "kind": r.actor_kind,
+                "name": r.actor_name,
+                "model_id": r.model_id,
+                "model_version": r.model_version,
+                "prompt_version": r.prompt_version,
+            },
+            "source": {"chunk_id": r.chunk_id, "start_seq": r.source_start_seq, "end_seq": r.source_end_seq},
+            "confidence": r.confidence,
+            "created_at": r.created_at.isoformat(),
+            "decided_at": r.decided_at.isoformat() if r.decided_at else None,
+            "decision_note": r.decision_note,
+        }
+        for r in selectors.ops_list(subject=subject).select_related("version")
+        if visible(r.path)
+    ]
+    return {
+        "subject": subject.external_id,
+        "schema": {"id": subject.schema_id, "version": subject.schema_version},
+        "head_version": subject.head_version,
+        "tree": tree_json(subject.head.snapshot if subject.head_id else {}),
+        "versions": versions,
+        "ops": ops,
+    }
+
+
+def subject_erase(*, subject: Subject, erased_by: str = "") -> Tombstone:
+    """Delete everything stored about the subject; leave a tombstone with counts and time.
+
+    Vectors and caches live outside this database: ``subject_erased`` is sent on
+    commit so their owners purge them.
+    """
+    tenant_id, subject_id, external_id = subject.tenant_id, subject.pk, subject.external_id
+    with transaction.atomic():
+        locked = Subject.objects.select_for_update().filter(pk=subject_id).first()
+        if locked is None:
+            raise ServiceError("Subject was already erased.", code="not_found")
+        counts = {
+            "messages": Message.objects.filter(subject_id=subject_id).count(),
+            "chunks": Chunk.objects.filter(subject_id=subject_id).count(),
+            "versions": TreeVersion.objects.filter(subject_id=subject_id).count(),
+            "ops": OpRecord.objects.filter(subject_id=subject_id).count(),
+        }
+        # Admin history rows name objects by their repr, which may hold the subject's text.
+        LogEntry.objects.filter(
+            content_type=ContentType.objects.get_for_model(Subject), object_id=str(subject_id)
+        ).delete()
+        for model, ids in (
+            (OpRecord, OpRecord.objects.filter(subject_id=subject_id).values_list("pk", flat=True)),
+            (TreeVersion, TreeVersion.objects.filter(subject_id=subject_id).values_list("pk", flat=True)),
+            (Chunk, Chunk.objects.filter(subject_id=subject_id).values_list("pk", flat=True)),
+            (Message, Message.objects.filter(subject_id=subject_id).values_list("pk", flat=True)),
+        ):
+            LogEntry.objects.filter(
+                content_type=ContentType.objects.get_for_model(model), object_id__in=[str(i) for i in ids]
+            ).delete()
+        OpRecord.objects.filter(subject_id=subject_id).delete()
+        Subject.objects.filter(pk=subject_id).update(head=None)
+        Chunk.objects.filter(subject_id=subject_id).update(produced_version=None)
+        TreeVersion.objects.filter(subject_id=subject_id).delete()
+        Chunk.objects.filter(subject_id=subject_id).delete()
+        Message.objects.filter(subject_id=subject_id).delete()
+        Subject.objects.filter(pk=subject_id).delete()
+        tombstone = Tombstone.objects.create(
+            tenant_id=tenant_id,
+            external_id_hash=Tombstone.hash_external_id(tenant_id, external_id),
+            counts=counts,
+            erased_by=erased_by,
+        )
+        transaction.on_commit(
+            lambda: subject_erased.send(
+                sender=Subject, tenant_id=tenant_id, subject_id=subject_id, external_id=external_id
+            )
+        )
+    return tombstone
