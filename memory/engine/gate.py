@@ -1,0 +1,204 @@
+"""The safety gate: deterministic, structural checks of a batch of ops against a schema and a tree.
+
+The gate never rewrites meaning; semantic judgement belongs to the model. For each op it
+decides *accept* or *reject* (with a machine-readable :class:`Reason`, the offending op and a
+human-readable detail). Policy, in the order the checks run:
+
+1. ``NO_OP`` only alone. A batch whose only ops are ``NO_OP`` accepts the first and rejects any
+   further ones (``NO_OP_NOT_ALONE``, detail "repeated"). In a batch that also holds other ops,
+   every ``NO_OP`` is rejected ``NO_OP_NOT_ALONE`` and the other ops are judged normally.
+2. Path: must be a leaf of the schema. A path that names an inner node is ``NOT_A_LEAF``; any
+   other unknown path is ``UNKNOWN_PATH``. Paths are matched exactly (the parser already strips
+   surrounding whitespace and quotes).
+3. One op per path per batch: the first op naming a leaf *claims* it, whether or not that op is
+   then accepted; every later op on the same leaf is ``DUPLICATE_PATH``. (A model that writes
+   the same leaf twice in one chunk is confused; we do not guess which op it meant.)
+4. Value. ``DELETE`` must carry no value (``DELETE_WITH_VALUE``). ``ADD``/``UPDATE`` need a
+   string (``VALUE_NOT_STRING``) that is non-empty after whitespace normalisation
+   (``EMPTY_VALUE``) and whose normalised length in characters is within the leaf budget
+   (``OVER_BUDGET``; never truncated). Normalisation = strip and collapse every run of
+   whitespace (including newlines) to one space; the accepted op carries the normalised value.
+5. State, judged against the tree *before* the batch (rule 3 makes batch order irrelevant):
+   ``DELETE`` of an empty leaf is ``DELETE_ON_EMPTY``. ``ADD`` on an occupied leaf and
+   ``UPDATE`` on an empty leaf are, in the default **strict** policy, rejected
+   ``ADD_ON_OCCUPIED`` / ``UPDATE_ON_EMPTY``. In **lenient** mode (``GatePolicy(lenient=True)``)
+   they are normalised to ``UPDATE`` / ``ADD`` respectively, accepted, and recorded as a
+   :class:`Normalisation` (original op, resulting op, note) so the caller can audit it.
+
+``PARSE_ERROR`` and ``REVIEW_REQUIRED`` are never produced here; callers use them to record
+lines the parser could not read and ops held back for human review in the same shape.
+Accepted ops keep the batch order. The gate is a pure function of (schema, tree, ops, policy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+from .ops import Op, OpType
+from .schema import Schema
+from .tree import Tree
+
+__all__ = ["Reason", "GatePolicy", "Rejection", "Normalisation", "GateResult", "gate", "normalise_value"]
+
+
+class Reason(StrEnum):
+    UNKNOWN_PATH = "UNKNOWN_PATH"
+    NOT_A_LEAF = "NOT_A_LEAF"
+    ADD_ON_OCCUPIED = "ADD_ON_OCCUPIED"
+    UPDATE_ON_EMPTY = "UPDATE_ON_EMPTY"
+    DELETE_ON_EMPTY = "DELETE_ON_EMPTY"
+    EMPTY_VALUE = "EMPTY_VALUE"
+    VALUE_NOT_STRING = "VALUE_NOT_STRING"
+    DELETE_WITH_VALUE = "DELETE_WITH_VALUE"
+    OVER_BUDGET = "OVER_BUDGET"
+    DUPLICATE_PATH = "DUPLICATE_PATH"
+    NO_OP_NOT_ALONE = "NO_OP_NOT_ALONE"
+    PARSE_ERROR = "PARSE_ERROR"
+    REVIEW_REQUIRED = "REVIEW_REQUIRED"
+
+
+@dataclass(frozen=True, slots=True)
+class GatePolicy:
+    """``lenient=False`` (default): ADD on occupied / UPDATE on empty are rejected.
+    ``lenient=True``: they are normalised to UPDATE / ADD and recorded."""
+
+    lenient: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    op: Op | None
+    reason: Reason
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": None if self.op is None else self.op.to_dict(),
+            "reason": str(self.reason),
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Normalisation:
+    original: Op
+    result: Op
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"original": self.original.to_dict(), "result": self.result.to_dict(), "note": self.note}
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    accepted: tuple[Op, ...]
+    rejected: tuple[Rejection, ...]
+    normalised: tuple[Normalisation, ...] = ()
+
+    @property
+    def all_accepted(self) -> bool:
+        return not self.rejected
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "accepted": [op.to_dict() for op in self.accepted],
+            "rejected": [r.to_dict() for r in self.rejected],
+            "normalised": [n.to_dict() for n in self.normalised],
+        }
+
+
+def normalise_value(value: str) -> str:
+    """Strip and collapse every whitespace run to a single space."""
+    return " ".join(value.split())
+
+
+def gate(schema: Schema, tree: Tree, ops: Iterable[Op], policy: GatePolicy = GatePolicy()) -> GateResult:
+    """Judge ``ops`` against ``schema`` and the current ``tree``; see the module docstring."""
+    ops = tuple(ops)
+    accepted: list[Op] = []
+    rejected: list[Rejection] = []
+    normalised: list[Normalisation] = []
+    only_no_ops = all(op.type is OpType.NO_OP for op in ops)
+    seen_no_op = False
+    claimed: set[str] = set()
+
+    for op in ops:
+        if op.type is OpType.NO_OP:
+            if not only_no_ops:
+                rejected.append(Rejection(op, Reason.NO_OP_NOT_ALONE, "NO_OP mixed with other ops"))
+            elif seen_no_op:
+                rejected.append(Rejection(op, Reason.NO_OP_NOT_ALONE, "repeated NO_OP"))
+            else:
+                seen_no_op = True
+                accepted.append(op)
+            continue
+
+        path = op.path
+        assert path is not None  # guaranteed by Op construction
+        leaf = schema.leaf(path)
+        if leaf is None:
+            if schema.is_inner(path):
+                rejected.append(Rejection(op, Reason.NOT_A_LEAF, f"{path!r} is an inner node of {schema.id}"))
+            else:
+                rejected.append(Rejection(op, Reason.UNKNOWN_PATH, f"{path!r} is not a leaf of {schema.id}"))
+            continue
+        if path in claimed:
+            rejected.append(
+                Rejection(op, Reason.DUPLICATE_PATH, f"an earlier op in this batch names {path!r}")
+            )
+            continue
+        claimed.add(path)
+        occupied = path in tree
+
+        if op.type is OpType.DELETE:
+            if op.value is not None:
+                rejected.append(Rejection(op, Reason.DELETE_WITH_VALUE, "DELETE must carry no value (None)"))
+            elif not occupied:
+                rejected.append(Rejection(op, Reason.DELETE_ON_EMPTY, f"{path!r} is already empty"))
+            else:
+                accepted.append(op)
+            continue
+
+        value = op.value
+        if not isinstance(value, str):
+            rejected.append(
+                Rejection(
+                    op,
+                    Reason.VALUE_NOT_STRING,
+                    f"{op.type} value must be a string, got {type(value).__name__}",
+                )
+            )
+            continue
+        clean = normalise_value(value)
+        if not clean:
+            rejected.append(
+                Rejection(op, Reason.EMPTY_VALUE, f"{op.type} value is empty after normalisation")
+            )
+            continue
+        if len(clean) > leaf.budget:
+            rejected.append(
+                Rejection(op, Reason.OVER_BUDGET, f"{len(clean)} chars > budget {leaf.budget} for {path!r}")
+            )
+            continue
+        result = op if clean == value else replace(op, value=clean)
+
+        if op.type is OpType.ADD and occupied:
+            if not policy.lenient:
+                rejected.append(
+                    Rejection(op, Reason.ADD_ON_OCCUPIED, f"{path!r} already has a value; use UPDATE")
+                )
+                continue
+            result = replace(result, type=OpType.UPDATE)
+            normalised.append(Normalisation(op, result, "ADD on occupied leaf applied as UPDATE (lenient)"))
+        elif op.type is OpType.UPDATE and not occupied:
+            if not policy.lenient:
+                rejected.append(Rejection(op, Reason.UPDATE_ON_EMPTY, f"{path!r} is empty; use ADD"))
+                continue
+            result = replace(result, type=OpType.ADD)
+            normalised.append(Normalisation(op, result, "UPDATE on empty leaf applied as ADD (lenient)"))
+        accepted.append(result)
+
+    return GateResult(tuple(accepted), tuple(rejected), tuple(normalised))

@@ -1,0 +1,302 @@
+"""PersonaTree schemas: which leaves exist, what each means, how long it may be, how sensitive it is.
+
+A :class:`Schema` has an ``id``, an integer ``version`` and a tuple of :class:`Leaf` records
+(``path``, one-line ``description`` that goes into the model prompt, ``budget`` = maximum value
+length in characters after whitespace normalisation, sensitivity ``tier``). The engine works
+with any valid schema; the default one ships as ``schemas/personatree-default.v1.json``.
+
+Schema file format (JSON object)::
+
+    {
+      "id": "personatree-default", "version": 1,
+      "doc": "free text",                        # optional
+      "budgets": {"short": 80, "medium": 160, "long": 300},   # optional named budgets
+      "default_tier": "normal",                  # optional, default "normal"
+      "tree": {"body": {"appearance": {"height": {"description": "...", "budget": "short",
+                                                  "tier": "personal"}}}}
+    }
+
+or, instead of ``"tree"``, a flat ``"leaves": [{"path": "body/appearance/height", ...}]``.
+In the nested form a node is a *leaf* when it has a ``"description"`` key; every other node is
+an inner node whose keys are child names. ``budget`` is a positive int or a name from
+``"budgets"``. Tiers: ``normal``, ``personal`` (identifying/private but ordinary: names,
+family, location, finances) and ``special`` (GDPR art. 9-like: health, sexuality, religion,
+politics, ethnicity, biometrics).
+
+Validation (:func:`load_schema`) raises :class:`SchemaError` naming the offending path for:
+bad id/version, path segments that are not lower_snake, duplicate paths (also duplicate JSON
+keys in a file), an inner node carrying leaf fields or a leaf that is a prefix of another leaf
+("no value on inner nodes"), unknown leaf fields, an empty description, a non-positive or
+unknown budget, and an unknown tier.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+__all__ = [
+    "Tier",
+    "TIERS",
+    "Leaf",
+    "Schema",
+    "SchemaError",
+    "load_schema",
+    "default_schema",
+    "get_schema",
+    "DEFAULT_SCHEMA_ID",
+    "DEFAULT_SCHEMA_VERSION",
+]
+
+Tier = Literal["normal", "personal", "special"]
+TIERS: tuple[str, ...] = get_args(Tier)
+
+SCHEMA_DIR = Path(__file__).with_name("schemas")
+DEFAULT_SCHEMA_ID = "personatree-default"
+DEFAULT_SCHEMA_VERSION = 1
+
+_SEGMENT = re.compile(r"[a-z][a-z0-9_]*")
+_SCHEMA_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
+_LEAF_FIELDS = {"description", "budget", "tier"}
+
+
+class SchemaError(ValueError):
+    """The schema source is invalid; the message names the offending path."""
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    path: str
+    description: str
+    budget: int
+    tier: Tier = "normal"
+
+    @property
+    def trunk(self) -> str:
+        return self.path.split("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class Schema:
+    id: str
+    version: int
+    leaves: tuple[Leaf, ...]
+    doc: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        index = {leaf.path: leaf for leaf in self.leaves}
+        inner = {leaf.path.rsplit("/", 1)[0] for leaf in self.leaves if "/" in leaf.path}
+        inner = {p for q in inner for p in _ancestors_and_self(q)}
+        object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_inner", frozenset(inner))
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.id, self.version)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(leaf.path for leaf in self.leaves)
+
+    @property
+    def trunks(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(leaf.trunk for leaf in self.leaves))
+
+    def leaf(self, path: str) -> Leaf | None:
+        return self._index.get(path)  # type: ignore[attr-defined]
+
+    def is_leaf(self, path: str) -> bool:
+        return path in self._index  # type: ignore[attr-defined]
+
+    def is_inner(self, path: str) -> bool:
+        return path in self._inner  # type: ignore[attr-defined]
+
+    def prefixes(self) -> tuple[str, ...]:
+        """All inner-node paths, sorted."""
+        return tuple(sorted(self._inner))  # type: ignore[attr-defined]
+
+    def __len__(self) -> int:
+        return len(self.leaves)
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.version, self.leaves))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat file form; ``load_schema(schema.to_dict()) == schema``."""
+        return {
+            "id": self.id,
+            "version": self.version,
+            "doc": self.doc,
+            "leaves": [
+                {"path": x.path, "description": x.description, "budget": x.budget, "tier": x.tier}
+                for x in self.leaves
+            ],
+        }
+
+
+def _ancestors_and_self(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise SchemaError(f"duplicate key {key!r} in schema file")
+        out[key] = value
+    return out
+
+
+def _read(source: str | Path) -> Mapping[str, Any]:
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SchemaError(f"cannot read schema file {path}: {exc}") from exc
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"schema file {path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise SchemaError(f"schema file {path} must hold a JSON object")
+    return data
+
+
+def _resolve_budget(path: str, raw: Any, budgets: Mapping[str, int]) -> int:
+    if isinstance(raw, str):
+        if raw not in budgets:
+            raise SchemaError(f"{path}: unknown budget name {raw!r} (known: {', '.join(sorted(budgets))})")
+        return budgets[raw]
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
+        raise SchemaError(f"{path}: budget must be a positive integer, got {raw!r}")
+    return raw
+
+
+def _make_leaf(path: str, spec: Any, budgets: Mapping[str, int], default_tier: str) -> Leaf:
+    if not isinstance(spec, Mapping):
+        raise SchemaError(f"{path}: a leaf must be an object with a description")
+    extra = set(spec) - _LEAF_FIELDS - {"path"}
+    if extra:
+        raise SchemaError(f"{path}: inner node carries leaf fields, or unknown leaf fields {sorted(extra)}")
+    for segment in path.split("/"):
+        if not _SEGMENT.fullmatch(segment):
+            raise SchemaError(f"{path}: path segment {segment!r} is not lower_snake")
+    description = spec.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise SchemaError(f"{path}: description must be a non-empty string")
+    if "budget" not in spec:
+        raise SchemaError(f"{path}: leaf has no budget")
+    budget = _resolve_budget(path, spec["budget"], budgets)
+    tier = spec.get("tier", default_tier)
+    if tier not in TIERS:
+        raise SchemaError(f"{path}: unknown tier {tier!r} (known: {', '.join(TIERS)})")
+    return Leaf(path, " ".join(description.split()), budget, tier)
+
+
+def _walk(node: Mapping[str, Any], prefix: str, out: list[tuple[str, Any]]) -> None:
+    for name, child in node.items():
+        path = f"{prefix}/{name}" if prefix else name
+        if not isinstance(child, Mapping):
+            raise SchemaError(f"{path}: inner nodes must hold objects; use a leaf object for values")
+        if "description" in child:
+            out.append((path, child))
+        elif not child:
+            raise SchemaError(f"{path}: empty inner node (no leaves below it)")
+        else:
+            stray = _LEAF_FIELDS & set(child)
+            if stray:
+                raise SchemaError(f"{path}: inner node carries a value ({', '.join(sorted(stray))})")
+            _walk(child, path, out)
+
+
+def load_schema(source: str | Path | Mapping[str, Any]) -> Schema:
+    """Load and validate a schema from a file path or an already-decoded mapping."""
+    data = source if isinstance(source, Mapping) else _read(source)
+    schema_id = data.get("id")
+    if not isinstance(schema_id, str) or not _SCHEMA_ID.fullmatch(schema_id):
+        raise SchemaError(f"schema id must be a lowercase slug, got {schema_id!r}")
+    version = data.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SchemaError(f"schema {schema_id}: version must be a positive integer, got {version!r}")
+    budgets = data.get("budgets", {})
+    if not isinstance(budgets, Mapping):
+        raise SchemaError(f"schema {schema_id}: 'budgets' must map names to positive integers")
+    for name, value in budgets.items():
+        _resolve_budget(f"budgets/{name}", value, {})
+    default_tier = data.get("default_tier", "normal")
+    if default_tier not in TIERS:
+        raise SchemaError(f"schema {schema_id}: unknown default_tier {default_tier!r}")
+
+    raw: list[tuple[str, Any]] = []
+    if "tree" in data and "leaves" in data:
+        raise SchemaError(f"schema {schema_id}: give either 'tree' or 'leaves', not both")
+    if "tree" in data:
+        if not isinstance(data["tree"], Mapping) or not data["tree"]:
+            raise SchemaError(f"schema {schema_id}: 'tree' must be a non-empty object")
+        _walk(data["tree"], "", raw)
+    elif "leaves" in data:
+        if not isinstance(data["leaves"], list) or not data["leaves"]:
+            raise SchemaError(f"schema {schema_id}: 'leaves' must be a non-empty list")
+        for i, spec in enumerate(data["leaves"]):
+            path = spec.get("path") if isinstance(spec, Mapping) else None
+            if not isinstance(path, str) or not path:
+                raise SchemaError(f"schema {schema_id}: leaves[{i}] has no path")
+            raw.append((path, spec))
+    else:
+        raise SchemaError(f"schema {schema_id}: no 'tree' or 'leaves'")
+
+    leaves = [_make_leaf(path, spec, budgets, default_tier) for path, spec in raw]
+    seen: set[str] = set()
+    for leaf in leaves:
+        if leaf.path in seen:
+            raise SchemaError(f"{leaf.path}: duplicate path")
+        seen.add(leaf.path)
+    for leaf in leaves:
+        for ancestor in _ancestors_and_self(leaf.path)[:-1]:
+            if ancestor in seen:
+                raise SchemaError(
+                    f"{ancestor}: inner node carries a value (it is a leaf and a prefix of {leaf.path})"
+                )
+    doc = data.get("doc", "")
+    return Schema(schema_id, version, tuple(leaves), doc if isinstance(doc, str) else "")
+
+
+def _shipped_file(schema_id: str, version: int) -> Path:
+    return SCHEMA_DIR / f"{schema_id}.v{version}.json"
+
+
+@cache
+def get_schema(schema_id: str, version: int) -> Schema:
+    """A schema shipped with the project (``schemas/<id>.v<version>.json``); cached."""
+    if not isinstance(schema_id, str) or not _SCHEMA_ID.fullmatch(schema_id):
+        raise SchemaError(f"unknown schema {schema_id!r} v{version}")
+    path = _shipped_file(schema_id, version)
+    if not path.is_file():
+        raise SchemaError(f"unknown schema {schema_id!r} v{version} (no {path.name})")
+    schema = load_schema(path)
+    if schema.key != (schema_id, version):
+        raise SchemaError(
+            f"{path.name} declares {schema.id} v{schema.version}, expected {schema_id} v{version}"
+        )
+    return schema
+
+
+def shipped_schemas() -> tuple[tuple[str, int], ...]:
+    """(id, version) of every schema file shipped in ``schemas/``."""
+    out = []
+    for path in sorted(SCHEMA_DIR.glob("*.v*.json")):
+        stem, _, ver = path.name[: -len(".json")].rpartition(".v")
+        if ver.isdigit():
+            out.append((stem, int(ver)))
+    return tuple(out)
+
+
+def default_schema() -> Schema:
+    """The default bio-psycho-social schema (cached)."""
+    return get_schema(DEFAULT_SCHEMA_ID, DEFAULT_SCHEMA_VERSION)
