@@ -1,0 +1,117 @@
+"""Reader of PersonaTree's own backfill format (JSON Lines; specified in docs/BACKFILL.md).
+
+One line = one subject's history (or a further part of it: lines with the same subject are
+imported in file order)::
+
+    {"subject": "user-42", "messages": [
+        {"role": "user", "content": "I moved to Lisbon.", "ts": "2024-05-01T10:00:00Z",
+         "session_id": "s1", "id": "msg-1"},
+        {"role": "assistant", "content": "Nice! How do you like it?"}]}
+
+``id`` (optional) becomes the message's idempotency key verbatim; without it the key is
+derived from the source label and the position ``(line number, message index)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memory.backfill.records import (
+    ROLES,
+    BackfillFormatError,
+    BackfillMessage,
+    SubjectHistory,
+    derive_key,
+    source_label,
+)
+
+LINE_KEYS = {"subject", "messages"}
+MESSAGE_KEYS = {"role", "content", "ts", "session_id", "id"}
+
+
+def parse_ts(value: object, where: str) -> datetime | None:
+    """An ISO 8601 timestamp (``Z`` allowed); naive times are taken as UTC."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BackfillFormatError(where, "ts must be an ISO 8601 string")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise BackfillFormatError(where, f"ts {value!r} is not ISO 8601") from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _message(raw: object, *, where: str, label: str, line_no: int, index: int) -> BackfillMessage:
+    if not isinstance(raw, dict):
+        raise BackfillFormatError(where, "a message must be an object")
+    unknown = set(raw) - MESSAGE_KEYS
+    if unknown:
+        raise BackfillFormatError(where, f"unknown keys {sorted(unknown)}; allowed: {sorted(MESSAGE_KEYS)}")
+    role = raw.get("role")
+    if role not in ROLES:
+        raise BackfillFormatError(f"{where}.role", f"role must be one of {list(ROLES)}, got {role!r}")
+    content = raw.get("content")
+    if not isinstance(content, str):
+        raise BackfillFormatError(f"{where}.content", "content must be a string")
+    session_id = raw.get("session_id") or ""
+    if not isinstance(session_id, str):
+        raise BackfillFormatError(f"{where}.session_id", "session_id must be a string")
+    given = raw.get("id")
+    if given is not None and (not isinstance(given, str) or not given.strip()):
+        raise BackfillFormatError(f"{where}.id", "id must be a non-empty string")
+    key = given if given is not None else derive_key(label, line_no, index)
+    return BackfillMessage(
+        role=role,
+        content=content,
+        idempotency_key=key,
+        ts=parse_ts(raw.get("ts"), f"{where}.ts"),
+        session_id=session_id,
+    )
+
+
+class JsonlSource:
+    format = "jsonl"
+
+    def __init__(self, path: str | Path, *, label: str | None = None):
+        self.path = Path(path)
+        self.label = source_label(self.path, label)
+
+    def __len__(self) -> int:
+        with self.path.open("rb") as fh:
+            return sum(1 for line in fh if line.strip())
+
+    def __iter__(self) -> Iterator[SubjectHistory]:
+        with self.path.open("rb") as fh:
+            for line_no, raw_line in enumerate(fh, start=1):
+                if not raw_line.strip():
+                    continue
+                yield self._line(raw_line, line_no)
+
+    def _line(self, raw_line: bytes, line_no: int) -> SubjectHistory:
+        where = f"{self.path.name}:{line_no}"
+        try:
+            record = json.loads(raw_line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise BackfillFormatError(where, f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+        except json.JSONDecodeError as exc:
+            raise BackfillFormatError(where, f"not JSON ({exc.msg}, column {exc.colno})") from exc
+        if not isinstance(record, dict):
+            raise BackfillFormatError(where, "a line must be a JSON object")
+        unknown = set(record) - LINE_KEYS
+        if unknown:
+            raise BackfillFormatError(where, f"unknown keys {sorted(unknown)}; allowed: {sorted(LINE_KEYS)}")
+        subject = record.get("subject")
+        if not isinstance(subject, str) or not subject.strip():
+            raise BackfillFormatError(f"{where} subject", "subject must be a non-empty string")
+        messages = record.get("messages")
+        if not isinstance(messages, list):
+            raise BackfillFormatError(f"{where} messages", "messages must be a list")
+        parsed = tuple(
+            _message(m, where=f"{where} messages[{i}]", label=self.label, line_no=line_no, index=i)
+            for i, m in enumerate(messages)
+        )
+        return SubjectHistory(external_id=subject, messages=parsed, location=where)

@@ -1,0 +1,93 @@
+"""Reader of PersonaMem shared contexts (``shared_contexts_*.jsonl``).
+
+Each line is ``{"<shared_context_id>": [{"role": ..., "content": ...}, ...]}``; one context
+becomes one subject whose external id is ``<prefix><shared_context_id>``. A PersonaMem
+question sees only ``context[:end_index_in_shared_context]``: pass ``end_index`` (context id
+-> end index) to import exactly those prefixes. Keys come from the source label, the context
+id and the turn's index, so a longer prefix imported later only adds the new turns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from memory.backfill.records import (
+    ROLES,
+    BackfillFormatError,
+    BackfillMessage,
+    SubjectHistory,
+    derive_key,
+    source_label,
+)
+
+
+class PersonamemSource:
+    format = "personamem"
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        end_index: Mapping[str, int] | None = None,
+        prefix: str = "",
+        label: str | None = None,
+    ):
+        self.path = Path(path)
+        self.label = source_label(self.path, label)
+        self.end_index = dict(end_index) if end_index else None
+        self.prefix = prefix
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._lines())
+
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        with self.path.open("rb") as fh:
+            for line_no, raw in enumerate(fh, start=1):
+                if raw.strip():
+                    yield line_no, raw
+
+    def __iter__(self) -> Iterator[SubjectHistory]:
+        for line_no, raw in self._lines():
+            where = f"{self.path.name}:{line_no}"
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise BackfillFormatError(where, f"not a UTF-8 JSON line ({exc})") from exc
+            if not isinstance(record, dict) or not record:
+                raise BackfillFormatError(where, "a line must be {shared_context_id: [turns]}")
+            for context_id, turns in record.items():
+                yield self._history(str(context_id), turns, where)
+
+    def _history(self, context_id: str, turns: object, where: str) -> SubjectHistory:
+        if not isinstance(turns, list):
+            raise BackfillFormatError(f"{where} {context_id}", "the context must be a list of turns")
+        if self.end_index is not None and context_id in self.end_index:
+            turns = turns[: self.end_index[context_id]]
+        messages = []
+        for i, turn in enumerate(turns):
+            turn_where = f"{where} {context_id}[{i}]"
+            if not isinstance(turn, dict):
+                raise BackfillFormatError(turn_where, "a turn must be an object")
+            role = turn.get("role")
+            if role not in ROLES:
+                raise BackfillFormatError(
+                    f"{turn_where}.role", f"role must be one of {list(ROLES)}, got {role!r}"
+                )
+            content = turn.get("content")
+            if not isinstance(content, str):
+                raise BackfillFormatError(f"{turn_where}.content", "content must be a string")
+            if not content.strip():
+                continue
+            messages.append(
+                BackfillMessage(
+                    role=role, content=content, idempotency_key=derive_key(self.label, context_id, i)
+                )
+            )
+        return SubjectHistory(
+            external_id=f"{self.prefix}{context_id}",
+            messages=tuple(messages),
+            location=where,
+            meta={"shared_context_id": context_id},
+        )

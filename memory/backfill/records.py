@@ -1,0 +1,65 @@
+"""What every backfill reader yields: one subject's history as plain, validated records.
+
+Readers never touch the database. Each message carries an idempotency key derived
+deterministically from the source (a label, by default the file's name) and the message's
+position in it, so importing the same file twice -- or resuming a killed import -- finds
+the messages already there instead of duplicating them (see docs/BACKFILL.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+ROLES = ("user", "assistant", "system")
+
+
+class BackfillFormatError(ValueError):
+    """The source file does not follow its format; ``location`` says where (``file:line`` or a key path)."""
+
+    def __init__(self, location: str, message: str):
+        super().__init__(f"{location}: {message}")
+        self.location = location
+        self.message = message
+
+
+@dataclass(frozen=True)
+class BackfillMessage:
+    role: str
+    content: str
+    idempotency_key: str
+    ts: datetime | None = None
+    session_id: str = ""
+
+
+@dataclass(frozen=True)
+class SubjectHistory:
+    """All messages of one subject from one source, in conversation order."""
+
+    external_id: str
+    messages: tuple[BackfillMessage, ...]
+    location: str = ""
+    meta: dict = field(default_factory=dict, compare=False)
+
+
+class BackfillSource(Protocol):
+    """A readable source: iterate histories; ``len()`` is the number of histories (for the progress bar)."""
+
+    def __iter__(self) -> Iterator[SubjectHistory]: ...
+
+    def __len__(self) -> int: ...
+
+
+def derive_key(label: str, *position: object) -> str:
+    """A stable idempotency key for the message at ``position`` of the source called ``label``."""
+    raw = "\x1f".join([label, *(str(p) for p in position)])
+    return "bf_" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:40]
+
+
+def source_label(path: str | Path, override: str | None = None) -> str:
+    """The label that namespaces derived keys: ``override`` or the file's name (not its directory)."""
+    return override if override else Path(path).name
