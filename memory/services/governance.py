@@ -1,0 +1,127 @@
+"""Review queue decisions.
+
+Approving held ops applies them as a new version on top of the *current* head
+(created_by ``review``), re-gated against it: an op that no longer fits (for
+example an ADD on a leaf filled since) becomes ``rejected`` with the gate's
+reason instead of overwriting newer state. Declining records who, when and why.
+Each subject's ops are decided in their own transaction, under the subject lock.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory import selectors
+from memory.engine.gate import GatePolicy, gate
+from memory.engine.ops import Op
+from memory.engine.tree import apply
+from memory.models import OpRecord, TreeVersion
+from memory.services import ServiceError
+from memory.services.tree import lock_subject, schedule_follow_up, write_version
+
+
+@dataclass(frozen=True)
+class ReviewOutcome:
+    subject_id: int
+    version: TreeVersion | None
+    approved: tuple[OpRecord, ...]
+    rejected: tuple[OpRecord, ...]
+
+
+def _grouped(op_ids: Iterable[int]) -> dict[int, list[int]]:
+    ids = sorted({int(i) for i in op_ids})
+    if not ids:
+        raise ServiceError("No ops selected.", field="op_ids")
+    groups: dict[int, list[int]] = defaultdict(list)
+    for pk, subject_id in OpRecord.objects.filter(pk__in=ids).values_list("pk", "subject_id"):
+        groups[subject_id].append(pk)
+    return groups
+
+
+def _record_op(record: OpRecord) -> Op:
+    return Op(record.op_type, record.path or None, record.new_value, record.confidence)
+
+
+def ops_review_approve(*, op_ids: Iterable[int], user, note: str = "") -> list[ReviewOutcome]:
+    """Apply held ops (only those still ``pending_review``); returns one outcome per subject."""
+    outcomes = []
+    for subject_id, ids in _grouped(op_ids).items():
+        with transaction.atomic():
+            locked = lock_subject(subject_id)
+            records = list(
+                OpRecord.objects.select_for_update()
+                .filter(pk__in=ids, subject_id=subject_id, status=OpRecord.Status.PENDING_REVIEW)
+                .order_by("created_at", "position", "id")
+            )
+            if not records:
+                continue
+            schema = selectors.subject_schema(locked)
+            tree = selectors.tree_current(locked)
+            ops = [_record_op(r) for r in records]
+            result = gate(schema, tree, ops, GatePolicy(lenient=locked.tenant.gate_lenient))
+            new_tree, _ = apply(tree, result.accepted)
+            version = write_version(
+                locked,
+                new_tree,
+                created_by=TreeVersion.CreatedBy.REVIEW,
+                note=f"review approved by {user.get_username()}",
+            )
+            by_op = {id(op): r for op, r in zip(ops, records, strict=True)}
+            rejected_by_record = {
+                id(by_op[id(rej.op)]): rej for rej in result.rejected if id(rej.op) in by_op
+            }
+            now = timezone.now()
+            approved, refused = [], []
+            for record in records:
+                record.decided_by = user
+                record.decided_at = now
+                record.decision_note = note
+                rej = rejected_by_record.get(id(record))
+                if rej is None:
+                    record.status = OpRecord.Status.APPROVED
+                    record.version = version
+                    record.old_value = tree.get(record.path) if record.path else None
+                    approved.append(record)
+                else:
+                    record.status = OpRecord.Status.REJECTED
+                    record.reason_code = str(rej.reason)
+                    record.detail = f"approved, but re-gated against v{locked.head_version}: {rej.detail}"
+                    refused.append(record)
+            # Value-normalised accepted ops are different objects than the records' ops: map by path.
+            accepted_values = {op.path: op.value for op in result.accepted}
+            for record in approved:
+                if record.path in accepted_values:
+                    record.new_value = accepted_values[record.path]
+            OpRecord.objects.bulk_update(
+                records,
+                ["status", "version", "old_value", "new_value", "reason_code", "detail"]
+                + ["decided_by", "decided_at", "decision_note"],
+            )
+            schedule_follow_up(locked.pk, version, None, [])
+            outcomes.append(ReviewOutcome(subject_id, version, tuple(approved), tuple(refused)))
+    return outcomes
+
+
+def ops_review_decline(*, op_ids: Iterable[int], user, note: str) -> int:
+    """Decline held ops with a reason; returns how many were declined. Nothing is applied."""
+    note = (note or "").strip()
+    if not note:
+        raise ServiceError("Say why the ops are declined.", field="note")
+    declined = 0
+    for subject_id, ids in _grouped(op_ids).items():
+        with transaction.atomic():
+            lock_subject(subject_id)
+            declined += OpRecord.objects.filter(
+                pk__in=ids, subject_id=subject_id, status=OpRecord.Status.PENDING_REVIEW
+            ).update(
+                status=OpRecord.Status.DECLINED,
+                decided_by=user,
+                decided_at=timezone.now(),
+                decision_note=note,
+            )
+    return declined
