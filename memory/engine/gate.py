@@ -41,7 +41,17 @@ from .ops import Op, OpType
 from .schema import Schema
 from .tree import Tree
 
-__all__ = ["Reason", "GatePolicy", "Rejection", "Normalisation", "GateResult", "gate", "normalise_value"]
+__all__ = [
+    "Reason",
+    "GatePolicy",
+    "STRICT",
+    "LENIENT",
+    "Rejection",
+    "Normalisation",
+    "GateResult",
+    "gate",
+    "normalise_value",
+]
 
 
 class Reason(StrEnum):
@@ -66,6 +76,10 @@ class GatePolicy:
     ``lenient=True``: they are normalised to UPDATE / ADD and recorded."""
 
     lenient: bool = False
+
+
+STRICT = GatePolicy()
+LENIENT = GatePolicy(lenient=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +129,7 @@ def normalise_value(value: str) -> str:
     return " ".join(value.split())
 
 
-def gate(schema: Schema, tree: Tree, ops: Iterable[Op], policy: GatePolicy = GatePolicy()) -> GateResult:
+def gate(schema: Schema, tree: Tree, ops: Iterable[Op], policy: GatePolicy = STRICT) -> GateResult:
     """Judge ``ops`` against ``schema`` and the current ``tree``; see the module docstring."""
     ops = tuple(ops)
     accepted: list[Op] = []
