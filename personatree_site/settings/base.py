@@ -108,6 +108,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+# Periodic sweep (run beat, or `celery worker -B`): flushes idle windows, re-dispatches pending/expired chunks.
+CELERY_BEAT_SCHEDULE = {
+    "personatree-sweep": {
+        "task": "workers.sweep",
+        "schedule": env.float("PERSONATREE_SWEEP_SECONDS", default=30.0),
+        "options": {"queue": "ingest"},
+    },
+}
 
 # --- PersonaTree --------------------------------------------------------------------
 PERSONATREE = {
@@ -121,6 +129,8 @@ PERSONATREE = {
     "BATCH_MAX_JOBS": env.int("PERSONATREE_BATCH_MAX_JOBS", default=16),
     "BATCH_MAX_WAIT_MS": env.int("PERSONATREE_BATCH_MAX_WAIT_MS", default=200),
     "CHUNK_MAX_ATTEMPTS": env.int("PERSONATREE_CHUNK_MAX_ATTEMPTS", default=5),
+    # A claimed chunk whose worker vanished is re-claimable after this lease (keep > model timeout).
+    "CHUNK_LEASE_SECONDS": env.int("PERSONATREE_CHUNK_LEASE_SECONDS", default=600),
     # MemListener: "local" (llama.cpp in process), "ray" (Ray Serve HTTP), "openai" (compatible endpoint),
     # "recorded" (replays MEMLISTENER_RECORDING_PATH; tests), "standin" (zero-latency stand-in; benchmarks).
     "MEMLISTENER_BACKEND": env.str("PERSONATREE_MEMLISTENER_BACKEND", default="local"),
