@@ -284,6 +284,15 @@ class OpRecord(models.Model):
         return f"{self.op_type} {self.path or '-'} [{self.status}]"
 
 
+class ReviewItem(OpRecord):
+    """The review queue in the admin: op records waiting for a moderator (a proxy, no table)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "review queue item"
+        verbose_name_plural = "review queue"
+
+
 class Tombstone(models.Model):
     """What is left of an erased subject: a keyed hash of its id, counts and time."""
 

@@ -1,0 +1,3 @@
+"""Django admin moderation console (registered on import by Django's admin autodiscovery)."""
+
+from memory.admin import ops, other, subjects  # noqa: F401

@@ -1,0 +1,136 @@
+"""Op log and review queue, with bulk approve / decline (decline asks why)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.template.response import TemplateResponse
+
+from memory.models import OpRecord, ReviewItem
+from memory.services import ServiceError
+from memory.services.governance import ops_review_approve, ops_review_decline
+
+
+class DeclineForm(forms.Form):
+    note = forms.CharField(label="Why are these ops declined?", widget=forms.Textarea(attrs={"rows": 3}))
+
+
+@admin.action(description="Approve selected ops (apply on top of the current tree)", permissions=["review"])
+def approve_ops(modeladmin, request, queryset):
+    ids = list(queryset.filter(status=OpRecord.Status.PENDING_REVIEW).values_list("pk", flat=True))
+    if not ids:
+        modeladmin.message_user(request, "None of the selected ops is waiting for review.", messages.WARNING)
+        return None
+    outcomes = ops_review_approve(op_ids=ids, user=request.user, note="approved in the admin")
+    approved = sum(len(o.approved) for o in outcomes)
+    refused = sum(len(o.rejected) for o in outcomes)
+    modeladmin.message_user(request, f"Approved {approved} op(s).", messages.SUCCESS)
+    if refused:
+        modeladmin.message_user(
+            request, f"{refused} op(s) no longer fit the current tree and were rejected.", messages.WARNING
+        )
+    return None
+
+
+@admin.action(description="Decline selected ops…", permissions=["review"])
+def decline_ops(modeladmin, request, queryset):
+    queryset = queryset.filter(status=OpRecord.Status.PENDING_REVIEW)
+    form = DeclineForm(request.POST if "confirm_decline" in request.POST else None)
+    if "confirm_decline" in request.POST and form.is_valid():
+        try:
+            count = ops_review_decline(
+                op_ids=list(queryset.values_list("pk", flat=True)),
+                user=request.user,
+                note=form.cleaned_data["note"],
+            )
+        except ServiceError as exc:
+            modeladmin.message_user(request, exc.message, messages.ERROR)
+            return None
+        modeladmin.message_user(request, f"Declined {count} op(s).", messages.SUCCESS)
+        return None
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": "Decline ops",
+        "opts": modeladmin.model._meta,
+        "queryset": queryset.select_related("subject"),
+        "form": form,
+        "action_checkbox_name": ACTION_CHECKBOX_NAME,
+    }
+    return TemplateResponse(request, "admin/memory/decline_confirm.html", context)
+
+
+class OpRecordAdmin(admin.ModelAdmin):
+    list_display = (
+        "created_at",
+        "subject",
+        "op_type",
+        "path",
+        "short_old",
+        "short_new",
+        "status",
+        "reason_code",
+        "actor",
+        "version_number",
+        "chunk_id",
+    )
+    list_filter = ("status", "reason_code", "op_type", "actor_kind", "model_id", "subject__tenant")
+    search_fields = ("path", "actor_name", "model_id", "subject__external_id")
+    list_select_related = ("subject", "subject__tenant", "version")
+    readonly_fields = [f.name for f in OpRecord._meta.fields]
+    actions = [approve_ops, decline_ops]
+    date_hierarchy = "created_at"
+    list_per_page = 100
+
+    @admin.display(description="old")
+    def short_old(self, obj):
+        return _short(obj.old_value)
+
+    @admin.display(description="new")
+    def short_new(self, obj):
+        return _short(obj.new_value)
+
+    @admin.display(description="actor")
+    def actor(self, obj):
+        if obj.actor_kind == "model":
+            return f"model {obj.model_id} {obj.model_version} / prompt {obj.prompt_version}".strip()
+        return f"{obj.actor_kind} {obj.actor_name}"
+
+    @admin.display(description="version", ordering="version__number")
+    def version_number(self, obj):
+        return f"v{obj.version.number}" if obj.version_id else f"(on v{obj.base_version})"
+
+    def lookup_allowed(self, lookup, value, request=None):
+        # The subject page links here filtered to one subject.
+        return lookup == "subject__id__exact" or super().lookup_allowed(lookup, value, request)
+
+    def has_review_permission(self, request):
+        return request.user.has_perm("memory.change_oprecord")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False  # records are immutable; decisions go through the approve / decline actions
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+admin.site.register(OpRecord, OpRecordAdmin)
+
+
+@admin.register(ReviewItem)
+class ReviewQueueAdmin(OpRecordAdmin):
+    """Only what waits for a moderator."""
+
+    list_filter = ("reason_code", "op_type", "subject__tenant")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(status=OpRecord.Status.PENDING_REVIEW)
+
+
+def _short(text, limit=60):
+    if text is None:
+        return "—"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

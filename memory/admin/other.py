@@ -1,0 +1,102 @@
+"""Tenants, API keys, chunks (failed ones re-queueable) and tombstones."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.utils import timezone
+
+from memory.models import ApiKey, Chunk, Tenant, Tombstone
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "is_active",
+        "review_special_tier",
+        "mass_delete_threshold",
+        "chunk_pairs",
+        "gate_lenient",
+    )
+    search_fields = ("name",)
+
+
+@admin.action(description="Revoke selected keys")
+def revoke_keys(modeladmin, request, queryset):
+    count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    modeladmin.message_user(request, f"Revoked {count} key(s).", messages.SUCCESS)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Keys are created with ``manage.py create_tenant`` (the raw key is shown once there)."""
+
+    list_display = ("prefix", "tenant", "name", "scopes", "created_at", "revoked_at")
+    list_filter = ("tenant",)
+    search_fields = ("prefix", "name", "tenant__name")
+    readonly_fields = ("tenant", "prefix", "scopes", "created_at", "last_used_at", "revoked_at")
+    fields = ("tenant", "name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at")
+    actions = [revoke_keys]
+
+    def has_add_permission(self, request):
+        return False
+
+
+def requeue(chunk_ids: list[int]) -> int:
+    """Hand failed chunks back to ingestion: ``workers.requeue_chunks`` when available, else mark pending."""
+    try:
+        from workers import requeue_chunks  # provided by the ingestion workers (see CONTRACTS.md)
+    except ImportError:
+        return Chunk.objects.filter(pk__in=chunk_ids, status=Chunk.Status.FAILED).update(
+            status=Chunk.Status.PENDING, last_error="", updated_at=timezone.now()
+        )
+    return requeue_chunks(chunk_ids)
+
+
+@admin.action(description="Re-queue selected failed chunks")
+def requeue_failed(modeladmin, request, queryset):
+    ids = list(queryset.filter(status=Chunk.Status.FAILED).values_list("pk", flat=True))
+    if not ids:
+        modeladmin.message_user(request, "None of the selected chunks has failed.", messages.WARNING)
+        return
+    count = requeue(ids)
+    modeladmin.message_user(request, f"Re-queued {count} chunk(s).", messages.SUCCESS)
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "subject",
+        "start_seq",
+        "end_seq",
+        "status",
+        "attempts",
+        "short_error",
+        "produced_version",
+    )
+    list_filter = ("status", "subject__tenant")
+    search_fields = ("subject__external_id", "chunk_key", "last_error")
+    list_select_related = ("subject", "subject__tenant", "produced_version")
+    readonly_fields = [f.name for f in Chunk._meta.fields]
+    actions = [requeue_failed]
+
+    @admin.display(description="last error")
+    def short_error(self, obj):
+        return obj.last_error[:120]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Tombstone)
+class TombstoneAdmin(admin.ModelAdmin):
+    list_display = ("tenant", "external_id_hash", "counts", "erased_by", "erased_at")
+    list_filter = ("tenant",)
+    readonly_fields = ("tenant", "external_id_hash", "counts", "erased_by", "erased_at")
+
+    def has_add_permission(self, request):
+        return False
