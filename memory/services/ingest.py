@@ -1,0 +1,340 @@
+"""Ingestion: the message log of a subject and the chunks cut from it.
+
+- :func:`messages_ingest` appends a batch of messages to a subject's log (the subject is
+  created on first sight). Each message carries a client idempotency key, unique per subject:
+  a replayed key with the same role and content is reported as a duplicate and not stored
+  again; a replayed key with different content is refused (409) and nothing of the batch is
+  written. New complete windows become ``pending`` chunks in the same transaction; the
+  dispatcher is enqueued after commit.
+- :func:`chunks_build` cuts the unchunked tail of the log with the engine chunker
+  (``tenant.chunk_pairs`` pairs per chunk); :func:`subject_flush` also closes a partial window.
+- A partial window also closes once the subject has been idle ``IDLE_FLUSH_SECONDS``: the
+  periodic ``workers.sweep`` task flushes idle subjects, and an ingest call arriving after the
+  idle time closes the old window before appending.
+- :func:`chunks_requeue` puts failed chunks back in the queue (admin action).
+
+Validation errors name the offending field, e.g. ``messages[3].content``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from memory.engine.chunker import Turn, chunk_turns
+from memory.models import Chunk, Message, Subject, Tenant, TreeVersion
+from memory.services import ServiceError
+from memory.services.subjects import subject_get_or_create
+from memory.services.tree import lock_subject
+
+ROLES = ("user", "assistant", "system")
+# C0 controls other than tab, newline and carriage return, and DEL.
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+MAX_KEY_CHARS = 255
+
+
+class PayloadTooLarge(ServiceError):
+    code = "payload_too_large"
+    http_status = 413
+
+
+class IdempotencyConflict(ServiceError):
+    code = "idempotency_conflict"
+    http_status = 409
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    role: str
+    content: str
+    idempotency_key: str
+    ts: datetime | None = None
+    session_id: str = ""
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    subject: Subject
+    subject_created: bool
+    accepted: tuple[tuple[str, int], ...]  # (idempotency_key, seq)
+    duplicates: tuple[tuple[str, int], ...]
+    cursor: int  # highest seq in the subject's log
+    chunks_created: int
+
+
+def _limit(name: str) -> int:
+    return int(settings.PERSONATREE[name])
+
+
+def _text_problem(value: str) -> str | None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"is not valid Unicode text (unpaired surrogate at character {exc.start})"
+    bad = CONTROL_CHARS.search(value)
+    if bad:
+        return f"contains the control character U+{ord(bad.group()):04X} at character {bad.start()}"
+    return None
+
+
+def messages_validate(messages: Sequence[IncomingMessage], *, max_messages: int | None = None) -> None:
+    """Raise :class:`ServiceError` (400) or :class:`PayloadTooLarge` (413) naming the first bad field."""
+    max_messages = _limit("MAX_MESSAGES_PER_CALL") if max_messages is None else max_messages
+    max_chars = _limit("MAX_MESSAGE_CHARS")
+    if not messages:
+        raise ServiceError("messages must be a non-empty list.", field="messages", code="empty")
+    if max_messages and len(messages) > max_messages:
+        raise PayloadTooLarge(
+            f"{len(messages)} messages in one call; at most {max_messages} are allowed.", field="messages"
+        )
+    seen: dict[str, int] = {}
+    for i, msg in enumerate(messages):
+        where = f"messages[{i}]"
+        if msg.role not in ROLES:
+            raise ServiceError(
+                f"Unknown role {msg.role!r}; use one of {', '.join(ROLES)}.",
+                field=f"{where}.role",
+                code="invalid_role",
+            )
+        if not isinstance(msg.content, str) or not msg.content.strip():
+            raise ServiceError("content must be a non-empty string.", field=f"{where}.content", code="empty")
+        if len(msg.content) > max_chars:
+            raise PayloadTooLarge(
+                f"content has {len(msg.content)} characters; at most {max_chars} are allowed.",
+                field=f"{where}.content",
+            )
+        key = msg.idempotency_key
+        if not isinstance(key, str) or not key.strip() or len(key) > MAX_KEY_CHARS:
+            raise ServiceError(
+                f"idempotency_key must be 1-{MAX_KEY_CHARS} characters.", field=f"{where}.idempotency_key"
+            )
+        if len(msg.session_id or "") > 255:
+            raise ServiceError("session_id must be at most 255 characters.", field=f"{where}.session_id")
+        for name, value in (
+            ("content", msg.content),
+            ("idempotency_key", key),
+            ("session_id", msg.session_id),
+        ):
+            problem = _text_problem(value or "")
+            if problem:
+                raise ServiceError(f"{name} {problem}.", field=f"{where}.{name}", code="invalid_text")
+        if key in seen:
+            raise ServiceError(
+                f"idempotency_key repeats messages[{seen[key]}] of this call.",
+                field=f"{where}.idempotency_key",
+                code="duplicate_key",
+            )
+        seen[key] = i
+
+
+def messages_ingest(
+    *,
+    tenant: Tenant,
+    external_id: str,
+    messages: Sequence[IncomingMessage],
+    max_messages: int | None = None,
+    enqueue: bool = True,
+    now: datetime | None = None,
+) -> IngestResult:
+    """Append ``messages`` to the subject's log; see the module docstring. All or nothing."""
+    messages_validate(messages, max_messages=max_messages)
+    now = now or timezone.now()
+    subject, created = subject_get_or_create(tenant=tenant, external_id=external_id)
+    with transaction.atomic():
+        locked = lock_subject(subject)
+        keys = [m.idempotency_key for m in messages]
+        existing = {
+            row["idempotency_key"]: row
+            for row in Message.objects.filter(subject=locked, idempotency_key__in=keys).values(
+                "idempotency_key", "seq", "role", "content"
+            )
+        }
+        for i, msg in enumerate(messages):
+            old = existing.get(msg.idempotency_key)
+            if old is not None and (old["role"], old["content"]) != (msg.role, msg.content):
+                raise IdempotencyConflict(
+                    f"idempotency_key was already used (seq {old['seq']}) for a different message.",
+                    field=f"messages[{i}].idempotency_key",
+                )
+        fresh = [m for m in messages if m.idempotency_key not in existing]
+        last = Message.objects.filter(subject=locked).order_by("-seq").values("seq", "created_at").first()
+        cursor = last["seq"] if last else 0
+        built = 0
+        if fresh and last and now - last["created_at"] >= timedelta(seconds=_limit("IDLE_FLUSH_SECONDS")):
+            built += len(_build_locked(locked, include_partial=True))  # the old window went idle
+        rows = [
+            Message(
+                subject=locked,
+                seq=cursor + n,
+                role=m.role,
+                content=m.content,
+                session_id=m.session_id or "",
+                ts=m.ts,
+                idempotency_key=m.idempotency_key,
+            )
+            for n, m in enumerate(fresh, start=1)
+        ]
+        Message.objects.bulk_create(rows)
+        accepted_seq = {r.idempotency_key: r.seq for r in rows}
+        cursor += len(rows)
+        if rows:
+            built += len(_build_locked(locked, include_partial=False))
+        if built and enqueue:
+            schedule_dispatch(tenant_id=tenant.pk)
+    return IngestResult(
+        subject=locked,
+        subject_created=created,
+        accepted=tuple((k, accepted_seq[k]) for k in keys if k in accepted_seq),
+        duplicates=tuple((k, existing[k]["seq"]) for k in keys if k in existing),
+        cursor=cursor,
+        chunks_created=built,
+    )
+
+
+def _tail_turns(subject: Subject) -> list[Turn]:
+    last_end = Chunk.objects.filter(subject=subject).aggregate(m=Max("end_seq"))["m"] or 0
+    tail = list(
+        Message.objects.filter(subject=subject, seq__gt=last_end)
+        .order_by("seq")
+        .values_list("role", "content", "seq", "ts", "session_id")
+    )
+    if not tail:
+        return []
+    if not any(row[0] == "system" for row in tail):
+        system = (
+            Message.objects.filter(subject=subject, role="system", seq__lte=last_end)
+            .order_by("-seq")
+            .values_list("role", "content", "seq", "ts", "session_id")
+            .first()
+        )
+        if system:
+            tail.insert(0, system)
+    return [
+        Turn(
+            role=role, content=content, seq=seq, ts=ts.isoformat() if ts else None, session_id=session or None
+        )
+        for role, content, seq, ts, session in tail
+    ]
+
+
+def _build_locked(subject: Subject, *, include_partial: bool) -> list[Chunk]:
+    turns = _tail_turns(subject)
+    if not turns:
+        return []
+    cut = chunk_turns(
+        turns,
+        pairs=subject.tenant.chunk_pairs,
+        namespace=f"{subject.tenant_id}:{subject.pk}",
+        include_partial=include_partial,
+    )
+    rows = [
+        Chunk(subject=subject, chunk_key=c.chunk_key, start_seq=c.start_seq, end_seq=c.end_seq) for c in cut
+    ]
+    return Chunk.objects.bulk_create(rows)
+
+
+def chunks_build(*, subject: Subject, include_partial: bool = False, enqueue: bool = True) -> list[Chunk]:
+    """Cut the unchunked tail of the subject's log into pending chunks (complete windows only by default)."""
+    with transaction.atomic():
+        locked = lock_subject(subject)
+        built = _build_locked(locked, include_partial=include_partial)
+        if built and enqueue:
+            schedule_dispatch(tenant_id=locked.tenant_id)
+    return built
+
+
+def subject_flush(*, subject: Subject, enqueue: bool = True) -> list[Chunk]:
+    """Close the subject's partial window now (a no-op when the log is fully chunked)."""
+    return chunks_build(subject=subject, include_partial=True, enqueue=enqueue)
+
+
+def subjects_flush_idle(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Flush subjects whose log has an unchunked tail and no new message for IDLE_FLUSH_SECONDS."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=_limit("IDLE_FLUSH_SECONDS"))
+    last_msg = Message.objects.filter(subject=OuterRef("pk")).order_by("-seq")
+    last_chunk = Chunk.objects.filter(subject=OuterRef("pk")).order_by("-end_seq").values("end_seq")[:1]
+    idle = (
+        Subject.objects.annotate(
+            last_seq=Subquery(last_msg.values("seq")[:1]),
+            last_at=Subquery(last_msg.values("created_at")[:1]),
+            chunked=Coalesce(Subquery(last_chunk), 0),
+        )
+        .filter(last_at__lt=cutoff, last_seq__gt=F("chunked"))
+        .values_list("pk", flat=True)[:limit]
+    )
+    flushed = 0
+    for pk in list(idle):
+        flushed += len(subject_flush(subject=Subject(pk=pk)))
+    return flushed
+
+
+def chunks_requeue(*, chunk_ids: Sequence[int], enqueue: bool = True) -> int:
+    """Failed chunks back to ``pending`` with a fresh attempt budget; returns how many were re-queued."""
+    with transaction.atomic():
+        qs = Chunk.objects.filter(pk__in=list(chunk_ids), status=Chunk.Status.FAILED)
+        count = qs.update(status=Chunk.Status.PENDING, attempts=0, updated_at=timezone.now())
+        if count and enqueue:
+            schedule_dispatch()
+    return count
+
+
+def schedule_dispatch(*, tenant_id: int | None = None) -> None:
+    """Enqueue the dispatcher after the current transaction commits."""
+    from workers.base import enqueue_on_commit
+    from workers.tasks import dispatch
+
+    enqueue_on_commit(dispatch, tenant_id=tenant_id)
+
+
+def ingest_status(*, subject: Subject) -> dict:
+    """What the pipeline knows about a subject: log cursor, chunk counts, versions, failures."""
+    subject = Subject.objects.get(pk=subject.pk)
+    counts = dict(Chunk.objects.filter(subject=subject).values_list("status").annotate(n=Count("id")))
+    msg = Message.objects.filter(subject=subject).aggregate(last=Max("seq"))
+    chunks = Chunk.objects.filter(subject=subject).aggregate(
+        chunked=Max("end_seq"), applied=Max("end_seq", filter=Q(status=Chunk.Status.APPLIED))
+    )
+    last_chunk_version = (
+        TreeVersion.objects.filter(subject=subject, created_by=TreeVersion.CreatedBy.CHUNK)
+        .order_by("-number")
+        .values("number", "created_at")
+        .first()
+    )
+    troubled = Chunk.objects.filter(subject=subject).filter(
+        Q(status=Chunk.Status.FAILED) | ~Q(last_error="") & ~Q(status=Chunk.Status.APPLIED)
+    )
+    failures = [
+        {
+            "chunk_id": c.pk,
+            "status": c.status,
+            "start_seq": c.start_seq,
+            "end_seq": c.end_seq,
+            "attempts": c.attempts,
+            "error": c.last_error,
+        }
+        for c in troubled.order_by("start_seq")[:50]
+    ]
+    last_seq = msg["last"] or 0
+    chunked = chunks["chunked"] or 0
+    return {
+        "cursor": last_seq,
+        "chunked_through_seq": chunked,
+        "applied_through_seq": chunks["applied"] or 0,
+        "unchunked_messages": Message.objects.filter(subject=subject, seq__gt=chunked).count(),
+        "chunks": {s: counts.get(s, 0) for s in Chunk.Status.values},
+        "pending_chunks": counts.get(Chunk.Status.PENDING, 0) + counts.get(Chunk.Status.PROCESSING, 0),
+        "head_version": subject.head_version,
+        "last_applied_version": last_chunk_version["number"] if last_chunk_version else None,
+        "last_applied_at": last_chunk_version["created_at"] if last_chunk_version else None,
+        "blocked": counts.get(Chunk.Status.FAILED, 0) > 0,
+        "failures": failures,
+    }

@@ -1,0 +1,130 @@
+"""The one task decorator: every PersonaTree task gets its name, queue, limits, retries and metrics here.
+
+``@pt_task(name=..., queue=...)`` registers a bound Celery task with
+
+- ``acks_late`` + ``reject_on_worker_lost``: a task whose worker dies is redelivered, so every
+  task must be idempotent (they take ids and re-read the database);
+- soft/hard time limits, ``autoretry_for`` transient errors with exponential backoff and jitter;
+- metrics per run: ``task_duration_seconds`` and ``task_runs`` (labels task, tenant, outcome) and
+  ``task_queue_wait_seconds`` (from the ``pt_enqueued_at`` header stamped at publish time).
+
+Tasks are sent with :func:`enqueue_on_commit` only: after the surrounding transaction commits
+(no task may run before its rows exist); a broker that is down is logged, not raised, because
+the rows stay in the database and the periodic ``workers.sweep`` task picks them up again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from celery import Task
+from celery.exceptions import Retry
+from celery.signals import before_task_publish
+from django.db import transaction
+
+from personatree_site.celery import app
+from workers import metrics
+
+logger = logging.getLogger("personatree.tasks")
+
+ENQUEUED_AT = "pt_enqueued_at"
+TENANT = "pt_tenant"
+PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0.1, "interval_step": 0.2, "interval_max": 0.5}
+
+
+class TransientError(Exception):
+    """Retry the task later (model or transport unavailable)."""
+
+
+@before_task_publish.connect
+def _stamp_enqueue_time(headers=None, **_kwargs) -> None:
+    if headers is not None:
+        headers.setdefault(ENQUEUED_AT, time.time())
+
+
+def _header(request, name: str):
+    value = getattr(request, name, None)
+    if value is None:
+        value = (getattr(request, "headers", None) or {}).get(name)
+    return value
+
+
+class PersonaTreeTask(Task):
+    abstract = True
+
+    def __call__(self, *args, **kwargs):
+        started = time.monotonic()
+        enqueued_at = _header(self.request, ENQUEUED_AT)
+        tenant = str(_header(self.request, TENANT) or kwargs.get("tenant_id") or "-")
+        if enqueued_at is not None:
+            metrics.observe(
+                "task_queue_wait_seconds", max(0.0, time.time() - float(enqueued_at)), task=self.name
+            )
+        outcome = "ok"
+        try:
+            return super().__call__(*args, **kwargs)
+        except Retry:
+            outcome = "retry"
+            raise
+        except Exception:
+            outcome = "error"
+            raise
+        finally:
+            elapsed = time.monotonic() - started
+            metrics.observe("task_duration_seconds", elapsed, task=self.name, tenant=tenant, outcome=outcome)
+            metrics.incr("task_runs", task=self.name, tenant=tenant, outcome=outcome)
+            logger.info("task %s %s in %.3fs (tenant %s)", self.name, outcome, elapsed, tenant)
+
+
+def pt_task(
+    *,
+    name: str,
+    queue: str = "ingest",
+    soft_time_limit: float = 600,
+    time_limit: float | None = None,
+    max_retries: int = 8,
+    retry_for: tuple[type[BaseException], ...] = (TransientError,),
+    backoff_max: int = 300,
+) -> Callable:
+    """Register ``fn(self, *ids)`` as the task ``name`` with the project's policy (see module docstring)."""
+
+    def decorate(fn: Callable) -> Task:
+        return app.task(
+            bind=True,
+            base=PersonaTreeTask,
+            name=name,
+            queue=queue,
+            acks_late=True,
+            reject_on_worker_lost=True,
+            soft_time_limit=soft_time_limit,
+            time_limit=time_limit or soft_time_limit + 30,
+            autoretry_for=retry_for,
+            retry_backoff=True,
+            retry_backoff_max=backoff_max,
+            retry_jitter=True,
+            max_retries=max_retries,
+        )(fn)
+
+    return decorate
+
+
+def send(task: Task, *args, tenant_id: int | None = None, countdown: float | None = None) -> None:
+    """Publish now; a broker failure is logged (the database keeps the work, the sweep finds it)."""
+    headers = {TENANT: str(tenant_id)} if tenant_id is not None else {}
+    try:
+        task.apply_async(
+            args=args, headers=headers, countdown=countdown, retry=True, retry_policy=PUBLISH_RETRY
+        )
+    except Exception:  # broker down, or an eager run that failed: never lose the caller's commit
+        logger.exception(
+            "could not run/publish %s%r; the periodic sweep will pick the work up", task.name, args
+        )
+
+
+def enqueue_on_commit(
+    task: Task, *args, tenant_id: int | None = None, countdown: float | None = None
+) -> None:
+    """Send ``task(*args)`` once the current transaction commits (at once outside a transaction)."""
+    transaction.on_commit(lambda: send(task, *args, tenant_id=tenant_id, countdown=countdown))

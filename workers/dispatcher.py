@@ -1,0 +1,249 @@
+"""Cross-subject batching: one MemListener call for the ready chunks of many subjects.
+
+A round (:func:`dispatch_round`):
+
+1. **gather** -- claim the head-of-line chunk of up to ``BATCH_MAX_JOBS`` subjects (one per
+   subject, see :mod:`workers.ordering`); while the batch is not full, keep claiming for at
+   most ``BATCH_MAX_WAIT_MS``;
+2. **build** -- one query for the subjects (head snapshot included), one for the chunks'
+   messages; each job carries the tree at the subject's head version;
+3. **call** -- ``client.run(jobs)`` once (a transport exception counts as a retryable error of
+   every job);
+4. **apply** -- each result through ``tree_apply_ops`` (fenced by the claim's token, see
+   :mod:`workers.ordering`), one transaction per chunk; then evidence indexing of the chunk's
+   messages is queued on commit. Errors release the chunk (``pending``, or ``failed`` after
+   ``CHUNK_MAX_ATTEMPTS``), a version conflict re-queues it without counting an attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import DatabaseError, transaction
+from django.db.models import Q
+
+from memory.engine.ops import Op, OpError
+from memory.models import Message, Subject
+from memory.services import ServiceError, VersionConflict
+from memory.services.tree import Actor, Source, tree_apply_ops
+from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
+from workers import metrics
+from workers.ordering import Claim, LeaseLost, chunk_release, chunks_claim, lease_held
+
+logger = logging.getLogger("personatree.dispatcher")
+
+POLL_S = 0.02
+
+
+@dataclass
+class RoundReport:
+    claimed: int = 0
+    applied: int = 0
+    versions: int = 0
+    retried: int = 0
+    failed: int = 0
+    conflicts: int = 0
+    lost: int = 0
+    transient: int = 0  # results with a retryable model/transport error
+    model_s: float = 0.0
+    backend_s: float = 0.0
+    chunk_ids: list[int] = field(default_factory=list)
+
+
+def _setting(name: str) -> int:
+    return int(settings.PERSONATREE[name])
+
+
+def gather(
+    *, max_jobs: int, max_wait_ms: float, tenant_id: int | None = None, sleep=time.sleep
+) -> list[Claim]:
+    claims = chunks_claim(limit=max_jobs, tenant_id=tenant_id)
+    if not claims:
+        return claims
+    deadline = time.monotonic() + max_wait_ms / 1000
+    while len(claims) < max_jobs and time.monotonic() < deadline:
+        sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+        claims += chunks_claim(
+            limit=max_jobs - len(claims), exclude_subjects={c.subject_id for c in claims}, tenant_id=tenant_id
+        )
+    return claims
+
+
+def build_jobs(claims: list[Claim]) -> tuple[list[ListenerJob], dict[int, Subject]]:
+    subjects = {
+        s.pk: s
+        for s in Subject.objects.select_related("head", "tenant").filter(
+            pk__in=[c.subject_id for c in claims]
+        )
+    }
+    spans = Q()
+    for c in claims:
+        spans |= Q(subject_id=c.subject_id, seq__gte=c.start_seq, seq__lte=c.end_seq) | Q(
+            subject_id=c.subject_id, role="system", seq__lte=c.end_seq
+        )
+    by_subject: dict[int, list[tuple]] = defaultdict(list)
+    for row in (
+        Message.objects.filter(spans)
+        .order_by("subject_id", "seq")
+        .values_list("subject_id", "seq", "role", "content")
+    ):
+        by_subject[row[0]].append(row[1:])
+    jobs = []
+    for c in claims:
+        subject = subjects[c.subject_id]
+        rows = by_subject[c.subject_id]
+        system = [r for r in rows if r[1] == "system" and r[0] <= c.end_seq]
+        turns = [
+            ListenerTurn(role=r[1], content=r[2])
+            for r in rows
+            if c.start_seq <= r[0] <= c.end_seq and r[1] != "system"
+        ]
+        if system:
+            turns.insert(0, ListenerTurn(role="system", content=system[-1][2]))
+        jobs.append(
+            ListenerJob(
+                job_id=f"{c.chunk_id}:{c.token}",
+                subject_id=str(subject.pk),
+                base_version=subject.head_version,
+                schema_id=subject.schema_id,
+                schema_version=subject.schema_version,
+                tree=dict(subject.head.snapshot) if subject.head_id else {},
+                turns=turns,
+            )
+        )
+    return jobs, subjects
+
+
+def _ops_and_errors(result: ListenerResult) -> tuple[list[Op], list[dict]]:
+    """The listener's accepted ops plus the ops its gate rejected: the store's gate decides again and
+    records every rejection with its reason. Unreadable op objects become parse errors."""
+    ops, errors = [], list(result.parse_errors)
+    for raw in list(result.ops) + [r.get("op") for r in result.rejections]:
+        try:
+            ops.append(Op.from_dict(raw))
+        except (OpError, TypeError, ValueError) as exc:
+            errors.append({"line_no": 0, "line": json.dumps(raw, default=str)[:500], "message": str(exc)})
+    return ops, errors
+
+
+def _index_on_commit(claim: Claim) -> None:
+    try:
+        from workers.indexing import index_messages
+    except ImportError:  # the recall worker is not installed: nothing to index into
+        return
+    from workers.base import enqueue_on_commit
+
+    enqueue_on_commit(index_messages, claim.subject_id, claim.start_seq, claim.end_seq)
+
+
+def apply_result(
+    claim: Claim, job: ListenerJob, result: ListenerResult, report: RoundReport, *, index: bool
+) -> None:
+    if not result.ok:
+        status = chunk_release(claim, error=result.error or "memlistener error", retryable=result.retryable)
+        report.transient += int(result.retryable)
+        report.failed += int(status == "failed")
+        report.retried += int(status == "pending")
+        return
+    ops, parse_errors = _ops_and_errors(result)
+    actor = Actor.for_model(model_id=result.model_id or "memlistener", prompt_version=result.prompt_version)
+    try:
+        with transaction.atomic():
+            outcome = tree_apply_ops(
+                subject=Subject(pk=claim.subject_id),
+                base_version=job.base_version,
+                ops=ops,
+                actor=actor,
+                source=Source(chunk_id=claim.chunk_id, start_seq=claim.start_seq, end_seq=claim.end_seq),
+                parse_errors=parse_errors,
+            )
+            if not lease_held(claim):  # the chunk row is locked by tree_apply_ops: this check is final
+                raise LeaseLost(claim.chunk_id)
+            if index:
+                _index_on_commit(claim)
+    except VersionConflict:
+        report.conflicts += 1
+        chunk_release(claim, count_attempt=False)
+        return
+    except LeaseLost:
+        report.lost += 1
+        logger.warning("chunk %s: lease lost (token %s); result dropped", claim.chunk_id, claim.token)
+        return
+    except (ServiceError, DatabaseError) as exc:
+        status = chunk_release(claim, error=f"apply failed: {exc}", retryable=isinstance(exc, DatabaseError))
+        report.failed += int(status == "failed")
+        report.retried += int(status == "pending")
+        return
+    report.applied += 1
+    report.versions += int(outcome.version is not None and outcome.created)
+    report.chunk_ids.append(claim.chunk_id)
+
+
+def dispatch_round(
+    *,
+    client,
+    max_jobs: int | None = None,
+    max_wait_ms: float | None = None,
+    tenant_id: int | None = None,
+    index: bool = True,
+    sleep: Callable[[float], None] = time.sleep,
+) -> RoundReport:
+    """Gather, call the MemListener once, apply every result; see the module docstring."""
+    report = RoundReport()
+    started = time.monotonic()
+    max_jobs = _setting("BATCH_MAX_JOBS") if max_jobs is None else max_jobs
+    max_wait_ms = _setting("BATCH_MAX_WAIT_MS") if max_wait_ms is None else max_wait_ms
+    claims = gather(max_jobs=max_jobs, max_wait_ms=max_wait_ms, tenant_id=tenant_id, sleep=sleep)
+    report.claimed = len(claims)
+    if not claims:
+        return report
+    jobs, _subjects = build_jobs(claims)
+    model_started = time.monotonic()
+    try:
+        results = client.run(jobs)
+        if [r.job_id for r in results] != [j.job_id for j in jobs]:
+            raise RuntimeError("memlistener results do not match the jobs sent")
+    except Exception as exc:  # transport or client failure: every job is retryable
+        logger.warning("memlistener call failed: %s", exc)
+        results = [
+            ListenerResult(job_id=j.job_id, error=f"memlistener call failed: {exc}", retryable=True)
+            for j in jobs
+        ]
+    report.model_s = time.monotonic() - model_started
+    for claim, job, result in zip(claims, jobs, results, strict=True):
+        apply_result(claim, job, result, report, index=index)
+    report.backend_s = time.monotonic() - started - report.model_s
+    metrics.observe("dispatch_batch_size", report.claimed)
+    metrics.observe("dispatch_model_seconds", report.model_s)
+    metrics.observe("dispatch_backend_seconds", report.backend_s)
+    metrics.incr("chunks_applied", report.applied)
+    if report.failed:
+        metrics.incr("chunks_failed", report.failed)
+    return report
+
+
+def drain(
+    *, client, max_rounds: int | None = None, tenant_id: int | None = None, index: bool = True, **kwargs
+) -> RoundReport:
+    """Run rounds until nothing is ready (synchronous, in-process: backfill ``--process``, tests)."""
+    total = RoundReport()
+    rounds = 0
+    while max_rounds is None or rounds < max_rounds:
+        report = dispatch_round(client=client, tenant_id=tenant_id, index=index, **kwargs)
+        rounds += 1
+        if not report.claimed:
+            break
+        for name in ("claimed", "applied", "versions", "retried", "failed", "conflicts", "lost", "transient"):
+            setattr(total, name, getattr(total, name) + getattr(report, name))
+        total.model_s += report.model_s
+        total.backend_s += report.backend_s
+        total.chunk_ids += report.chunk_ids
+        if report.transient == report.claimed:
+            break  # the model is unavailable: let the caller back off
+    return total

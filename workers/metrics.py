@@ -1,0 +1,136 @@
+"""Task and pipeline metrics: a logger line, an in-process registry and Prometheus.
+
+Every observation goes to three places:
+
+- the ``personatree.metrics`` logger (DEBUG; one line per observation);
+- an in-process registry (:func:`snapshot`, used by tests and ``bench/bench_ingest.py``);
+- ``prometheus_client`` histograms/counters when it is installed (it comes with ray).
+
+Label names are fixed per metric at first use (Prometheus requires that).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+logger = logging.getLogger("personatree.metrics")
+
+try:  # optional; installed with ray[serve]
+    import prometheus_client
+except ImportError:  # pragma: no cover - depends on the environment
+    prometheus_client = None
+
+PREFIX = "personatree_"
+
+
+@dataclass
+class Series:
+    count: int = 0
+    total: float = 0.0
+    max: float = 0.0
+    values: list[float] = field(default_factory=list)
+
+    def add(self, value: float, keep: int) -> None:
+        self.count += 1
+        self.total += value
+        self.max = max(self.max, value)
+        if len(self.values) < keep:
+            self.values.append(value)
+
+
+class Registry:
+    """Thread-safe in-process store of observations, keyed by (name, sorted labels)."""
+
+    KEEP = 100_000  # raw values kept per series (for medians in benchmarks)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._series: dict[tuple, Series] = defaultdict(Series)
+        self._prom: dict[str, object] = {}
+        self._labelnames: dict[str, tuple[str, ...]] = {}
+
+    def _prometheus(self, kind: str, name: str, labelnames: tuple[str, ...]):
+        if prometheus_client is None:
+            return None
+        metric = self._prom.get(name)
+        if metric is None:
+            cls = prometheus_client.Histogram if kind == "histogram" else prometheus_client.Counter
+            try:
+                metric = cls(PREFIX + name, name.replace("_", " "), labelnames)
+            except ValueError:  # already registered in this process (e.g. module reloaded in tests)
+                metric = prometheus_client.REGISTRY._names_to_collectors.get(PREFIX + name)
+            self._prom[name] = metric
+        return metric
+
+    def record(self, kind: str, name: str, value: float, labels: dict[str, str]) -> None:
+        labels = {k: str(v) for k, v in labels.items()}
+        with self._lock:
+            names = self._labelnames.setdefault(name, tuple(sorted(labels)))
+            if tuple(sorted(labels)) != names:
+                labels = {k: labels.get(k, "") for k in names}
+            self._series[(name, tuple(sorted(labels.items())))].add(value, self.KEEP)
+            metric = self._prometheus(kind, name, names)
+        if metric is not None:
+            child = metric.labels(**labels) if names else metric
+            if kind == "histogram":
+                child.observe(value)
+            else:
+                child.inc(value)
+        logger.debug("metric %s=%s %s", name, value, labels)
+
+    def snapshot(self) -> dict[str, list[dict]]:
+        """``{name: [{"labels": {...}, "count", "total", "max", "values"}]}`` (a copy)."""
+        out: dict[str, list[dict]] = defaultdict(list)
+        with self._lock:
+            for (name, labels), series in self._series.items():
+                out[name].append(
+                    {
+                        "labels": dict(labels),
+                        "count": series.count,
+                        "total": series.total,
+                        "max": series.max,
+                        "values": list(series.values),
+                    }
+                )
+        return dict(out)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._series.clear()
+
+
+registry = Registry()
+
+
+def observe(name: str, value: float, **labels: str) -> None:
+    """A duration or size (histogram)."""
+    registry.record("histogram", name, float(value), labels)
+
+
+def incr(name: str, amount: float = 1.0, **labels: str) -> None:
+    """A count (counter)."""
+    registry.record("counter", name, float(amount), labels)
+
+
+def snapshot() -> dict[str, list[dict]]:
+    return registry.snapshot()
+
+
+def values(name: str, **labels: str) -> list[float]:
+    """Raw observed values of ``name`` across series whose labels include ``labels``."""
+    found: list[float] = []
+    for series in registry.snapshot().get(name, []):
+        if all(series["labels"].get(k) == str(v) for k, v in labels.items()):
+            found.extend(series["values"])
+    return found
+
+
+def total(name: str, **labels: str) -> float:
+    return sum(
+        s["total"]
+        for s in registry.snapshot().get(name, [])
+        if all(s["labels"].get(k) == str(v) for k, v in labels.items())
+    )

@@ -1,0 +1,133 @@
+"""Per-subject order: a subject's chunks are applied strictly one at a time, oldest first.
+
+Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
+
+- **Head of line.** Only a subject's *oldest open* chunk (open = pending, processing or
+  failed) can be claimed, so chunk t+1 never runs while chunk t is unapplied; a failed chunk
+  blocks its subject until it is re-queued (T_t needs T_{t-1}).
+- **Claim = compare-and-set.** ``UPDATE chunk SET status='processing', attempts=attempts+1
+  WHERE id=? AND status=<seen> AND attempts=<seen> AND <no older open chunk>``. Exactly one
+  concurrent claimant gets the row; the others update 0 rows. ``attempts`` after the claim is
+  the **fencing token**.
+- **Lease expiry.** A chunk left ``processing`` by a dead worker is re-claimable once
+  ``updated_at`` is older than ``CHUNK_LEASE_SECONDS`` (the claim bumps the token).
+- **Fenced apply.** The result is applied through ``tree_apply_ops`` (which locks the subject
+  row and the chunk row and compare-and-swaps the head version); in the same transaction the
+  worker re-checks its token, so a worker whose lease was taken over rolls back instead of
+  writing. ``tree_apply_ops`` is idempotent per chunk, so a chunk is applied at most once.
+
+Nothing here needs ``SELECT ... FOR UPDATE`` or advisory locks to be correct: on SQLite
+(the embedded demo), where row locks do not exist, the single writer lock serialises the
+compare-and-set statements and the protocol stays safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Exists, F, OuterRef, Q
+from django.utils import timezone
+
+from memory.models import Chunk
+
+OPEN = (Chunk.Status.PENDING, Chunk.Status.PROCESSING, Chunk.Status.FAILED)
+
+
+class LeaseLost(Exception):
+    """Another worker took over the chunk (our lease expired); our result must not be written."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    chunk_id: int
+    subject_id: int
+    token: int  # the chunk's ``attempts`` after this claim
+    start_seq: int
+    end_seq: int
+
+
+def lease_seconds() -> int:
+    return int(settings.PERSONATREE.get("CHUNK_LEASE_SECONDS", 600))
+
+
+def _older_open():
+    return Chunk.objects.filter(
+        subject_id=OuterRef("subject_id"), status__in=OPEN, start_seq__lt=OuterRef("start_seq")
+    )
+
+
+def ready_chunks(
+    *, now: datetime | None = None, exclude_subjects: Collection[int] = (), tenant_id: int | None = None
+):
+    """Head-of-line chunks that may be claimed now: pending, or processing with an expired lease."""
+    now = now or timezone.now()
+    expired = now - timedelta(seconds=lease_seconds())
+    qs = Chunk.objects.filter(
+        Q(status=Chunk.Status.PENDING) | Q(status=Chunk.Status.PROCESSING, updated_at__lt=expired)
+    ).filter(~Exists(_older_open()))
+    if exclude_subjects:
+        qs = qs.exclude(subject_id__in=list(exclude_subjects))
+    if tenant_id is not None:
+        qs = qs.filter(subject__tenant_id=tenant_id)
+    return qs.order_by("id")
+
+
+def chunks_claim(
+    *,
+    limit: int,
+    exclude_subjects: Collection[int] = (),
+    tenant_id: int | None = None,
+    now: datetime | None = None,
+) -> list[Claim]:
+    """Claim up to ``limit`` chunks, at most one per subject, oldest first."""
+    now = now or timezone.now()
+    candidates = list(
+        ready_chunks(now=now, exclude_subjects=exclude_subjects, tenant_id=tenant_id).values_list(
+            "id", "subject_id", "status", "attempts", "start_seq", "end_seq"
+        )[: max(limit * 2, limit + 4)]
+    )
+    expired = now - timedelta(seconds=lease_seconds())
+    claims: list[Claim] = []
+    seen_subjects: set[int] = set(exclude_subjects)
+    for chunk_id, subject_id, status, attempts, start_seq, end_seq in candidates:
+        if len(claims) >= limit:
+            break
+        if subject_id in seen_subjects:
+            continue
+        cas = Chunk.objects.filter(pk=chunk_id, status=status, attempts=attempts).filter(
+            ~Exists(_older_open())
+        )
+        if status == Chunk.Status.PROCESSING:
+            cas = cas.filter(updated_at__lt=expired)
+        if cas.update(status=Chunk.Status.PROCESSING, attempts=F("attempts") + 1, updated_at=now):
+            seen_subjects.add(subject_id)
+            claims.append(Claim(chunk_id, subject_id, attempts + 1, start_seq, end_seq))
+    return claims
+
+
+def lease_held(claim: Claim) -> bool:
+    """True while ``claim`` still owns its chunk. Call inside the apply transaction, after the row is locked."""
+    return Chunk.objects.filter(pk=claim.chunk_id, attempts=claim.token).exists()
+
+
+def chunk_release(
+    claim: Claim, *, error: str = "", retryable: bool = True, count_attempt: bool = True
+) -> str:
+    """Give the chunk back after a failure: ``pending`` again, or ``failed`` when out of attempts.
+
+    ``count_attempt=False`` (a version conflict: the head moved under us) always re-queues.
+    Returns the new status, or ``""`` when the lease had already been lost.
+    """
+    max_attempts = int(settings.PERSONATREE.get("CHUNK_MAX_ATTEMPTS", 5))
+    give_up = count_attempt and (not retryable or claim.token >= max_attempts)
+    status = Chunk.Status.FAILED if give_up else Chunk.Status.PENDING
+    fields = {"status": status, "updated_at": timezone.now()}
+    if error:
+        fields["last_error"] = error[:4000]
+    updated = Chunk.objects.filter(
+        pk=claim.chunk_id, status=Chunk.Status.PROCESSING, attempts=claim.token
+    ).update(**fields)
+    return status if updated else ""
