@@ -14,7 +14,17 @@ enforces it with import-linter and an AST scan. See each module's docstring for 
 """
 
 from .chunker import Chunk, Turn, chunk_key, chunk_turns
-from .gate import GatePolicy, GateResult, Normalisation, Reason, Rejection, gate, normalise_value
+from .gate import (
+    LENIENT,
+    STRICT,
+    GatePolicy,
+    GateResult,
+    Normalisation,
+    Reason,
+    Rejection,
+    gate,
+    normalise_value,
+)
 from .ops import Op, OpError, OpType
 from .parser import ParseError, ParseResult, format_ops, parse_ops
 from .pipeline import PipelineResult, process_text
@@ -40,6 +50,8 @@ __all__ = [
     "chunk_key",
     "chunk_turns",
     "GatePolicy",
+    "LENIENT",
+    "STRICT",
     "GateResult",
     "Normalisation",
     "Reason",

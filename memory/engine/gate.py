@@ -14,8 +14,8 @@ human-readable detail). Policy, in the order the checks run:
    then accepted; every later op on the same leaf is ``DUPLICATE_PATH``. (A model that writes
    the same leaf twice in one chunk is confused; we do not guess which op it meant.)
 4. Value. ``DELETE`` must carry no value (``DELETE_WITH_VALUE``). ``ADD``/``UPDATE`` need a
-   string (``VALUE_NOT_STRING``) that is non-empty after whitespace normalisation
-   (``EMPTY_VALUE``) and whose normalised length in characters is within the leaf budget
+   value (``None`` is ``EMPTY_VALUE``) that is a string (``VALUE_NOT_STRING``) and non-empty after
+   whitespace normalisation (``EMPTY_VALUE``) and whose normalised length in characters is within the leaf budget
    (``OVER_BUDGET``; never truncated). Normalisation = strip and collapse every run of
    whitespace (including newlines) to one space; the accepted op carries the normalised value.
 5. State, judged against the tree *before* the batch (rule 3 makes batch order irrelevant):
@@ -177,6 +177,9 @@ def gate(schema: Schema, tree: Tree, ops: Iterable[Op], policy: GatePolicy = STR
             continue
 
         value = op.value
+        if value is None:
+            rejected.append(Rejection(op, Reason.EMPTY_VALUE, f"{op.type} carries no value"))
+            continue
         if not isinstance(value, str):
             rejected.append(
                 Rejection(

@@ -184,8 +184,8 @@ def _read_op(line: str, name: str, pos: int) -> tuple[Op, int]:
                 confidence = float(conf.group(1))
                 raw = raw[: conf.start()].rstrip()
             pos = len(line) if end < 0 else end
-            if raw.lower() in _NULLS:
-                value, has_value = None, False
+            if raw.lower() in _NULLS:  # explicit None: kept, so the gate can say why it is wrong
+                value, has_value = None, True
             elif raw:
                 value, has_value = raw, True
 
@@ -198,7 +198,7 @@ def _read_op(line: str, name: str, pos: int) -> tuple[Op, int]:
         if line[pos] != ")":
             raise _Bad(f"unexpected text in {name}(...): {line[pos : pos + 30]!r}")
         pos += 1
-    elif not has_value and op_type is not OpType.DELETE:
+    elif value is None and op_type is not OpType.DELETE:
         raise _Bad(f"{name} is missing its closing parenthesis")
 
     if op_type in (OpType.ADD, OpType.UPDATE) and not has_value:
