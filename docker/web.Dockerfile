@@ -1,0 +1,43 @@
+# syntax=docker/dockerfile:1
+# PersonaTree web/API: Django + DRF under gunicorn. Build from the repository root:
+#   docker build -f docker/web.Dockerfile -t personatree-web:0.1.0 .
+# Runtime configuration is environment variables only (docs/DEPLOY.md lists them).
+FROM python:3.11.11-slim-bookworm
+
+# torch is pinned to 2.13.0 by the recall extra; the CPU wheel index keeps the image
+# free of several GB of CUDA libraries (the web tier embeds queries on the CPU).
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 \
+    PERSONATREE_DATA_DIR=/data \
+    DJANGO_STATIC_ROOT=/app/static \
+    DJANGO_SETTINGS_MODULE=personatree_site.settings.production
+
+WORKDIR /app
+RUN groupadd --system --gid 10001 app \
+    && useradd --system --uid 10001 --gid app --home-dir /app --shell /usr/sbin/nologin app
+
+COPY pyproject.toml manage.py ./
+COPY personatree_site/ personatree_site/
+COPY memory/ memory/
+COPY workers/ workers/
+COPY serving/ serving/
+RUN pip install --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "gunicorn==27.0.1"
+
+# collectstatic imports the production settings, which refuse to start without their
+# secrets: build-time placeholders only, never present at run time.
+RUN DJANGO_SECRET_KEY=build-only-collectstatic DJANGO_ALLOWED_HOSTS=localhost \
+    DATABASE_URL=sqlite:////tmp/build.sqlite3 CELERY_BROKER_URL=memory:// \
+    python manage.py collectstatic --noinput \
+    && mkdir -p /data && chown -R app:app /data
+
+USER 10001:10001
+EXPOSE 8000
+# A TCP probe: an HTTP probe would meet the HTTPS redirect and the ALLOWED_HOSTS check.
+HEALTHCHECK --interval=30s --timeout=5s --retries=3 \
+    CMD ["python", "-c", "import socket; socket.create_connection(('127.0.0.1', 8000), 4).close()"]
+CMD ["gunicorn", "personatree_site.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "60", "--access-logfile", "-"]

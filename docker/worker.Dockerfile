@@ -1,0 +1,31 @@
+# syntax=docker/dockerfile:1
+# PersonaTree Celery worker (queues `ingest` and `index`) and Flower. Build from the repository root:
+#   docker build -f docker/worker.Dockerfile -t personatree-worker:0.1.0 .
+# One image, one queue per container: the compose file and docs/DEPLOY.md pick the queue with -Q.
+FROM python:3.11.11-slim-bookworm
+
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 \
+    PERSONATREE_DATA_DIR=/data \
+    DJANGO_SETTINGS_MODULE=personatree_site.settings.production
+
+WORKDIR /app
+RUN groupadd --system --gid 10001 app \
+    && useradd --system --uid 10001 --gid app --home-dir /app --shell /usr/sbin/nologin app
+
+COPY pyproject.toml manage.py ./
+COPY personatree_site/ personatree_site/
+COPY memory/ memory/
+COPY workers/ workers/
+COPY serving/ serving/
+# The index queue embeds evidence (recall extra); Flower watches the same broker.
+RUN pip install --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "flower==2.2.0" \
+    && mkdir -p /data && chown -R app:app /data
+
+USER 10001:10001
+CMD ["celery", "-A", "personatree_site", "worker", "-Q", "ingest,index", "--concurrency", "2", "--loglevel", "INFO"]
