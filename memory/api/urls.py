@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory.api import subjects
+from memory.api import ingest, subjects
 
 urlpatterns = [
     # --- subjects: tree, versions, export, erase (issue 3) ---
@@ -13,5 +13,8 @@ urlpatterns = [
     path("subjects/<str:external_id>/export", subjects.SubjectExportView.as_view(), name="subject-export"),
     path("subjects/<str:external_id>", subjects.SubjectDetailView.as_view(), name="subject-detail"),
     # --- ingest (issue 5) ---
+    path("subjects/<str:external_id>/messages", ingest.SubjectMessagesView.as_view(), name="subject-messages"),
+    path("subjects/<str:external_id>/ingest", ingest.SubjectIngestStatusView.as_view(), name="subject-ingest"),
+    path("subjects/<str:external_id>/flush", ingest.SubjectFlushView.as_view(), name="subject-flush"),
     # --- query (issue 6) ---
 ]

@@ -1,0 +1,129 @@
+"""Ingest API: append messages, read ingest status, flush a partial window.
+
+- ``POST /v1/subjects/<external_id>/messages`` -> 202 ``{accepted, duplicates, cursor, ...}``
+- ``GET  /v1/subjects/<external_id>/ingest``   -> 200 status (chunks by status, versions, failures)
+- ``POST /v1/subjects/<external_id>/flush``    -> 202 chunks closed now
+
+Errors name the field: ``{"error": {"code", "message", "field": "messages[3].content"}}``.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from memory.api.base import TenantScopedView
+from memory.services import ServiceError
+from memory.services.ingest import IncomingMessage, ingest_status, messages_ingest, subject_flush
+
+MESSAGE_FIELDS = {"role", "content", "idempotency_key", "ts", "session_id"}
+
+
+class MessageIn(serializers.Serializer):
+    role = serializers.CharField(trim_whitespace=False)
+    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    idempotency_key = serializers.CharField(trim_whitespace=False, max_length=255)
+    ts = serializers.DateTimeField(required=False, allow_null=True)
+    session_id = serializers.CharField(required=False, allow_blank=True, max_length=255, default="")
+
+
+class MessagesIn(serializers.Serializer):
+    messages = MessageIn(many=True)
+
+
+class AcceptedOut(serializers.Serializer):
+    idempotency_key = serializers.CharField()
+    seq = serializers.IntegerField()
+
+
+class IngestOut(serializers.Serializer):
+    subject = serializers.CharField()
+    subject_created = serializers.BooleanField()
+    accepted = AcceptedOut(many=True)
+    duplicates = AcceptedOut(many=True)
+    cursor = serializers.IntegerField(help_text="Highest message seq of the subject's log.")
+    chunks_created = serializers.IntegerField()
+
+
+def _first_error(errors) -> tuple[str, str, str]:
+    """(field, message, code) of the first error in a serializer's ``errors`` tree."""
+    if isinstance(errors, dict):
+        for name, sub in errors.items():
+            field, message, code = _first_error(sub)
+            name = f"[{name}]" if isinstance(name, int) else name  # list items are keyed by index
+            return (f"{name}.{field}" if field else name), message, code
+    if isinstance(errors, list):
+        for i, sub in enumerate(errors):
+            if sub in ({}, None, []):
+                continue
+            if isinstance(sub, dict | list) and sub:
+                field, message, code = _first_error(sub)
+                return (f"[{i}].{field}" if field else f"[{i}]"), message, code
+            return "", str(sub), getattr(sub, "code", "invalid")
+    return "", str(errors), getattr(errors, "code", "invalid")
+
+
+def parse_messages(data) -> list[IncomingMessage]:
+    """Shape-check the body; raise a ServiceError naming the first bad field (``messages[3].ts``)."""
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        raise ServiceError('The body must be a JSON object {"messages": [...]}.', field="messages")
+    for i, item in enumerate(data["messages"]):
+        if isinstance(item, dict):
+            unknown = sorted(set(item) - MESSAGE_FIELDS)
+            if unknown:
+                raise ServiceError(
+                    f"Unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(MESSAGE_FIELDS))}.",
+                    field=f"messages[{i}].{unknown[0]}",
+                )
+        else:
+            raise ServiceError("Each message must be a JSON object.", field=f"messages[{i}]")
+    serializer = MessagesIn(data=data)
+    if not serializer.is_valid():
+        field, message, code = _first_error(serializer.errors)
+        raise ServiceError(message, field=field.replace(".[", "["), code=str(code))
+    return [IncomingMessage(**m) for m in serializer.validated_data["messages"]]
+
+
+class SubjectMessagesView(TenantScopedView):
+    required_scopes = ("ingest",)
+
+    @extend_schema(request=MessagesIn, responses={202: IngestOut})
+    def post(self, request, external_id: str):
+        messages = parse_messages(request.data)
+        result = messages_ingest(tenant=self.tenant, external_id=external_id, messages=messages)
+        body = {
+            "subject": result.subject.external_id,
+            "subject_created": result.subject_created,
+            "accepted": [{"idempotency_key": k, "seq": s} for k, s in result.accepted],
+            "duplicates": [{"idempotency_key": k, "seq": s} for k, s in result.duplicates],
+            "cursor": result.cursor,
+            "chunks_created": result.chunks_created,
+        }
+        return Response(IngestOut(body).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SubjectIngestStatusView(TenantScopedView):
+    required_scopes = {"GET": ("read",)}
+
+    @extend_schema(responses={200: dict})
+    def get(self, request, external_id: str):
+        subject = self.get_subject(external_id)
+        return Response({"subject": subject.external_id, **ingest_status(subject=subject)})
+
+
+class SubjectFlushView(TenantScopedView):
+    required_scopes = {"POST": ("ingest",)}
+
+    @extend_schema(request=None, responses={202: dict})
+    def post(self, request, external_id: str):
+        subject = self.get_subject(external_id)
+        built = subject_flush(subject=subject)
+        body = {
+            "subject": subject.external_id,
+            "chunks_created": [
+                {"chunk_id": c.pk, "start_seq": c.start_seq, "end_seq": c.end_seq} for c in built
+            ],
+            **ingest_status(subject=subject),
+        }
+        return Response(body, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,159 @@
+"""The ingest endpoints: 202 with accepted/duplicates/cursor, status, flush, and clear 4xx on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory.models import Chunk, Message, Subject
+
+pytestmark = pytest.mark.django_db
+
+URL = "/v1/subjects/{}/messages"
+
+
+def pairs(n, prefix="m", start=0):
+    out = []
+    for i in range(start, start + n):
+        out += [
+            {"role": "user", "content": f"I have {i} cats", "idempotency_key": f"{prefix}-u{i}"},
+            {"role": "assistant", "content": f"{i} cats is a lot", "idempotency_key": f"{prefix}-a{i}"},
+        ]
+    return out
+
+
+def post(client, external_id, messages, **extra):
+    return client.post(URL.format(external_id), {"messages": messages}, format="json", **extra)
+
+
+def test_post_accepts_and_reports_cursor_then_retry_reports_duplicates(
+    api_client, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        resp = post(api_client, "alice", pairs(3))
+    assert resp.status_code == 202, resp.content
+    body = resp.json()
+    assert body["subject_created"] and body["cursor"] == 6 and body["chunks_created"] == 1
+    assert [a["seq"] for a in body["accepted"]] == [1, 2, 3, 4, 5, 6]
+    assert len(callbacks) == 1  # the dispatcher is enqueued only after commit
+    again = post(api_client, "alice", pairs(3))
+    assert again.status_code == 202
+    assert again.json()["accepted"] == [] and len(again.json()["duplicates"]) == 6
+    assert Message.objects.count() == 6
+
+
+def test_ts_and_session_are_stored(api_client):
+    msg = {
+        "role": "user",
+        "content": "hi",
+        "idempotency_key": "t1",
+        "ts": "2024-02-03T04:05:06Z",
+        "session_id": "s9",
+    }
+    assert post(api_client, "ts", [msg]).status_code == 202
+    stored = Message.objects.get()
+    assert stored.session_id == "s9" and stored.ts.isoformat() == "2024-02-03T04:05:06+00:00"
+
+
+@pytest.mark.parametrize(
+    ("messages", "http", "field"),
+    [
+        ([{"role": "robot", "content": "x", "idempotency_key": "k"}], 400, "messages[0].role"),
+        ([{"role": "user", "idempotency_key": "k"}], 400, "messages[0].content"),
+        ([{"role": "user", "content": "", "idempotency_key": "k"}], 400, "messages[0].content"),
+        ([{"role": "user", "content": None, "idempotency_key": "k"}], 400, "messages[0].content"),
+        ([{"role": "user", "content": "x"}], 400, "messages[0].idempotency_key"),
+        ([{"role": "user", "content": "x", "idempotency_key": "k", "ts": "soon"}], 400, "messages[0].ts"),
+        (
+            [{"role": "user", "content": "x", "idempotency_key": "k", "mood": "happy"}],
+            400,
+            "messages[0].mood",
+        ),
+        (["just a string"], 400, "messages[0]"),
+        ([], 400, "messages"),
+        ([{"role": "user", "content": "nul\u0000", "idempotency_key": "k"}], 400, "messages[0].content"),
+        ([{"role": "user", "content": "esc \u001b[31m", "idempotency_key": "k"}], 400, "messages[0].content"),
+    ],
+)
+def test_bad_messages_get_400_naming_the_field(api_client, messages, http, field):
+    good = {"role": "user", "content": "fine", "idempotency_key": "good"}
+    body = [good, *messages] if messages else messages
+    if messages:
+        field = field.replace("messages[0]", "messages[1]")
+    resp = post(api_client, "bad", body)
+    assert resp.status_code == http, resp.content
+    assert resp.json()["error"]["field"] == field
+    assert not Message.objects.exists()  # nothing of a refused batch is stored
+
+
+def test_lone_surrogate_in_json_is_refused(api_client):
+    raw = '{"messages": [{"role": "user", "content": "x \\ud800 y", "idempotency_key": "s"}]}'
+    resp = api_client.post(URL.format("sur"), raw, content_type="application/json")
+    assert resp.status_code == 400 and resp.json()["error"]["field"] == "messages[0].content"
+
+
+def test_non_utf8_body_is_a_400(api_client):
+    resp = api_client.post(
+        URL.format("enc"), b'{"messages": [{"content": "\xff\xfe"}]}', content_type="application/json"
+    )
+    assert resp.status_code == 400
+    assert "utf-8" in json.dumps(resp.json()).lower()
+
+
+def test_body_that_is_not_an_object(api_client):
+    resp = api_client.post(URL.format("arr"), "[1, 2]", content_type="application/json")
+    assert resp.status_code == 400 and resp.json()["error"]["field"] == "messages"
+
+
+def test_limits_are_413_with_the_field(api_client, settings):
+    settings.PERSONATREE = {**settings.PERSONATREE, "MAX_MESSAGES_PER_CALL": 4, "MAX_MESSAGE_CHARS": 50}
+    resp = post(api_client, "big", pairs(3))
+    assert resp.status_code == 413 and resp.json()["error"]["field"] == "messages"
+    resp = post(api_client, "big", [{"role": "user", "content": "y" * 51, "idempotency_key": "long"}])
+    assert resp.status_code == 413 and resp.json()["error"]["field"] == "messages[0].content"
+
+
+def test_replayed_key_with_new_content_is_409_and_keeps_the_original(api_client):
+    post(api_client, "rk", pairs(1))
+    changed = [{"role": "user", "content": "something else", "idempotency_key": "m-u0"}]
+    resp = post(api_client, "rk", changed)
+    assert resp.status_code == 409 and resp.json()["error"]["field"] == "messages[0].idempotency_key"
+    assert Message.objects.get(idempotency_key="m-u0").content == "I have 0 cats"
+
+
+def test_other_tenants_subject_is_invisible(api_client, other_tenant, make_api_client):
+    post(api_client, "shared-name", pairs(3))
+    other, _ = make_api_client(other_tenant)
+    assert other.get("/v1/subjects/shared-name/ingest").status_code == 404
+    assert other.post("/v1/subjects/shared-name/flush").status_code == 404
+    resp = post(other, "shared-name", pairs(1))
+    assert resp.status_code == 202 and resp.json()["subject_created"] and resp.json()["cursor"] == 2
+    assert Subject.objects.filter(external_id="shared-name").count() == 2
+
+
+def test_status_and_flush(api_client):
+    post(api_client, "st", pairs(4))
+    status = api_client.get("/v1/subjects/st/ingest")
+    assert status.status_code == 200
+    body = status.json()
+    assert body["cursor"] == 8 and body["chunked_through_seq"] == 6 and body["unchunked_messages"] == 2
+    assert body["chunks"]["pending"] == 1 and body["head_version"] == 0 and body["failures"] == []
+    flushed = api_client.post("/v1/subjects/st/flush")
+    assert flushed.status_code == 202
+    assert flushed.json()["chunks_created"][0]["start_seq"] == 7
+    assert flushed.json()["unchunked_messages"] == 0
+    assert Chunk.objects.count() == 2
+
+
+def test_scopes_are_enforced(tenant, make_api_client):
+    reader, _ = make_api_client(tenant, scopes=("read",))
+    assert post(reader, "sc", pairs(1)).status_code == 403
+    assert reader.post("/v1/subjects/sc/flush").status_code in (403, 404)
+    writer, _ = make_api_client(tenant, scopes=("ingest",))
+    assert post(writer, "sc", pairs(1)).status_code == 202
+    assert writer.get("/v1/subjects/sc/ingest").status_code == 403
+
+
+def test_unauthenticated_is_401(client):
+    assert client.post(URL.format("x"), {"messages": []}, content_type="application/json").status_code == 401

@@ -1,0 +1,171 @@
+"""Dispatcher rounds in-process on Postgres, with the stand-in MemListener (not a model)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.models import Chunk, OpRecord, TreeVersion
+from memory.services.tree import Actor, leaf_edit
+from tests.workers.helpers import FailingClient, RaisingClient, WatchingClient, ingest_pairs, standin_client
+from workers import requeue_chunks
+from workers.dispatcher import apply_result, build_jobs, dispatch_round, drain
+from workers.ordering import chunks_claim, ready_chunks
+
+pytestmark = pytest.mark.django_db
+
+
+def applied_in_order(subject) -> list[tuple[int, int]]:
+    """(version number, chunk start_seq) of the subject's chunk-made versions."""
+    return list(
+        TreeVersion.objects.filter(subject=subject, chunk__isnull=False)
+        .order_by("number")
+        .values_list("number", "chunk__start_seq")
+    )
+
+
+def test_drain_applies_every_chunk_once_in_order(tenant):
+    subjects = [ingest_pairs(tenant, f"s{i}", 12).subject for i in range(3)]
+    client = WatchingClient()
+    report = drain(client=client, max_jobs=16, max_wait_ms=0, index=False)
+    assert report.applied == 12 and report.failed == 0
+    assert client.violations == []
+    for subject in subjects:
+        assert set(Chunk.objects.filter(subject=subject).values_list("status", flat=True)) == {"applied"}
+        rows = applied_in_order(subject)
+        assert [start for _, start in rows] == sorted(start for _, start in rows)
+        assert [n for n, _ in rows] == list(range(1, len(rows) + 1))
+        subject.refresh_from_db()
+        assert subject.head_version == len(rows) >= 1
+    # every op record points at the chunk and model that produced it
+    assert not OpRecord.objects.filter(chunk__isnull=True).exists()
+    assert set(OpRecord.objects.values_list("model_id", flat=True)) == {"standin:derived"}
+
+
+def test_one_round_batches_one_chunk_per_subject(tenant):
+    for i in range(5):
+        ingest_pairs(tenant, f"b{i}", 6)  # two chunks each
+    client = WatchingClient()
+    report = dispatch_round(client=client, max_jobs=3, max_wait_ms=0, index=False)
+    assert report.claimed == 3 and len(client.calls[0]) == 3
+    report = dispatch_round(client=client, max_jobs=16, max_wait_ms=0, index=False)
+    assert report.claimed == 5  # next: the 2 untouched subjects' first and the 3 others' second chunks
+    assert client.violations == []
+
+
+def test_gather_waits_for_more_subjects_up_to_max_wait(tenant):
+    ingest_pairs(tenant, "w0", 3)
+    sleeps = []
+
+    def fake_sleep(seconds):
+        sleeps.append(seconds)
+        if len(sleeps) == 1:
+            ingest_pairs(tenant, "w1", 3)  # arrives while the dispatcher waits
+
+    report = dispatch_round(
+        client=standin_client(), max_jobs=4, max_wait_ms=50, index=False, sleep=fake_sleep
+    )
+    assert report.claimed == 2 and sleeps
+
+
+def test_retryable_errors_fail_the_chunk_after_max_attempts_and_block_the_subject(tenant, settings):
+    settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_MAX_ATTEMPTS": 3}
+    subject = ingest_pairs(tenant, "f", 6).subject
+    first, second = Chunk.objects.filter(subject=subject).order_by("start_seq")
+    client = FailingClient()
+    for expected_attempts in (1, 2, 3):
+        report = dispatch_round(client=client, max_wait_ms=0, index=False)
+        assert report.claimed == 1 and report.transient == 1
+        first.refresh_from_db()
+        assert first.attempts == expected_attempts
+    assert first.status == "failed" and "engine down" in first.last_error
+    second.refresh_from_db()
+    assert second.status == "pending" and second.attempts == 0  # never ran out of order
+    assert dispatch_round(client=standin_client(), max_wait_ms=0, index=False).claimed == 0  # blocked
+    assert requeue_chunks([first.pk]) == 1
+    drain(client=standin_client(), max_wait_ms=0, index=False)
+    assert list(Chunk.objects.filter(subject=subject).values_list("status", flat=True)) == [
+        "applied",
+        "applied",
+    ]
+
+
+def test_non_retryable_error_fails_at_once(tenant):
+    subject = ingest_pairs(tenant, "nr", 3).subject
+    dispatch_round(
+        client=FailingClient(retryable=False, message="prompt too long"), max_wait_ms=0, index=False
+    )
+    chunk = Chunk.objects.get(subject=subject)
+    assert (chunk.status, chunk.attempts, chunk.last_error) == ("failed", 1, "prompt too long")
+
+
+def test_transport_exception_is_a_retryable_error_of_every_job(tenant):
+    ingest_pairs(tenant, "t0", 3)
+    ingest_pairs(tenant, "t1", 3)
+    report = dispatch_round(client=RaisingClient(), max_wait_ms=0, index=False)
+    assert report.claimed == 2 and report.transient == 2
+    assert set(Chunk.objects.values_list("status", flat=True)) == {"pending"}
+    assert "connection refused" in Chunk.objects.first().last_error
+
+
+def test_expired_lease_is_reclaimed_and_the_old_holder_cannot_write(tenant, settings):
+    settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_LEASE_SECONDS": 30}
+    subject = ingest_pairs(tenant, "l", 3).subject
+    [old] = chunks_claim(limit=5)
+    assert chunks_claim(limit=5) == []  # leased
+    later = timezone.now() + timedelta(seconds=31)
+    assert ready_chunks(now=later).count() == 1
+    [new] = chunks_claim(limit=5, now=later)
+    assert (new.chunk_id, new.token) == (old.chunk_id, old.token + 1)
+    client = standin_client()
+    jobs, _ = build_jobs([old])
+    from workers.dispatcher import RoundReport
+
+    stale = RoundReport()
+    apply_result(old, jobs[0], client.run(jobs)[0], stale, index=False)
+    assert stale.lost == 1 and stale.applied == 0
+    assert not TreeVersion.objects.filter(subject=subject).exists()
+    fresh = RoundReport()
+    jobs, _ = build_jobs([new])
+    apply_result(new, jobs[0], client.run(jobs)[0], fresh, index=False)
+    assert fresh.applied == 1
+    assert TreeVersion.objects.filter(subject=subject).count() == 1
+
+
+def test_version_conflict_requeues_without_failing(tenant):
+    subject = ingest_pairs(tenant, "vc", 3).subject
+    [claim] = chunks_claim(limit=1)
+    jobs, _ = build_jobs([claim])
+    leaf_edit(subject=subject, path=_any_leaf(), value="set by a moderator", actor=Actor.system("test"))
+    from workers.dispatcher import RoundReport
+
+    report = RoundReport()
+    apply_result(claim, jobs[0], standin_client().run(jobs)[0], report, index=False)
+    assert report.conflicts == 1
+    chunk = Chunk.objects.get(pk=claim.chunk_id)
+    assert chunk.status == "pending" and chunk.last_error == ""
+    assert drain(client=standin_client(), max_wait_ms=0, index=False).applied == 1
+
+
+def _any_leaf() -> str:
+    from memory.engine.schema import default_schema
+
+    return default_schema().paths[0]
+
+
+def test_system_turn_is_sent_first_with_every_chunk(tenant):
+    from memory.services.ingest import IncomingMessage, messages_ingest
+
+    msgs = [IncomingMessage("system", "Persona: retired pilot", "sys")]
+    for i in range(6):
+        msgs += [IncomingMessage("user", f"u{i}", f"u{i}"), IncomingMessage("assistant", f"a{i}", f"a{i}")]
+    messages_ingest(tenant=tenant, external_id="sys", messages=msgs, enqueue=False)
+    claims = chunks_claim(limit=1)
+    jobs, _ = build_jobs(claims)
+    assert [(t.role, t.content) for t in jobs[0].turns][:2] == [
+        ("system", "Persona: retired pilot"),
+        ("user", "u0"),
+    ]
+    assert len(jobs[0].turns) == 7
