@@ -53,6 +53,8 @@ _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _CLOSE_AFTER_QUOTE = re.compile(rf"\s*(?:\)|,\s*(?:confidence\s*[=:]\s*)?{_NUMBER}\s*\)|$)")
 _CLOSE_AFTER_PATH = re.compile(r"\s*(?:[,)]|$)")
 _CONFIDENCE = re.compile(rf"\s*,\s*(?:confidence\s*[=:]\s*)?({_NUMBER})")
+_BARE_NO_OP = re.compile(r"(NO_OP|NOOP|NO-OP)\b(?!\s*\()")
+_BARE_PATH_ARG = re.compile(r"[^,)]*")
 _NULLS = {"none", "null", "nil"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "'": "'", "\\": "\\", "/": "/"}
 _QUOTES = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
@@ -87,24 +89,22 @@ def format_ops(ops: Iterable[Op]) -> str:
     return "\n".join(op.to_line() for op in ops)
 
 
+def _unescape(m: re.Match[str]) -> str:
+    esc = m.group(1)
+    if esc[0] == "u":
+        return chr(int(esc[1:], 16))
+    return _ESCAPES[esc]
+
+
+_STOPS = {c: re.compile(r"\\.|" + re.escape(c), re.S) for c in set(_QUOTES.values())}
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[ntrbf\"'\\/])")
+
+
 def _decode(raw: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        ch = raw[i]
-        if ch == "\\" and i + 1 < len(raw):
-            nxt = raw[i + 1]
-            if nxt in _ESCAPES:
-                out.append(_ESCAPES[nxt])
-                i += 2
-                continue
-            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", raw[i + 2 : i + 6]):
-                out.append(chr(int(raw[i + 2 : i + 6], 16)))
-                i += 6
-                continue
-        out.append(ch)
-        i += 1
-    text = "".join(out)
+    """Decode JSON-style backslash escapes; unknown escapes are kept verbatim."""
+    if "\\" not in raw:
+        return raw
+    text = _ESCAPE.sub(_unescape, raw)
     try:
         return text.encode("utf-16", "surrogatepass").decode("utf-16")
     except UnicodeError:
@@ -116,20 +116,18 @@ def _read_quoted(line: str, pos: int, close: re.Pattern[str] = _CLOSE_AFTER_QUOT
 
     An unescaped closing quote ends the string only when ``close`` matches what follows it, or
     when no further closing quote exists on the line (tolerates unescaped inner quotes)."""
-    opener = line[pos]
-    closer = _QUOTES[opener]
+    closer = _QUOTES[line[pos]]
+    stop = _STOPS[closer]
     i = pos + 1
-    while i < len(line):
-        ch = line[i]
-        if ch == "\\":
-            i += 2
+    while True:
+        m = stop.search(line, i)
+        if m is None:
+            raise _Bad("unterminated string (output truncated?)")
+        i = m.end()
+        if m.group(0) != closer:
             continue
-        if ch == closer:
-            rest = line[i + 1 :]
-            if close.match(rest) or closer not in rest:
-                return _decode(line[pos + 1 : i]), i + 1
-        i += 1
-    raise _Bad("unterminated string (output truncated?)")
+        if close.match(line, i) or line.find(closer, i) < 0:
+            return _decode(line[pos + 1 : i - 1]), i
 
 
 def _skip_ws(line: str, pos: int) -> int:
@@ -161,7 +159,7 @@ def _read_op(line: str, name: str, pos: int) -> tuple[Op, int]:
     if pos < len(line) and line[pos] in _QUOTES:
         path, pos = _read_quoted(line, pos, _CLOSE_AFTER_PATH)
     else:
-        m = re.compile(r"[^,)]*").match(line, pos)
+        m = _BARE_PATH_ARG.match(line, pos)
         path = m.group(0).strip() if m else ""
         pos = m.end() if m else pos
     if not path.strip():
@@ -214,7 +212,7 @@ def _parse_line(line: str) -> tuple[list[Op], str | None]:
     ops: list[Op] = []
     start = _LINE_PREFIX.match(line)
     head = line[start.end() if start else 0 :]
-    bare = re.match(r"(NO_OP|NOOP|NO-OP)\b(?!\s*\()", head)
+    bare = _BARE_NO_OP.match(head)
     if bare:
         return [Op(OpType.NO_OP)], None
     pos = 0

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from .ops import Op, OpType
@@ -35,7 +34,11 @@ class TreeError(ValueError):
 
 
 class Tree(Mapping[str, str]):
-    """Immutable mapping of leaf path -> non-empty value string."""
+    """Immutable mapping of leaf path -> non-empty value string.
+
+    Equality and hashing ignore order. Iteration follows insertion order (new paths from
+    :func:`apply` are appended); :meth:`to_dict` is sorted by path. Rendering uses schema order.
+    """
 
     __slots__ = ("_data", "_hash")
 
@@ -46,14 +49,14 @@ class Tree(Mapping[str, str]):
                 raise TreeError(f"tree path must be a non-empty string, got {path!r}")
             if not isinstance(value, str) or not value.strip():
                 raise TreeError(f"tree value at {path!r} must be a non-empty string, got {value!r}")
-        self._data = MappingProxyType(dict(sorted(items.items())))
+        self._data = items  # private and never mutated after construction
         self._hash: int | None = None
 
     @classmethod
     def _trusted(cls, data: dict[str, str]) -> Tree:
         """Build from an already-validated dict (internal fast path for :func:`apply`)."""
         tree = cls.__new__(cls)
-        tree._data = MappingProxyType(dict(sorted(data.items())))
+        tree._data = data
         tree._hash = None
         return tree
 
@@ -71,7 +74,8 @@ class Tree(Mapping[str, str]):
         return cls({k: v for k, v in data.items() if v is not None and v != ""})
 
     def to_dict(self) -> dict[str, str]:
-        return dict(self._data)
+        """A plain dict sorted by path (stable JSON snapshots)."""
+        return dict(sorted(self._data.items()))
 
     def __getitem__(self, path: str) -> str:
         return self._data[path]
@@ -96,7 +100,7 @@ class Tree(Mapping[str, str]):
         return self._hash
 
     def __repr__(self) -> str:
-        return f"Tree({dict(self._data)!r})"
+        return f"Tree({self.to_dict()!r})"
 
     def set(self, path: str, value: str) -> Tree:
         return Tree({**self._data, path: value})
@@ -131,7 +135,7 @@ def _change(path: str, old: str | None, new: str | None) -> Change:
 
 def apply(tree: Tree, ops: Iterable[Op]) -> tuple[Tree, tuple[Change, ...]]:
     """Apply ``ops`` in order; return the new tree and the net changes (sorted by path)."""
-    data = dict(tree._data)
+    data = tree._data.copy()
     touched: set[str] = set()
     for op in ops:
         if op.type is OpType.NO_OP:

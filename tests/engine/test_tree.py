@@ -7,7 +7,13 @@ from memory.engine import Change, Op, OpType, Tree, TreeError, apply, changes_to
 
 def test_tree_is_an_immutable_hashable_mapping():
     t = Tree({"b/x": "2", "a/y": "1"})
-    assert list(t) == ["a/y", "b/x"] and len(t) == 2 and "a/y" in t and t.get("zz") is None
+    assert (
+        list(t.to_dict()) == ["a/y", "b/x"]
+        and set(t) == {"a/y", "b/x"}
+        and len(t) == 2
+        and "a/y" in t
+        and t.get("zz") is None
+    )
     assert t == Tree.from_dict({"a/y": "1", "b/x": "2", "c/z": None, "d/w": ""})
     assert hash(t) == hash(Tree({"a/y": "1", "b/x": "2"})) and {t: 1}[Tree(t)] == 1
     d = t.to_dict()
