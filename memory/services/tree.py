@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from memory import selectors
@@ -122,14 +123,22 @@ class ApplyOutcome:
         return self.applied + self.rejected + self.pending_review
 
 
-def lock_subject(subject: Subject | int) -> Subject:
-    """Re-read the subject with ``FOR UPDATE`` (only its own row) and its head and tenant loaded."""
+def lock_subject(subject: Subject | int, *, chunk_id: int | None = None) -> Subject:
+    """Re-read the subject with ``FOR UPDATE`` (only its own row) and its head and tenant loaded.
+
+    With ``chunk_id`` the chunk's status (None if it is not this subject's) comes back in the same
+    query as ``locked.source_chunk_status``. Chunks are only marked applied under this lock, so the
+    status read here cannot change before the transaction ends.
+    """
     pk = subject.pk if isinstance(subject, Subject) else subject
-    locked = (
-        Subject.objects.select_for_update(of=("self",)).select_related("tenant", "head").filter(pk=pk).first()
-    )
-    if locked is None:
-        raise NotFoundError("Subject not found.")
+    qs = Subject.objects.select_for_update(of=("self",)).select_related("tenant", "head").filter(pk=pk)
+    if chunk_id is not None:
+        status = Chunk.objects.filter(pk=chunk_id, subject_id=OuterRef("pk")).values("status")[:1]
+        qs = qs.annotate(source_chunk_status=Subquery(status))
+    try:  # get(), not first(): no ORDER BY in the locking query
+        locked = qs.get()
+    except Subject.DoesNotExist as exc:
+        raise NotFoundError("Subject not found.") from exc
     return locked
 
 
@@ -149,17 +158,20 @@ def tree_apply_ops(
     if not all(isinstance(op, Op) for op in ops):
         raise ServiceError("ops must be engine Op objects.", field="ops")
     with transaction.atomic():
-        locked = lock_subject(subject)
-        chunk = _lock_chunk(locked, source)
-        if chunk is not None and chunk.status == Chunk.Status.APPLIED:
-            return _replayed(locked, chunk)
+        chunk_id = source.chunk_id if source is not None else None
+        locked = lock_subject(subject, chunk_id=chunk_id)
+        if chunk_id is not None:
+            if locked.source_chunk_status is None:
+                raise ServiceError("The source chunk does not belong to this subject.", field="source")
+            if locked.source_chunk_status == Chunk.Status.APPLIED:
+                return _replayed(locked, Chunk.objects.select_related("produced_version").get(pk=chunk_id))
         outcome = _apply_locked(
             locked,
             base_version=base_version,
             ops=ops,
             actor=actor,
             source=source,
-            chunk=chunk,
+            chunk_id=chunk_id,
             parse_errors=tuple(parse_errors),
             created_by=created_by,
             note=note,
@@ -207,7 +219,7 @@ def tree_revert(
             ops=ops,
             actor=actor,
             source=None,
-            chunk=None,
+            chunk_id=None,
             parse_errors=(),
             created_by=TreeVersion.CreatedBy.REVERT,
             note=f"revert to v{to_number}",
@@ -250,7 +262,7 @@ def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
             ops=(op,),
             actor=actor,
             source=None,
-            chunk=None,
+            chunk_id=None,
             parse_errors=(),
             created_by=None,
             note=f"{actor.kind} {'delete' if value is None else 'edit'} {path}",
@@ -258,15 +270,6 @@ def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
         )
     _refresh_caller(subject, outcome)
     return outcome
-
-
-def _lock_chunk(locked: Subject, source: Source | None) -> Chunk | None:
-    if source is None or source.chunk_id is None:
-        return None
-    chunk = Chunk.objects.select_for_update().filter(pk=source.chunk_id, subject_id=locked.pk).first()
-    if chunk is None:
-        raise ServiceError("The source chunk does not belong to this subject.", field="source")
-    return chunk
 
 
 def _replayed(locked: Subject, chunk: Chunk) -> ApplyOutcome:
@@ -307,7 +310,7 @@ def _apply_locked(
     ops: tuple[Op, ...],
     actor: Actor,
     source: Source | None,
-    chunk: Chunk | None,
+    chunk_id: int | None,
     parse_errors: tuple,
     created_by: str | None,
     note: str,
@@ -325,19 +328,19 @@ def _apply_locked(
     if created_by is None:
         created_by = (
             TreeVersion.CreatedBy.CHUNK
-            if chunk is not None
+            if chunk_id is not None
             else TreeVersion.CreatedBy.ADMIN
             if actor.kind == "admin"
             else TreeVersion.CreatedBy.IMPORT
         )
-    version = write_version(locked, new_tree, created_by=created_by, chunk=chunk, note=note)
+    version = write_version(locked, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
 
     batch = uuid.uuid4()
     common = {
         "subject_id": locked.pk,
         "base_version": base_version,
         "batch": batch,
-        "chunk": chunk,
+        "chunk_id": chunk_id,
         "source_start_seq": source.start_seq if source else None,
         "source_end_seq": source.end_seq if source else None,
         **actor.record_fields(),
@@ -391,12 +394,11 @@ def _apply_locked(
         record.position = position
     OpRecord.objects.bulk_create(records)
 
-    if chunk is not None:
-        chunk.status = Chunk.Status.APPLIED
-        chunk.produced_version = version
-        chunk.last_error = ""
-        chunk.save(update_fields=["status", "produced_version", "last_error", "updated_at"])
-    schedule_follow_up(locked.pk, version, chunk.pk if chunk else None, [r.pk for r in pending])
+    if chunk_id is not None:
+        Chunk.objects.filter(pk=chunk_id).update(
+            status=Chunk.Status.APPLIED, produced_version=version, last_error="", updated_at=timezone.now()
+        )
+    schedule_follow_up(locked.pk, version, chunk_id, [r.pk for r in pending])
     return ApplyOutcome(
         version=version,
         head_version=locked.head_version,
@@ -408,7 +410,7 @@ def _apply_locked(
 
 
 def write_version(
-    locked: Subject, new_tree: Tree, *, created_by: str, chunk: Chunk | None = None, note: str = ""
+    locked: Subject, new_tree: Tree, *, created_by: str, chunk_id: int | None = None, note: str = ""
 ) -> TreeVersion | None:
     """Write the next version if ``new_tree`` differs from the head; move the head. Subject must be locked."""
     if new_tree == selectors.tree_current(locked):
@@ -419,7 +421,7 @@ def write_version(
         snapshot=new_tree.to_dict(),
         parent_id=locked.head_id,
         created_by=created_by,
-        chunk=chunk,
+        chunk_id=chunk_id,
         note=note[:500],
     )
     Subject.objects.filter(pk=locked.pk).update(

@@ -1,0 +1,143 @@
+"""Store benchmarks on PostgreSQL: applying a 5-op chunk and reading the current tree.
+
+Runs its own Django setup with the test settings against a scratch database
+(``bench_personatree``) that it creates and drops.
+
+- ``store.apply_chunk_ms``: median wall time of one ``tree_apply_ops`` call with 5 ops
+  (lock, gate, version + 5 audit rows, chunk marked applied, commit).
+- ``store.read_tree_ms``: median wall time of ``subject_get`` + ``tree_current`` (one query).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SCRATCH_DB = "bench_personatree"
+N_SUBJECTS = 20
+ROUNDS = 10  # chunks per subject
+
+
+def _setup():
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "personatree_site.settings.test")
+    import django
+    from django.conf import settings
+
+    django.setup()  # a no-op when another benchmark already set Django up
+    from django.db import connection
+
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = SCRATCH_DB
+    old_name = connection.settings_dict["NAME"]
+    connection.settings_dict.setdefault("TEST", {})["NAME"] = SCRATCH_DB
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    return connection, old_name
+
+
+def _chunk_pairs(schema, round_no: int) -> list[tuple[str, str]]:
+    """Five (path, value) pairs; rounds rotate over the normal-tier leaves (ADDs, later UPDATEs)."""
+    leaves = [leaf for leaf in schema.leaves if leaf.tier == "normal"]
+    ops = []
+    for i in range(5):
+        leaf = leaves[(round_no * 5 + i) % len(leaves)]
+        ops.append((leaf.path, f"value {round_no}-{i} for {leaf.path.rsplit('/', 1)[-1]}"[: leaf.budget]))
+    return ops
+
+
+def _measure() -> dict[str, dict]:
+    from memory import selectors
+    from memory.engine.ops import Op, OpType
+    from memory.models import Chunk
+    from memory.services.subjects import subject_get_or_create, tenant_create
+    from memory.services.tree import Actor, Source, tree_apply_ops
+
+    tenant = tenant_create(name="bench")
+    actor = Actor.for_model(model_id="bench", prompt_version="bench")
+    subjects = [subject_get_or_create(tenant=tenant, external_id=f"u{i}")[0] for i in range(N_SUBJECTS)]
+    schema = selectors.subject_schema(subjects[0])
+    apply_ms: list[float] = []
+    for round_no in range(ROUNDS):
+        pairs = _chunk_pairs(schema, round_no)
+        for s_no, subject in enumerate(subjects):
+            chunk = Chunk.objects.create(
+                subject=subject,
+                chunk_key=f"{round_no:08d}{s_no:056d}",
+                start_seq=round_no * 6,
+                end_seq=round_no * 6 + 5,
+            )
+            current = selectors.tree_current(subject)
+            ops = [Op(OpType.UPDATE if p in current else OpType.ADD, p, v) for p, v in pairs]
+            started = time.perf_counter()
+            out = tree_apply_ops(
+                subject=subject,
+                base_version=subject.head_version,
+                ops=ops,
+                actor=actor,
+                source=Source(chunk.pk, chunk.start_seq, chunk.end_seq),
+            )
+            apply_ms.append((time.perf_counter() - started) * 1000)
+            assert len(out.applied) == 5 and out.version is not None, out
+    read_ms: list[float] = []
+    for _ in range(10):
+        for subject in subjects:
+            started = time.perf_counter()
+            fresh = selectors.subject_get(tenant=tenant, external_id=subject.external_id)
+            tree = selectors.tree_current(fresh)
+            read_ms.append((time.perf_counter() - started) * 1000)
+            assert len(tree) > 0
+    # The machine's floor in the same run (the box is shared, so absolute numbers drift):
+    # one trivial ORM query, and one autocommitted INSERT into a logged table (round trip + WAL flush).
+    from django.db import connection
+
+    from memory.models import Tenant
+
+    orm_ms: list[float] = []
+    for _ in range(200):
+        started = time.perf_counter()
+        Tenant.objects.filter(pk=tenant.pk).exists()
+        orm_ms.append((time.perf_counter() - started) * 1000)
+    commit_ms: list[float] = []
+    with connection.cursor() as cur:
+        cur.execute("CREATE TABLE bench_floor (x int)")
+        for i in range(100):
+            started = time.perf_counter()
+            cur.execute("INSERT INTO bench_floor VALUES (%s)", [i])
+            commit_ms.append((time.perf_counter() - started) * 1000)
+        cur.execute("DROP TABLE bench_floor")
+    orm_floor, commit_floor = statistics.median(orm_ms), statistics.median(commit_ms)
+    n_apply, n_read = len(apply_ms), len(read_ms)
+    return {
+        "store.apply_chunk_ms": {
+            "value": round(statistics.median(apply_ms), 3),
+            "unit": "ms",
+            "target": "<= 5",
+            "note": f"median of {n_apply} tree_apply_ops calls (5 ops each, Postgres, p90 "
+            f"{statistics.quantiles(apply_ms, n=10)[-1]:.2f} ms). Same run: trivial ORM query "
+            f"{orm_floor:.2f} ms, autocommit INSERT {commit_floor:.2f} ms; apply = "
+            f"{statistics.median(apply_ms) / orm_floor:.1f}x a trivial query",
+        },
+        "store.read_tree_ms": {
+            "value": round(statistics.median(read_ms), 3),
+            "unit": "ms",
+            "target": "<= 2",
+            "note": f"median of {n_read} subject_get + tree_current reads (1 query); "
+            f"{statistics.median(read_ms) / orm_floor:.1f}x a trivial ORM query in the same run",
+        },
+    }
+
+
+def run() -> dict[str, dict]:
+    connection, old_name = _setup()
+    try:
+        return _measure()
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+if __name__ == "__main__":
+    for name, row in run().items():
+        print(f"{name}: {row['value']} {row['unit']} (target {row['target']}) — {row['note']}")
