@@ -1,0 +1,216 @@
+"""LoCoMo run: one tree per speaker through the real backfill path, then recall@k, QA and coverage.
+
+- Trees: `LocomoSource` (memory/backfill) gives each speaker's history with that speaker's turns
+  as the user's; `--sessions N` keeps the first N sessions (the slice is reported).
+- Evidence recall@k (LLM-free): the question's subject is the speaker it names (else speaker_a);
+  the ranked evidence units of the recall search are matched against the gold `dia_id`s mapped to
+  the same pair units (`memory.recall.units`), scored by `memory.recall.metrics.evaluate_recall`.
+- QA per category and mode, scored by `scoring.score_locomo`; a question naming both or neither
+  speaker reads both speakers' memory contexts. Questions whose gold evidence lies outside the
+  ingested slice are left out and counted.
+- Coverage: each speaker's observation facts (within the slice) judged against the final tree.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from memory.backfill.locomo import LocomoSource
+from memory.backfill.records import derive_key
+from memory.evaluation import pipeline
+from memory.evaluation.coverage import judge_coverage
+from memory.evaluation.datasets.locomo import CATEGORY_NAMES, LocomoConversation, load_locomo
+from memory.evaluation.metrics import Outcome, accuracy_table, distribution, op_stats, recall_section
+from memory.evaluation.scoring import score_locomo
+from memory.recall.metrics import RecallQuestion, evaluate_recall
+
+MODES = ("no_memory", "tree_only", "tree_router", "tree_agentic")
+TREE_MODES = {"tree_only": "fast", "tree_router": "router", "tree_agentic": "agentic"}
+QA_SYSTEM = (
+    "You answer a question about a person using only the memory given below. Answer with a short "
+    "phrase (a few words, a date or a name). If the memory does not contain the answer, reply "
+    "exactly: not mentioned."
+)
+
+
+def qa_user_prompt(memory_text: str, question: str) -> str:
+    return (
+        f"Memory:\n{memory_text.strip() or '(no memory available)'}\n\nQuestion: {question.strip()}\nAnswer:"
+    )
+
+
+def subjects_for(question: str, speakers: Sequence[str]) -> list[str]:
+    named = [s for s in speakers if re.search(rf"\b{re.escape(s)}\b", question, re.IGNORECASE)]
+    return named if len(named) == 1 else list(speakers)
+
+
+def _slice_sessions(history, max_sessions: int | None):
+    if max_sessions is None:
+        return history
+    keep = {f"session_{n}" for n in range(1, max_sessions + 1)}
+    return replace(history, messages=tuple(m for m in history.messages if m.session_id in keep))
+
+
+def run_locomo(
+    *,
+    data_path: str,
+    ctx: pipeline.RunContext,
+    conversations: Sequence[str] | None = None,
+    speakers: Sequence[str] | None = None,
+    max_sessions: int | None = None,
+    modes: Sequence[str] = MODES,
+    ks: Sequence[int] = (1, 5, 10),
+    qa: bool = True,
+    coverage: bool = True,
+    progress=None,
+) -> dict:
+    unknown = set(modes) - set(MODES)
+    if unknown:
+        raise ValueError(f"unknown modes: {', '.join(sorted(unknown))}; known: {', '.join(MODES)}")
+    convs = {
+        c.sample_id: c
+        for c in load_locomo(data_path, sample_ids=set(conversations) if conversations else None)
+    }
+    label = f"{ctx.run_id}:{data_path.rsplit('/', 1)[-1]}"
+    source = LocomoSource(data_path, speakers=list(speakers) if speakers else None, label=label)
+    histories = [h for h in source if h.meta["sample_id"] in convs]
+    if not histories:
+        raise ValueError("no LoCoMo history selected (check --conversations / --speakers)")
+
+    bar = progress(total=len(histories), desc="locomo ingest") if progress else None
+    subjects: dict[tuple[str, str], object] = {}
+    ingestion = {}
+    for history in histories:
+        history = _slice_sessions(history, max_sessions)
+        started = time.perf_counter()
+        subject = pipeline.ingest_history(ctx=ctx, history=history)
+        seconds = time.perf_counter() - started
+        chunks = pipeline.chunk_ops_for(ctx=ctx, subject=subject)
+        subjects[(history.meta["sample_id"], history.meta["speaker"])] = subject
+        ingestion[history.external_id] = {
+            "messages": len(history.messages),
+            "seconds": round(seconds, 2),
+            "seconds_per_chunk": round(seconds / len(chunks), 2) if chunks else None,
+            "ops": op_stats(chunks),
+        }
+        if bar:
+            bar.update(1)
+    if bar:
+        bar.close()
+
+    recall_qs, retrieved, turn_to_unit = [], {}, {}
+    outcomes = {m: [] for m in modes}
+    tokens = {m: [] for m in modes}
+    items, excluded, coverage_out = [], 0, {}
+    for sample_id, conv in convs.items():
+        present = [s for s in conv.speakers if (sample_id, s) in subjects]
+        if not present:
+            continue
+        in_slice = {t.dia_id for t in conv.turns(max_sessions=max_sessions)}
+        dia_keys = {
+            t.dia_id: derive_key(label, sample_id, t.dia_id) for t in conv.turns(max_sessions=max_sessions)
+        }
+        units = {s: pipeline.unit_map(subjects[(sample_id, s)], dia_keys) for s in present}
+        selected = [q for q in conv.qa if set(q.evidence) <= in_slice]
+        excluded += len(conv.qa) - len(selected)
+        bar = progress(total=len(selected), desc=f"{sample_id} questions") if progress else None
+        for i, q in enumerate(selected):
+            qid = f"{sample_id}#{i}"
+            targets = [s for s in subjects_for(q.question, conv.speakers) if s in present] or present
+            main = targets[0]
+            recall_qs.append(RecallQuestion(qid, str(q.category), tuple(f"{main}|{d}" for d in q.evidence)))
+            turn_to_unit.update({f"{main}|{d}": u for d, u in units[main].items()})
+            hits = pipeline.retrieve(
+                ctx=ctx, subject=subjects[(sample_id, main)], query=q.question, limit=max(ks)
+            )
+            retrieved[qid] = hits
+            if qa:
+                for mode in modes:
+                    items.append(
+                        _answer(
+                            ctx,
+                            conv,
+                            q,
+                            qid,
+                            mode,
+                            [subjects[(sample_id, s)] for s in targets],
+                            outcomes,
+                            tokens,
+                        )
+                    )
+            if bar:
+                bar.update(1)
+        if bar:
+            bar.close()
+        if coverage:
+            for s in present:
+                tree_text = pipeline.final_tree_text(subjects[(sample_id, s)])
+                facts = [o.fact for o in conv.observations_for(s, max_sessions=max_sessions)]
+                summary, _ = judge_coverage(
+                    tree_text, facts, ctx.responder.ask, key_prefix=f"judge|{sample_id}:{s}|"
+                )
+                coverage_out[f"{sample_id}:{s}"] = summary
+
+    report = evaluate_recall(recall_qs, retrieved, turn_to_unit, ks=tuple(ks))
+    names = {str(k): v for k, v in CATEGORY_NAMES.items()}
+    results = {
+        "title": "LoCoMo evaluation",
+        "benchmark": "locomo",
+        "retrieval": recall_section(report, names=names),
+        "ingestion": ingestion,
+        "run": {
+            "conversations": sorted(convs),
+            "speakers": list(speakers) if speakers else "both",
+            "sessions": max_sessions or "all",
+            "questions_outside_slice": excluded,
+            "modes": list(modes) if qa else [],
+            "ks": list(ks),
+        },
+    }
+    if qa:
+        results["modes"] = {
+            m: {
+                "accuracy": accuracy_table(outcomes[m]),
+                "context_tokens": distribution(tokens[m]),
+                "note": "",
+            }
+            for m in modes
+        }
+        results["items"] = items
+    if coverage:
+        results["coverage"] = coverage_out
+    return results
+
+
+def _answer(ctx, conv: LocomoConversation, q, qid: str, mode: str, subjects: list, outcomes, tokens) -> dict:
+    parts, n_tokens, versions = [], 0, []
+    if mode != "no_memory":
+        for subject in subjects:
+            built = pipeline.memory_context(ctx=ctx, subject=subject, query=q.question, mode=TREE_MODES[mode])
+            speaker = subject.external_id.rsplit(":", 1)[-1]
+            parts.append(f"[{speaker}]\n{built.text}" if len(subjects) > 1 else built.text)
+            n_tokens += built.token_count
+            versions.append(built.tree_version)
+    reply = ctx.responder.ask(
+        QA_SYSTEM, qa_user_prompt("\n\n".join(parts), q.question), None, key=f"locomo|{qid}|{mode}"
+    )
+    scored = score_locomo(None if reply.error else reply.text, q)
+    outcomes[mode].append(Outcome(q.category_name, scored.correct, failed=scored.failed, score=scored.score))
+    tokens[mode].append(n_tokens)
+    return {
+        "qid": qid,
+        "category": q.category_name,
+        "mode": mode,
+        "answer": reply.text,
+        "error": reply.error,
+        "score": scored.score,
+        "correct": scored.correct,
+        "context_tokens": n_tokens,
+        "tree_versions": versions,
+    }
+
+
+__all__ = ["MODES", "run_locomo", "subjects_for"]

@@ -1,0 +1,23 @@
+import pytest
+
+from memory.evaluation.endpoints import EndpointError, memlistener_config, parse_spec, responder_engine_config
+
+
+def test_parse_spec():
+    assert parse_spec(None) == ("local", "")
+    assert parse_spec("openai:http://h:1/v1#m") == ("openai", "http://h:1/v1#m")
+    with pytest.raises(EndpointError, match="unknown endpoint"):
+        parse_spec("grpc:x")
+    with pytest.raises(EndpointError, match="needs a value"):
+        parse_spec("recorded:")
+
+
+def test_configs(settings):
+    assert memlistener_config("local:/m.gguf").engine.model_path == "/m.gguf"
+    assert memlistener_config("ray:http://127.0.0.1:8000/x").url == "http://127.0.0.1:8000/x"
+    c = memlistener_config("openai:http://h/v1#qwen")
+    assert (c.backend, c.engine.base_url, c.engine.model) == ("openai", "http://h/v1", "qwen")
+    assert memlistener_config("standin:derived").engine.standin_mode == "derived"
+    assert responder_engine_config("recorded:/r.jsonl", max_tokens=9).max_tokens == 9
+    with pytest.raises(EndpointError, match="MemListener only"):
+        responder_engine_config("ray:http://x")

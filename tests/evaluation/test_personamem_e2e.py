@@ -1,0 +1,85 @@
+"""PersonaMem end to end on the project's tiny synthetic files, through the real ingestion path."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from memory.models import Chunk, Subject, TreeVersion
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run(tmp_path, pm_questions_path, pm_contexts_path, *extra):
+    out = tmp_path / "out"
+    call_command(
+        "evaluate",
+        "personamem",
+        "--questions",
+        str(pm_questions_path),
+        "--contexts",
+        str(pm_contexts_path),
+        "--memlistener",
+        "standin:derived",
+        "--out",
+        str(out),
+        "--no-progress",
+        *extra,
+    )
+    return out, json.loads((out / "results.json").read_text())
+
+
+def test_failed_responder_calls_count_as_failures(tmp_path, pm_questions_path, pm_contexts_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out, res = run(
+        tmp_path,
+        pm_questions_path,
+        pm_contexts_path,
+        "--responder",
+        f"recorded:{empty}",
+        "--modes",
+        "no_memory",
+        "full_history",
+    )
+    for mode in ("no_memory", "full_history"):
+        overall = res["modes"][mode]["accuracy"]["overall"]
+        assert overall == {"n": 5, "correct": 0, "failed": 5, "accuracy": 0.0}
+    assert all(item["choice"] is None and item["rule"] == "failed" and item["error"] for item in res["items"])
+    # Ingestion went through the real path: one subject per needed context, sliced at the largest end index.
+    subjects = Subject.objects.filter(tenant__name=res["provenance"]["tenant"])
+    assert sorted(s.external_id.split(":", 1)[1] for s in subjects) == ["ctx-mara", "ctx-tom"]
+    mara = res["ingestion"]["ctx-mara"]
+    assert mara["messages"] == 11  # the largest end index among its questions is 11
+    assert (
+        mara["ops"]["chunks"]
+        == Chunk.objects.filter(
+            subject__external_id__endswith="ctx-mara", subject__tenant__name=res["provenance"]["tenant"]
+        ).count()
+    )
+    assert mara["ops"]["schema_valid_rate"] == 1.0 and mara["ops"]["model_calls_per_chunk"] == 1.0
+    assert res["ingestion"]["ctx-tom"]["messages"] == 4
+    assert res["provenance"]["schema"].startswith("personatree-default@")
+    assert (out / "accuracy.png").exists() and "| no_memory | 5 | 0.000 |" in (out / "results.md").read_text()
+
+
+def test_full_history_is_sliced_and_versions_exist(tmp_path, pm_questions_path, pm_contexts_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    _, res = run(
+        tmp_path,
+        pm_questions_path,
+        pm_contexts_path,
+        "--responder",
+        f"recorded:{empty}",
+        "--modes",
+        "full_history",
+        "--history-budget",
+        "40",
+    )
+    items = {i["question_id"]: i for i in res["items"]}
+    assert items["q1"]["context_tokens"] <= 40
+    assert any(i["truncated"] for i in items.values())
+    assert "truncated" in res["modes"]["full_history"]["note"]
+    tenant = res["provenance"]["tenant"]
+    assert TreeVersion.objects.filter(subject__tenant__name=tenant).exists()
