@@ -193,3 +193,36 @@ def test_gate_budget_on_a_custom_schema(op_list):
     for rej in r.rejected:
         if rej.reason is Reason.OVER_BUDGET:
             assert len(" ".join(rej.op.value.split())) > tiny.leaf(rej.op.path).budget
+
+
+prose = st.text(max_size=60).filter(
+    lambda s: (
+        "\n" not in s
+        and "\r" not in s
+        and not s.lstrip().startswith(("{", "[", "```"))
+        and not any(w in s for w in ("ADD", "UPDATE", "DELETE", "NO_OP", "NOOP", "NO-OP"))
+    )
+)
+broken = st.sampled_from(
+    ['ADD(identity/name, "unterminated', "UPDATE(x)", 'ADD(, "v")', 'DELETE(a, "x" junk)']
+)
+
+
+@FAST
+@given(
+    st.lists(
+        st.one_of(
+            ops.map(lambda op: ("op", op)),
+            prose.map(lambda s: ("prose", s)),
+            broken.map(lambda s: ("broken", s)),
+        ),
+        max_size=12,
+    )
+)
+def test_bad_lines_never_lose_good_ones(items):
+    text = "\n".join(x.to_line() if kind == "op" else x for kind, x in items)
+    r = parse_ops(text)
+    assert r.ops == tuple(x for kind, x in items if kind == "op")
+    n_broken = sum(kind == "broken" for kind, _ in items)
+    if r.ops or n_broken:
+        assert len(r.errors) == n_broken
