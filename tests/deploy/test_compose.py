@@ -38,6 +38,7 @@ TIERS = {
     "web",
     "worker-ingest",
     "worker-index",
+    "beat",
     "flower",
 }
 
@@ -92,7 +93,7 @@ def test_gpu_worker_is_opt_in_and_reserves_gpus(resolved):
 
 def test_django_services_set_only_variables_the_settings_read(resolved):
     services = _django_services(resolved)
-    assert {"web", "migrate", "worker-ingest", "worker-index", "flower"} <= set(services)
+    assert {"web", "migrate", "worker-ingest", "worker-index", "beat", "flower"} <= set(services)
     known = settings_env_names() | set(NOT_SETTINGS)
     for name, svc in services.items():
         unknown = set(svc["environment"]) - known
@@ -126,6 +127,11 @@ def test_one_worker_service_per_celery_queue(resolved):
         if cmd[:4] == ["celery", "-A", "personatree_site", "worker"]:
             queues[name] = cmd[cmd.index("-Q") + 1]
     assert queues == {"worker-ingest": "ingest", "worker-index": "index"}
+
+
+def test_exactly_one_beat(resolved):
+    beats = [n for n, svc in resolved["services"].items() if (svc.get("command") or [])[3:4] == ["beat"]]
+    assert beats == ["beat"]
 
 
 def test_images_are_pinned_and_ports_stay_on_loopback(resolved):
