@@ -142,9 +142,14 @@ def messages_ingest(
     messages: Sequence[IncomingMessage],
     max_messages: int | None = None,
     enqueue: bool = True,
+    idle_flush: bool = True,
     now: datetime | None = None,
 ) -> IngestResult:
-    """Append ``messages`` to the subject's log; see the module docstring. All or nothing."""
+    """Append ``messages`` to the subject's log; see the module docstring. All or nothing.
+
+    ``max_messages=0`` lifts the per-call limit (backfill); ``idle_flush=False`` keeps an idle
+    partial window open (backfill: window boundaries must not depend on when a run resumed).
+    """
     messages_validate(messages, max_messages=max_messages)
     now = now or timezone.now()
     subject, created = subject_get_or_create(tenant=tenant, external_id=external_id)
@@ -168,7 +173,12 @@ def messages_ingest(
         last = Message.objects.filter(subject=locked).order_by("-seq").values("seq", "created_at").first()
         cursor = last["seq"] if last else 0
         built = 0
-        if fresh and last and now - last["created_at"] >= timedelta(seconds=_limit("IDLE_FLUSH_SECONDS")):
+        if (
+            idle_flush
+            and fresh
+            and last
+            and now - last["created_at"] >= timedelta(seconds=_limit("IDLE_FLUSH_SECONDS"))
+        ):
             built += len(_build_locked(locked, include_partial=True))  # the old window went idle
         rows = [
             Message(

@@ -1,0 +1,221 @@
+"""Resumable bulk import: histories -> messages -> chunks (-> versions with ``process=True``).
+
+Resume needs no state file: every step is idempotent, so a run killed at any point and started
+again continues where it stopped without duplicating anything.
+
+- messages: keys derived from source + position (see :mod:`memory.backfill.records`); already
+  stored keys are reported as duplicates and skipped;
+- chunks: cut only from the unchunked tail of a subject's log, keyed by the engine's
+  deterministic ``chunk_key`` (unique per subject);
+- versions: ``tree_apply_ops`` applies a chunk at most once; chunks already applied are never
+  claimed again.
+
+With ``process=False`` the chunks are left ``pending`` and one dispatcher task is enqueued at
+the end (the Celery workers apply them; with eager Celery -- the embedded demo -- nothing is
+enqueued: use ``process=True``); with ``process=True`` the MemListener runs here, synchronously, in
+cross-subject batches, after every ``BATCH_MAX_JOBS`` subjects and at the end.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from tqdm import tqdm
+
+from memory.backfill.records import BackfillFormatError, SubjectHistory
+from memory.engine.chunker import chunk_turns
+from memory.models import Tenant
+from memory.services import ServiceError
+from memory.services.ingest import (
+    IncomingMessage,
+    messages_ingest,
+    messages_validate,
+    schedule_dispatch,
+    subject_flush,
+)
+
+SLICE = 1000  # messages per transaction
+
+
+@dataclass
+class BackfillReport:
+    subjects: int = 0
+    messages: int = 0
+    new_messages: int = 0
+    duplicates: int = 0
+    chunks: int = 0  # created by this run (dry run: that would exist for these histories)
+    applied: int = 0
+    failed: int = 0
+    versions: int = 0
+    model_calls: int = 0
+    elapsed_s: float = 0.0
+    dry_run: bool = False
+    subject_ids: list[int] = field(default_factory=list)
+
+    @property
+    def chunks_per_s(self) -> float:
+        done = self.applied if self.applied else self.chunks
+        return done / self.elapsed_s if self.elapsed_s else 0.0
+
+
+class Pacer:
+    """Keeps a cumulative rate at or below ``rate`` units per second (None = unlimited)."""
+
+    def __init__(self, rate: float | None, *, clock=time.monotonic, sleep=time.sleep):
+        self.rate = rate if rate and rate > 0 else None
+        self.clock, self.sleep = clock, sleep
+        self.start = clock()
+        self.done = 0.0
+
+    def wait(self, units: float) -> None:
+        self.done += units
+        if self.rate is None:
+            return
+        ahead = self.done / self.rate - (self.clock() - self.start)
+        if ahead > 0:
+            self.sleep(ahead)
+
+
+def _incoming(history: SubjectHistory) -> list[IncomingMessage]:
+    return [
+        IncomingMessage(
+            role=m.role,
+            content=m.content,
+            idempotency_key=m.idempotency_key,
+            ts=m.ts,
+            session_id=m.session_id,
+        )
+        for m in history.messages
+    ]
+
+
+def _dry_run_chunks(tenant: Tenant, history: SubjectHistory) -> int:
+    turns = [
+        {"role": m.role, "content": m.content, "seq": i} for i, m in enumerate(history.messages, start=1)
+    ]
+    return len(chunk_turns(turns, pairs=tenant.chunk_pairs, include_partial=True))
+
+
+def _located(exc: ServiceError, history: SubjectHistory, offset: int = 0) -> BackfillFormatError:
+    field = re.sub(r"messages\[(\d+)\]", lambda m: f"messages[{int(m.group(1)) + offset}]", exc.field or "")
+    where = f"{history.location} (subject {history.external_id!r})"
+    return BackfillFormatError(where, f"{field}: {exc.message}" if field else exc.message)
+
+
+def history_ingest(*, tenant: Tenant, history: SubjectHistory, report: BackfillReport, enqueue: bool) -> None:
+    """Write one history (in slices) and close its last window.
+
+    Bad input raises :class:`BackfillFormatError` naming the history and the message index.
+    """
+    incoming = _incoming(history)
+    subject = None
+    for offset in range(0, len(incoming), SLICE):
+        try:
+            result = messages_ingest(
+                tenant=tenant,
+                external_id=history.external_id,
+                messages=incoming[offset : offset + SLICE],
+                max_messages=0,
+                enqueue=enqueue,
+                idle_flush=False,
+            )
+        except ServiceError as exc:
+            raise _located(exc, history, offset) from exc
+        subject = result.subject
+        report.new_messages += len(result.accepted)
+        report.duplicates += len(result.duplicates)
+        report.chunks += result.chunks_created
+    if subject is not None:
+        report.chunks += len(subject_flush(subject=subject, enqueue=enqueue))
+        report.subject_ids.append(subject.pk)
+
+
+def backfill_run(
+    *,
+    tenant: Tenant,
+    histories: Iterable[SubjectHistory],
+    total: int | None = None,
+    dry_run: bool = False,
+    process: bool = False,
+    client=None,
+    limit: int | None = None,
+    max_chunks_per_s: float | None = None,
+    progress: bool = True,
+    index: bool = True,
+) -> BackfillReport:
+    """Import ``histories`` for ``tenant``; see the module docstring.
+
+    ``client`` (a ``ListenerClient``) defaults to the settings' one; ``index=False`` skips queueing
+    evidence indexing of processed chunks.
+    """
+    from workers.dispatcher import dispatch_round
+
+    report = BackfillReport(dry_run=dry_run)
+    started = time.monotonic()
+    pacer = Pacer(max_chunks_per_s)
+    batch = int(settings.PERSONATREE["BATCH_MAX_JOBS"])
+    if max_chunks_per_s:
+        batch = max(1, min(batch, int(max_chunks_per_s)))
+    if process and client is None and not dry_run:
+        from serving.client import get_listener_client
+
+        client = get_listener_client()
+    total = min(total, limit) if (total is not None and limit) else (limit or total)
+    bar = tqdm(total=total, unit="subject", disable=not progress, dynamic_ncols=True, desc="backfill")
+
+    def process_ready() -> None:
+        while True:
+            r = dispatch_round(client=client, max_jobs=batch, max_wait_ms=0, tenant_id=tenant.pk, index=index)
+            if not r.claimed:
+                return
+            report.model_calls += 1
+            report.applied += r.applied
+            report.failed += r.failed
+            report.versions += r.versions
+            pacer.wait(r.claimed)
+            _postfix()
+            if r.transient == r.claimed:
+                return  # model unavailable: leave the chunks pending for the workers / a re-run
+
+    def _postfix() -> None:
+        report.elapsed_s = time.monotonic() - started
+        bar.set_postfix(
+            chunks=report.chunks, applied=report.applied, chunks_per_s=f"{report.chunks_per_s:.1f}"
+        )
+
+    try:
+        pending_subjects = 0
+        for history in histories:
+            if limit and report.subjects >= limit:
+                break
+            report.subjects += 1
+            report.messages += len(history.messages)
+            if dry_run:
+                try:
+                    messages_validate(_incoming(history), max_messages=0)
+                except ServiceError as exc:
+                    raise _located(exc, history) from exc
+                report.chunks += _dry_run_chunks(tenant, history)
+            else:
+                before = report.chunks
+                history_ingest(tenant=tenant, history=history, report=report, enqueue=False)
+                if not process:
+                    pacer.wait(report.chunks - before)
+                pending_subjects += 1
+                if process and pending_subjects >= batch:
+                    process_ready()
+                    pending_subjects = 0
+            bar.update(1)
+            _postfix()
+        if process and not dry_run:
+            process_ready()
+        elif not dry_run and report.chunks and not settings.CELERY_TASK_ALWAYS_EAGER:
+            schedule_dispatch()  # one dispatcher for the whole import; the workers fan out from there
+    finally:
+        report.elapsed_s = time.monotonic() - started
+        bar.close()
+    return report

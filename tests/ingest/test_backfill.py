@@ -1,0 +1,225 @@
+"""Backfill service and command: import, dry run, re-run, in-process processing, bad input."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memory.backfill import BackfillFormatError, JsonlSource, LocomoSource, PersonamemSource
+from memory.backfill.records import BackfillMessage, SubjectHistory
+from memory.backfill.service import Pacer, backfill_run
+from memory.models import Chunk, Message, OpRecord, Subject, TreeVersion
+from tests.workers.helpers import WatchingClient
+
+pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "backfill"
+
+
+def state(tenant) -> dict:
+    out = {}
+    for s in Subject.objects.filter(tenant=tenant):
+        out[s.external_id] = {
+            "messages": Message.objects.filter(subject=s).count(),
+            "spans": list(
+                Chunk.objects.filter(subject=s).order_by("start_seq").values_list("start_seq", "end_seq")
+            ),
+            "versions": TreeVersion.objects.filter(subject=s).count(),
+            "ops": OpRecord.objects.filter(subject=s).count(),
+            "tree": s.head.snapshot if s.head_id else {},
+        }
+    return out
+
+
+def test_jsonl_import_then_rerun_duplicates_nothing(tenant):
+    report = backfill_run(tenant=tenant, histories=JsonlSource(FIXTURES / "history.jsonl"), progress=False)
+    assert (report.subjects, report.messages, report.new_messages, report.duplicates) == (3, 15, 15, 0)
+    first = state(tenant)
+    assert first["alice"]["messages"] == 11 and first["bob"]["messages"] == 4
+    # alice: system + 4 pairs in line 1 -> one complete window + a flushed partial; line 3 adds one pair
+    assert first["alice"]["spans"] == [(2, 7), (8, 9), (10, 11)]
+    again = backfill_run(tenant=tenant, histories=JsonlSource(FIXTURES / "history.jsonl"), progress=False)
+    assert (again.new_messages, again.duplicates, again.chunks) == (0, 15, 0)
+    assert state(tenant) == first
+
+
+def test_dry_run_writes_nothing_and_counts_chunks(tenant):
+    report = backfill_run(
+        tenant=tenant, histories=LocomoSource(FIXTURES / "locomo_tiny.json"), dry_run=True, progress=False
+    )
+    assert report.subjects == 2 and report.messages == 18 and report.chunks >= 2
+    assert not Message.objects.exists() and not Subject.objects.exists()
+
+
+def test_process_runs_the_listener_in_batches_and_rerun_adds_no_versions(tenant):
+    client = WatchingClient()
+    report = backfill_run(
+        tenant=tenant,
+        histories=PersonamemSource(FIXTURES / "personamem_tiny.jsonl"),
+        process=True,
+        client=client,
+        progress=False,
+        index=False,
+    )
+    assert report.applied == report.chunks == Chunk.objects.count() and report.failed == 0
+    assert set(Chunk.objects.values_list("status", flat=True)) == {"applied"}
+    assert len(client.calls[0]) == 2  # both subjects' first chunks in one call
+    assert client.violations == []
+    first = state(tenant)
+    assert first["ctx-synthetic-01"]["versions"] >= 1
+    again = backfill_run(
+        tenant=tenant,
+        histories=PersonamemSource(FIXTURES / "personamem_tiny.jsonl"),
+        process=True,
+        client=client,
+        progress=False,
+        index=False,
+    )
+    assert again.applied == 0 and again.new_messages == 0
+    assert state(tenant) == first
+
+
+def test_interrupted_run_resumes_to_the_same_state_as_a_clean_run(tenant, other_tenant):
+    histories = [
+        SubjectHistory(
+            f"r{i}",
+            tuple(
+                BackfillMessage(role, f"{role} {i}.{j}", f"key-{i}-{j}-{role}")
+                for j in range(7)
+                for role in ("user", "assistant")
+            ),
+        )
+        for i in range(4)
+    ]
+
+    class Boom(BaseException):  # not an Exception: escapes the dispatcher like a killed process
+        pass
+
+    class DyingClient(WatchingClient):
+        def __init__(self, die_at):
+            super().__init__()
+            self.die_at = die_at
+
+        def run(self, jobs):
+            if len(self.calls) == self.die_at:
+                raise Boom  # the process "dies" mid-batch
+            return super().run(jobs)
+
+    for die_at in (0, 1, 1):  # dies before any, after one, after one more batch
+        with pytest.raises(Boom):
+            backfill_run(
+                tenant=tenant,
+                histories=histories,
+                process=True,
+                client=DyingClient(die_at),
+                progress=False,
+                index=False,
+            )
+        # a dead worker's claimed chunks stay "processing" until their lease expires; here: expire them
+        Chunk.objects.filter(status="processing").update(updated_at="2000-01-01T00:00:00Z")
+    backfill_run(
+        tenant=tenant, histories=histories, process=True, client=WatchingClient(), progress=False, index=False
+    )
+    backfill_run(
+        tenant=other_tenant,
+        histories=histories,
+        process=True,
+        client=WatchingClient(),
+        progress=False,
+        index=False,
+    )
+    resumed, clean = state(tenant), state(other_tenant)
+    assert resumed == clean
+    assert set(Chunk.objects.values_list("status", flat=True)) == {"applied"}
+
+
+def test_bad_message_is_reported_with_its_location(tenant, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    good = {"subject": "ok", "messages": [{"role": "user", "content": "fine"}]}
+    bad = {
+        "subject": "bad",
+        "messages": [{"role": "user", "content": "x"}, {"role": "user", "content": "ctrl \u0007"}],
+    }
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(BackfillFormatError) as err:
+        backfill_run(tenant=tenant, histories=JsonlSource(path), progress=False)
+    assert "bad.jsonl:2" in str(err.value) and "messages[1].content" in str(err.value)
+    assert Message.objects.filter(subject__external_id="ok").count() == 1  # what came before stays
+    assert not Message.objects.filter(subject__external_id="bad").exists()
+
+
+def test_pacer_keeps_the_rate():
+    now = [0.0]
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    pacer = Pacer(10, clock=lambda: now[0], sleep=sleep)
+    for _ in range(5):
+        pacer.wait(4)
+    assert now[0] == pytest.approx(2.0)  # 20 chunks at 10/s
+    assert Pacer(None).rate is None
+
+
+def test_command_imports_and_reports(tenant):
+    out = StringIO()
+    call_command(
+        "backfill",
+        str(FIXTURES / "locomo_tiny.json"),
+        "--tenant",
+        tenant.name,
+        "--format",
+        "locomo",
+        "--speaker",
+        "Rosa",
+        "--no-progress",
+        stdout=out,
+    )
+    assert "imported 1 subjects, 9 messages (9 new, 0 already present)" in out.getvalue()
+    assert list(Subject.objects.values_list("external_id", flat=True)) == ["conv-t1:Rosa"]
+
+
+def test_command_limit_and_dry_run(tenant):
+    out = StringIO()
+    call_command(
+        "backfill",
+        str(FIXTURES / "history.jsonl"),
+        "--tenant",
+        tenant.name,
+        "--limit",
+        "1",
+        "--dry-run",
+        "--no-progress",
+        stdout=out,
+    )
+    assert "would import 1 subjects, 9 messages" in out.getvalue()
+    assert not Message.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--tenant", "nobody"], "unknown tenant"),
+        (["--speaker", "Rosa"], "--speaker applies to --format locomo only"),
+        (["--limit", "0"], "--limit must be at least 1"),
+    ],
+)
+def test_command_errors(tenant, args, fragment):
+    argv = [str(FIXTURES / "history.jsonl")] + (
+        args if "--tenant" in args else ["--tenant", tenant.name, *args]
+    )
+    with pytest.raises(CommandError, match=fragment):
+        call_command("backfill", *argv, "--no-progress")
+
+
+def test_command_reports_bad_input_as_command_error(tenant, tmp_path):
+    path = tmp_path / "broken.jsonl"
+    path.write_text("{not json\n")
+    with pytest.raises(CommandError, match=r"broken.jsonl:1.*re-run"):
+        call_command("backfill", str(path), "--tenant", tenant.name, "--no-progress")
