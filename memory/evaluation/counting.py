@@ -63,6 +63,17 @@ class CountingClient:
                     }
                     fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
 
+    def save_usage(self, path: str | Path) -> None:
+        with self._lock:
+            Path(path).write_text(json.dumps(self.usage, indent=1), encoding="utf-8")
+
+    def load_usage(self, path: str | Path) -> None:
+        """Usage of an earlier run on the same tenant (its chunks are not sent to the model again)."""
+        p = Path(path)
+        if p.is_file():
+            with self._lock:
+                self.usage = {**json.loads(p.read_text(encoding="utf-8")), **self.usage}
+
     def usage_by_chunk(self) -> dict[int, dict]:
         """Usage summed per chunk id (the dispatcher's job ids are `<chunk id>:<claim token>`; a retried
         chunk has one job per attempt)."""

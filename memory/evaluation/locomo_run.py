@@ -5,7 +5,8 @@
 - Evidence recall@k (LLM-free): the question's subject is the speaker it names (else speaker_a);
   the ranked evidence units of the recall search are matched against the gold `dia_id`s mapped to
   the same pair units (`memory.recall.units`), scored by `memory.recall.metrics.evaluate_recall`.
-- QA per category and mode, scored by `scoring.score_locomo`; a question naming both or neither
+- QA per category and mode (optionally only the first `qa_limit` selected questions of each
+  conversation — recall@k still covers all of them), scored by `scoring.score_locomo`; a question naming both or neither
   speaker reads both speakers' memory contexts. Questions whose gold evidence lies outside the
   ingested slice are left out and counted.
 - Coverage: each speaker's observation facts (within the slice) judged against the final tree.
@@ -64,6 +65,7 @@ def run_locomo(
     modes: Sequence[str] = MODES,
     ks: Sequence[int] = (1, 5, 10),
     qa: bool = True,
+    qa_limit: int | None = None,
     coverage: bool = True,
     progress=None,
 ) -> dict:
@@ -74,7 +76,7 @@ def run_locomo(
         c.sample_id: c
         for c in load_locomo(data_path, sample_ids=set(conversations) if conversations else None)
     }
-    label = f"{ctx.run_id}:{data_path.rsplit('/', 1)[-1]}"
+    label = data_path.rsplit("/", 1)[-1]
     source = LocomoSource(data_path, speakers=list(speakers) if speakers else None, label=label)
     histories = [h for h in source if h.meta["sample_id"] in convs]
     if not histories:
@@ -104,7 +106,7 @@ def run_locomo(
     recall_qs, retrieved, turn_to_unit = [], {}, {}
     outcomes = {m: [] for m in modes}
     tokens = {m: [] for m in modes}
-    items, excluded, coverage_out = [], 0, {}
+    items, retrieval_items, excluded, coverage_out = [], [], 0, {}
     for sample_id, conv in convs.items():
         present = [s for s in conv.speakers if (sample_id, s) in subjects]
         if not present:
@@ -127,7 +129,17 @@ def run_locomo(
                 ctx=ctx, subject=subjects[(sample_id, main)], query=q.question, limit=max(ks)
             )
             retrieved[qid] = hits
-            if qa:
+            retrieval_items.append(
+                {
+                    "qid": qid,
+                    "category": q.category_name,
+                    "subject": main,
+                    "gold_dia_ids": list(q.evidence),
+                    "gold_units": sorted({units[main][d] for d in q.evidence if d in units[main]}),
+                    "retrieved": hits,
+                }
+            )
+            if qa and (qa_limit is None or i < qa_limit):
                 for mode in modes:
                     items.append(
                         _answer(
@@ -160,6 +172,7 @@ def run_locomo(
         "title": "LoCoMo evaluation",
         "benchmark": "locomo",
         "retrieval": recall_section(report, names=names),
+        "retrieval_items": retrieval_items,
         "ingestion": ingestion,
         "run": {
             "conversations": sorted(convs),
@@ -168,6 +181,7 @@ def run_locomo(
             "questions_outside_slice": excluded,
             "modes": list(modes) if qa else [],
             "ks": list(ks),
+            "qa_limit_per_conversation": qa_limit,
         },
     }
     if qa:

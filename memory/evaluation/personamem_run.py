@@ -69,15 +69,15 @@ def run_personamem(
     for q in questions:
         need[q.shared_context_id] = max(need.get(q.shared_context_id, 0), q.end_index)
 
-    label = f"{ctx.run_id}:{contexts_path.rsplit('/', 1)[-1]}"
-    source = PersonamemSource(contexts_path, end_index=need, prefix=f"{ctx.run_id}:", label=label)
+    label = contexts_path.rsplit("/", 1)[-1]
+    source = PersonamemSource(contexts_path, end_index=need, label=label)
     ingestion, subjects, seqs = {}, {}, {}
-    histories = [h for h in source if h.external_id.removeprefix(f"{ctx.run_id}:") in need]
+    histories = [h for h in source if h.external_id in need]
     bar = (
         progress(total=len(histories) + len(questions) * len(modes), desc="personamem") if progress else None
     )
     for history in histories:
-        cid = history.external_id.removeprefix(f"{ctx.run_id}:")
+        cid = history.external_id
         started = time.perf_counter()
         subject = pipeline.ingest_history(ctx=ctx, history=history)
         seconds = time.perf_counter() - started

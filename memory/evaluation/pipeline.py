@@ -34,6 +34,7 @@ class RunContext:
     responder: Responder
     memlistener_spec: str
     responder_spec: str
+    usage_path: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -45,19 +46,28 @@ def run_context(
     responder_max_tokens: int = 48,
     record_memlistener: str | None = None,
     record_responder: str | None = None,
+    tenant_name: str | None = None,
+    usage_path: str | None = None,
 ) -> RunContext:
     client = CountingClient(build_client(memlistener_config(memlistener)), record_path=record_memlistener)
     resp = Responder(
         responder_engine_config(responder, max_tokens=responder_max_tokens), record_path=record_responder
     )
-    return RunContext(
+    tenant, reused = store.eval_tenant(tenant_name or f"eval-{run_id}", reuse=bool(tenant_name))
+    ctx = RunContext(
         run_id=run_id,
-        tenant=store.eval_tenant(f"eval-{run_id}"),
+        tenant=tenant,
         client=client,
         responder=resp,
         memlistener_spec=memlistener,
         responder_spec=responder,
+        usage_path=usage_path,
     )
+    if reused:
+        ctx.notes.append(f"reused tenant {tenant.name}: chunks applied by an earlier run were not sent again")
+        if usage_path:
+            client.load_usage(usage_path)
+    return ctx
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,8 @@ def ingest_history(*, ctx: RunContext, history) -> Subject:
         raise ValueError(f"history {history.external_id} has no messages")
     subject_flush(subject=subject, enqueue=False)
     process_pending(ctx=ctx, subject=subject)
+    if ctx.usage_path:
+        ctx.client.save_usage(ctx.usage_path)
     return Subject.objects.select_related("head", "tenant").get(pk=subject.pk)
 
 

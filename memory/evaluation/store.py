@@ -13,10 +13,16 @@ from memory.models import Chunk, Message, OpRecord, Subject, Tenant, TreeVersion
 from memory.services.subjects import tenant_create
 
 
-def eval_tenant(name: str) -> Tenant:
-    """A fresh tenant per run. No human reviewer takes part in an evaluation, so special-tier ops are
-    not held for review (the held count would otherwise silently shrink the trees); mass deletes still are."""
-    return tenant_create(name=name, review_special_tier=False)
+def eval_tenant(name: str, *, reuse: bool = False) -> tuple[Tenant, bool]:
+    """The run's tenant: a fresh one, or (with `reuse`) an earlier run's, whose ingested subjects are then
+    extended idempotently instead of re-ingested. No human reviewer takes part in an evaluation, so
+    special-tier ops are not held for review (the held count would otherwise silently shrink the trees);
+    mass deletes still are. Returns (tenant, reused)."""
+    if reuse:
+        existing = Tenant.objects.filter(name=name).first()
+        if existing is not None:
+            return existing, True
+    return tenant_create(name=name, review_special_tier=False), False
 
 
 def seq_by_key(subject: Subject) -> dict[str, int]:

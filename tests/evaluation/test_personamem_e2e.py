@@ -48,7 +48,7 @@ def test_failed_responder_calls_count_as_failures(tmp_path, pm_questions_path, p
     assert all(item["choice"] is None and item["rule"] == "failed" and item["error"] for item in res["items"])
     # Ingestion went through the real path: one subject per needed context, sliced at the largest end index.
     subjects = Subject.objects.filter(tenant__name=res["provenance"]["tenant"])
-    assert sorted(s.external_id.split(":", 1)[1] for s in subjects) == ["ctx-mara", "ctx-tom"]
+    assert sorted(s.external_id for s in subjects) == ["ctx-mara", "ctx-tom"]
     mara = res["ingestion"]["ctx-mara"]
     assert mara["messages"] == 11  # the largest end index among its questions is 11
     assert (
@@ -83,3 +83,14 @@ def test_full_history_is_sliced_and_versions_exist(tmp_path, pm_questions_path, 
     assert "truncated" in res["modes"]["full_history"]["note"]
     tenant = res["provenance"]["tenant"]
     assert TreeVersion.objects.filter(subject__tenant__name=tenant).exists()
+
+
+def test_reused_tenant_is_not_sent_to_the_model_again(tmp_path, pm_questions_path, pm_contexts_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    args = ("--responder", f"recorded:{empty}", "--modes", "no_memory", "--tenant", "eval-reuse")
+    _, first = run(tmp_path, pm_questions_path, pm_contexts_path, *args)
+    _, second = run(tmp_path, pm_questions_path, pm_contexts_path, *args)
+    assert second["ingestion"]["ctx-mara"]["ops"] == first["ingestion"]["ctx-mara"]["ops"]
+    assert any("reused tenant eval-reuse" in n for n in second["run"]["notes"])
+    assert Subject.objects.filter(tenant__name="eval-reuse").count() == 2

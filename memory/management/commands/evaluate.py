@@ -14,6 +14,7 @@ from __future__ import annotations
 import shlex
 import sys
 import uuid
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -37,6 +38,7 @@ class Command(BaseCommand):
         loc.add_argument("--modes", nargs="+", default=list(locomo_run.MODES), choices=locomo_run.MODES)
         loc.add_argument("--k", nargs="+", type=int, default=[1, 5, 10], help="k values of recall@k")
         loc.add_argument("--no-qa", action="store_true", help="skip answering (recall@k and coverage only)")
+        loc.add_argument("--qa-limit", type=int, help="answer only the first N questions per conversation")
         loc.add_argument("--no-coverage", action="store_true", help="skip the observation-coverage judge")
         pm = sub.add_parser(
             "personamem", help="PersonaMem: multiple-choice accuracy per question type and mode"
@@ -72,15 +74,20 @@ class Command(BaseCommand):
             )
             p.add_argument("--record-responder", help="append the responder's replies to this recording")
             p.add_argument("--out", required=True, help="output folder")
+            p.add_argument(
+                "--tenant",
+                help="tenant to write into; an existing one is reused (its applied chunks are not re-run)",
+            )
             p.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
-        for name in ("sessions", "limit"):
+        for name in ("sessions", "limit", "qa_limit"):
             if opts.get(name) is not None and opts[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
         if opts["benchmark"] == "locomo" and any(k < 1 for k in opts["k"]):
             raise CommandError("--k values must be at least 1")
         run_id = uuid.uuid4().hex[:8]
+        Path(opts["out"]).mkdir(parents=True, exist_ok=True)
         try:
             ctx = pipeline.run_context(
                 run_id=run_id,
@@ -89,6 +96,8 @@ class Command(BaseCommand):
                 responder_max_tokens=opts["responder_max_tokens"],
                 record_memlistener=opts["record_memlistener"],
                 record_responder=opts["record_responder"],
+                tenant_name=opts["tenant"],
+                usage_path=str(Path(opts["out"]) / "memlistener_usage.json"),
             )
         except EndpointError as exc:
             raise CommandError(str(exc)) from exc
@@ -104,6 +113,7 @@ class Command(BaseCommand):
                     modes=opts["modes"],
                     ks=opts["k"],
                     qa=not opts["no_qa"],
+                    qa_limit=opts["qa_limit"],
                     coverage=not opts["no_coverage"],
                     progress=progress,
                 )
