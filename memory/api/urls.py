@@ -13,8 +13,12 @@ urlpatterns = [
     path("subjects/<str:external_id>/export", subjects.SubjectExportView.as_view(), name="subject-export"),
     path("subjects/<str:external_id>", subjects.SubjectDetailView.as_view(), name="subject-detail"),
     # --- ingest (issue 5) ---
-    path("subjects/<str:external_id>/messages", ingest.SubjectMessagesView.as_view(), name="subject-messages"),
-    path("subjects/<str:external_id>/ingest", ingest.SubjectIngestStatusView.as_view(), name="subject-ingest"),
+    path(
+        "subjects/<str:external_id>/messages", ingest.SubjectMessagesView.as_view(), name="subject-messages"
+    ),
+    path(
+        "subjects/<str:external_id>/ingest", ingest.SubjectIngestStatusView.as_view(), name="subject-ingest"
+    ),
     path("subjects/<str:external_id>/flush", ingest.SubjectFlushView.as_view(), name="subject-flush"),
     # --- query (issue 6) ---
 ]
