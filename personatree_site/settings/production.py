@@ -11,6 +11,10 @@ SECRET_KEY = env.str("DJANGO_SECRET_KEY")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS")
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+# Behind PgBouncer in transaction pooling mode server-side cursors break (docs/DEPLOY.md).
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool(
+    "DATABASE_DISABLE_SERVER_SIDE_CURSORS", default=False
+)
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL")
 CELERY_TASK_ALWAYS_EAGER = False
 CACHES = {"default": env.cache("CACHE_URL", default="redis://127.0.0.1:6379/1")}
