@@ -5,3 +5,8 @@ class MemoryConfig(AppConfig):
     name = "memory"
     verbose_name = "PersonaTree memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Receivers that live outside the app: evidence indexing on version_applied / subject_erased.
+        import memory.api.openapi  # noqa: F401  (registers the OpenAPI auth scheme)
+        import workers.indexing  # noqa: F401

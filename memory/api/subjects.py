@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -32,13 +33,14 @@ class SubjectTreeView(TenantScopedView):
 
     required_scopes = ("read",)
 
-    class OutputSerializer(serializers.Serializer):
+    class TreeOut(serializers.Serializer):
         subject = serializers.CharField()
         version = serializers.IntegerField()
         schema_id = serializers.CharField()
         schema_version = serializers.IntegerField()
         tree = serializers.DictField(child=serializers.CharField())
 
+    @extend_schema(responses=TreeOut)
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
         as_of = _parse_as_of(request.query_params.get("as_of"))
@@ -54,13 +56,15 @@ class SubjectTreeView(TenantScopedView):
             "schema_version": subject.schema_version,
             "tree": selectors.tree_visible(tree, schema, tiers=_tiers_for(self)).to_dict(),
         }
-        return Response(self.OutputSerializer(data).data)
+        return Response(self.TreeOut(data).data)
 
 
 class SubjectVersionsView(TenantScopedView):
+    """GET the subject's version history, newest first (at most 500)."""
+
     required_scopes = ("read",)
 
-    class OutputSerializer(serializers.Serializer):
+    class VersionOut(serializers.Serializer):
         number = serializers.IntegerField()
         parent = serializers.IntegerField(source="parent.number", allow_null=True, default=None)
         created_by = serializers.CharField()
@@ -68,6 +72,16 @@ class SubjectVersionsView(TenantScopedView):
         note = serializers.CharField()
         created_at = serializers.DateTimeField()
 
+    @extend_schema(
+        responses=inline_serializer(
+            "SubjectVersions",
+            {
+                "subject": serializers.CharField(),
+                "head_version": serializers.IntegerField(),
+                "versions": VersionOut(many=True),
+            },
+        )
+    )
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
         versions = selectors.versions_list(subject=subject).select_related("parent")[:500]
@@ -75,7 +89,7 @@ class SubjectVersionsView(TenantScopedView):
             {
                 "subject": subject.external_id,
                 "head_version": subject.head_version,
-                "versions": self.OutputSerializer(versions, many=True).data,
+                "versions": self.VersionOut(versions, many=True).data,
             }
         )
 
@@ -85,6 +99,19 @@ class SubjectExportView(TenantScopedView):
 
     required_scopes = ("read",)
 
+    @extend_schema(
+        responses=inline_serializer(
+            "SubjectExport",
+            {
+                "subject": serializers.CharField(),
+                "schema": serializers.DictField(),
+                "head_version": serializers.IntegerField(),
+                "tree": serializers.DictField(child=serializers.CharField()),
+                "versions": serializers.ListField(child=serializers.DictField()),
+                "ops": serializers.ListField(child=serializers.DictField()),
+            },
+        )
+    )
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
         return Response(subject_export(subject=subject, tiers=_tiers_for(self)))
@@ -95,6 +122,16 @@ class SubjectDetailView(TenantScopedView):
 
     required_scopes = {"DELETE": ("erase",)}
 
+    @extend_schema(
+        responses=inline_serializer(
+            "SubjectErased",
+            {
+                "erased": serializers.BooleanField(),
+                "tombstone_id": serializers.IntegerField(),
+                "counts": serializers.DictField(child=serializers.IntegerField()),
+            },
+        )
+    )
     def delete(self, request, external_id: str):
         subject = self.get_subject(external_id)
         tombstone = subject_erase(subject=subject, erased_by=f"api_key:{self.api_key.prefix}")
