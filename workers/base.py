@@ -2,6 +2,7 @@
 
 ``@pt_task(name=..., queue=...)`` registers a bound Celery task with
 
+- its queue (routed by :func:`route_task`, the one entry of ``CELERY_TASK_ROUTES``);
 - ``acks_late`` + ``reject_on_worker_lost``: a task whose worker dies is redelivered, so every
   task must be idempotent (they take ids and re-read the database);
 - soft/hard time limits, ``autoretry_for`` transient errors with exponential backoff and jitter;
@@ -32,6 +33,15 @@ logger = logging.getLogger("personatree.tasks")
 ENQUEUED_AT = "pt_enqueued_at"
 TENANT = "pt_tenant"
 PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0.1, "interval_step": 0.2, "interval_max": 0.5}
+
+
+QUEUES: dict[str, str] = {}  # task name -> queue, filled by @pt_task
+
+
+def route_task(name, args, kwargs, options, task=None, **_kw):
+    """The Celery router (``CELERY_TASK_ROUTES``): each task goes to the queue its decorator names."""
+    queue = QUEUES.get(name)
+    return {"queue": queue} if queue else None
 
 
 class TransientError(Exception):
@@ -91,11 +101,11 @@ def pt_task(
     """Register ``fn(self, *ids)`` as the task ``name`` with the project's policy (see module docstring)."""
 
     def decorate(fn: Callable) -> Task:
+        QUEUES[name] = queue
         return app.task(
             bind=True,
             base=PersonaTreeTask,
             name=name,
-            queue=queue,
             acks_late=True,
             reject_on_worker_lost=True,
             soft_time_limit=soft_time_limit,

@@ -10,8 +10,9 @@ A round (:func:`dispatch_round`):
 3. **call** -- ``client.run(jobs)`` once (a transport exception counts as a retryable error of
    every job);
 4. **apply** -- each result through ``tree_apply_ops`` (fenced by the claim's token, see
-   :mod:`workers.ordering`), one transaction per chunk; then evidence indexing of the chunk's
-   messages is queued on commit. Errors release the chunk (``pending``, or ``failed`` after
+   :mod:`workers.ordering`), one transaction per chunk; evidence indexing of the chunk's
+   messages is queued on commit (by the ``version_applied`` receiver, or here when the chunk
+   produced no version). Errors release the chunk (``pending``, or ``failed`` after
    ``CHUNK_MAX_ATTEMPTS``), a version conflict re-queues it without counting an attempt.
 """
 
@@ -132,10 +133,17 @@ def _ops_and_errors(result: ListenerResult) -> tuple[list[Op], list[dict]]:
     return ops, errors
 
 
-def _index_on_commit(claim: Claim) -> None:
+def _index_unversioned_on_commit(claim: Claim) -> None:
+    """Queue evidence indexing for a chunk that produced no version (all NO_OP / rejected / held).
+
+    Chunks that produced a version are indexed by ``workers.indexing``'s ``version_applied``
+    receiver; this covers the rest, so every applied chunk's messages reach the evidence index.
+    """
+    if not settings.PERSONATREE.get("EVIDENCE_INDEXING", True):
+        return
     try:
         from workers.indexing import index_messages
-    except ImportError:  # the recall worker is not installed: nothing to index into
+    except ImportError:  # the recall extra is not installed: nothing to index into
         return
     from workers.base import enqueue_on_commit
 
@@ -165,8 +173,8 @@ def apply_result(
             )
             if not lease_held(claim):  # the chunk row is locked by tree_apply_ops: this check is final
                 raise LeaseLost(claim.chunk_id)
-            if index:
-                _index_on_commit(claim)
+            if index and outcome.created and outcome.version is None:
+                _index_unversioned_on_commit(claim)
     except VersionConflict:
         report.conflicts += 1
         chunk_release(claim, count_attempt=False)

@@ -108,6 +108,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+# Queues come from each task's @pt_task(queue=...) through one router.
+CELERY_TASK_ROUTES = ["workers.base.route_task"]
 # Periodic sweep (run beat, or `celery worker -B`): flushes idle windows, re-dispatches pending/expired chunks.
 CELERY_BEAT_SCHEDULE = {
     "personatree-sweep": {

@@ -13,7 +13,7 @@ from .base import DATABASES, PERSONATREE, env
 
 DATABASES["default"] = env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/test")
 DATABASES["default"]["TEST"] = {"NAME": env.str("PERSONATREE_TEST_DB", default="test_personatree")}
-CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)  # a worker process sets false
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REST_FRAMEWORK = {**REST_FRAMEWORK}  # noqa: F405
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": "100000/min"}
