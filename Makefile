@@ -55,7 +55,7 @@ migrate: venv
 
 demo: venv model
 	$(PY) manage.py migrate --noinput
-	$(PY) scripts/demo.py
+	$(PY) manage.py demo
 
 serve: venv
 	$(PY) manage.py migrate --noinput
