@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory.api import ingest, subjects
+from memory.api import ingest, query, subjects
 
 urlpatterns = [
     # --- subjects: tree, versions, export, erase (issue 3) ---
@@ -21,4 +21,6 @@ urlpatterns = [
     ),
     path("subjects/<str:external_id>/flush", ingest.SubjectFlushView.as_view(), name="subject-flush"),
     # --- query (issue 6) ---
+    path("subjects/<str:external_id>/context", query.SubjectContextView.as_view(), name="subject-context"),
+    path("subjects/<str:external_id>/answer", query.SubjectAnswerView.as_view(), name="subject-answer"),
 ]

@@ -161,6 +161,9 @@ PERSONATREE = {
     "EMBEDDER_PATH": env.str("PERSONATREE_EMBEDDER_PATH", default=""),
     "RERANKER_PATH": env.str("PERSONATREE_RERANKER_PATH", default=""),
     "ROUTER_THRESHOLD": env.float("PERSONATREE_ROUTER_THRESHOLD", default=0.5),
+    # Evidence indexing on version_applied / purge on subject_erased (off only for tests that skip the index).
+    "EVIDENCE_INDEXING": env.bool("PERSONATREE_EVIDENCE_INDEXING", default=True),
+    "RESPONDER_RECORDING_PATH": env.str("PERSONATREE_RESPONDER_RECORDING_PATH", default=""),
     # Governance defaults (a tenant's policy overrides them).
     "REVIEW_SPECIAL_TIER": env.bool("PERSONATREE_REVIEW_SPECIAL_TIER", default=True),
     "REVIEW_MASS_DELETE_OVER": env.int("PERSONATREE_REVIEW_MASS_DELETE_OVER", default=3),

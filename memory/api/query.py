@@ -1,0 +1,190 @@
+"""Query API: memory context and answers for one subject (scope ``read``).
+
+- ``POST /v1/subjects/<external_id>/context`` -> tree context (+ evidence in deep mode), router decision, timings
+- ``POST /v1/subjects/<external_id>/answer``  -> the same plus the responder model's answer
+
+``special``-tier leaves are included only for keys with scope ``read_special``.
+Views are thin: validate, resolve the subject through the base view, call
+``memory.services.query``.
+"""
+
+from __future__ import annotations
+
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from memory import selectors
+from memory.api.base import TenantScopedView
+from memory.services.query import (
+    DEFAULT_TOKEN_BUDGET,
+    MAX_QUERY_CHARS,
+    MAX_TOKEN_BUDGET,
+    MODES,
+    answer_build,
+    context_build,
+)
+
+
+class AsOfField(serializers.Field):
+    """A version number (int >= 0) or an ISO 8601 datetime."""
+
+    default_error_messages = {"invalid": "as_of must be a version number or an ISO 8601 datetime."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        if isinstance(data, int):
+            if data < 0:
+                self.fail("invalid")
+            return data
+        if isinstance(data, str):
+            raw = data.strip()
+            if raw.isdigit():
+                return int(raw)
+            try:
+                parsed = parse_datetime(raw)
+            except ValueError:
+                parsed = None
+            if parsed is not None:
+                return parsed
+        self.fail("invalid")
+
+    def to_representation(self, value):
+        return value
+
+
+class QueryIn(serializers.Serializer):
+    query = serializers.CharField(max_length=MAX_QUERY_CHARS, trim_whitespace=True)
+    mode = serializers.ChoiceField(choices=MODES, default="auto")
+    as_of = AsOfField(required=False, allow_null=True, default=None)
+    token_budget = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_TOKEN_BUDGET, default=DEFAULT_TOKEN_BUDGET
+    )
+
+
+class ContextOut(serializers.Serializer):
+    subject = serializers.CharField()
+    query = serializers.CharField()
+    mode = serializers.CharField()
+    mode_used = serializers.CharField(
+        help_text="fast or deep (deep falls back to fast when the index is down)"
+    )
+    version = serializers.IntegerField(help_text="Tree version used (as_of or head)")
+    router = serializers.DictField()
+    context = serializers.DictField(help_text="{text, paths, tokens}: rendered leaves visible to this key")
+    evidence = serializers.ListField(child=serializers.DictField())
+    recall = serializers.DictField(allow_null=True)
+    token_budget = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    notices = serializers.ListField(child=serializers.CharField())
+    timings_ms = serializers.DictField()
+
+
+class AnswerOut(ContextOut):
+    answer = serializers.CharField()
+    model = serializers.DictField()
+
+
+REQUEST_EXAMPLES = [
+    OpenApiExample(
+        "fast", value={"query": "What does the user do for work?", "mode": "fast"}, request_only=True
+    ),
+    OpenApiExample(
+        "auto with budget",
+        value={"query": "Why did I switch to swimming last spring?", "mode": "auto", "token_budget": 1500},
+        request_only=True,
+    ),
+    OpenApiExample(
+        "audit as of version",
+        value={"query": "Where do I live?", "mode": "deep", "as_of": 12},
+        request_only=True,
+    ),
+]
+CONTEXT_EXAMPLE = OpenApiExample(
+    "deep context",
+    response_only=True,
+    value={
+        "subject": "user-42",
+        "query": "Why did I switch to swimming?",
+        "mode": "auto",
+        "mode_used": "deep",
+        "version": 7,
+        "router": {
+            "mode": "deep",
+            "score": 1.0,
+            "threshold": 0.5,
+            "reason": "episodic/temporal/causal cue ['why']",
+            "signals": {"cue": 1.0, "overlap": 0.5},
+        },
+        "context": {
+            "text": "## behavioral\nsport/current: swimming; knee trouble",
+            "paths": ["behavioral/sport/current"],
+            "tokens": 12,
+        },
+        "evidence": [
+            {
+                "id": "3f1c...",
+                "source": {
+                    "start_seq": 40,
+                    "end_seq": 41,
+                    "ts": "2024-04-02T10:00:00+00:00",
+                    "session": "s3",
+                },
+                "text": "user: my knee hurts after running...",
+                "score": 0.032,
+                "fused_score": 0.032,
+                "rerank_score": None,
+                "queries": ["Why did I switch to swimming?"],
+                "tokens": 18,
+            }
+        ],
+        "recall": {
+            "status": "ok",
+            "queries": ["Why did I switch to swimming?", "knee injury running"],
+            "expansion": {"status": "ok"},
+            "reranked": False,
+            "candidates": 9,
+            "evidence_cutoff_seq": None,
+        },
+        "token_budget": 4000,
+        "tokens": 30,
+        "notices": [],
+        "timings_ms": {"tree_ms": 0.4, "recall_search_ms": 31.0, "total_ms": 240.0},
+    },
+)
+
+
+class _QueryView(TenantScopedView):
+    required_scopes = ("read",)
+
+    def _args(self, request, external_id: str) -> dict:
+        subject = self.get_subject(external_id)
+        data = QueryIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        tiers = selectors.ALL_TIERS if self.has_scope("read_special") else selectors.PUBLIC_TIERS
+        return {"subject": subject, "tiers": tiers, **data.validated_data}
+
+
+class SubjectContextView(_QueryView):
+    @extend_schema(
+        request=QueryIn,
+        responses={200: ContextOut},
+        examples=[*REQUEST_EXAMPLES, CONTEXT_EXAMPLE],
+        summary="Memory context for a query (fast, deep or routed)",
+    )
+    def post(self, request, external_id: str):
+        return Response(context_build(**self._args(request, external_id)))
+
+
+class SubjectAnswerView(_QueryView):
+    @extend_schema(
+        request=QueryIn,
+        responses={200: AnswerOut},
+        examples=[*REQUEST_EXAMPLES],
+        summary="Answer a query with the responder model over [query, tree, evidence]",
+        description="503 model_unavailable when no responder model can be reached.",
+    )
+    def post(self, request, external_id: str):
+        return Response(answer_build(**self._args(request, external_id)))

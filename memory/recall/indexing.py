@@ -1,0 +1,75 @@
+"""Writing a subject's messages into the evidence index, and removing them.
+
+Called by the Celery tasks in `workers/indexing.py` (which only pass ids). Rows
+get deterministic primary keys (tenant, subject, unit start seq), so re-running
+a span upserts the same rows: the tasks are idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from memory.models import Message, Subject
+
+from .units import UnitTurn, pair_units
+
+logger = logging.getLogger(__name__)
+
+
+def _turns(subject_id: int, start_seq: int, end_seq: int) -> list[UnitTurn]:
+    rows = (
+        Message.objects.filter(subject_id=subject_id, seq__gte=start_seq, seq__lte=end_seq)
+        .order_by("seq")
+        .values_list("seq", "role", "content", "ts", "session_id")
+    )
+    return [
+        UnitTurn(
+            turn_id=str(seq),
+            role=role,
+            content=content,
+            seq=seq,
+            ts_ms=int(ts.timestamp() * 1000) if ts else 0,
+            session=session or "",
+        )
+        for seq, role, content, ts, session in rows
+    ]
+
+
+def evidence_index_span(*, subject_id: int, start_seq: int, end_seq: int, index=None, embedder=None) -> int:
+    """Embed and upsert the pair units of messages start_seq..end_seq; returns rows written (0 if erased)."""
+    from memory.recall import runtime
+
+    from .index import EvidenceRow
+
+    subject = Subject.objects.filter(pk=subject_id).only("id", "tenant_id").first()
+    if subject is None:
+        logger.info("index span skipped: subject %s no longer exists", subject_id)
+        return 0
+    units = pair_units(_turns(subject_id, start_seq, end_seq))
+    if not units:
+        return 0
+    embedder = embedder or runtime.configured_embedder()
+    index = index or runtime.configured_index()
+    vectors = embedder.embed([u.text for u in units])
+    rows = [
+        EvidenceRow(
+            tenant_id=subject.tenant_id,
+            subject_id=subject.pk,
+            start_seq=u.start_seq,
+            end_seq=u.end_seq,
+            text=u.text,
+            dense=vectors[i],
+            ts_ms=u.ts_ms,
+            session=u.session,
+        )
+        for i, u in enumerate(units)
+    ]
+    return index.upsert(rows)
+
+
+def evidence_erase(*, tenant_id: int, subject_id: int, index=None) -> int:
+    """Delete every evidence row of the subject (after erasure)."""
+    from memory.recall import runtime
+
+    index = index or runtime.configured_index()
+    return index.delete_subject(tenant_id, subject_id)

@@ -1,0 +1,102 @@
+"""Process-wide recall components built from `settings.PERSONATREE` (lazily, once per process).
+
+- embedder: `EMBEDDER` (minilm | bge-m3) + `EMBEDDER_PATH`;
+- evidence index: `MILVUS_URI` (a Milvus Lite file, one process per file, or a
+  server URI), `MILVUS_TOKEN`, `MILVUS_COLLECTION`;
+- reranker: `RERANKER_PATH` (empty = no reranker: fused ranks stand);
+- responder engine (query expansion and answers): `RESPONDER_BACKEND`
+  (local | openai | recorded | none) through `serving.engines.build_engine`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from .embedder import Embedder, get_embedder
+from .index import EvidenceIndex
+from .rerank import Reranker, get_reranker
+
+logger = logging.getLogger(__name__)
+_lock = threading.Lock()
+_state: dict = {}
+
+_ENGINE_KIND = {"local": "llamacpp", "openai": "openai", "recorded": "recorded", "standin": "standin"}
+
+
+def _pt() -> dict:
+    from django.conf import settings
+
+    return settings.PERSONATREE
+
+
+def configured_embedder() -> Embedder:
+    pt = _pt()
+    return get_embedder(pt.get("EMBEDDER", "minilm"), pt.get("EMBEDDER_PATH", ""))
+
+
+def configured_index() -> EvidenceIndex:
+    pt = _pt()
+    key = ("index", pt["MILVUS_URI"], pt.get("MILVUS_COLLECTION", "evidence"))
+    with _lock:
+        if key not in _state:
+            from pathlib import Path
+
+            uri = pt["MILVUS_URI"]
+            if "://" not in uri:
+                Path(uri).parent.mkdir(parents=True, exist_ok=True)
+            _state[key] = EvidenceIndex(
+                uri,
+                dim=configured_embedder().dim,
+                collection=pt.get("MILVUS_COLLECTION", "evidence"),
+                token=pt.get("MILVUS_TOKEN", ""),
+            )
+        return _state[key]
+
+
+def configured_reranker() -> Reranker | None:
+    path = _pt().get("RERANKER_PATH", "")
+    return get_reranker(path) if path else None
+
+
+def responder_engine():
+    """The engine for expansion and answers, or None with the reason (never raises)."""
+    pt = _pt()
+    backend = pt.get("RESPONDER_BACKEND", "local")
+    if backend == "none":
+        return None, "no responder model configured (PERSONATREE_RESPONDER_BACKEND=none)"
+    key = ("engine", backend)
+    with _lock:
+        if key in _state:
+            return _state[key]
+        try:
+            from serving.config import EngineConfig
+            from serving.engines import build_engine
+
+            kind = _ENGINE_KIND.get(backend)
+            if kind is None:
+                raise ValueError(f"unknown RESPONDER_BACKEND {backend!r}")
+            config = EngineConfig(
+                kind=kind,
+                max_tokens=pt.get("RESPONDER_MAX_TOKENS", 256),
+                model_path=pt.get("LOCAL_MODEL_PATH", ""),
+                base_url=pt.get("OPENAI_BASE_URL", ""),
+                api_key=pt.get("OPENAI_API_KEY", ""),
+                model=pt.get("OPENAI_MODEL", ""),
+                recording_path=pt.get("RESPONDER_RECORDING_PATH", ""),
+            )
+            engine = build_engine(config)
+        except Exception as exc:  # noqa: BLE001 - a missing model degrades the response, never crashes it
+            logger.warning("responder engine %s unavailable: %s", backend, exc)
+            return None, f"responder model unavailable ({backend}): {exc}"  # not cached: retried next call
+        _state[key] = (engine, "")
+        return _state[key]
+
+
+def reset_runtime() -> None:
+    """Forget cached components (tests that change settings). Closes open index clients."""
+    with _lock:
+        for value in _state.values():
+            if isinstance(value, EvidenceIndex):
+                value.close()
+        _state.clear()

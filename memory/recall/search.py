@@ -1,0 +1,84 @@
+"""Evidence search for one subject: dense, BM25 or hybrid (dense + BM25 fused with RRF).
+
+Several queries are embedded in one batch and searched in parallel on a thread
+pool (pymilvus clients are safe to share across threads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
+
+from .embedder import Embedder
+from .index import EvidenceIndex, Hit, Scope
+
+Method = Literal["dense", "bm25", "hybrid"]
+METHODS: tuple[str, ...] = ("dense", "bm25", "hybrid")
+
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-search")
+
+
+def search_many(
+    index: EvidenceIndex,
+    embedder: Embedder | None,
+    scope: Scope,
+    queries: Sequence[str],
+    *,
+    limit: int,
+    method: Method = "hybrid",
+    parallel: bool = True,
+    vectors=None,
+) -> list[list[Hit]]:
+    """Return one ranked hit list per query (same order as `queries`).
+
+    `vectors` may hold the queries' embeddings already computed (benchmarks embed in one batch).
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown search method {method!r}; expected one of {METHODS}")
+    if not queries:
+        return []
+    if vectors is None and method in ("dense", "hybrid"):
+        if embedder is None:
+            raise ValueError(f"method {method!r} needs an embedder")
+        vectors = embedder.embed(list(queries))
+
+    def one(i: int) -> list[Hit]:
+        q = queries[i]
+        if method == "dense":
+            hits = index.search_dense(vectors[i], scope, limit=limit)
+        elif method == "bm25":
+            hits = index.search_bm25(q, scope, limit=limit)
+        else:
+            hits = index.search_hybrid(vectors[i], q, scope, limit=limit)
+        for h in hits:
+            h.queries.append(q)
+        return hits
+
+    if parallel and len(queries) > 1:
+        return list(_POOL.map(one, range(len(queries))))
+    return [one(i) for i in range(len(queries))]
+
+
+def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k: int = 60) -> list[Hit]:
+    """Reciprocal-rank fusion of several rankings, deduplicated by primary key.
+
+    The fused score is sum(1 / (k + rank)); a hit keeps the list of queries that found it.
+    """
+    fused: dict[str, Hit] = {}
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            scores[hit.pk] = scores.get(hit.pk, 0.0) + 1.0 / (k + rank)
+            if hit.pk in fused:
+                for q in hit.queries:
+                    if q not in fused[hit.pk].queries:
+                        fused[hit.pk].queries.append(q)
+            else:
+                fused[hit.pk] = Hit(**{**hit.__dict__, "queries": list(hit.queries)})
+    out = []
+    for pk, hit in fused.items():
+        hit.score = scores[pk]
+        out.append(hit)
+    out.sort(key=lambda h: (-h.score, h.start_seq))
+    return out

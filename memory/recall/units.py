@@ -1,0 +1,68 @@
+"""Retrieval units: a user turn plus the assistant turn that answers it.
+
+The same pairing is used when indexing a subject's messages and when scoring
+recall on a benchmark, so "the unit that contains turn X" means the same thing
+in both places. A turn that is not part of a user->assistant pair (an assistant
+opening, two user turns in a row) becomes a unit of its own; system turns are
+never units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UnitTurn:
+    turn_id: str
+    role: str  # "user" | "assistant" | "system"
+    content: str
+    seq: int
+    ts_ms: int = 0
+    session: str = ""
+
+
+@dataclass(frozen=True)
+class Unit:
+    start_seq: int
+    end_seq: int
+    turns: tuple[UnitTurn, ...]
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        return tuple(t.turn_id for t in self.turns)
+
+    @property
+    def ts_ms(self) -> int:
+        return max((t.ts_ms for t in self.turns), default=0)
+
+    @property
+    def session(self) -> str:
+        return self.turns[0].session if self.turns else ""
+
+    @property
+    def text(self) -> str:
+        return "\n".join(f"{t.role}: {t.content}" for t in self.turns)
+
+
+def pair_units(turns: Iterable[UnitTurn]) -> list[Unit]:
+    """Group turns (in seq order) into user/assistant pair units; never crosses a session boundary."""
+    ordered: Sequence[UnitTurn] = sorted((t for t in turns if t.role != "system"), key=lambda t: t.seq)
+    units: list[Unit] = []
+    i = 0
+    while i < len(ordered):
+        cur = ordered[i]
+        nxt = ordered[i + 1] if i + 1 < len(ordered) else None
+        if cur.role == "user" and nxt is not None and nxt.role == "assistant" and nxt.session == cur.session:
+            units.append(Unit(cur.seq, nxt.seq, (cur, nxt)))
+            i += 2
+        else:
+            units.append(Unit(cur.seq, cur.seq, (cur,)))
+            i += 1
+    return units
+
+
+def unit_index(units: Iterable[Unit]) -> dict[str, int]:
+    """Map each turn id to the start_seq of the unit holding it."""
+    return {tid: u.start_seq for u in units for tid in u.turn_ids}

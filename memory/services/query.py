@@ -1,0 +1,252 @@
+"""Query services: build the memory context for a question, and answer it.
+
+`context_build` is the read path behind `POST /v1/subjects/<id>/context`:
+
+- **fast**: the subject's tree (current or `as_of`), filtered to the tiers the
+  caller may see, rendered; no database query beyond the subject read the view
+  already made (for `as_of`, one version read).
+- **deep**: fast + agentic recall over the subject's evidence (restricted to
+  messages covered by the tree version in use), fused under the token budget
+  left after the tree. Evidence-index or embedder failure falls back to fast
+  and says so; expansion-model failure searches with the original query only
+  and says so.
+- **auto**: the router decides from the query and the visible tree only.
+
+`answer_build` adds one responder-model call on `[query, tree, evidence]`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Collection
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.db.models import Max
+
+from memory import selectors
+from memory.engine.render import render
+from memory.models import Chunk, Subject
+from memory.recall.agentic import agentic_recall
+from memory.recall.embedder import EmbedderUnavailable
+from memory.recall.index import IndexUnavailable, Scope
+from memory.recall.rerank import RerankerUnavailable
+from memory.recall.router import route
+from memory.services import ServiceError
+
+logger = logging.getLogger(__name__)
+
+MODES = ("fast", "deep", "auto")
+MAX_QUERY_CHARS = 2000
+DEFAULT_TOKEN_BUDGET = 4000
+MAX_TOKEN_BUDGET = 32000
+
+ANSWER_PROMPT_VERSION = "answer-v1"
+ANSWER_RULES = (
+    "You are a personal assistant with long-term memory of the user. Answer the user's question using "
+    "the memory profile (the user's current state) and, when given, the conversation evidence (past "
+    "dialogue, newest facts win on conflict). If neither holds the answer, say you do not know. "
+    "Answer briefly.\n"
+)
+
+
+class ModelUnavailable(ServiceError):
+    code = "model_unavailable"
+    http_status = 503
+
+
+def _validate(query: object, mode: object, token_budget: object) -> tuple[str, str, int]:
+    if not isinstance(query, str) or not query.strip():
+        raise ServiceError("query must be a non-empty string.", field="query")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ServiceError(f"query is longer than {MAX_QUERY_CHARS} characters.", field="query")
+    if mode not in MODES:
+        raise ServiceError(f"mode must be one of {', '.join(MODES)}.", field="mode")
+    if token_budget is None:
+        token_budget = DEFAULT_TOKEN_BUDGET
+    if (
+        isinstance(token_budget, bool)
+        or not isinstance(token_budget, int)
+        or not 1 <= token_budget <= MAX_TOKEN_BUDGET
+    ):
+        raise ServiceError(f"token_budget must be an integer in 1..{MAX_TOKEN_BUDGET}.", field="token_budget")
+    return query.strip(), mode, token_budget
+
+
+def evidence_cutoff(subject: Subject, version: int) -> int:
+    """Last message seq covered by tree version `version` (-1 when none): evidence beyond it is hidden."""
+    if version <= 0:
+        return -1
+    got = Chunk.objects.filter(
+        subject=subject, status=Chunk.Status.APPLIED, produced_version__number__lte=version
+    ).aggregate(m=Max("end_seq"))["m"]
+    return -1 if got is None else int(got)
+
+
+def _iso(ts_ms: int) -> str | None:
+    return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).isoformat() if ts_ms else None
+
+
+def context_build(
+    *,
+    subject: Subject,
+    query: str,
+    mode: str = "auto",
+    as_of: int | datetime | None = None,
+    token_budget: int | None = None,
+    tiers: Collection[str] = selectors.PUBLIC_TIERS,
+) -> dict:
+    started = time.perf_counter()
+    query, mode, budget = _validate(query, mode, token_budget)
+    if as_of is None:
+        number, tree = subject.head_version, selectors.tree_current(subject)
+    else:
+        try:
+            number, tree = selectors.tree_at(subject, as_of)
+        except LookupError as exc:
+            raise ServiceError(str(exc), field="as_of", code="not_found") from exc
+    schema = selectors.subject_schema(subject)
+    visible = selectors.tree_visible(tree, schema, tiers=tiers)
+    rendered = render(visible, schema, tiers=tiers)
+    timings = {"tree_ms": (time.perf_counter() - started) * 1000}
+
+    if mode == "auto":
+        threshold = float(settings.PERSONATREE.get("ROUTER_THRESHOLD", 0.5))
+        decision = route(query, visible.to_dict(), threshold=threshold)
+        router = decision.to_dict()
+        mode_used = decision.mode
+        logger.info("router subject=%s version=%s -> %s", subject.pk, number, mode_used)
+    else:
+        router = {"mode": mode, "reason": "mode requested by the caller", "score": None}
+        mode_used = mode
+
+    notices: list[str] = []
+    if rendered.token_count > budget:
+        notices.append(f"tree context ({rendered.token_count} tokens) exceeds token_budget {budget}")
+    evidence: list[dict] = []
+    recall: dict | None = None
+    if mode_used == "deep":
+        recall, evidence, mode_used = _deep(
+            subject, query, visible.to_dict(), number, as_of, budget, rendered
+        )
+        notices.extend(recall.pop("notices"))
+        timings.update(recall.pop("timings_ms", {}))
+    timings["total_ms"] = (time.perf_counter() - started) * 1000
+    return {
+        "subject": subject.external_id,
+        "query": query,
+        "mode": mode,
+        "mode_used": mode_used,
+        "version": number,
+        "router": router,
+        "context": {"text": rendered.text, "paths": list(rendered.paths), "tokens": rendered.token_count},
+        "evidence": evidence,
+        "recall": recall,
+        "token_budget": budget,
+        "tokens": rendered.token_count + sum(e["tokens"] for e in evidence),
+        "notices": notices,
+        "timings_ms": {k: round(v, 3) for k, v in timings.items()},
+    }
+
+
+def _deep(
+    subject, query, tree: dict, number: int, as_of, budget: int, rendered
+) -> tuple[dict, list[dict], str]:
+    from memory.recall import runtime
+
+    notices: list[str] = []
+    cutoff = evidence_cutoff(subject, number) if as_of is not None else None
+    scope = Scope(tenant_id=subject.tenant_id, subject_id=subject.pk, max_seq=cutoff)
+    engine, why = runtime.responder_engine()
+    try:
+        reranker = runtime.configured_reranker()
+        result = agentic_recall(
+            query,
+            tree,
+            scope=scope,
+            index=runtime.configured_index(),
+            embedder=runtime.configured_embedder(),
+            engine=engine,
+            reranker=reranker,
+            token_budget=max(0, budget - rendered.token_count),
+        )
+    except (IndexUnavailable, EmbedderUnavailable, RerankerUnavailable) as exc:
+        logger.warning("deep recall unavailable for subject %s, falling back to fast: %s", subject.pk, exc)
+        notices.append(f"evidence recall unavailable ({exc}); answered in fast mode (tree only)")
+        return (
+            {"status": "unavailable", "fallback": "fast", "detail": str(exc), "notices": notices},
+            [],
+            "fast",
+        )
+    expansion = result.expansion
+    if expansion["status"] != "ok":
+        detail = why or expansion["detail"]
+        expansion = {**expansion, "detail": detail}
+        notices.append(f"query expansion skipped: {detail}")
+    evidence = []
+    for ev in result.evidence:
+        d = ev.to_dict()
+        d["source"]["ts"] = _iso(ev.ts_ms)
+        d["source"].pop("ts_ms", None)
+        evidence.append(d)
+    info = {
+        "status": "ok",
+        "queries": result.queries,
+        "expansion": expansion,
+        "reranked": result.reranked,
+        "candidates": result.candidates,
+        "evidence_cutoff_seq": cutoff,
+        "notices": notices,
+        "timings_ms": {f"recall_{k}": v for k, v in result.timings_ms.items()},
+    }
+    return info, evidence, "deep"
+
+
+def answer_prompt(query: str, context: dict):
+    from serving.engines.base import Prompt
+
+    parts = [f"Memory profile:\n{context['context']['text'] or '(empty)'}"]
+    if context["evidence"]:
+        lines = [
+            f"[{i}] ({e['source'].get('ts') or 'time unknown'}) {e['text']}"
+            for i, e in enumerate(context["evidence"], 1)
+        ]
+        parts.append("Conversation evidence:\n" + "\n".join(lines))
+    parts.append(f"Question: {query}\nAnswer:")
+    return Prompt(static=ANSWER_RULES, dynamic="\n\n".join(parts), prompt_version=ANSWER_PROMPT_VERSION)
+
+
+def answer_build(
+    *,
+    subject: Subject,
+    query: str,
+    mode: str = "auto",
+    as_of: int | datetime | None = None,
+    token_budget: int | None = None,
+    tiers: Collection[str] = selectors.PUBLIC_TIERS,
+) -> dict:
+    from memory.recall import runtime
+
+    ctx = context_build(
+        subject=subject, query=query, mode=mode, as_of=as_of, token_budget=token_budget, tiers=tiers
+    )
+    engine, why = runtime.responder_engine()
+    if engine is None:
+        raise ModelUnavailable(why or "no responder model configured")
+    t0 = time.perf_counter()
+    try:
+        gen = engine.generate([answer_prompt(ctx["query"], ctx)], None)[0]
+    except Exception as exc:  # noqa: BLE001 - engine-wide failure
+        raise ModelUnavailable(f"responder model failed: {exc}") from exc
+    if gen.error:
+        raise ModelUnavailable(f"responder model failed: {gen.error}")
+    ctx["timings_ms"]["answer_ms"] = round((time.perf_counter() - t0) * 1000, 3)
+    ctx["answer"] = gen.text.strip()
+    ctx["model"] = {
+        "model_id": gen.model_id,
+        "prompt_version": ANSWER_PROMPT_VERSION,
+        "prompt_tokens": gen.prompt_tokens,
+        "completion_tokens": gen.completion_tokens,
+    }
+    return ctx

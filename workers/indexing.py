@@ -1,0 +1,71 @@
+"""Evidence indexing tasks, and the store signals that schedule them.
+
+- `index_messages(subject_id, start_seq, end_seq)`: embed the span's pair units and
+  upsert them (deterministic primary keys: idempotent, safe with acks_late);
+  retried with backoff while Milvus is unreachable.
+- `erase_subject_vectors(tenant_id, subject_id)`: delete a subject's rows after
+  erasure; retried the same way.
+
+Receivers: `version_applied` (a chunk's version committed -> index that chunk's
+messages) and `subject_erased`. Both are connected at import; `memory.apps`
+imports this module in `ready()`. `PERSONATREE["EVIDENCE_INDEXING"]` (env
+PERSONATREE_EVIDENCE_INDEXING) switches the receivers off, e.g. for test runs
+that do not exercise the index.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.dispatch import receiver
+
+from memory.recall.index import IndexUnavailable
+from memory.signals import subject_erased, version_applied
+from workers.base import TransientError, pt_task, send
+
+logger = logging.getLogger(__name__)
+
+
+def _enabled() -> bool:
+    return bool(settings.PERSONATREE.get("EVIDENCE_INDEXING", True))
+
+
+@pt_task(name="workers.index_messages", queue="index", soft_time_limit=300)
+def index_messages(self, subject_id: int, start_seq: int, end_seq: int) -> int:
+    from memory.recall.indexing import evidence_index_span
+
+    try:
+        return evidence_index_span(subject_id=int(subject_id), start_seq=int(start_seq), end_seq=int(end_seq))
+    except IndexUnavailable as exc:
+        raise TransientError(str(exc)) from exc
+
+
+@pt_task(name="workers.erase_subject_vectors", queue="index", soft_time_limit=120)
+def erase_subject_vectors(self, tenant_id: int, subject_id: int) -> int:
+    from memory.recall.indexing import evidence_erase
+
+    try:
+        return evidence_erase(tenant_id=int(tenant_id), subject_id=int(subject_id))
+    except IndexUnavailable as exc:
+        raise TransientError(str(exc)) from exc
+
+
+@receiver(version_applied, dispatch_uid="workers.indexing.version_applied")
+def _on_version_applied(sender, subject_id: int, version: int, chunk_id: int | None = None, **kwargs) -> None:
+    if chunk_id is None or not _enabled():
+        return  # admin edits and imports carry no new messages
+    from memory.models import Chunk
+
+    span = Chunk.objects.filter(pk=chunk_id).values_list("start_seq", "end_seq", "subject__tenant_id").first()
+    if span is None:
+        return
+    start, end, tenant_id = span
+    send(index_messages, subject_id, start, end, tenant_id=tenant_id)
+
+
+@receiver(subject_erased, dispatch_uid="workers.indexing.subject_erased")
+def _on_subject_erased(sender, tenant_id: int, subject_id: int, **kwargs) -> None:
+    if not _enabled():
+        return
+    send(erase_subject_vectors, tenant_id, subject_id, tenant_id=tenant_id)
