@@ -61,7 +61,9 @@ class InProcessClient:
                 from serving.listener import MemListener
 
                 self._listener = MemListener(
-                    build_engine(self.engine_config), constrained=self.engine_config.constrained
+                    build_engine(self.engine_config),
+                    constrained=self.engine_config.constrained,
+                    max_ops=self.engine_config.max_ops,
                 )
             return self._listener
 

@@ -21,11 +21,14 @@ class EngineConfig(BaseModel):
     max_tokens: int = Field(default=256, ge=1, le=4096)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     constrained: bool = True  # send the JSON schema (path enum) to engines that support it
+    max_ops: int = Field(default=12, ge=1, le=64)  # maxItems of the constrained op list
     # llama.cpp (local GGUF).
     model_path: str = ""
     n_ctx: int = Field(default=8192, ge=512)
     n_threads: int | None = None
     chat_format: str | None = None  # None: the GGUF's own template
+    # Directory of llama.cpp's disk prompt cache: the KV state of the static prefix survives restarts.
+    prompt_cache_dir: str = ""
     # OpenAI-compatible endpoint.
     base_url: str = ""
     api_key: str = ""

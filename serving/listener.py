@@ -9,9 +9,10 @@ last). Applying the ops is the caller's job (``memory.services.tree.tree_apply_o
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memory.engine.gate import GatePolicy, gate
 from memory.engine.parser import parse_ops
@@ -19,7 +20,7 @@ from memory.engine.render import count_tokens
 from memory.engine.schema import Schema, get_schema
 from memory.engine.tree import Tree
 from serving.engines.base import Engine, EngineError, Generation, Prompt
-from serving.output_schema import op_list_schema
+from serving.output_schema import MAX_OPS, op_list_schema
 from serving.prompt import PROMPT_VERSION, build_prompt
 from serving.protocol import ListenerJob, ListenerResult
 
@@ -34,11 +35,45 @@ def _normalisation_dict(n) -> dict:
     return {"original": n.original.to_dict(), "result": n.result.to_dict(), "note": n.note}
 
 
+def salvage_truncated(text: str):
+    """Complete op objects of a JSON op list cut off by the token limit, re-parsed; else None.
+
+    Constrained output that hits ``max_tokens`` ends mid-object (``{"ops": [{...}, {"op": "AD``);
+    the objects before the cut are whole and still deserve judging by the gate.
+    """
+    start = text.find("[")
+    if start < 0 or not text.lstrip().startswith(("{", "[")):
+        return None
+    decoder = json.JSONDecoder()
+    items, pos = [], start + 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        try:
+            obj, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        items.append(obj)
+    if not items:
+        return None
+    return len(items), parse_ops(json.dumps(items))
+
+
 class MemListener:
-    def __init__(self, engine: Engine, *, policy: GatePolicy | None = None, constrained: bool = True) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        policy: GatePolicy | None = None,
+        constrained: bool = True,
+        max_ops: int = MAX_OPS,
+        schema_resolver: Callable[[str, int], Schema] = get_schema,
+    ) -> None:
         self.engine = engine
+        self.schema_resolver = schema_resolver
         self.policy = policy or GatePolicy()
         self.constrained = constrained
+        self.max_ops = max_ops
 
     def _error(self, job_id: str, message: str, *, retryable: bool, model_id: str = "") -> ListenerResult:
         return ListenerResult(
@@ -55,14 +90,21 @@ class MemListener:
         if gen.error is not None:
             return self._error(job.job_id, gen.error, retryable=gen.retryable, model_id=gen.model_id)
         parsed = parse_ops(gen.text)
+        errors = [{"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors]
+        if not parsed.ops:
+            salvaged = salvage_truncated(gen.text)
+            if salvaged is not None:
+                n, parsed = salvaged
+                errors = [{"line_no": 0, "line": "", "message": f"output truncated; kept {n} complete op(s)"}]
+                errors += [
+                    {"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors
+                ]
         judged = gate(schema, tree, parsed.ops, self.policy)
         return ListenerResult(
             job_id=job.job_id,
             ops=[op.to_dict() for op in judged.accepted],
             rejections=[_rejection_dict(r) for r in judged.rejected],
-            parse_errors=[
-                {"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors
-            ],
+            parse_errors=errors,
             normalisations=[_normalisation_dict(n) for n in judged.normalised],
             raw_text=gen.text,
             model_id=gen.model_id or self.engine.model_id,
@@ -78,7 +120,7 @@ class MemListener:
         groups: dict[tuple[str, int], list[tuple[int, ListenerJob, Schema, Tree, Prompt]]] = {}
         for i, job in enumerate(jobs):
             try:
-                schema = get_schema(job.schema_id, job.schema_version)
+                schema = self.schema_resolver(job.schema_id, job.schema_version)
                 tree = Tree(dict(job.tree))
                 prompt = build_prompt(schema, tree.to_dict(), [t.model_dump() for t in job.turns])
             except Exception as exc:  # bad job: report it, never raise past the listener
@@ -88,7 +130,7 @@ class MemListener:
 
         for members in groups.values():
             schema = members[0][2]
-            json_schema = op_list_schema(schema) if self.constrained else None
+            json_schema = op_list_schema(schema, max_ops=self.max_ops) if self.constrained else None
             prompts = [m[4] for m in members]
             start = time.perf_counter()
             try:

