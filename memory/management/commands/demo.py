@@ -17,6 +17,7 @@ import logging
 import time
 from pathlib import Path
 
+import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.test import Client
@@ -37,8 +38,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--conversation", default=str(CONVERSATION), help="conversation JSON to ingest")
         parser.add_argument("--no-answers", action="store_true", help="build contexts only, skip /answer")
+        parser.add_argument(
+            "--url",
+            default="",
+            help="talk HTTP to a running server (make stack) instead of calling the views in process; "
+            "the database settings must point at the same database",
+        )
+        parser.add_argument("--wait", type=float, default=600.0, help="with --url: seconds to wait per batch")
 
-    def handle(self, *args, conversation, no_answers, **options):
+    def handle(self, *args, conversation, no_answers, url, wait, **options):
         data = json.loads(Path(conversation).read_text())
         for name in QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR if name == "grpc" else logging.WARNING)
@@ -59,7 +67,8 @@ class Command(BaseCommand):
         if old is not None:
             subject_erase(subject=old, erased_by="demo restart")
             self.stdout.write(f"(erased the previous demo subject {external_id!r}; a tombstone remains)")
-        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {raw_key}", HTTP_HOST="127.0.0.1")
+        self.client = Api(raw_key, url)
+        self.wait = wait
         self.base = f"/v1/subjects/{external_id}"
 
         self.ingest(data, tenant, external_id)
@@ -92,23 +101,21 @@ class Command(BaseCommand):
                     batch = []
         self.stdout.write(self.style.HTTP_INFO("\n-> flushing the last partial window"))
         started = time.perf_counter()
-        response = self.client.post(f"{self.base}/flush", content_type="application/json")
-        self.check_response(response, 202)
+        self.check_response(self.client.post(f"{self.base}/flush"), 202)
+        self.wait_idle()
         self.report_changes(tenant, external_id, last_op, time.perf_counter() - started)
         subject = Subject.objects.get(tenant=tenant, external_id=external_id)
-        status = self.client.get(f"{self.base}/ingest").json()
+        status = self.check_response(self.client.get(f"{self.base}/ingest"), 200)
         self.say(f"Final tree (version {subject.head_version}, as the API returns it to a read key)")
-        tree = self.client.get(f"{self.base}/tree").json()
+        tree = self.check_response(self.client.get(f"{self.base}/tree"), 200)
         for path, value in tree["tree"].items():
             self.stdout.write(f"  {path}: {value}")
         self.stdout.write(f"ingest status: {json.dumps(status.get('chunks', status))}")
 
     def post_batch(self, batch, tenant, external_id, last_op) -> int:
         started = time.perf_counter()
-        response = self.client.post(
-            f"{self.base}/messages", data={"messages": batch}, content_type="application/json"
-        )
-        body = self.check_response(response, 202)
+        body = self.check_response(self.client.post(f"{self.base}/messages", {"messages": batch}), 202)
+        self.wait_idle()
         self.stdout.write(
             self.style.HTTP_INFO(
                 f"\n-> POST {len(batch)} messages: {len(body['accepted'])} accepted, "
@@ -141,20 +148,11 @@ class Command(BaseCommand):
         for q in questions:
             endpoint = "answer" if answers else "context"
             self.say(f"Q ({q['mode']}): {q['query']}")
-            response = self.client.post(
-                f"{self.base}/{endpoint}",
-                data={"query": q["query"], "mode": q["mode"]},
-                content_type="application/json",
-            )
-            if response.status_code != 200 and answers:
-                self.stdout.write(
-                    self.style.WARNING(f"   /answer failed ({response.json()}); showing /context")
-                )
-                response = self.client.post(
-                    f"{self.base}/context",
-                    data={"query": q["query"], "mode": q["mode"]},
-                    content_type="application/json",
-                )
+            payload = {"query": q["query"], "mode": q["mode"]}
+            response = self.client.post(f"{self.base}/{endpoint}", payload)
+            if response[0] != 200 and answers:
+                self.stdout.write(self.style.WARNING(f"   /answer failed ({response[1]}); showing /context"))
+                response = self.client.post(f"{self.base}/context", payload)
             body = self.check_response(response, 200)
             router = body.get("router") or {}
             self.stdout.write(f"   router: {body['mode_used']} ({router.get('reason')})")
@@ -173,17 +171,51 @@ class Command(BaseCommand):
             self.stdout.write(f"   timings: {body['timings_ms']}")
 
     # --- helpers --------------------------------------------------------------------------------
-    def check_response(self, response, expected: int) -> dict:
-        if response.status_code != expected:
-            raise CommandError(
-                f"{response.request['PATH_INFO']} -> {response.status_code}: {response.content[:500]!r}"
-            )
-        return response.json()
+    def check_response(self, response: tuple[int, dict], expected: int) -> dict:
+        status, body = response
+        if status != expected:
+            raise CommandError(f"expected HTTP {expected}, got {status}: {json.dumps(body)[:500]}")
+        return body
+
+    def wait_idle(self) -> None:
+        """With a real worker (--url), wait until the subject has no pending or processing chunk."""
+        if not self.client.remote:
+            return  # eager Celery: the chunks were applied inside the request
+        deadline = time.monotonic() + self.wait
+        while time.monotonic() < deadline:
+            chunks = self.check_response(self.client.get(f"{self.base}/ingest"), 200).get("chunks", {})
+            if not chunks.get("pending") and not chunks.get("processing"):
+                return
+            time.sleep(0.5)
+        raise CommandError(f"chunks still pending after {self.wait:.0f} s: is the Celery worker running?")
 
     def say(self, title: str, *lines: str) -> None:
         self.stdout.write(self.style.MIGRATE_HEADING(f"\n== {title}"))
         for line in lines:
             self.stdout.write(f"   {line}")
+
+
+class Api:
+    """The same calls in process (Django test client, eager Celery) or over HTTP (``--url``)."""
+
+    def __init__(self, raw_key: str, url: str = "") -> None:
+        self.remote = bool(url)
+        headers = {"Authorization": f"Bearer {raw_key}"}
+        if url:
+            self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=600.0)
+        else:
+            self.local = Client(HTTP_AUTHORIZATION=headers["Authorization"], HTTP_HOST="127.0.0.1")
+
+    def post(self, path: str, payload: dict | None = None) -> tuple[int, dict]:
+        if self.remote:
+            r = self.http.post(path, json=payload or {})
+            return r.status_code, r.json()
+        r = self.local.post(path, data=payload or {}, content_type="application/json")
+        return r.status_code, r.json()
+
+    def get(self, path: str) -> tuple[int, dict]:
+        r = self.http.get(path) if self.remote else self.local.get(path)
+        return r.status_code, r.json()
 
 
 def describe_backend(cfg: dict) -> str:
