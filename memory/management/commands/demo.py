@@ -161,8 +161,9 @@ class Command(BaseCommand):
             )
             for ev in body.get("evidence", [])[:3]:
                 text = ev.get("text", "").replace("\n", " ")[:110]
+                src = ev.get("source") or {}
                 self.stdout.write(
-                    f"   evidence {ev.get('score', 0):.3f} seq {ev.get('start_seq')}-{ev.get('end_seq')}: {text}"
+                    f"   evidence {ev.get('score', 0):.3f} msgs {src.get('start_seq')}-{src.get('end_seq')}: {text}"
                 )
             for notice in body.get("notices", []):
                 self.stdout.write(self.style.WARNING(f"   note: {notice}"))
