@@ -188,6 +188,9 @@ class EvidenceIndex:
                     f"collection {self.collection!r} has dim {have}, embedder has {self.dim}: "
                     "use another PERSONATREE_MILVUS_COLLECTION or re-index"
                 )
+            # A collection reopened from disk (or released by another client) is not searchable
+            # until loaded; loading an already loaded collection is a no-op.
+            c.load_collection(self.collection)
             return
         s = c.create_schema(auto_id=False, enable_dynamic_field=False)
         s.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
