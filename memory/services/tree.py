@@ -33,6 +33,7 @@ from datetime import datetime
 
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memory import selectors
@@ -41,6 +42,7 @@ from memory.engine.ops import Op, OpType
 from memory.engine.tree import Tree, apply, changes_to_ops, diff
 from memory.models import Chunk, OpRecord, Subject, TreeVersion
 from memory.services import NotFoundError, ServiceError, VersionConflict
+from memory.services.tree_writes import single_statement_writes, write_apply
 from memory.signals import ops_pending_review, version_applied
 
 logger = logging.getLogger(__name__)
@@ -123,18 +125,25 @@ class ApplyOutcome:
         return self.applied + self.rejected + self.pending_review
 
 
-def lock_subject(subject: Subject | int, *, chunk_id: int | None = None) -> Subject:
+def lock_subject(subject: Subject | int, *, chunk_id: int | None = None, reserve_version_id: bool = False):
     """Re-read the subject with ``FOR UPDATE`` (only its own row) and its head and tenant loaded.
 
     With ``chunk_id`` the chunk's status (None if it is not this subject's) comes back in the same
     query as ``locked.source_chunk_status``. Chunks are only marked applied under this lock, so the
-    status read here cannot change before the transaction ends.
+    status read here cannot change before the transaction ends. With ``reserve_version_id`` (on
+    PostgreSQL) the same query also draws the next TreeVersion id as ``locked.next_version_id``, so
+    all writes of an apply fit in one statement; an unused id is a harmless gap in the sequence.
     """
     pk = subject.pk if isinstance(subject, Subject) else subject
     qs = Subject.objects.select_for_update(of=("self",)).select_related("tenant", "head").filter(pk=pk)
     if chunk_id is not None:
         status = Chunk.objects.filter(pk=chunk_id, subject_id=OuterRef("pk")).values("status")[:1]
         qs = qs.annotate(source_chunk_status=Subquery(status))
+    if reserve_version_id and single_statement_writes():
+        seq = "nextval(pg_get_serial_sequence(%s, %s))"
+        qs = qs.annotate(
+            next_version_id=RawSQL(seq, (TreeVersion._meta.db_table, TreeVersion._meta.pk.column))
+        )
     try:  # get(), not first(): no ORDER BY in the locking query
         locked = qs.get()
     except Subject.DoesNotExist as exc:
@@ -157,26 +166,34 @@ def tree_apply_ops(
     ops = tuple(ops)
     if not all(isinstance(op, Op) for op in ops):
         raise ServiceError("ops must be engine Op objects.", field="ops")
-    with transaction.atomic():
-        chunk_id = source.chunk_id if source is not None else None
-        locked = lock_subject(subject, chunk_id=chunk_id)
-        if chunk_id is not None:
-            if locked.source_chunk_status is None:
-                raise ServiceError("The source chunk does not belong to this subject.", field="source")
-            if locked.source_chunk_status == Chunk.Status.APPLIED:
-                return _replayed(locked, Chunk.objects.select_related("produced_version").get(pk=chunk_id))
-        outcome = _apply_locked(
-            locked,
-            base_version=base_version,
-            ops=ops,
-            actor=actor,
-            source=source,
-            chunk_id=chunk_id,
-            parse_errors=tuple(parse_errors),
-            created_by=created_by,
-            note=note,
-            review=actor.reviewable,
-        )
+    chunk_id = source.chunk_id if source is not None else None
+    # No savepoint inside a caller's transaction (two round trips saved). Refusals are returned out
+    # of the block, not raised in it, so they leave the caller's transaction usable; they happen
+    # before any write. A database error while writing does doom the caller's transaction.
+    with transaction.atomic(savepoint=False):
+        locked = lock_subject(subject, chunk_id=chunk_id, reserve_version_id=True)
+        refusal, outcome = None, None
+        if chunk_id is not None and locked.source_chunk_status is None:
+            refusal = ServiceError("The source chunk does not belong to this subject.", field="source")
+        elif chunk_id is not None and locked.source_chunk_status == Chunk.Status.APPLIED:
+            outcome = _replayed(locked, Chunk.objects.select_related("produced_version").get(pk=chunk_id))
+        elif base_version != locked.head_version:
+            refusal = VersionConflict(locked.head_version, base_version)
+        else:
+            outcome = _apply_locked(
+                locked,
+                base_version=base_version,
+                ops=ops,
+                actor=actor,
+                source=source,
+                chunk_id=chunk_id,
+                parse_errors=tuple(parse_errors),
+                created_by=created_by,
+                note=note,
+                review=actor.reviewable,
+            )
+    if refusal is not None:
+        raise refusal
     _refresh_caller(subject, outcome)
     return outcome
 
@@ -333,7 +350,18 @@ def _apply_locked(
             if actor.kind == "admin"
             else TreeVersion.CreatedBy.IMPORT
         )
-    version = write_version(locked, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
+    version = None
+    if new_tree != tree:
+        version = TreeVersion(
+            id=getattr(locked, "next_version_id", None),
+            subject_id=locked.pk,
+            number=locked.head_version + 1,
+            snapshot=new_tree.to_dict(),
+            parent_id=locked.head_id,
+            created_by=created_by,
+            chunk_id=chunk_id,
+            note=note[:500],
+        )
 
     batch = uuid.uuid4()
     common = {
@@ -392,12 +420,7 @@ def _apply_locked(
     records = applied + rejected + pending
     for position, record in enumerate(records):
         record.position = position
-    OpRecord.objects.bulk_create(records)
-
-    if chunk_id is not None:
-        Chunk.objects.filter(pk=chunk_id).update(
-            status=Chunk.Status.APPLIED, produced_version=version, last_error="", updated_at=timezone.now()
-        )
+    write_apply(locked, version, chunk_id, records)
     schedule_follow_up(locked.pk, version, chunk_id, [r.pk for r in pending])
     return ApplyOutcome(
         version=version,

@@ -208,19 +208,24 @@ def test_revert_to_foreign_version_is_refused(subject, admin_user):
     assert selectors.tree_current(subject).to_dict() == {}
 
 
+@pytest.mark.django_db(transaction=True)
 def test_failure_inside_transaction_leaves_no_partial_version(subject, monkeypatch):
+    """All writes have run when the failure hits (scheduling the follow-up comes last): a real rollback."""
+    from memory.services import tree as tree_service
+
     chunk = ChunkFactory(subject=subject)
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(OpRecord.objects, "bulk_create", boom)
+    monkeypatch.setattr(tree_service, "schedule_follow_up", boom)
     with pytest.raises(RuntimeError):
         apply_chunk(subject, [Op.add(ROLE, "nurse")], chunk=chunk)
     monkeypatch.undo()
     fresh = type(subject).objects.get(pk=subject.pk)
     assert fresh.head_version == 0 and fresh.head_id is None
     assert not TreeVersion.objects.filter(subject=subject).exists()
+    assert not OpRecord.objects.filter(subject=subject).exists()
     chunk.refresh_from_db()
     assert chunk.status == Chunk.Status.PENDING
 
