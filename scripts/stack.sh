@@ -4,7 +4,7 @@
 # from Procfile.stack. Wiring: docker/stack.env (every value overridable from the environment).
 #
 #   scripts/stack.sh up      start in the background, wait until every tier answers
-#   scripts/stack.sh demo    run scripts/demo.py against the running stack
+#   scripts/stack.sh demo    run `manage.py demo` over HTTP against the running stack
 #   scripts/stack.sh down    stop the stack (honcho stops each process group)
 #   scripts/stack.sh run     foreground (Ctrl-C stops everything)
 #   scripts/stack.sh status  which tiers answer
@@ -156,10 +156,11 @@ cmd_down() {
   log "stopped"
 }
 
+# The same demo as `make demo`, over HTTP against the running stack (it also reads the stack's
+# database directly to print the op log, hence the stack's own environment).
 cmd_demo() {
   running || die "the stack is not running: scripts/stack.sh up"
-  [[ -f scripts/demo.py ]] || die "scripts/demo.py is not there yet"
-  "$PY" scripts/demo.py "$@"
+  "$PY" manage.py demo --url "http://127.0.0.1:$STACK_WEB_PORT" "$@"
 }
 
 case "${1:-}" in

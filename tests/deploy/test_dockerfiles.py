@@ -166,3 +166,15 @@ def test_hadolint_passes():
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_cpu_image_bakes_the_model_where_its_serve_config_loads_it():
+    path = DOCKER_DIR / "memlistener-cpu.Dockerfile"
+    output = re.search(r"serving\.models assemble[^&]*--output\s+(\S+)", _runs(path))
+    assert output, "the CPU image does not assemble the local model"
+    workdir = [x["value"] for x in _final_stage(path) if x["instruction"] == "WORKDIR"][-1]
+    config = yaml.safe_load((ROOT / _cmd(path)[2]).read_text())
+    for app in config["applications"]:
+        model_path = AppConfig.model_validate(app.get("args") or {}).engine.model_path
+        resolved = model_path if model_path.startswith("/") else f"{workdir.rstrip('/')}/{model_path}"
+        assert resolved == output.group(1), f"config loads {resolved}, the image writes {output.group(1)}"

@@ -217,6 +217,14 @@ def test_messages_flow_through_worker_and_memlistener_into_a_tree_version(stack)
 
 
 @pytest.mark.integration
+def test_make_demo_runs_against_the_stack(stack):
+    proc = _stack("demo", "--no-answers", "--wait", "120", env=stack, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Final tree" in proc.stdout
+    assert f"redis://127.0.0.1:6379/{stack['STACK_REDIS_DB']}" in proc.stdout  # a real broker, not eager
+
+
+@pytest.mark.integration
 def test_down_stops_every_process(stack):
     pidfile = os.path.join(stack["STACK_DIR"], "honcho.pid")
     pid = int(open(pidfile).read())
