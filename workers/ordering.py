@@ -5,10 +5,12 @@ Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
 - **Head of line.** Only a subject's *oldest open* chunk (open = pending, processing or
   failed) can be claimed, so chunk t+1 never runs while chunk t is unapplied; a failed chunk
   blocks its subject until it is re-queued (T_t needs T_{t-1}).
-- **Claim = compare-and-set.** ``UPDATE chunk SET status='processing', attempts=attempts+1
-  WHERE id=? AND status=<seen> AND attempts=<seen> AND <no older open chunk>``. Exactly one
-  concurrent claimant gets the row; the others update 0 rows. ``attempts`` after the claim is
-  the **fencing token**.
+- **Claim.** On PostgreSQL: ``SELECT ... FOR UPDATE SKIP LOCKED`` of the ready head-of-line
+  rows, then one ``UPDATE ... SET status='processing', attempts=attempts+1`` for the chosen
+  ones, in one transaction (concurrent claimants skip each other's rows instead of waiting).
+  Elsewhere (SQLite): a compare-and-set per row, ``UPDATE ... WHERE id=? AND status=<seen>
+  AND attempts=<seen> AND <no older open chunk>``; exactly one claimant updates the row.
+  ``attempts`` after the claim is the **fencing token**.
 - **Lease expiry.** A chunk left ``processing`` by a dead worker is re-claimable once
   ``updated_at`` is older than ``CHUNK_LEASE_SECONDS`` (the claim bumps the token).
 - **Fenced apply.** The result is applied through ``tree_apply_ops`` (which locks the subject
@@ -16,9 +18,9 @@ Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
   worker re-checks its token, so a worker whose lease was taken over rolls back instead of
   writing. ``tree_apply_ops`` is idempotent per chunk, so a chunk is applied at most once.
 
-Nothing here needs ``SELECT ... FOR UPDATE`` or advisory locks to be correct: on SQLite
-(the embedded demo), where row locks do not exist, the single writer lock serialises the
-compare-and-set statements and the protocol stays safe.
+Correctness does not depend on row locks or advisory locks: on SQLite (the embedded demo),
+which has neither, the single writer lock serialises the compare-and-set statements and the
+protocol stays safe; row locks on Postgres only make claiming cheaper under contention.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
@@ -84,18 +87,61 @@ def chunks_claim(
 ) -> list[Claim]:
     """Claim up to ``limit`` chunks, at most one per subject, oldest first."""
     now = now or timezone.now()
-    candidates = list(
-        ready_chunks(now=now, exclude_subjects=exclude_subjects, tenant_id=tenant_id).values_list(
-            "id", "subject_id", "status", "attempts", "start_seq", "end_seq"
-        )[: max(limit * 2, limit + 4)]
+    if connection.features.has_select_for_update_skip_locked:
+        return _claim_skip_locked(
+            limit=limit, exclude_subjects=exclude_subjects, tenant_id=tenant_id, now=now
+        )
+    return _claim_cas(limit=limit, exclude_subjects=exclude_subjects, tenant_id=tenant_id, now=now)
+
+
+def _one_per_subject(rows, limit: int, exclude_subjects: Collection[int]) -> list[tuple]:
+    chosen, seen = [], set(exclude_subjects)
+    for row in rows:
+        if row[1] not in seen:
+            seen.add(row[1])
+            chosen.append(row)
+            if len(chosen) >= limit:
+                break
+    return chosen
+
+
+COLUMNS = ("id", "subject_id", "status", "attempts", "start_seq", "end_seq")
+
+
+def _claim_skip_locked(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
+    """PostgreSQL: lock the candidates (``FOR UPDATE SKIP LOCKED``) and claim them in one UPDATE.
+
+    Rows another claimant holds are skipped, not waited for; the row conditions (status, lease)
+    are re-checked by Postgres on the locked rows, so a row we get is ours until commit.
+    """
+    with transaction.atomic():
+        rows = list(
+            ready_chunks(now=now, exclude_subjects=exclude_subjects, tenant_id=tenant_id)
+            .select_for_update(skip_locked=True, of=("self",))
+            .values_list(*COLUMNS)[: max(limit * 2, limit + 4)]
+        )
+        chosen = _one_per_subject(rows, limit, exclude_subjects)
+        if chosen:
+            Chunk.objects.filter(pk__in=[r[0] for r in chosen]).update(
+                status=Chunk.Status.PROCESSING, attempts=F("attempts") + 1, updated_at=now
+            )
+    return [Claim(r[0], r[1], r[3] + 1, r[4], r[5]) for r in chosen]
+
+
+def _claim_cas(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
+    """Portable path (SQLite has no row locks): one compare-and-set UPDATE per candidate."""
+    rows = list(
+        ready_chunks(now=now, exclude_subjects=exclude_subjects, tenant_id=tenant_id).values_list(*COLUMNS)[
+            : max(limit * 2, limit + 4)
+        ]
     )
     expired = now - timedelta(seconds=lease_seconds())
     claims: list[Claim] = []
-    seen_subjects: set[int] = set(exclude_subjects)
-    for chunk_id, subject_id, status, attempts, start_seq, end_seq in candidates:
+    seen: set[int] = set(exclude_subjects)
+    for chunk_id, subject_id, status, attempts, start_seq, end_seq in rows:
         if len(claims) >= limit:
             break
-        if subject_id in seen_subjects:
+        if subject_id in seen:
             continue
         cas = Chunk.objects.filter(pk=chunk_id, status=status, attempts=attempts).filter(
             ~Exists(_older_open())
@@ -103,7 +149,7 @@ def chunks_claim(
         if status == Chunk.Status.PROCESSING:
             cas = cas.filter(updated_at__lt=expired)
         if cas.update(status=Chunk.Status.PROCESSING, attempts=F("attempts") + 1, updated_at=now):
-            seen_subjects.add(subject_id)
+            seen.add(subject_id)
             claims.append(Claim(chunk_id, subject_id, attempts + 1, start_seq, end_seq))
     return claims
 

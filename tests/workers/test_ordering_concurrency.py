@@ -38,8 +38,11 @@ def run_threads(n: int, target) -> list[BaseException]:
     return errors
 
 
-def test_racing_claimants_get_each_chunk_once():
+@pytest.mark.parametrize("skip_locked", [True, False], ids=["skip-locked", "compare-and-set"])
+def test_racing_claimants_get_each_chunk_once(skip_locked, monkeypatch):
+    """Both claim paths: FOR UPDATE SKIP LOCKED (Postgres) and the portable compare-and-set (SQLite)."""
     assert connection.vendor == "postgresql"
+    monkeypatch.setattr(type(connection.features), "has_select_for_update_skip_locked", skip_locked)
     tenant = TenantFactory()
     for i in range(6):
         ingest_pairs(tenant, f"race{i}", 6)  # 2 chunks per subject

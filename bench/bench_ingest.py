@@ -1,0 +1,157 @@
+"""Ingestion backend benchmarks (PostgreSQL; not a timed test).
+
+What is measured: the dispatcher loop (:func:`workers.dispatcher.dispatch_round`) run in this
+process, one loop = one worker, against a scratch Postgres database (``bench_pt_ingest``,
+created and dropped here). The MemListener is the real in-process ``MemListener`` (prompt,
+parse, gate) on the **zero-latency stand-in engine** (``serving/engines/standin.py``, mode
+``derived``: one deterministic op per chunk, so every chunk writes a version). That is not a
+model: its time, and the listener's own prompt/parse/gate time, count as *model time*; the
+rest of a round -- claiming, loading subjects and messages, ``tree_apply_ops`` per chunk,
+commits -- is *backend time*.
+
+- ``ingest.backend_chunks_per_s``: chunks applied per second of wall time, zero-latency stand-in.
+- ``ingest.backend_ms_per_chunk``: median over rounds of backend time / chunks in the round.
+- ``ingest.claim_ms_per_chunk``, ``ingest.apply_ms_per_chunk``: the same split into claiming
+  (+ job building) and applying.
+- ``ingest.backend_share_at_500ms``: with the stand-in sleeping 500 ms per batch (a simulated
+  model), backend time / wall time over the whole run.
+- ``ingest.messages_ingest_ms``: median time of one ``messages_ingest`` call of 6 messages.
+
+Broker queue wait is not part of this in-process loop; the workers record it per task
+(``task_queue_wait_seconds`` in :mod:`workers.metrics`).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SCRATCH_DB = "bench_pt_ingest"
+SUBJECTS = 32
+CHUNKS_PER_SUBJECT = 12
+SLOW_SUBJECTS = 32
+SLOW_CHUNKS = 3
+BATCH = 16
+
+
+def _setup():
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "personatree_site.settings.test")
+    import django
+    from django.conf import settings
+
+    django.setup()
+    from django.db import connection
+
+    settings.PERSONATREE["EVIDENCE_INDEXING"] = False  # the recall benchmark measures indexing
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = SCRATCH_DB
+    old_name = connection.settings_dict["NAME"]
+    connection.settings_dict.setdefault("TEST", {})["NAME"] = SCRATCH_DB
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    return connection, old_name
+
+
+def _ingest(tenant, prefix: str, subjects: int, chunks: int) -> list[float]:
+    from memory.services.ingest import IncomingMessage, messages_ingest
+
+    times = []
+    for s in range(subjects):
+        for c in range(chunks):
+            msgs = []
+            for p in range(3):
+                i = c * 3 + p
+                msgs.append(
+                    IncomingMessage("user", f"I started learning skill {i} for my job as nurse {s}", f"u{i}")
+                )
+                msgs.append(IncomingMessage("assistant", f"Great, how is skill {i} going?", f"a{i}"))
+            started = time.perf_counter()
+            messages_ingest(tenant=tenant, external_id=f"{prefix}{s}", messages=msgs, enqueue=False)
+            times.append(time.perf_counter() - started)
+    return times
+
+
+def _loop(client, expected: int) -> tuple[float, list]:
+    from workers.dispatcher import dispatch_round
+
+    reports = []
+    started = time.perf_counter()
+    done = 0
+    while done < expected:
+        r = dispatch_round(client=client, max_jobs=BATCH, max_wait_ms=0, index=False)
+        if not r.claimed:
+            break
+        done += r.applied
+        reports.append(r)
+    return time.perf_counter() - started, reports
+
+
+def _measure() -> dict[str, dict]:
+    from memory.models import Chunk
+    from memory.services.subjects import tenant_create
+    from serving.client import InProcessClient
+    from serving.config import EngineConfig
+
+    tenant = tenant_create(name="bench-ingest")
+    ingest_times = _ingest(tenant, "fast", SUBJECTS, CHUNKS_PER_SUBJECT)
+    total = SUBJECTS * CHUNKS_PER_SUBJECT
+    assert Chunk.objects.filter(status="pending").count() == total
+    fast = InProcessClient(EngineConfig(kind="standin", standin_mode="derived"))
+    wall, reports = _loop(fast, total)
+    applied = sum(r.applied for r in reports)
+    if applied != total:
+        raise RuntimeError(f"only {applied}/{total} chunks applied")
+    per_chunk = [r.backend_s / r.claimed * 1000 for r in reports]
+    model_s = sum(r.model_s for r in reports)
+
+    slow_tenant = tenant_create(name="bench-ingest-500ms")
+    _ingest(slow_tenant, "slow", SLOW_SUBJECTS, SLOW_CHUNKS)
+    slow = InProcessClient(EngineConfig(kind="standin", standin_mode="derived", standin_latency_ms=500))
+    slow_wall, slow_reports = _loop(slow, SLOW_SUBJECTS * SLOW_CHUNKS)
+    slow_backend = sum(r.backend_s for r in slow_reports)
+    load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count() or 0} cores during the run"
+    return {
+        "ingest.backend_chunks_per_s": {
+            "value": round(applied / wall, 1),
+            "unit": "chunks/s",
+            "target": ">= 300",
+            "note": f"{SUBJECTS} subjects x {CHUNKS_PER_SUBJECT} chunks, batches of {BATCH}, one in-process "
+            f"dispatcher loop on Postgres, zero-latency stand-in engine (not a model; its + the listener's "
+            f"prompt/parse/gate time was {model_s / wall:.0%} of wall); {len(reports)} rounds in {wall:.2f}s; {load}",
+        },
+        "ingest.backend_ms_per_chunk": {
+            "value": round(statistics.median(per_chunk), 3),
+            "unit": "ms",
+            "target": None,
+            "note": "median over rounds of (round wall - MemListener call) / chunks: claim, load, apply, commit",
+        },
+        "ingest.backend_share_at_500ms": {
+            "value": round(slow_backend / slow_wall, 4),
+            "unit": "ratio",
+            "target": "<= 0.05",
+            "note": f"stand-in sleeping 500 ms per batch; {SLOW_SUBJECTS} subjects x {SLOW_CHUNKS} chunks, "
+            f"{len(slow_reports)} batches of <= {BATCH}; backend {slow_backend:.2f}s of {slow_wall:.2f}s wall; {load}",
+        },
+        "ingest.messages_ingest_ms": {
+            "value": round(statistics.median(ingest_times) * 1000, 3),
+            "unit": "ms",
+            "target": None,
+            "note": "one messages_ingest call of 6 messages (3 pairs): lock, dedupe, append, cut a chunk, commit",
+        },
+    }
+
+
+def run() -> dict[str, dict]:
+    connection, old_name = _setup()
+    try:
+        return _measure()
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+if __name__ == "__main__":
+    for name, row in run().items():
+        print(f"{name:34s} {row['value']:>10} {row['unit']:9s} target {row['target']}  -- {row['note']}")
