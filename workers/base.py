@@ -127,6 +127,8 @@ def send(task: Task, *args, tenant_id: int | None = None, countdown: float | Non
         task.apply_async(
             args=args, headers=headers, countdown=countdown, retry=True, retry_policy=PUBLISH_RETRY
         )
+    except Retry:  # eager mode only: the task asked to be retried; the next dispatch/sweep does it
+        logger.warning("%s%r will be retried by the next dispatch (eager mode)", task.name, args)
     except Exception:  # broker down, or an eager run that failed: never lose the caller's commit
         logger.exception(
             "could not run/publish %s%r; the periodic sweep will pick the work up", task.name, args
