@@ -13,7 +13,6 @@ Spec forms (the default for both is `local`, the settings' local GGUF):
 from __future__ import annotations
 
 from serving.client import ClientConfig, client_config_from_settings
-from serving.config import EngineConfig
 
 KINDS = ("local", "recorded", "openai", "ray", "standin")
 
@@ -59,10 +58,19 @@ def memlistener_config(spec: str | None) -> ClientConfig:
     return base.model_copy(update={"backend": "openai", "engine": engine})
 
 
-def responder_engine_config(spec: str | None, *, max_tokens: int = 128) -> EngineConfig:
-    """The responder's engine config (answers and the coverage judge). Ray is MemListener-only."""
-    kind, _ = parse_spec(spec)
+def responder_settings(spec: str | None, *, max_tokens: int = 48) -> dict:
+    """`settings.PERSONATREE` overrides that point the recall runtime's responder engine at `spec`."""
+    kind, rest = parse_spec(spec)
     if kind in ("ray", "standin"):
         raise EndpointError(f"the responder cannot be '{kind}' (MemListener only); use local/openai/recorded")
-    engine = memlistener_config(spec).engine
-    return engine.model_copy(update={"max_tokens": max_tokens})
+    out: dict = {"RESPONDER_BACKEND": kind, "RESPONDER_MAX_TOKENS": max_tokens}
+    if kind == "local" and rest:
+        out["LOCAL_MODEL_PATH"] = rest
+    elif kind == "recorded":
+        out["RESPONDER_RECORDING_PATH"] = rest
+    elif kind == "openai":
+        url, _, model = rest.partition("#")
+        out["OPENAI_BASE_URL"] = url
+        if model:
+            out["OPENAI_MODEL"] = model
+    return out

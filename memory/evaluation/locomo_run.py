@@ -5,7 +5,7 @@
 - Evidence recall@k (LLM-free): the question's subject is the speaker it names (else speaker_a);
   the ranked evidence units of the recall search are matched against the gold `dia_id`s mapped to
   the same pair units (`memory.recall.units`), scored by `memory.recall.metrics.evaluate_recall`.
-- QA per category and mode (optionally only the first `qa_limit` selected questions of each
+- QA per category and mode through the product's `answer_build` (optionally only the first `qa_limit` selected questions of each
   conversation — recall@k still covers all of them), scored by `scoring.score_locomo`; a question naming both or neither
   speaker reads both speakers' memory contexts. Questions whose gold evidence lies outside the
   ingested slice are left out and counted.
@@ -25,11 +25,11 @@ from memory.evaluation import pipeline
 from memory.evaluation.coverage import judge_coverage
 from memory.evaluation.datasets.locomo import CATEGORY_NAMES, LocomoConversation, load_locomo
 from memory.evaluation.metrics import Outcome, accuracy_table, distribution, op_stats, recall_section
-from memory.evaluation.scoring import score_locomo
+from memory.evaluation.scoring import is_abstention, score_locomo
 from memory.recall.metrics import RecallQuestion, evaluate_recall
 
 MODES = ("no_memory", "tree_only", "tree_router", "tree_agentic")
-TREE_MODES = {"tree_only": "fast", "tree_router": "router", "tree_agentic": "agentic"}
+TREE_MODES = {"tree_only": "fast", "tree_router": "auto", "tree_agentic": "deep"}  # context_build modes
 QA_SYSTEM = (
     "You answer a question about a person using only the memory given below. Answer with a short "
     "phrase (a few words, a date or a name). If the memory does not contain the answer, reply "
@@ -67,6 +67,7 @@ def run_locomo(
     qa: bool = True,
     qa_limit: int | None = None,
     coverage: bool = True,
+    ingest_only: bool = False,
     progress=None,
 ) -> dict:
     unknown = set(modes) - set(MODES)
@@ -102,6 +103,19 @@ def run_locomo(
             bar.update(1)
     if bar:
         bar.close()
+
+    run_info = {
+        "conversations": sorted(convs),
+        "speakers": list(speakers) if speakers else "both",
+        "sessions": max_sessions or "all",
+    }
+    if ingest_only:
+        return {
+            "title": "LoCoMo ingestion",
+            "benchmark": "locomo",
+            "ingestion": ingestion,
+            "run": {**run_info, "phase": "ingest only"},
+        }
 
     recall_qs, retrieved, turn_to_unit = [], {}, {}
     outcomes = {m: [] for m in modes}
@@ -175,9 +189,7 @@ def run_locomo(
         "retrieval_items": retrieval_items,
         "ingestion": ingestion,
         "run": {
-            "conversations": sorted(convs),
-            "speakers": list(speakers) if speakers else "both",
-            "sessions": max_sessions or "all",
+            **run_info,
             "questions_outside_slice": excluded,
             "modes": list(modes) if qa else [],
             "ks": list(ks),
@@ -200,26 +212,30 @@ def run_locomo(
 
 
 def _answer(ctx, conv: LocomoConversation, q, qid: str, mode: str, subjects: list, outcomes, tokens) -> dict:
-    parts, n_tokens, versions = [], 0, []
-    if mode != "no_memory":
+    """no_memory: the responder alone. Tree modes: the product's `answer_build` per subject read; with two
+    subjects (a question about both speakers or neither) the first reply that does not abstain counts."""
+    versions, n_tokens, replies, error = [], 0, [], None
+    if mode == "no_memory":
+        reply = ctx.responder.ask(QA_SYSTEM, qa_user_prompt("", q.question), None, key=f"locomo|{qid}|{mode}")
+        replies, error = [reply.text], reply.error
+    else:
         for subject in subjects:
-            built = pipeline.memory_context(ctx=ctx, subject=subject, query=q.question, mode=TREE_MODES[mode])
-            speaker = subject.external_id.rsplit(":", 1)[-1]
-            parts.append(f"[{speaker}]\n{built.text}" if len(subjects) > 1 else built.text)
-            n_tokens += built.token_count
-            versions.append(built.tree_version)
-    reply = ctx.responder.ask(
-        QA_SYSTEM, qa_user_prompt("\n\n".join(parts), q.question), None, key=f"locomo|{qid}|{mode}"
-    )
-    scored = score_locomo(None if reply.error else reply.text, q)
+            out = pipeline.answer(ctx=ctx, subject=subject, query=q.question, mode=TREE_MODES[mode])
+            replies.append(out["answer"])
+            error = error or out["error"]
+            n_tokens += out["tokens"]
+            versions.append(out["version"])
+    usable = [r for r in replies if r and r.strip()]
+    text = next((r for r in usable if not is_abstention(r)), usable[0] if usable else None)
+    scored = score_locomo(text, q)
     outcomes[mode].append(Outcome(q.category_name, scored.correct, failed=scored.failed, score=scored.score))
     tokens[mode].append(n_tokens)
     return {
         "qid": qid,
         "category": q.category_name,
         "mode": mode,
-        "answer": reply.text,
-        "error": reply.error,
+        "answer": text,
+        "error": error,
         "score": scored.score,
         "correct": scored.correct,
         "context_tokens": n_tokens,

@@ -22,7 +22,7 @@ from memory.evaluation.responder import MC_JSON_SCHEMA, MC_SYSTEM, mc_user_promp
 from memory.evaluation.scoring import extract_choice
 
 MODES = ("no_memory", "full_history", "tree_only", "tree_router", "tree_agentic")
-TREE_MODES = {"tree_only": "fast", "tree_router": "router", "tree_agentic": "agentic"}
+TREE_MODES = {"tree_only": "fast", "tree_router": "auto", "tree_agentic": "deep"}  # context_build modes
 
 
 def history_text(messages: Sequence[dict], budget_tokens: int) -> tuple[str, bool]:

@@ -13,16 +13,14 @@ from dataclasses import dataclass, field
 from memory.engine.render import render
 from memory.evaluation import store
 from memory.evaluation.counting import CountingClient
-from memory.evaluation.endpoints import memlistener_config, responder_engine_config
+from memory.evaluation.endpoints import memlistener_config, responder_settings
 from memory.evaluation.responder import ANSWER_PROMPT_VERSION, Responder
 from memory.evaluation.results import provenance
 from memory.models import Message, Subject, Tenant
 from memory.recall.units import UnitTurn, pair_units, unit_index
-from memory.selectors import subject_schema, tree_current
-from memory.services.ingest import IncomingMessage, messages_ingest, subject_flush
+from memory.selectors import ALL_TIERS, subject_schema, tree_current
 from serving.client import build_client
 
-INGEST_BATCH = 200
 seq_by_key = store.seq_by_key
 
 
@@ -35,6 +33,7 @@ class RunContext:
     memlistener_spec: str
     responder_spec: str
     usage_path: str | None = None
+    token_budget: int = 1500
     notes: list[str] = field(default_factory=list)
 
 
@@ -50,9 +49,8 @@ def run_context(
     usage_path: str | None = None,
 ) -> RunContext:
     client = CountingClient(build_client(memlistener_config(memlistener)), record_path=record_memlistener)
-    resp = Responder(
-        responder_engine_config(responder, max_tokens=responder_max_tokens), record_path=record_responder
-    )
+    configure_responder(responder_settings(responder, max_tokens=responder_max_tokens))
+    resp = Responder(record_path=record_responder)
     tenant, reused = store.eval_tenant(tenant_name or f"eval-{run_id}", reuse=bool(tenant_name))
     ctx = RunContext(
         run_id=run_id,
@@ -70,6 +68,16 @@ def run_context(
     return ctx
 
 
+def configure_responder(overrides: dict) -> None:
+    """Point this process's recall runtime (answers, expansion, judge) at the run's responder."""
+    from django.conf import settings
+
+    from memory.recall import runtime
+
+    settings.PERSONATREE.update(overrides)
+    runtime.reset_runtime()
+
+
 @dataclass(frozen=True)
 class BuiltContext:
     text: str
@@ -77,45 +85,51 @@ class BuiltContext:
     tree_version: int | None
     mode_used: str
     evidence_seqs: tuple[int, ...] = ()
+    notices: tuple[str, ...] = ()
 
 
 def ingest_history(*, ctx: RunContext, history) -> Subject:
-    """Append the history's messages, close the last window, and process every chunk in this process."""
-    messages = [
-        IncomingMessage(
-            role=m.role,
-            content=m.content,
-            idempotency_key=m.idempotency_key,
-            ts=m.ts,
-            session_id=m.session_id,
-        )
-        for m in history.messages
-    ]
-    subject = None
-    for start in range(0, len(messages), INGEST_BATCH):
-        result = messages_ingest(
-            tenant=ctx.tenant,
-            external_id=history.external_id,
-            messages=messages[start : start + INGEST_BATCH],
-            enqueue=False,
-        )
-        subject = result.subject
-    if subject is None:
-        raise ValueError(f"history {history.external_id} has no messages")
-    subject_flush(subject=subject, enqueue=False)
-    process_pending(ctx=ctx, subject=subject)
+    """The backfill service's own import with in-process processing (MemListener client = ours, counting)."""
+    from memory.backfill.service import backfill_run
+
+    report = backfill_run(
+        tenant=ctx.tenant,
+        histories=[history],
+        total=1,
+        process=True,
+        client=ctx.client,
+        progress=False,
+        index=True,
+    )
+    if report.failed:
+        ctx.notes.append(f"{history.external_id}: {report.failed} chunk(s) failed after retries")
     if ctx.usage_path:
         ctx.client.save_usage(ctx.usage_path)
-    return Subject.objects.select_related("head", "tenant").get(pk=subject.pk)
+    subject = (
+        Subject.objects.select_related("head", "tenant")
+        .filter(tenant=ctx.tenant, external_id=history.external_id)
+        .first()
+    )
+    if subject is None:
+        raise ValueError(f"history {history.external_id} has no messages")
+    ensure_indexed(subject)
+    pending = subject.chunks.exclude(status="applied").count()
+    if pending:
+        ctx.notes.append(
+            f"{history.external_id}: {pending} chunk(s) not applied (MemListener unavailable or failing)"
+        )
+    return subject
 
 
-def process_pending(*, ctx: RunContext, subject: Subject) -> None:
-    """The ingestion path's own synchronous drain (rounds of claim -> MemListener -> apply -> index)."""
-    from workers.dispatcher import drain
+def ensure_indexed(subject: Subject) -> int:
+    """Upsert the subject's whole log into the evidence index with the recall package's own indexer.
 
-    report = drain(client=ctx.client, tenant_id=ctx.tenant.pk, index=True)
-    if report.transient and report.transient == report.claimed:
-        ctx.notes.append(f"{subject.external_id}: MemListener unavailable, chunks left pending")
+    The `version_applied` receiver normally did this already (upserts are idempotent); doing it here
+    also covers a reused tenant and deployments that switched the receiver off."""
+    from memory.recall.indexing import evidence_index_span
+
+    last = subject.messages.order_by("-seq").values_list("seq", flat=True).first()
+    return evidence_index_span(subject_id=subject.pk, start_seq=1, end_seq=last) if last else 0
 
 
 def chunk_ops_for(*, ctx: RunContext, subject: Subject):
@@ -148,13 +162,83 @@ def unit_map(subject: Subject, dia_keys: dict[str, str]) -> dict[str, int]:
 def retrieve(
     *, ctx: RunContext, subject: Subject, query: str, limit: int, as_of_seq: int | None = None
 ) -> list[int]:
-    raise NotImplementedError("wired once recall search service lands")
+    """LLM-free evidence ranking: the recall package's hybrid search (dense + BM25, RRF), no expansion.
+    Returns the ranked units' start seqs (the unit ids of `memory.recall.units`)."""
+    from memory.recall import runtime
+    from memory.recall.index import Scope
+    from memory.recall.search import search_many
+
+    scope = Scope(tenant_id=subject.tenant_id, subject_id=subject.pk, max_seq=as_of_seq)
+    (hits,) = search_many(
+        runtime.configured_index(),
+        runtime.configured_embedder(),
+        scope,
+        [query],
+        limit=limit,
+        method="hybrid",
+    )
+    return [h.start_seq for h in hits]
+
+
+def _as_of(subject: Subject, as_of_seq: int | None) -> int | None:
+    if as_of_seq is None:
+        return None
+    return store.version_as_of_seq(subject, as_of_seq) if as_of_seq >= 0 else 0
 
 
 def memory_context(
     *, ctx: RunContext, subject: Subject, query: str, mode: str, as_of_seq: int | None = None
 ) -> BuiltContext:
-    raise NotImplementedError("wired once context_build lands")
+    """`context_build` (fast / auto = router / deep = agentic) at the version that existed at `as_of_seq`.
+
+    The text handed to the responder is the service's own context: the rendered tree, then the
+    evidence lines in the order `answer_prompt` uses."""
+    from memory.services.query import context_build
+
+    built = context_build(
+        subject=subject,
+        query=query,
+        mode=mode,
+        as_of=_as_of(subject, as_of_seq),
+        token_budget=ctx.token_budget,
+        tiers=ALL_TIERS,
+    )
+    text = built["context"]["text"]
+    if built["evidence"]:
+        lines = [f"[{i}] {e['text']}" for i, e in enumerate(built["evidence"], 1)]
+        text = f"{text}\n\nConversation evidence:\n" + "\n".join(lines)
+    return BuiltContext(
+        text=text,
+        token_count=int(built["tokens"]),
+        tree_version=built["version"],
+        mode_used=built["mode_used"],
+        evidence_seqs=tuple(e["source"]["start_seq"] for e in built["evidence"]),
+        notices=tuple(built["notices"]),
+    )
+
+
+def answer(*, ctx: RunContext, subject: Subject, query: str, mode: str, as_of_seq: int | None = None) -> dict:
+    """`answer_build` (the product's answer path). A failed responder call comes back as `error`."""
+    from memory.services.query import ModelUnavailable, answer_build
+
+    try:
+        out = answer_build(
+            subject=subject,
+            query=query,
+            mode=mode,
+            as_of=_as_of(subject, as_of_seq),
+            token_budget=ctx.token_budget,
+            tiers=ALL_TIERS,
+        )
+    except ModelUnavailable as exc:
+        return {"answer": None, "error": str(exc), "tokens": 0, "version": None, "mode_used": mode}
+    return {
+        "answer": out["answer"],
+        "error": None,
+        "tokens": int(out["tokens"]),
+        "version": out["version"],
+        "mode_used": out["mode_used"],
+    }
 
 
 def final_tree_text(subject: Subject) -> str:

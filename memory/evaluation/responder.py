@@ -16,8 +16,6 @@ import threading
 from pathlib import Path
 
 from memory.evaluation.coverage import Reply
-from serving.config import EngineConfig
-from serving.engines import build_engine
 from serving.engines.base import Prompt, turns_key
 
 ANSWER_PROMPT_VERSION = "eval-answer/1"
@@ -41,20 +39,23 @@ def mc_user_prompt(memory_text: str, question: str, options_block: str) -> str:
 
 
 class Responder:
-    def __init__(self, config: EngineConfig, *, record_path: str | Path | None = None) -> None:
-        self.config = config
+    """Calls the recall runtime's responder engine (the one `answer_build` and query expansion use),
+    so one model instance serves answers, expansion and the coverage judge."""
+
+    def __init__(self, *, record_path: str | Path | None = None) -> None:
         self.record_path = Path(record_path) if record_path else None
-        self._engine = None
         self._lock = threading.Lock()
         self.calls = 0
         self.failures = 0
 
     @property
     def engine(self):
-        with self._lock:
-            if self._engine is None:
-                self._engine = build_engine(self.config)
-            return self._engine
+        from memory.recall import runtime
+
+        engine, why = runtime.responder_engine()
+        if engine is None:
+            raise RuntimeError(why)
+        return engine
 
     @property
     def model_id(self) -> str:

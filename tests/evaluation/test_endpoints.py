@@ -1,6 +1,6 @@
 import pytest
 
-from memory.evaluation.endpoints import EndpointError, memlistener_config, parse_spec, responder_engine_config
+from memory.evaluation.endpoints import EndpointError, memlistener_config, parse_spec, responder_settings
 
 
 def test_parse_spec():
@@ -18,6 +18,11 @@ def test_configs(settings):
     c = memlistener_config("openai:http://h/v1#qwen")
     assert (c.backend, c.engine.base_url, c.engine.model) == ("openai", "http://h/v1", "qwen")
     assert memlistener_config("standin:derived").engine.standin_mode == "derived"
-    assert responder_engine_config("recorded:/r.jsonl", max_tokens=9).max_tokens == 9
+    assert responder_settings("recorded:/r.jsonl", max_tokens=9) == {
+        "RESPONDER_BACKEND": "recorded",
+        "RESPONDER_MAX_TOKENS": 9,
+        "RESPONDER_RECORDING_PATH": "/r.jsonl",
+    }
+    assert responder_settings("openai:http://h/v1#m")["OPENAI_MODEL"] == "m"
     with pytest.raises(EndpointError, match="MemListener only"):
-        responder_engine_config("ray:http://x")
+        responder_settings("ray:http://x")

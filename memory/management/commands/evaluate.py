@@ -40,6 +40,11 @@ class Command(BaseCommand):
         loc.add_argument("--no-qa", action="store_true", help="skip answering (recall@k and coverage only)")
         loc.add_argument("--qa-limit", type=int, help="answer only the first N questions per conversation")
         loc.add_argument("--no-coverage", action="store_true", help="skip the observation-coverage judge")
+        loc.add_argument(
+            "--ingest-only",
+            action="store_true",
+            help="build the trees and stop (re-run later with the same --tenant and --out for the rest)",
+        )
         pm = sub.add_parser(
             "personamem", help="PersonaMem: multiple-choice accuracy per question type and mode"
         )
@@ -114,6 +119,7 @@ class Command(BaseCommand):
                     ks=opts["k"],
                     qa=not opts["no_qa"],
                     qa_limit=opts["qa_limit"],
+                    ingest_only=opts["ingest_only"],
                     coverage=not opts["no_coverage"],
                     progress=progress,
                 )

@@ -1,0 +1,81 @@
+"""LoCoMo end to end on the project's tiny synthetic conversation, through the real pipeline:
+backfill -> versions -> evidence index -> recall search / answer_build / judge."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from memory.models import Subject
+from memory.recall.metrics import recall_at_k
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+
+
+def run(tmp_path, locomo_path, *extra):
+    empty = tmp_path / "no-replies.jsonl"  # a recording with no entries: every responder call fails
+    empty.write_text("")
+    out = tmp_path / "out"
+    call_command(
+        "evaluate",
+        "locomo",
+        "--data",
+        str(locomo_path),
+        "--memlistener",
+        "standin:derived",
+        "--responder",
+        f"recorded:{empty}",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--k",
+        "1",
+        "2",
+        "5",
+        *extra,
+    )
+    return out, json.loads((out / "results.json").read_text())
+
+
+def test_locomo_recall_qa_coverage(tmp_path, locomo_path):
+    out, res = run(tmp_path, locomo_path, "--modes", "no_memory", "tree_only")
+    tenant = res["provenance"]["tenant"]
+    assert sorted(Subject.objects.filter(tenant__name=tenant).values_list("external_id", flat=True)) == [
+        "tiny-1:Ana",
+        "tiny-1:Ben",
+    ]
+    # recall@k as the harness reports it equals recall@k recomputed from the ranked units it logged.
+    rows = [r for r in res["retrieval_items"] if r["gold_units"]]
+    assert len(rows) == 6 and res["retrieval"]["skipped_without_evidence"] == 1
+    for k in (1, 2, 5):
+        expected = sum(recall_at_k(r["retrieved"], r["gold_units"], k) for r in rows) / len(rows)
+        assert res["retrieval"]["overall"][f"recall@{k}"] == pytest.approx(expected, abs=1e-4)
+    at1 = [
+        r
+        for r in rows
+        if r["retrieved"][:1] and r["retrieved"][0] in r["gold_units"] and len(r["gold_units"]) == 1
+    ]
+    assert at1, "some single-evidence question is retrieved at rank 1"
+    assert res["retrieval"]["overall"]["recall@1"] >= len(at1) / len(rows) - 1e-4
+    # Every responder call failed: nothing is correct, not even an unanswerable question (no abstention).
+    for mode in ("no_memory", "tree_only"):
+        overall = res["modes"][mode]["accuracy"]["overall"]
+        assert overall["n"] == 7 and overall["correct"] == 0 and overall["failed"] == 7
+        assert res["modes"][mode]["accuracy"]["per_group"]["adversarial"]["correct"] == 0
+    assert res["coverage"]["tiny-1:Ana"] == {
+        "facts": 5,
+        "covered": 0,
+        "judge_failed": 5,
+        "coverage": 0.0,
+        "judge_prompt_version": "observation-judge/1",
+    }
+    ops = res["ingestion"]["tiny-1:Ana"]["ops"]
+    assert ops["chunks"] >= 1 and ops["schema_valid_rate"] == 1.0
+    assert (out / "recall_at_k.png").exists() and "Evidence recall@k" in (out / "results.md").read_text()
+
+
+def test_sessions_slice_drops_later_questions(tmp_path, locomo_path):
+    _, res = run(tmp_path, locomo_path, "--sessions", "1", "--speakers", "Ana", "--no-qa", "--no-coverage")
+    assert res["ingestion"]["tiny-1:Ana"]["messages"] == 6
+    assert res["run"]["questions_outside_slice"] == 2  # the two questions with session-2 evidence
+    assert "modes" not in res
