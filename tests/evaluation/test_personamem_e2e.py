@@ -94,3 +94,61 @@ def test_reused_tenant_is_not_sent_to_the_model_again(tmp_path, pm_questions_pat
     assert second["ingestion"]["ctx-mara"]["ops"] == first["ingestion"]["ctx-mara"]["ops"]
     assert any("reused tenant eval-reuse" in n for n in second["run"]["notes"])
     assert Subject.objects.filter(tenant__name="eval-reuse").count() == 2
+
+
+def scripted(tmp_path, replies):
+    """A responder recording whose replies are scripted by this test (not model output): they exercise
+    the option extraction and the arithmetic of the accuracy table."""
+    from serving.engines.base import turns_key
+
+    path = tmp_path / "scripted-replies.jsonl"
+    with path.open("w") as fh:
+        for key, text in replies.items():
+            entry = {
+                "key": turns_key([{"role": "user", "content": key}]),
+                "text": text,
+                "model_id": "scripted",
+            }
+            fh.write(json.dumps(entry) + "\n")
+    return path
+
+
+def test_accuracy_per_type_and_as_of_versions(tmp_path, pm_questions_path, pm_contexts_path):
+    replies = {
+        "personamem|q1|no_memory": '{"answer": "b"}',  # right
+        "personamem|q2|no_memory": "(c)",  # wrong
+        "personamem|q3|no_memory": "The answer is (c).",  # right
+        "personamem|q4|no_memory": "I cannot tell.",  # unreadable -> failed
+        # q5 has no reply at all -> failed call
+        **{f"personamem|q{i}|tree_only": '{"answer": "a"}' for i in range(1, 6)},
+    }
+    path = scripted(tmp_path, replies)
+    _, res = run(
+        tmp_path,
+        pm_questions_path,
+        pm_contexts_path,
+        "--responder",
+        f"recorded:{path}",
+        "--modes",
+        "no_memory",
+        "tree_only",
+    )
+    acc = res["modes"]["no_memory"]["accuracy"]
+    assert acc["overall"] == {"n": 5, "correct": 2, "failed": 2, "accuracy": 0.4}
+    assert acc["per_group"]["recall_user_shared_facts"] == {
+        "n": 2,
+        "correct": 1,
+        "failed": 1,
+        "accuracy": 0.5,
+    }
+    assert acc["per_group"]["recalling_the_reasons_behind_previous_updates"]["failed"] == 1
+    tree = res["modes"]["tree_only"]["accuracy"]
+    assert tree["overall"]["correct"] == 2 and tree["overall"]["failed"] == 0  # gold (a) for q2 and q5
+    rows = {i["question_id"]: i for i in res["items"] if i["mode"] == "tree_only"}
+    # The tree a question reads is the version that existed at its end index (chunks of 3 pairs after
+    # the system message: seqs 2..7, then 8..11): q1/q2 come before any chunk, q3 after the first.
+    assert rows["q1"]["tree_version"] == 0 and rows["q1"]["context_tokens"] == 0
+    assert rows["q2"]["tree_version"] == 0
+    assert rows["q3"]["tree_version"] == 1
+    mara = Subject.objects.get(tenant__name=res["provenance"]["tenant"], external_id="ctx-mara")
+    assert rows["q4"]["tree_version"] == mara.head_version >= rows["q3"]["tree_version"]
