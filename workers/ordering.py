@@ -177,3 +177,15 @@ def chunk_release(
         pk=claim.chunk_id, status=Chunk.Status.PROCESSING, attempts=claim.token
     ).update(**fields)
     return status if updated else ""
+
+
+def chunks_reclaim(*, tenant_id: int, before: datetime) -> int:
+    """Put the tenant's chunks left ``processing`` since before ``before`` back to ``pending`` now.
+
+    For a restarted synchronous backfill, which knows its previous run is gone. Safe even if a
+    live worker still holds one: the next claim bumps the token, so that worker's apply is
+    fenced off (or it applied first and the chunk is no longer claimable). Returns the count.
+    """
+    return Chunk.objects.filter(
+        subject__tenant_id=tenant_id, status=Chunk.Status.PROCESSING, updated_at__lt=before
+    ).update(status=Chunk.Status.PENDING)

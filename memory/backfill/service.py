@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.utils import timezone
 from tqdm import tqdm
 
 from memory.backfill.records import BackfillFormatError, SubjectHistory
@@ -52,6 +53,7 @@ class BackfillReport:
     failed: int = 0
     versions: int = 0
     model_calls: int = 0
+    reclaimed: int = 0  # chunks a killed earlier run had left in flight
     elapsed_s: float = 0.0
     dry_run: bool = False
     subject_ids: list[int] = field(default_factory=list)
@@ -146,16 +148,22 @@ def backfill_run(
     max_chunks_per_s: float | None = None,
     progress: bool = True,
     index: bool = True,
+    reclaim: bool = True,
 ) -> BackfillReport:
     """Import ``histories`` for ``tenant``; see the module docstring.
 
     ``client`` (a ``ListenerClient``) defaults to the settings' one; ``index=False`` skips queueing
-    evidence indexing of processed chunks.
+    evidence indexing of processed chunks. With ``process=True`` and ``reclaim=True`` chunks an
+    earlier, killed run left ``processing`` are taken back at once instead of after their lease
+    (safe: claims are fenced, see workers/ordering.py).
     """
     from workers.dispatcher import dispatch_round
+    from workers.ordering import chunks_reclaim
 
     report = BackfillReport(dry_run=dry_run)
     started = time.monotonic()
+    if process and reclaim and not dry_run:
+        report.reclaimed = chunks_reclaim(tenant_id=tenant.pk, before=timezone.now())
     pacer = Pacer(max_chunks_per_s)
     batch = int(settings.PERSONATREE["BATCH_MAX_JOBS"])
     if max_chunks_per_s:

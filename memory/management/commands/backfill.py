@@ -45,6 +45,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
         parser.add_argument(
+            "--no-reclaim",
+            action="store_true",
+            help="With --process: leave chunks a killed earlier run had in flight until their lease expires.",
+        )
+        parser.add_argument(
             "--no-index",
             action="store_true",
             help="With --process: do not queue evidence indexing (tests, benchmarks).",
@@ -74,6 +79,7 @@ class Command(BaseCommand):
                 max_chunks_per_s=opts["max_chunks_per_s"],
                 progress=not opts["no_progress"],
                 index=not opts["no_index"],
+                reclaim=not opts["no_reclaim"],
             )
         except BackfillFormatError as exc:
             raise CommandError(
@@ -86,6 +92,11 @@ class Command(BaseCommand):
             + (
                 f", applied {report.applied} ({report.failed} failed, {report.versions} versions)"
                 if opts["process"]
+                else ""
+            )
+            + (
+                f", took back {report.reclaimed} in-flight chunks of an earlier run"
+                if report.reclaimed
                 else ""
             )
             + f" in {report.elapsed_s:.1f}s"
