@@ -1,0 +1,87 @@
+"""Client selection from settings, and the Ray Serve HTTP client's error mapping (real local server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from serving.client import (
+    ClientConfig,
+    InProcessClient,
+    RayServeClient,
+    build_client,
+    client_config_from_settings,
+    get_listener_client,
+    reset_listener_clients,
+)
+from serving.protocol import ListenerBatchResult, ListenerResult
+from serving.testing import free_port
+from tests.serving.conftest import make_job
+
+
+def test_settings_select_the_backend(settings, tmp_path):
+    settings.PERSONATREE = {
+        **settings.PERSONATREE,
+        "MEMLISTENER_BACKEND": "standin",
+        "MEMLISTENER_STANDIN_MODE": "derived",
+    }
+    cfg = client_config_from_settings()
+    assert cfg.backend == "standin" and cfg.engine.standin_mode == "derived"
+    reset_listener_clients()
+    client = get_listener_client()
+    assert isinstance(client, InProcessClient) and client.engine_config.kind == "standin"
+    assert get_listener_client() is client
+    settings.PERSONATREE = {
+        **settings.PERSONATREE,
+        "MEMLISTENER_BACKEND": "ray",
+        "MEMLISTENER_URL": "http://127.0.0.1:1/x",
+    }
+    assert isinstance(get_listener_client(), RayServeClient)
+    reset_listener_clients()
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(ValueError):
+        ClientConfig(backend="magic")
+
+
+def test_in_process_client_runs_jobs(schema, chunks):
+    client = build_client(ClientConfig(backend="standin", engine={"standin_mode": "derived"}))
+    results = client.run([make_job(schema, c["turns"], job_id=f"j{i}") for i, c in enumerate(chunks)])
+    assert [r.job_id for r in results] == ["j0", "j1", "j2", "j3"]
+    assert all(r.error is None and r.model_id == "standin:derived" for r in results)
+    assert client.run([]) == []
+
+
+def test_in_process_client_reports_an_engine_that_cannot_start(schema, chunks, tmp_path):
+    client = build_client(ClientConfig(backend="local", engine={"model_path": str(tmp_path / "none.gguf")}))
+    res = client.run([make_job(schema, chunks[0]["turns"])])[0]
+    assert res.error and "unavailable" in res.error and res.retryable is True
+
+
+def test_ray_client_round_trip_and_error_mapping(http_server, schema, chunks):
+    jobs = [
+        make_job(schema, chunks[0]["turns"], job_id="a"),
+        make_job(schema, chunks[1]["turns"], job_id="b"),
+    ]
+    ok = ListenerBatchResult(results=[ListenerResult(job_id="a"), ListenerResult(job_id="b")]).model_dump(
+        mode="json"
+    )
+    http_server.reply(200, ok)
+    http_server.reply(503, {"error": "draining"})
+    http_server.reply(422, {"error": "invalid batch"})
+    http_server.reply(200, {"results": []})
+    client = RayServeClient(http_server.url + "/memlistener", timeout_s=5)
+    assert [r.job_id for r in client.run(jobs)] == ["a", "b"]
+    assert http_server.requests[0]["json"]["jobs"][0]["job_id"] == "a"
+    unavailable = client.run(jobs)
+    assert all(r.retryable and "503" in r.error for r in unavailable)
+    refused = client.run(jobs)
+    assert all(not r.retryable and "422" in r.error for r in refused)
+    mismatched = client.run(jobs)
+    assert all(r.retryable and "does not match" in r.error for r in mismatched)
+
+
+def test_ray_client_engine_down_is_retryable(schema, chunks):
+    client = RayServeClient(f"http://127.0.0.1:{free_port()}/memlistener", timeout_s=2)
+    res = client.run([make_job(schema, chunks[0]["turns"])])[0]
+    assert res.error and "unreachable" in res.error and res.retryable is True
