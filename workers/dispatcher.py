@@ -9,8 +9,8 @@ A round (:func:`dispatch_round`):
    messages; each job carries the tree at the subject's head version;
 3. **call** -- ``client.run(jobs)`` once (a transport exception counts as a retryable error of
    every job);
-4. **apply** -- each result through ``tree_apply_ops`` (fenced by the claim's token, see
-   :mod:`workers.ordering`), one transaction per chunk; evidence indexing of the chunk's
+4. **apply** -- each result through ``tree_apply_ops`` (at most once per chunk, on the head the
+   job saw; see :mod:`workers.ordering`), one transaction per chunk; evidence indexing of the chunk's
    messages is queued on commit (by the ``version_applied`` receiver, or here when the chunk
    produced no version). Errors release the chunk (``pending``, or ``failed`` after
    ``CHUNK_MAX_ATTEMPTS``), a version conflict re-queues it without counting an attempt.
@@ -35,7 +35,7 @@ from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, Source, tree_apply_ops
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
 from workers import metrics
-from workers.ordering import Claim, LeaseLost, chunk_release, chunks_claim, lease_held
+from workers.ordering import Claim, chunk_release, chunks_claim
 
 logger = logging.getLogger("personatree.dispatcher")
 
@@ -50,7 +50,7 @@ class RoundReport:
     retried: int = 0
     failed: int = 0
     conflicts: int = 0
-    lost: int = 0
+    replayed: int = 0  # already applied by another holder
     transient: int = 0  # results with a retryable model/transport error
     model_s: float = 0.0
     backend_s: float = 0.0
@@ -171,25 +171,23 @@ def apply_result(
                 source=Source(chunk_id=claim.chunk_id, start_seq=claim.start_seq, end_seq=claim.end_seq),
                 parse_errors=parse_errors,
             )
-            if not lease_held(claim):  # the chunk row is locked by tree_apply_ops: this check is final
-                raise LeaseLost(claim.chunk_id)
             if index and outcome.created and outcome.version is None:
                 _index_unversioned_on_commit(claim)
     except VersionConflict:
         report.conflicts += 1
         chunk_release(claim, count_attempt=False)
         return
-    except LeaseLost:
-        report.lost += 1
-        logger.warning("chunk %s: lease lost (token %s); result dropped", claim.chunk_id, claim.token)
-        return
     except (ServiceError, DatabaseError) as exc:
         status = chunk_release(claim, error=f"apply failed: {exc}", retryable=isinstance(exc, DatabaseError))
         report.failed += int(status == "failed")
         report.retried += int(status == "pending")
         return
+    if not outcome.created:  # another holder (our lease had expired) applied it first: nothing written
+        report.replayed += 1
+        logger.info("chunk %s was already applied (token %s); nothing written", claim.chunk_id, claim.token)
+        return
     report.applied += 1
-    report.versions += int(outcome.version is not None and outcome.created)
+    report.versions += int(outcome.version is not None)
     report.chunk_ids.append(claim.chunk_id)
 
 
@@ -247,7 +245,16 @@ def drain(
         rounds += 1
         if not report.claimed:
             break
-        for name in ("claimed", "applied", "versions", "retried", "failed", "conflicts", "lost", "transient"):
+        for name in (
+            "claimed",
+            "applied",
+            "versions",
+            "retried",
+            "failed",
+            "conflicts",
+            "replayed",
+            "transient",
+        ):
             setattr(total, name, getattr(total, name) + getattr(report, name))
         total.model_s += report.model_s
         total.backend_s += report.backend_s

@@ -13,10 +13,15 @@ Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
   ``attempts`` after the claim is the **fencing token**.
 - **Lease expiry.** A chunk left ``processing`` by a dead worker is re-claimable once
   ``updated_at`` is older than ``CHUNK_LEASE_SECONDS`` (the claim bumps the token).
-- **Fenced apply.** The result is applied through ``tree_apply_ops`` (which locks the subject
-  row and the chunk row and compare-and-swaps the head version); in the same transaction the
-  worker re-checks its token, so a worker whose lease was taken over rolls back instead of
-  writing. ``tree_apply_ops`` is idempotent per chunk, so a chunk is applied at most once.
+- **At-most-once apply.** ``tree_apply_ops`` locks the subject row and the chunk row, refuses a
+  stale base version (``VersionConflict``: the subject's head version is the fencing token of
+  the tree) and returns the stored outcome for a chunk that is already ``applied``. So a slow
+  worker whose lease was taken over either applies a result computed on the current head
+  (as valid as anyone's) or finds the chunk applied and writes nothing; a chunk is applied at
+  most once and never out of order (chunk t+1 cannot be claimed before t is applied).
+- **Fenced transitions.** Releasing a chunk (back to ``pending``, or ``failed``) is a
+  compare-and-set on ``status='processing' AND attempts=<token>``, so a stale holder never
+  re-queues or fails a chunk that someone else holds.
 
 Correctness does not depend on row locks or advisory locks: on SQLite (the embedded demo),
 which has neither, the single writer lock serialises the compare-and-set statements and the
@@ -37,10 +42,6 @@ from django.utils import timezone
 from memory.models import Chunk
 
 OPEN = (Chunk.Status.PENDING, Chunk.Status.PROCESSING, Chunk.Status.FAILED)
-
-
-class LeaseLost(Exception):
-    """Another worker took over the chunk (our lease expired); our result must not be written."""
 
 
 @dataclass(frozen=True)
@@ -152,11 +153,6 @@ def _claim_cas(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
             seen.add(subject_id)
             claims.append(Claim(chunk_id, subject_id, attempts + 1, start_seq, end_seq))
     return claims
-
-
-def lease_held(claim: Claim) -> bool:
-    """True while ``claim`` still owns its chunk. Call inside the apply transaction, after the row is locked."""
-    return Chunk.objects.filter(pk=claim.chunk_id, attempts=claim.token).exists()
 
 
 def chunk_release(

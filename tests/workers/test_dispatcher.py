@@ -110,7 +110,8 @@ def test_transport_exception_is_a_retryable_error_of_every_job(tenant):
     assert "connection refused" in Chunk.objects.first().last_error
 
 
-def test_expired_lease_is_reclaimed_and_the_old_holder_cannot_write(tenant, settings):
+@pytest.mark.parametrize("first", ["old", "new"])
+def test_expired_lease_is_reclaimed_and_the_chunk_is_applied_once(tenant, settings, first):
     settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_LEASE_SECONDS": 30}
     subject = ingest_pairs(tenant, "l", 3).subject
     [old] = chunks_claim(limit=5)
@@ -120,18 +121,22 @@ def test_expired_lease_is_reclaimed_and_the_old_holder_cannot_write(tenant, sett
     [new] = chunks_claim(limit=5, now=later)
     assert (new.chunk_id, new.token) == (old.chunk_id, old.token + 1)
     client = standin_client()
-    jobs, _ = build_jobs([old])
     from workers.dispatcher import RoundReport
 
-    stale = RoundReport()
-    apply_result(old, jobs[0], client.run(jobs)[0], stale, index=False)
-    assert stale.lost == 1 and stale.applied == 0
-    assert not TreeVersion.objects.filter(subject=subject).exists()
-    fresh = RoundReport()
-    jobs, _ = build_jobs([new])
-    apply_result(new, jobs[0], client.run(jobs)[0], fresh, index=False)
-    assert fresh.applied == 1
+    reports = {}
+    for claim in (old, new) if first == "old" else (new, old):
+        jobs, _ = build_jobs([claim])
+        reports[claim.token] = RoundReport()
+        apply_result(claim, jobs[0], client.run(jobs)[0], reports[claim.token], index=False)
+    winner, loser = (old, new) if first == "old" else (new, old)
+    assert reports[winner.token].applied == 1 and reports[loser.token].replayed == 1
     assert TreeVersion.objects.filter(subject=subject).count() == 1
+    assert OpRecord.objects.filter(subject=subject).values("batch").distinct().count() == 1
+    # the stale holder cannot fail or re-queue the chunk either
+    from workers.ordering import chunk_release
+
+    assert chunk_release(old, error="late error") == ""
+    assert Chunk.objects.get(pk=old.chunk_id).status == "applied"
 
 
 def test_version_conflict_requeues_without_failing(tenant):
