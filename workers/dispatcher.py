@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 from django.db.models import Q
 
 from memory.engine.ops import Op, OpError
@@ -162,17 +162,14 @@ def apply_result(
     ops, parse_errors = _ops_and_errors(result)
     actor = Actor.for_model(model_id=result.model_id or "memlistener", prompt_version=result.prompt_version)
     try:
-        with transaction.atomic():
-            outcome = tree_apply_ops(
-                subject=Subject(pk=claim.subject_id),
-                base_version=job.base_version,
-                ops=ops,
-                actor=actor,
-                source=Source(chunk_id=claim.chunk_id, start_seq=claim.start_seq, end_seq=claim.end_seq),
-                parse_errors=parse_errors,
-            )
-            if index and outcome.created and outcome.version is None:
-                _index_unversioned_on_commit(claim)
+        outcome = tree_apply_ops(  # its own transaction (subject + chunk locked); committed on return
+            subject=Subject(pk=claim.subject_id),
+            base_version=job.base_version,
+            ops=ops,
+            actor=actor,
+            source=Source(chunk_id=claim.chunk_id, start_seq=claim.start_seq, end_seq=claim.end_seq),
+            parse_errors=parse_errors,
+        )
     except VersionConflict:
         report.conflicts += 1
         chunk_release(claim, count_attempt=False)
@@ -188,6 +185,8 @@ def apply_result(
         return
     report.applied += 1
     report.versions += int(outcome.version is not None)
+    if index and outcome.version is None:
+        _index_unversioned_on_commit(claim)
     report.chunk_ids.append(claim.chunk_id)
 
 
