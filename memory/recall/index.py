@@ -168,6 +168,10 @@ class EvidenceIndex:
             finally:
                 self._client = None
                 self._ready = False
+                if "://" not in self.uri:  # Milvus Lite: stop its in-process server and free the file
+                    from milvus_lite.server_manager import server_manager_instance
+
+                    server_manager_instance.release_server(self.uri)
 
     # -- schema --------------------------------------------------------------
     def ensure_collection(self) -> None:

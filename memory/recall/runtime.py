@@ -50,6 +50,7 @@ def configured_index() -> EvidenceIndex:
                 dim=configured_embedder().dim,
                 collection=pt.get("MILVUS_COLLECTION", "evidence"),
                 token=pt.get("MILVUS_TOKEN", ""),
+                timeout=float(pt.get("MILVUS_TIMEOUT_S", 10.0)),
             )
         return _state[key]
 

@@ -1,0 +1,103 @@
+"""The evidence index on a real Milvus Lite file with real MiniLM embeddings."""
+
+import numpy as np
+import pytest
+
+from memory.recall.index import EvidenceRow, IndexUnavailable, Scope, evidence_pk
+from memory.recall.search import rrf_fuse, search_many
+
+pytestmark = pytest.mark.integration
+
+TEXTS = [
+    "user: I adopted a grey cat called Pixel\nassistant: Lovely name!",
+    "user: my knee hurts after running, so I switched to swimming\nassistant: Swimming is gentle on joints.",
+    "user: the quarterly report uses code ZX-4471\nassistant: Noted.",
+]
+
+
+def _rows(embedder, tenant_id, subject_id, texts=TEXTS):
+    vecs = embedder.embed(texts)
+    return [
+        EvidenceRow(
+            tenant_id, subject_id, 2 * i + 1, 2 * i + 2, t, vecs[i], ts_ms=1000 * (i + 1), session="s1"
+        )
+        for i, t in enumerate(texts)
+    ]
+
+
+@pytest.mark.parametrize("bad", ["1 or tenant_id > 0", '" || true', "1", 1.0, True, None])
+def test_scope_refuses_anything_but_int(bad):
+    with pytest.raises(TypeError):
+        Scope(tenant_id=bad, subject_id=1)
+    with pytest.raises(TypeError):
+        Scope(tenant_id=1, subject_id=bad)
+    with pytest.raises(TypeError):
+        Scope(tenant_id=1, subject_id=1, max_seq=bad) if bad is not None else Scope(1, "x")
+
+
+def test_scope_expression_is_built_from_ints_only():
+    assert Scope(7, 42, max_seq=10).expr() == "tenant_id == 7 and subject_id == 42 and end_seq <= 10"
+    assert evidence_pk(1, 2, 3) == evidence_pk(1, 2, 3) != evidence_pk(2, 2, 3)
+
+
+def test_upsert_is_idempotent_and_tenants_are_isolated(index, embedder):
+    assert index.upsert(_rows(embedder, 1, 10)) == 3
+    assert index.upsert(_rows(embedder, 1, 10)) == 3  # same keys: replaced, not duplicated
+    index.upsert(_rows(embedder, 2, 10))  # same subject id under another tenant
+    assert index.count(Scope(1, 10)) == 3
+    assert index.count(Scope(2, 10)) == 3
+    index.delete_subject(2, 10)
+    assert index.count(Scope(2, 10)) == 0
+    assert index.count(Scope(1, 10)) == 3
+
+
+def test_dense_bm25_and_hybrid_find_the_right_unit(index, embedder):
+    index.upsert(_rows(embedder, 1, 10))
+    index.upsert(_rows(embedder, 1, 11, ["user: unrelated chatter about ZX-4471 weather\nassistant: ok"]))
+    scope = Scope(1, 10)
+    dense = search_many(index, embedder, scope, ["why did I start swimming?"], limit=3, method="dense")[0]
+    assert dense[0].start_seq == 3 and dense[0].score > dense[-1].score
+    bm25 = search_many(index, embedder, scope, ["ZX-4471"], limit=3, method="bm25")[0]
+    assert bm25[0].start_seq == 5 and bm25[0].score > 0  # Lite's negative BM25 distances are flipped
+    hybrid = search_many(index, embedder, scope, ["my cat Pixel", "ZX-4471"], limit=2, method="hybrid")
+    assert hybrid[0][0].start_seq == 1 and hybrid[1][0].start_seq == 5
+    # subject 11's row never leaks into subject 10's results
+    assert {h.subject_id for hits in hybrid for h in hits} == {10}
+
+
+def test_crafted_query_text_is_data_not_filter(index, embedder):
+    index.upsert(_rows(embedder, 1, 10))
+    index.upsert(_rows(embedder, 2, 99))
+    for q in ["1 or tenant_id > 0", '" || true', "subject_id >= 0 or true"]:
+        for method in ("dense", "bm25", "hybrid"):
+            hits = search_many(index, embedder, Scope(1, 10), [q], limit=10, method=method)[0]
+            assert {(h.subject_id) for h in hits} <= {10}
+
+
+def test_max_seq_cutoff_hides_later_evidence(index, embedder):
+    index.upsert(_rows(embedder, 1, 10))
+    hits = search_many(
+        index, embedder, Scope(1, 10, max_seq=4), ["ZX-4471 report"], limit=5, method="hybrid"
+    )[0]
+    assert {h.end_seq for h in hits} <= {2, 4}
+
+
+def test_rrf_fuse_dedupes_and_keeps_queries(index, embedder):
+    index.upsert(_rows(embedder, 1, 10))
+    runs = search_many(index, embedder, Scope(1, 10), ["Pixel cat", "grey cat"], limit=3, method="hybrid")
+    fused = rrf_fuse(runs)
+    assert len({h.pk for h in fused}) == len(fused)
+    assert fused[0].start_seq == 1 and set(fused[0].queries) == {"Pixel cat", "grey cat"}
+
+
+def test_wrong_vector_dim_is_refused(index):
+    with pytest.raises(ValueError):
+        index.upsert([EvidenceRow(1, 1, 1, 2, "x", np.zeros(3))])
+
+
+def test_unreachable_milvus_raises_index_unavailable():
+    from memory.recall.index import EvidenceIndex
+
+    idx = EvidenceIndex("http://127.0.0.1:9", dim=4, timeout=1.0)
+    with pytest.raises(IndexUnavailable):
+        idx.count(Scope(1, 1))
