@@ -27,20 +27,10 @@ from memory.evaluation.datasets.locomo import CATEGORY_NAMES, LocomoConversation
 from memory.evaluation.metrics import Outcome, accuracy_table, distribution, op_stats, recall_section
 from memory.evaluation.scoring import is_abstention, score_locomo
 from memory.recall.metrics import RecallQuestion, evaluate_recall
+from memory.services.query import answer_prompt
 
 MODES = ("no_memory", "tree_only", "tree_router", "tree_agentic")
 TREE_MODES = {"tree_only": "fast", "tree_router": "auto", "tree_agentic": "deep"}  # context_build modes
-QA_SYSTEM = (
-    "You answer a question about a person using only the memory given below. Answer with a short "
-    "phrase (a few words, a date or a name). If the memory does not contain the answer, reply "
-    "exactly: not mentioned."
-)
-
-
-def qa_user_prompt(memory_text: str, question: str) -> str:
-    return (
-        f"Memory:\n{memory_text.strip() or '(no memory available)'}\n\nQuestion: {question.strip()}\nAnswer:"
-    )
 
 
 def subjects_for(question: str, speakers: Sequence[str]) -> list[str]:
@@ -215,8 +205,9 @@ def _answer(ctx, conv: LocomoConversation, q, qid: str, mode: str, subjects: lis
     """no_memory: the responder alone. Tree modes: the product's `answer_build` per subject read; with two
     subjects (a question about both speakers or neither) the first reply that does not abstain counts."""
     versions, n_tokens, replies, error = [], 0, [], None
-    if mode == "no_memory":
-        reply = ctx.responder.ask(QA_SYSTEM, qa_user_prompt("", q.question), None, key=f"locomo|{qid}|{mode}")
+    if mode == "no_memory":  # the product's answer prompt with an empty memory
+        prompt = answer_prompt(q.question, {"context": {"text": ""}, "evidence": []})
+        reply = ctx.responder.ask_prompt(prompt, None, key=f"locomo|{qid}|{mode}")
         replies, error = [reply.text], reply.error
     else:
         for subject in subjects:

@@ -15,7 +15,7 @@ from memory.evaluation import store
 from memory.evaluation.counting import CountingClient
 from memory.evaluation.endpoints import memlistener_config, responder_settings
 from memory.evaluation.responder import ANSWER_PROMPT_VERSION, Responder
-from memory.evaluation.results import provenance
+from memory.evaluation.results import git_commit, provenance
 from memory.models import Message, Subject, Tenant
 from memory.recall.units import UnitTurn, pair_units, unit_index
 from memory.selectors import ALL_TIERS, subject_schema, tree_current
@@ -34,6 +34,8 @@ class RunContext:
     responder_spec: str
     usage_path: str | None = None
     token_budget: int = 1500
+    started: dict = field(default_factory=git_commit)  # the code that ran: captured when the run starts
+    progress: bool = False
     notes: list[str] = field(default_factory=list)
 
 
@@ -98,7 +100,7 @@ def ingest_history(*, ctx: RunContext, history) -> Subject:
         total=1,
         process=True,
         client=ctx.client,
-        progress=False,
+        progress=ctx.progress,
         index=True,
     )
     if report.failed:
@@ -252,6 +254,7 @@ def run_provenance(ctx: RunContext) -> dict:
 
     schema = default_schema()
     return provenance(
+        **{f"{k}_at_start": v for k, v in ctx.started.items()},
         memlistener_endpoint=ctx.memlistener_spec,
         memlistener_model_ids=sorted(ctx.client.model_ids) or None,
         memlistener_prompt_versions=sorted(ctx.client.prompt_versions) or [PROMPT_VERSION],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from memory.evaluation.coverage import Reply
@@ -67,9 +68,14 @@ class Responder:
     def ask(
         self, system: str, user: str, json_schema: dict | None = None, *, key: str | None = None
     ) -> Reply:
+        prompt = Prompt(static=system, dynamic=user, prompt_version=ANSWER_PROMPT_VERSION)
+        return self.ask_prompt(prompt, json_schema, key=key if key is not None else user)
+
+    def ask_prompt(self, prompt: Prompt, json_schema: dict | None = None, *, key: str) -> Reply:
+        """Send a ready prompt (e.g. the product's `answer_prompt`), named by `key` for recordings."""
         self.calls += 1
-        turns = ({"role": "user", "content": key if key is not None else user},)
-        prompt = Prompt(static=system, dynamic=user, prompt_version=ANSWER_PROMPT_VERSION, turns=turns)
+        turns = ({"role": "user", "content": key},)
+        prompt = replace(prompt, turns=turns)
         try:
             (gen,) = self.engine.generate([prompt], json_schema)
         except Exception as exc:  # engine missing or dead: a failed call, counted by the caller

@@ -107,6 +107,7 @@ class Command(BaseCommand):
         except EndpointError as exc:
             raise CommandError(str(exc)) from exc
         progress = None if opts["no_progress"] else (lambda **kw: tqdm(file=sys.stderr, **kw))
+        ctx.progress = not opts["no_progress"]
         try:
             if opts["benchmark"] == "locomo":
                 results = locomo_run.run_locomo(
