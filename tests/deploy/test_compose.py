@@ -149,3 +149,13 @@ def test_built_services_use_our_dockerfiles(resolved):
         build = svc.get("build")
         if build:
             assert (ROOT / build["dockerfile"]).is_file(), f"{name}: {build['dockerfile']} missing"
+
+
+def test_memlistener_is_deployed_from_a_derived_config_on_the_port_django_calls(resolved):
+    cmd = resolved["services"]["memlistener-deploy"]["command"]
+    assert cmd[:2] == ["serve", "deploy"] and cmd[3:] == ["--address", "http://ray-head:8265"]
+    assert cmd[2] == "serve/cpu.yaml"  # derived in the image from serving/config/cpu.yaml
+    source = yaml.safe_load((ROOT / "serving" / "config" / "cpu.yaml").read_text())
+    url = resolved["services"]["web"]["environment"]["PERSONATREE_MEMLISTENER_URL"]
+    assert url.startswith(f"http://ray-head:{source['http_options']['port']}/")
+    assert source["proxy_location"] == "HeadOnly"  # so the head's port is the one to call

@@ -110,6 +110,22 @@ def _cmd(path: Path) -> list[str]:
     return json.loads(cmd)
 
 
+def _derived_configs(path: Path) -> dict[str, tuple[str, list[str]]]:
+    """Serve configs the image derives with docker/serve_config.py: {dst: (src, options)}."""
+    found = re.findall(r"python docker/serve_config\.py (\S+) (\S+)((?: --[a-z-]+ \S+)*)", _runs(path))
+    return {dst: (src, opts.split()) for src, dst, opts in found}
+
+
+def _serve_source(path: Path, config: str) -> Path:
+    """The repository config behind the config a CMD runs (derived in the image, or as is)."""
+    derived = _derived_configs(path)
+    if config in derived:
+        src, opts = derived[config]
+        assert opts[opts.index("--host") + 1] == "0.0.0.0", f"{path.name}: {config} binds no public host"
+        return ROOT / src
+    return ROOT / config
+
+
 def _check_serve_config(config_path: Path) -> None:
     assert config_path.is_file(), f"Serve config {config_path} missing"
     config = yaml.safe_load(config_path.read_text())
@@ -138,7 +154,7 @@ def test_cmd_is_a_real_entry_point_installed_in_the_image(path):
     elif exe == "serve":
         assert "ray[serve]" in dists, f"{path.name}: runs `serve` without the serve extra"
         assert cmd[1] == "run"
-        _check_serve_config(ROOT / cmd[2])
+        _check_serve_config(_serve_source(path, cmd[2]))
     else:
         pytest.fail(f"{path.name}: unknown entry point {cmd}")
 
@@ -150,7 +166,7 @@ def test_cmd_is_a_real_entry_point_installed_in_the_image(path):
 def test_memlistener_images_run_their_engine(image, engine, installs):
     path = DOCKER_DIR / f"{image}.Dockerfile"
     assert installs in _installed_extras(path) or installs in _runs(path)
-    config = yaml.safe_load((ROOT / _cmd(path)[2]).read_text())
+    config = yaml.safe_load(_serve_source(path, _cmd(path)[2]).read_text())
     for app in config["applications"]:
         assert AppConfig.model_validate(app.get("args") or {}).engine.kind == engine
 
@@ -173,8 +189,18 @@ def test_cpu_image_bakes_the_model_where_its_serve_config_loads_it():
     output = re.search(r"serving\.models assemble[^&]*--output\s+(\S+)", _runs(path))
     assert output, "the CPU image does not assemble the local model"
     workdir = [x["value"] for x in _final_stage(path) if x["instruction"] == "WORKDIR"][-1]
-    config = yaml.safe_load((ROOT / _cmd(path)[2]).read_text())
+    config = yaml.safe_load(_serve_source(path, _cmd(path)[2]).read_text())
     for app in config["applications"]:
         model_path = AppConfig.model_validate(app.get("args") or {}).engine.model_path
         resolved = model_path if model_path.startswith("/") else f"{workdir.rstrip('/')}/{model_path}"
         assert resolved == output.group(1), f"config loads {resolved}, the image writes {output.group(1)}"
+
+
+@pytest.mark.parametrize("image", ["memlistener-cpu", "memlistener-gpu"])
+def test_memlistener_images_derive_both_serve_configs(image):
+    """memlistener-deploy (compose) deploys serve/cpu.yaml or serve/gpu.yaml from either image."""
+    derived = _derived_configs(DOCKER_DIR / f"{image}.Dockerfile")
+    assert {dst: src for dst, (src, _) in derived.items()} == {
+        "serve/cpu.yaml": "serving/config/cpu.yaml",
+        "serve/gpu.yaml": "serving/config/gpu.yaml",
+    }

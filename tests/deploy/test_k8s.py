@@ -39,6 +39,14 @@ def test_serve_config_deploys_our_app_with_valid_args(rayservice):
     assert config.num_gpus == 1
 
 
+def test_serve_args_are_the_gpu_config_but_for_the_replica_count(rayservice):
+    (app,) = yaml.safe_load(rayservice["spec"]["serveConfigV2"])["applications"]
+    (gpu,) = yaml.safe_load((ROOT / "serving" / "config" / "gpu.yaml").read_text())["applications"]
+    assert app["import_path"] == gpu["import_path"] and app["route_prefix"] == gpu["route_prefix"]
+    ours = AppConfig.model_validate(app["args"]).model_dump(exclude={"num_replicas"})
+    assert ours == AppConfig.model_validate(gpu["args"]).model_dump(exclude={"num_replicas"})
+
+
 def test_ray_version_matches_the_pinned_ray(rayservice):
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     (pin,) = [r for r in extras["serve"] if r.startswith("ray[serve]")]
