@@ -22,6 +22,7 @@ class CountingClient:
     def __init__(self, inner: ListenerClient, *, record_path: str | Path | None = None) -> None:
         self.inner = inner
         self.record_path = Path(record_path) if record_path else None
+        self.usage_path: str | None = None
         self.usage: dict[str, dict] = {}
         self.model_ids: set[str] = set()
         self.prompt_versions: set[str] = set()
@@ -48,6 +49,8 @@ class CountingClient:
                     self.model_ids.add(r.model_id)
                 if r.prompt_version:
                     self.prompt_versions.add(r.prompt_version)
+            if self.usage_path:
+                Path(self.usage_path).write_text(json.dumps(self.usage, indent=1), encoding="utf-8")
         return results
 
     def _record(self, jobs: Sequence[ListenerJob], results: Sequence[ListenerResult]) -> None:

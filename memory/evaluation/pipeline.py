@@ -63,6 +63,7 @@ def run_context(
         responder_spec=responder,
         usage_path=usage_path,
     )
+    client.usage_path = usage_path  # saved after every MemListener call, so a killed run keeps its counts
     if reused:
         ctx.notes.append(f"reused tenant {tenant.name}: chunks applied by an earlier run were not sent again")
         if usage_path:
@@ -105,8 +106,6 @@ def ingest_history(*, ctx: RunContext, history) -> Subject:
     )
     if report.failed:
         ctx.notes.append(f"{history.external_id}: {report.failed} chunk(s) failed after retries")
-    if ctx.usage_path:
-        ctx.client.save_usage(ctx.usage_path)
     subject = (
         Subject.objects.select_related("head", "tenant")
         .filter(tenant=ctx.tenant, external_id=history.external_id)
