@@ -85,6 +85,15 @@ def _text_problem(value: str) -> str | None:
     return None
 
 
+def external_id_validate(external_id: str) -> None:
+    """A subject id from a URL or a file: 1-255 characters of text without control characters."""
+    if not isinstance(external_id, str) or not external_id.strip() or len(external_id) > 255:
+        raise ServiceError("external_id must be 1-255 characters.", field="external_id")
+    problem = _text_problem(external_id)
+    if problem:
+        raise ServiceError(f"external_id {problem}.", field="external_id", code="invalid_text")
+
+
 def messages_validate(messages: Sequence[IncomingMessage], *, max_messages: int | None = None) -> None:
     """Raise :class:`ServiceError` (400) or :class:`PayloadTooLarge` (413) naming the first bad field."""
     max_messages = _limit("MAX_MESSAGES_PER_CALL") if max_messages is None else max_messages
@@ -150,6 +159,7 @@ def messages_ingest(
     ``max_messages=0`` lifts the per-call limit (backfill); ``idle_flush=False`` keeps an idle
     partial window open (backfill: window boundaries must not depend on when a run resumed).
     """
+    external_id_validate(external_id)
     messages_validate(messages, max_messages=max_messages)
     now = now or timezone.now()
     subject, created = subject_get_or_create(tenant=tenant, external_id=external_id)

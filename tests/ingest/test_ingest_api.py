@@ -157,3 +157,16 @@ def test_scopes_are_enforced(tenant, make_api_client):
 
 def test_unauthenticated_is_401(client):
     assert client.post(URL.format("x"), {"messages": []}, content_type="application/json").status_code == 401
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/subjects/a%00b/messages", "/v1/subjects/a%07b/ingest", "/v1/subjects/a%00/flush"]
+)
+def test_control_characters_in_the_subject_id_are_a_400(api_client, path):
+    if path.endswith("messages"):
+        resp = api_client.post(path, {"messages": pairs(1)}, format="json")
+    elif path.endswith("flush"):
+        resp = api_client.post(path)
+    else:
+        resp = api_client.get(path)
+    assert resp.status_code == 400 and resp.json()["error"]["field"] == "external_id"
