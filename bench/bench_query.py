@@ -1,0 +1,298 @@
+"""Query benchmarks: fast mode through HTTP and at service level; deep mode on 50k evidence rows.
+
+Django runs with the test settings against a scratch Postgres database
+(``bench_pt_query``, created and dropped here); the evidence index is a Milvus
+Lite file in a temp dir.
+
+- ``query.fast_http_p50_ms``: ``POST /v1/subjects/<id>/context`` mode=fast over
+  localhost against a real server (gunicorn, 1 sync worker; runserver when
+  gunicorn is absent) started on a free 127.0.0.1 port, keep-alive client.
+- ``query.fast_service_p50_ms``: ``subject_get`` + ``context_build(mode="fast")``.
+- ``query.deep_p50_ms``: ``context_build(mode="deep")`` on a subject whose tenant has
+  50k evidence rows, excluding model calls: the expansion "model" is a zero-latency
+  test double returning 3 fixed queries, so 4 hybrid searches run (the 4 query
+  embeddings are real MiniLM calls). Bulk rows carry random unit vectors and
+  synthetic word texts (embedding 50k rows with MiniLM takes minutes here); the
+  subject's own 200 rows carry real embeddings.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_QUERY_DB", "bench_pt_query")
+BULK_ROWS = 50_000
+OWN_ROWS = 200
+N_FAST = 300
+N_DEEP = 30
+
+
+def _setup():
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "personatree_site.settings.test")
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    old_name = connection.settings_dict["NAME"]
+    connection.settings_dict.setdefault("TEST", {})["NAME"] = SCRATCH_DB
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    return connection, old_name
+
+
+def _tree(schema) -> dict:
+    leaves = [leaf for leaf in schema.leaves if leaf.tier != "special"][:40]
+    return {
+        leaf.path: f"{leaf.path.rsplit('/', 1)[-1].replace('_', ' ')} detail number {i}"
+        for i, leaf in enumerate(leaves)
+    }
+
+
+def _world():
+    from memory import selectors
+    from memory.models import Subject, TreeVersion
+    from memory.services.subjects import api_key_create, subject_get_or_create, tenant_create
+
+    tenant = tenant_create(name="bench-query")
+    _key, raw = api_key_create(tenant=tenant, scopes=["read"])
+    subject, _ = subject_get_or_create(tenant=tenant, external_id="bench-user")
+    tree = _tree(selectors.subject_schema(subject))
+    version = TreeVersion.objects.create(subject=subject, number=1, snapshot=tree, created_by="import")
+    Subject.objects.filter(pk=subject.pk).update(head=version, head_version=1)
+    return tenant, raw, selectors.subject_get(tenant=tenant, external_id="bench-user")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _http_fast(raw_key: str, db_name: str) -> tuple[list[float], str]:
+    import httpx
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "personatree_site.settings.test",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}",
+        "DJANGO_LOG_LEVEL": "WARNING",
+    }
+    gunicorn = ROOT / ".venv" / "bin" / "gunicorn"
+    if gunicorn.exists():
+        cmd = [
+            str(gunicorn),
+            "personatree_site.wsgi:application",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            "1",
+            "--log-level",
+            "warning",
+        ]
+        server = "gunicorn (1 sync worker)"
+    else:
+        cmd = [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
+        server = "manage.py runserver --noreload"
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}/v1/subjects/bench-user/context"
+        headers = {"Authorization": f"Bearer {raw_key}"}
+        body = {"query": "what does the user like", "mode": "fast"}
+        with httpx.Client(timeout=10.0) as client:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    r = client.post(url, json=body, headers=headers)
+                    if r.status_code == 200:
+                        break
+                    raise RuntimeError(f"server answered {r.status_code}: {r.text[:300]}")
+                except httpx.TransportError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"server did not start: {proc.stderr.read().decode()[-2000:]}"
+                        ) from None
+                    time.sleep(0.2)
+            for _ in range(30):
+                client.post(url, json=body, headers=headers)
+            samples = []
+            for _ in range(N_FAST):
+                t = time.perf_counter()
+                r = client.post(url, json=body, headers=headers)
+                samples.append((time.perf_counter() - t) * 1000)
+                assert r.status_code == 200 and r.json()["mode_used"] == "fast"
+        return samples, server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _service_fast(tenant) -> list[float]:
+    from memory import selectors
+    from memory.services.query import context_build
+
+    samples = []
+    for _ in range(N_FAST):
+        t = time.perf_counter()
+        subject = selectors.subject_get(tenant=tenant, external_id="bench-user")
+        out = context_build(subject=subject, query="what does the user like", mode="fast")
+        samples.append((time.perf_counter() - t) * 1000)
+        assert out["context"]["tokens"] > 0
+    return samples
+
+
+class _ZeroLatencyExpander:
+    """Stands in for the expansion model so only retrieval is timed (not a model, not a recording)."""
+
+    model_id = "bench-zero-latency"
+
+    def generate(self, prompts, json_schema=None):
+        from serving.engines.base import Generation
+
+        text = (
+            '{"queries": ["favourite food and cooking", "trip abroad last summer", "new job at the studio"]}'
+        )
+        return [Generation(text=text, model_id=self.model_id) for _ in prompts]
+
+
+def _fill_index(index, embedder, tenant_id: int, subject_id: int) -> float:
+    import numpy as np
+
+    from memory.recall.index import EvidenceRow
+
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(3000)] + "food trip job cooking summer studio city music dog run".split()
+    pyrng = random.Random(7)
+    t0 = time.perf_counter()
+    batch = []
+    others = 50  # the tenant's other subjects share the bulk rows
+    for i in range(BULK_ROWS - OWN_ROWS):
+        vec = rng.standard_normal(embedder.dim).astype("float32")
+        vec /= np.linalg.norm(vec)
+        sid = subject_id if i % 2 == 0 else 10_000_000 + i % others
+        text = (
+            "user: "
+            + " ".join(pyrng.choices(words, k=25))
+            + "\nassistant: "
+            + " ".join(pyrng.choices(words, k=10))
+        )
+        batch.append(EvidenceRow(tenant_id, sid, 10_000 + 2 * i, 10_001 + 2 * i, text, vec))
+        if len(batch) == 2000:
+            index.upsert(batch)
+            batch = []
+    topics = [
+        "I love cooking Thai food",
+        "we went to Japan last summer",
+        "I started a new job at a design studio",
+        "my dog Rex likes the beach",
+        "I run 5k every morning",
+    ]
+    texts = [f"user: {topics[i % 5]} (note {i})\nassistant: tell me more" for i in range(OWN_ROWS)]
+    vecs = embedder.embed(texts)
+    batch += [
+        EvidenceRow(tenant_id, subject_id, 2 * i + 1, 2 * i + 2, t, vecs[i]) for i, t in enumerate(texts)
+    ]
+    index.upsert(batch)
+    return time.perf_counter() - t0
+
+
+def _deep(tenant, subject) -> tuple[list[float], dict, float]:
+    from django.conf import settings
+
+    from memory.recall import runtime
+    from memory.services.query import context_build
+
+    tmp = tempfile.mkdtemp(prefix="bench_query_")
+    old = settings.PERSONATREE
+    settings.PERSONATREE = {
+        **old,
+        "MILVUS_URI": str(Path(tmp) / "ev.db"),
+        "MILVUS_COLLECTION": "bench",
+        "RERANKER_PATH": "",
+        "RESPONDER_BACKEND": "none",
+    }
+    runtime.reset_runtime()
+    real_engine = runtime.responder_engine
+    runtime.responder_engine = lambda: (_ZeroLatencyExpander(), "")
+    try:
+        fill_s = _fill_index(runtime.configured_index(), runtime.configured_embedder(), tenant.pk, subject.pk)
+        queries = ["what food do I like to cook?", "where did I travel last summer?", "what is my new job?"]
+        for q in queries:
+            context_build(subject=subject, query=q, mode="deep")
+        samples, last = [], {}
+        for i in range(N_DEEP):
+            t = time.perf_counter()
+            last = context_build(subject=subject, query=queries[i % 3], mode="deep", token_budget=2000)
+            samples.append((time.perf_counter() - t) * 1000)
+            assert last["mode_used"] == "deep" and last["evidence"], last["notices"]
+        return samples, last, fill_s
+    finally:
+        runtime.responder_engine = real_engine
+        runtime.reset_runtime()
+        settings.PERSONATREE = old
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _p(samples, q):
+    return statistics.quantiles(samples, n=100)[q - 1]
+
+
+def run() -> dict[str, dict]:
+    connection, old_name = _setup()
+    try:
+        tenant, raw, subject = _world()
+        service = _service_fast(tenant)
+        http, server = _http_fast(raw, connection.settings_dict["NAME"])
+        deep, last, fill_s = _deep(tenant, subject)
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+    sp, hp, dp = statistics.median(service), statistics.median(http), statistics.median(deep)
+    timing_keys = ("recall_expansion_ms", "recall_search_ms", "recall_rerank_ms")
+    parts = ", ".join(f"{k} {last['timings_ms'].get(k, 0):.1f}" for k in timing_keys)
+    return {
+        "query.fast_http_p50_ms": {
+            "value": round(hp, 3),
+            "unit": "ms",
+            "target": "<= 15",
+            "note": f"median of {N_FAST} POST .../context mode=fast on 127.0.0.1 via {server}, keep-alive httpx "
+            f"client, 40-leaf tree, key auth + subject read (2 queries); p90 {_p(http, 90):.2f} ms; "
+            f"service-level median in the same run {sp:.2f} ms ({hp / sp:.1f}x)",
+        },
+        "query.fast_service_p50_ms": {
+            "value": round(sp, 3),
+            "unit": "ms",
+            "target": "<= 2",
+            "note": f"median of {N_FAST} subject_get + context_build(mode=fast) on Postgres (1 query), "
+            f"40-leaf tree rendered with token count; p90 {_p(service, 90):.2f} ms",
+        },
+        "query.deep_p50_ms": {
+            "value": round(dp, 3),
+            "unit": "ms",
+            "target": "<= 100",
+            "note": f"median of {N_DEEP} context_build(mode=deep) excluding model calls (zero-latency expansion "
+            f"double -> 4 parallel hybrid searches, RRF, no reranker, 2000-token budget); Milvus Lite "
+            f"with {BULK_ROWS} rows in the tenant ({BULK_ROWS // 2} in the subject; bulk rows random unit "
+            f"vectors + synthetic texts, {OWN_ROWS} real MiniLM rows), filled in {fill_s:.0f} s; query "
+            f"embeddings real MiniLM; p90 {_p(deep, 90):.1f} ms; last run: {parts}",
+        },
+    }
+
+
+if __name__ == "__main__":
+    for name, row in run().items():
+        print(f"{name}: {row['value']} {row['unit']} (target {row['target']}) — {row['note']}")
