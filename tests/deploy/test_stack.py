@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -132,6 +133,7 @@ def stack(tmp_path_factory):
         yield env
     finally:
         _stack("down", env=env, timeout=120)
+        shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
         subprocess.run(["redis-cli", "-n", "5", "flushdb"], check=False, capture_output=True)
         subprocess.run(
             ["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", env["STACK_DB"]],
