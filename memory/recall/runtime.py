@@ -90,8 +90,21 @@ def responder_engine():
         except Exception as exc:  # noqa: BLE001 - a missing model degrades the response, never crashes it
             logger.warning("responder engine %s unavailable: %s", backend, exc)
             return None, f"responder model unavailable ({backend}): {exc}"  # not cached: retried next call
-        _state[key] = (engine, "")
+        _state[key] = (SerializedEngine(engine), "")
         return _state[key]
+
+
+class SerializedEngine:
+    """One generate at a time per in-process engine (llama.cpp is not reentrant; web threads share it)."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+        self.model_id = getattr(engine, "model_id", "")
+        self._lock = threading.Lock()
+
+    def generate(self, prompts, json_schema=None):
+        with self._lock:
+            return self.engine.generate(prompts, json_schema)
 
 
 def reset_runtime() -> None:

@@ -1,0 +1,45 @@
+"""Runtime components built from settings.PERSONATREE."""
+
+import pytest
+
+from memory.recall import runtime
+
+
+@pytest.fixture
+def pt(settings):
+    runtime.reset_runtime()
+    settings.PERSONATREE = {**settings.PERSONATREE}
+    yield settings.PERSONATREE
+    runtime.reset_runtime()
+
+
+def test_no_responder_configured(pt):
+    pt["RESPONDER_BACKEND"] = "none"
+    engine, why = runtime.responder_engine()
+    assert engine is None and "RESPONDER_BACKEND=none" in why
+
+
+def test_unbuildable_responder_reports_why_and_is_not_cached(pt, tmp_path):
+    pt["RESPONDER_BACKEND"] = "recorded"
+    pt["RESPONDER_RECORDING_PATH"] = ""
+    engine, why = runtime.responder_engine()
+    assert engine is None and "recording_path" in why
+    rec = tmp_path / "answers.jsonl"
+    rec.write_text("")
+    pt["RESPONDER_RECORDING_PATH"] = str(rec)
+    engine, why = runtime.responder_engine()  # retried, now buildable
+    assert engine is not None and why == ""
+    assert isinstance(engine, runtime.SerializedEngine)
+
+
+def test_unknown_backend(pt):
+    pt["RESPONDER_BACKEND"] = "telepathy"
+    engine, why = runtime.responder_engine()
+    assert engine is None and "telepathy" in why
+
+
+def test_reranker_only_when_configured(pt):
+    pt["RERANKER_PATH"] = ""
+    assert runtime.configured_reranker() is None
+    pt["RERANKER_PATH"] = "/models/reranker"
+    assert runtime.configured_reranker().path == "/models/reranker"  # loads lazily, on first score
