@@ -10,8 +10,11 @@ Views are thin: validate, resolve the subject through the base view, call
 
 from __future__ import annotations
 
+from datetime import UTC
+
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -27,8 +30,14 @@ from memory.services.query import (
 )
 
 
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "format": "date-time"}],
+        "description": "Tree version number, or an ISO 8601 datetime (naive = UTC).",
+    }
+)
 class AsOfField(serializers.Field):
-    """A version number (int >= 0) or an ISO 8601 datetime."""
+    """A version number (int >= 0) or an ISO 8601 datetime (naive datetimes are taken as UTC)."""
 
     default_error_messages = {"invalid": "as_of must be a version number or an ISO 8601 datetime."}
 
@@ -48,7 +57,7 @@ class AsOfField(serializers.Field):
             except ValueError:
                 parsed = None
             if parsed is not None:
-                return parsed
+                return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
         self.fail("invalid")
 
     def to_representation(self, value):

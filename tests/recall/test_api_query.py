@@ -197,3 +197,21 @@ def test_openapi_schema_documents_query_endpoints(world, client):
     paths = r.json()["paths"]
     op = paths["/v1/subjects/{external_id}/context"]["post"]
     assert "examples" in str(op["requestBody"]) and "/v1/subjects/{external_id}/answer" in paths
+
+
+def test_as_of_datetime_selects_the_version_at_that_time(world):
+    later = _post(
+        world["client"],
+        "subject-context",
+        "alice",
+        {"query": "x", "mode": "fast", "as_of": "2999-01-01T00:00:00"},
+    )
+    assert later.status_code == 200 and later.json()["version"] == 2
+    before = _post(
+        world["client"],
+        "subject-context",
+        "alice",
+        {"query": "x", "mode": "deep", "as_of": "2000-01-01T00:00:00Z"},
+    ).json()
+    assert before["version"] == 0 and before["context"]["text"] == "" and before["evidence"] == []
+    assert before["recall"]["evidence_cutoff_seq"] == -1
