@@ -104,5 +104,7 @@ def test_killed_backfill_resumes_without_duplicates(tmp_path, tenant, other_tena
     assert resumed == clean
     assert Chunk.objects.filter(subject__tenant=tenant, status="applied").count() == SUBJECTS * 4
     # every chunk's ops were written once
-    per_chunk = OpRecord.objects.filter(subject__tenant=tenant).values_list("chunk_id", "batch").distinct()
+    per_chunk = (
+        OpRecord.objects.filter(subject__tenant=tenant).values_list("chunk_id", "batch").order_by().distinct()
+    )
     assert len(per_chunk) == SUBJECTS * 4
