@@ -81,8 +81,11 @@ def _free_port() -> int:
 
 
 def _http_fast(raw_key: str, db_name: str) -> tuple[list[float], str]:
+    import logging
+
     import httpx
 
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # per-request INFO lines would be timed too
     port = _free_port()
     env = {
         **os.environ,
@@ -262,6 +265,7 @@ def run() -> dict[str, dict]:
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
     sp, hp, dp = statistics.median(service), statistics.median(http), statistics.median(deep)
+    load = f"; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     timing_keys = ("recall_expansion_ms", "recall_search_ms", "recall_rerank_ms")
     parts = ", ".join(f"{k} {last['timings_ms'].get(k, 0):.1f}" for k in timing_keys)
     return {
@@ -271,14 +275,14 @@ def run() -> dict[str, dict]:
             "target": "<= 15",
             "note": f"median of {N_FAST} POST .../context mode=fast on 127.0.0.1 via {server}, keep-alive httpx "
             f"client, 40-leaf tree, key auth + subject read (2 queries); p90 {_p(http, 90):.2f} ms; "
-            f"service-level median in the same run {sp:.2f} ms ({hp / sp:.1f}x)",
+            f"service-level median in the same run {sp:.2f} ms ({hp / sp:.1f}x){load}",
         },
         "query.fast_service_p50_ms": {
             "value": round(sp, 3),
             "unit": "ms",
             "target": "<= 2",
             "note": f"median of {N_FAST} subject_get + context_build(mode=fast) on Postgres (1 query), "
-            f"40-leaf tree rendered with token count; p90 {_p(service, 90):.2f} ms",
+            f"40-leaf tree rendered with token count; p90 {_p(service, 90):.2f} ms{load}",
         },
         "query.deep_p50_ms": {
             "value": round(dp, 3),
@@ -288,7 +292,7 @@ def run() -> dict[str, dict]:
             f"double -> 4 parallel hybrid searches, RRF, no reranker, 2000-token budget); Milvus Lite "
             f"with {BULK_ROWS} rows in the tenant ({BULK_ROWS // 2} in the subject; bulk rows random unit "
             f"vectors + synthetic texts, {OWN_ROWS} real MiniLM rows), filled in {fill_s:.0f} s; query "
-            f"embeddings real MiniLM; p90 {_p(deep, 90):.1f} ms; last run: {parts}",
+            f"embeddings real MiniLM; p90 {_p(deep, 90):.1f} ms; last run: {parts}{load}",
         },
     }
 

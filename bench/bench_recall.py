@@ -108,7 +108,7 @@ def run() -> dict[str, dict]:
         note = (
             f"{len(samples)} LoCoMo samples, {n_units} pair units, {rep.n_scored} questions scored "
             f"({rep.n_skipped} without usable evidence skipped); embedder {embedder.name}; "
-            f"indexing {index_s:.1f} s; mean {timings[method]:.1f} ms/query search only (questions embedded in one batch); per category: {cats}"
+            f"indexing {index_s:.1f} s (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores); mean {timings[method]:.1f} ms/query search only (questions embedded in one batch); per category: {cats}"
         )
         for k in KS:
             out[f"recall.locomo_{method}_at{k}"] = {
