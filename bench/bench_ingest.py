@@ -9,7 +9,8 @@ model: its time, and the listener's own prompt/parse/gate time, count as *model 
 rest of a round -- claiming, loading subjects and messages, ``tree_apply_ops`` per chunk,
 commits -- is *backend time*.
 
-- ``ingest.backend_chunks_per_s``: chunks applied per second of wall time, zero-latency stand-in.
+- ``ingest.backend_chunks_per_s``: chunks applied per second of backend time (wall time minus the
+  MemListener call), zero-latency stand-in; the note also gives the wall-time rate.
 - ``ingest.backend_ms_per_chunk``: median over rounds of backend wall time / chunks in the round.
 - ``ingest.backend_cpu_ms_per_chunk``: this process's CPU time per chunk outside the MemListener
   call (the Postgres server's CPU is not included).
@@ -133,12 +134,14 @@ def _measure() -> dict[str, dict]:
     load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count() or 0} cores during the run"
     return {
         "ingest.backend_chunks_per_s": {
-            "value": round(applied / wall, 1),
+            "value": round(applied / (wall - model_s), 1),
             "unit": "chunks/s",
             "target": ">= 300",
-            "note": f"{SUBJECTS} subjects x {CHUNKS_PER_SUBJECT} chunks, batches of {BATCH}, one in-process "
-            f"dispatcher loop on Postgres, zero-latency stand-in engine (not a model; its + the listener's "
-            f"prompt/parse/gate time was {model_s / wall:.0%} of wall); {len(reports)} rounds in {wall:.2f}s; {load}",
+            "note": f"chunks applied per second of backend time (wall minus the MemListener call, which runs "
+            f"in Ray Serve in production): {SUBJECTS} subjects x {CHUNKS_PER_SUBJECT} chunks, batches of {BATCH}, "
+            f"one in-process dispatcher loop on Postgres, zero-latency stand-in engine (not a model). "
+            f"Including the in-process listener's prompt/parse/gate time: {applied / wall:.1f} chunks/s "
+            f"({len(reports)} rounds in {wall:.2f}s); {load}",
         },
         "ingest.backend_ms_per_chunk": {
             "value": round(statistics.median(per_chunk), 3),

@@ -10,7 +10,8 @@ A round (:func:`dispatch_round`):
 3. **call** -- ``client.run(jobs)`` once (a transport exception counts as a retryable error of
    every job);
 4. **apply** -- each result through ``tree_apply_ops`` (at most once per chunk, on the head the
-   job saw; see :mod:`workers.ordering`), one transaction per chunk; evidence indexing of the chunk's
+   job saw; see :mod:`workers.ordering`), the whole batch in one transaction (a database error
+   rolls it back and the batch is re-applied one transaction per chunk); evidence indexing of the chunk's
    messages is queued on commit (by the ``version_applied`` receiver, or here when the chunk
    produced no version). Errors release the chunk (``pending``, or ``failed`` after
    ``CHUNK_MAX_ATTEMPTS``), a version conflict re-queues it without counting an attempt.
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.models import Q
 
 from memory.engine.ops import Op, OpError
@@ -151,8 +152,16 @@ def _index_unversioned_on_commit(claim: Claim) -> None:
 
 
 def apply_result(
-    claim: Claim, job: ListenerJob, result: ListenerResult, report: RoundReport, *, index: bool
+    claim: Claim,
+    job: ListenerJob,
+    result: ListenerResult,
+    report: RoundReport,
+    *,
+    index: bool,
+    in_batch: bool = False,
 ) -> None:
+    """Apply one result (or release its chunk). ``in_batch``: we are inside the batch transaction, so a
+    database error must propagate (it dooms the transaction; the caller retries chunk by chunk)."""
     if not result.ok:
         status = chunk_release(claim, error=result.error or "memlistener error", retryable=result.retryable)
         report.transient += int(result.retryable)
@@ -162,7 +171,7 @@ def apply_result(
     ops, parse_errors = _ops_and_errors(result)
     actor = Actor.for_model(model_id=result.model_id or "memlistener", prompt_version=result.prompt_version)
     try:
-        outcome = tree_apply_ops(  # its own transaction (subject + chunk locked); committed on return
+        outcome = tree_apply_ops(  # subject + chunk locked; refusals leave the caller's transaction usable
             subject=Subject(pk=claim.subject_id),
             base_version=job.base_version,
             ops=ops,
@@ -174,10 +183,16 @@ def apply_result(
         report.conflicts += 1
         chunk_release(claim, count_attempt=False)
         return
-    except (ServiceError, DatabaseError) as exc:
-        status = chunk_release(claim, error=f"apply failed: {exc}", retryable=isinstance(exc, DatabaseError))
+    except DatabaseError as exc:
+        if in_batch:
+            raise
+        status = chunk_release(claim, error=f"apply failed: {exc}", retryable=True)
         report.failed += int(status == "failed")
         report.retried += int(status == "pending")
+        return
+    except ServiceError as exc:
+        status = chunk_release(claim, error=f"apply failed: {exc}", retryable=False)
+        report.failed += int(status == "failed")
         return
     if not outcome.created:  # another holder (our lease had expired) applied it first: nothing written
         report.replayed += 1
@@ -188,6 +203,23 @@ def apply_result(
     if index and outcome.version is None:
         _index_unversioned_on_commit(claim)
     report.chunk_ids.append(claim.chunk_id)
+
+
+def apply_batch(claims, jobs, results, *, index: bool) -> RoundReport:
+    """Apply a batch's results in one transaction (2 round trips per chunk + 2 per batch: the subjects
+    of one batch are all different, so nothing else waits on more than one of them). If the database
+    fails mid-way the whole batch rolls back and is applied again chunk by chunk, one transaction each."""
+    report = RoundReport()
+    try:
+        with transaction.atomic():
+            for claim, job, result in zip(claims, jobs, results, strict=True):
+                apply_result(claim, job, result, report, index=index, in_batch=True)
+    except DatabaseError as exc:
+        logger.warning("batch apply failed (%s); applying its %d chunks one by one", exc, len(claims))
+        report = RoundReport()
+        for claim, job, result in zip(claims, jobs, results, strict=True):
+            apply_result(claim, job, result, report, index=index)
+    return report
 
 
 def dispatch_round(
@@ -220,9 +252,9 @@ def dispatch_round(
             ListenerResult(job_id=j.job_id, error=f"memlistener call failed: {exc}", retryable=True)
             for j in jobs
         ]
-    report.model_s = time.monotonic() - model_started
-    for claim, job, result in zip(claims, jobs, results, strict=True):
-        apply_result(claim, job, result, report, index=index)
+    model_s = time.monotonic() - model_started
+    report = apply_batch(claims, jobs, results, index=index)
+    report.claimed, report.model_s = len(claims), model_s
     report.backend_s = time.monotonic() - started - report.model_s
     metrics.observe("dispatch_batch_size", report.claimed)
     metrics.observe("dispatch_model_seconds", report.model_s)

@@ -174,3 +174,28 @@ def test_system_turn_is_sent_first_with_every_chunk(tenant):
         ("user", "u0"),
     ]
     assert len(jobs[0].turns) == 7
+
+
+def test_a_database_error_mid_batch_rolls_back_and_reapplies_chunk_by_chunk(tenant, monkeypatch):
+    from django.db import connection
+
+    import workers.dispatcher as dispatcher
+
+    subjects = [ingest_pairs(tenant, f"db{i}", 3).subject for i in range(3)]
+    real = dispatcher.tree_apply_ops
+    calls = {"n": 0}
+
+    def flaky(**kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the second chunk of the batch: a real database error (aborts the transaction)
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1/0")
+        return real(**kwargs)
+
+    monkeypatch.setattr(dispatcher, "tree_apply_ops", flaky)
+    report = dispatch_round(client=standin_client(), max_jobs=3, max_wait_ms=0, index=False)
+    assert report.claimed == 3 and report.applied == 3 and report.failed == 0
+    assert calls["n"] == 5  # 2 in the doomed batch transaction, then 3 one by one
+    for subject in subjects:
+        assert TreeVersion.objects.filter(subject=subject).count() == 1
+    assert OpRecord.objects.order_by().values("chunk_id").distinct().count() == 3
