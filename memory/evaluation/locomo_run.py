@@ -59,7 +59,10 @@ def run_locomo(
     coverage: bool = True,
     ingest_only: bool = False,
     progress=None,
+    checkpoint=None,
 ) -> dict:
+    """Run the phases in order (ingest, recall@k, coverage, QA per mode); `checkpoint(results)` is called
+    after each phase with everything measured so far, so a run stopped midway leaves true partial results."""
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown modes: {', '.join(sorted(unknown))}; known: {', '.join(MODES)}")
@@ -107,22 +110,32 @@ def run_locomo(
             "run": {**run_info, "phase": "ingest only"},
         }
 
+    names = {str(k): v for k, v in CATEGORY_NAMES.items()}
+    results = {
+        "title": "LoCoMo evaluation",
+        "benchmark": "locomo",
+        "ingestion": ingestion,
+        "run": {
+            **run_info,
+            "modes": list(modes) if qa else [],
+            "ks": list(ks),
+            "qa_limit_per_conversation": qa_limit,
+        },
+    }
+
+    # Phase 1: evidence recall@k (LLM-free), every selected question.
     recall_qs, retrieved, turn_to_unit = [], {}, {}
-    outcomes = {m: [] for m in modes}
-    tokens = {m: [] for m in modes}
-    items, retrieval_items, excluded, coverage_out = [], [], 0, {}
+    retrieval_items, excluded, asked = [], 0, []
     for sample_id, conv in convs.items():
         present = [s for s in conv.speakers if (sample_id, s) in subjects]
         if not present:
             continue
-        in_slice = {t.dia_id for t in conv.turns(max_sessions=max_sessions)}
-        dia_keys = {
-            t.dia_id: derive_key(label, sample_id, t.dia_id) for t in conv.turns(max_sessions=max_sessions)
-        }
+        turns = conv.turns(max_sessions=max_sessions)
+        in_slice = {t.dia_id for t in turns}
+        dia_keys = {t.dia_id: derive_key(label, sample_id, t.dia_id) for t in turns}
         units = {s: pipeline.unit_map(subjects[(sample_id, s)], dia_keys) for s in present}
         selected = [q for q in conv.qa if set(q.evidence) <= in_slice]
         excluded += len(conv.qa) - len(selected)
-        bar = progress(total=len(selected), desc=f"{sample_id} questions") if progress else None
         for i, q in enumerate(selected):
             qid = f"{sample_id}#{i}"
             targets = [s for s in subjects_for(q.question, conv.speakers) if s in present] or present
@@ -143,62 +156,53 @@ def run_locomo(
                     "retrieved": hits,
                 }
             )
-            if qa and (qa_limit is None or i < qa_limit):
-                for mode in modes:
-                    items.append(
-                        _answer(
-                            ctx,
-                            conv,
-                            q,
-                            qid,
-                            mode,
-                            [subjects[(sample_id, s)] for s in targets],
-                            outcomes,
-                            tokens,
-                        )
-                    )
-            if bar:
-                bar.update(1)
-        if bar:
-            bar.close()
-        if coverage:
-            for s in present:
+            if qa_limit is None or i < qa_limit:
+                asked.append((conv, q, qid, [subjects[(sample_id, s)] for s in targets]))
+    report = evaluate_recall(recall_qs, retrieved, turn_to_unit, ks=tuple(ks))
+    results["retrieval"] = recall_section(report, names=names)
+    results["retrieval_items"] = retrieval_items
+    results["run"]["questions_outside_slice"] = excluded
+    _checkpoint(checkpoint, results)
+
+    # Phase 2: coverage of the observation facts by each final tree (responder as judge).
+    if coverage:
+        results["coverage"] = {}
+        for sample_id, conv in convs.items():
+            for s in conv.speakers:
+                if (sample_id, s) not in subjects:
+                    continue
                 tree_text = pipeline.final_tree_text(subjects[(sample_id, s)])
                 facts = [o.fact for o in conv.observations_for(s, max_sessions=max_sessions)]
                 summary, _ = judge_coverage(
                     tree_text, facts, ctx.responder.ask, key_prefix=f"judge|{sample_id}:{s}|"
                 )
-                coverage_out[f"{sample_id}:{s}"] = summary
+                results["coverage"][f"{sample_id}:{s}"] = summary
+                _checkpoint(checkpoint, results)
 
-    report = evaluate_recall(recall_qs, retrieved, turn_to_unit, ks=tuple(ks))
-    names = {str(k): v for k, v in CATEGORY_NAMES.items()}
-    results = {
-        "title": "LoCoMo evaluation",
-        "benchmark": "locomo",
-        "retrieval": recall_section(report, names=names),
-        "retrieval_items": retrieval_items,
-        "ingestion": ingestion,
-        "run": {
-            **run_info,
-            "questions_outside_slice": excluded,
-            "modes": list(modes) if qa else [],
-            "ks": list(ks),
-            "qa_limit_per_conversation": qa_limit,
-        },
-    }
+    # Phase 3: QA, one mode after the other (each finished mode is written before the next starts).
     if qa:
-        results["modes"] = {
-            m: {
-                "accuracy": accuracy_table(outcomes[m]),
-                "context_tokens": distribution(tokens[m]),
+        results["modes"], results["items"] = {}, []
+        for mode in modes:
+            outcomes, tokens = {mode: []}, {mode: []}
+            bar = progress(total=len(asked), desc=f"QA {mode}") if progress else None
+            for conv, q, qid, targets in asked:
+                results["items"].append(_answer(ctx, conv, q, qid, mode, targets, outcomes, tokens))
+                if bar:
+                    bar.update(1)
+            if bar:
+                bar.close()
+            results["modes"][mode] = {
+                "accuracy": accuracy_table(outcomes[mode]),
+                "context_tokens": distribution(tokens[mode]),
                 "note": "",
             }
-            for m in modes
-        }
-        results["items"] = items
-    if coverage:
-        results["coverage"] = coverage_out
+            _checkpoint(checkpoint, results)
     return results
+
+
+def _checkpoint(checkpoint, results: dict) -> None:
+    if checkpoint is not None:
+        checkpoint(results)
 
 
 def _answer(ctx, conv: LocomoConversation, q, qid: str, mode: str, subjects: list, outcomes, tokens) -> dict:

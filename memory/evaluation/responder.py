@@ -59,7 +59,10 @@ class Responder:
         return engine
 
     @property
-    def model_id(self) -> str:
+    def model_id(self) -> str | None:
+        """The responder's model id as its engine reports it; None while no call was made."""
+        if self.calls == 0:
+            return None
         try:
             return self.engine.model_id
         except Exception as exc:  # engine could not start; the run records it

@@ -77,6 +77,7 @@ def test_locomo_recall_qa_coverage(tmp_path, locomo_path):
 
 def test_sessions_slice_drops_later_questions(tmp_path, locomo_path):
     _, res = run(tmp_path, locomo_path, "--sessions", "1", "--speakers", "Ana", "--no-qa", "--no-coverage")
+    assert res["run"]["complete"] is True and res["provenance"]["responder_model_id"] is None  # never called
     assert res["ingestion"]["tiny-1:Ana"]["messages"] == 6
     assert res["run"]["questions_outside_slice"] == 2  # the two questions with session-2 evidence
     assert "modes" not in res

@@ -121,6 +121,7 @@ class Command(BaseCommand):
                     qa=not opts["no_qa"],
                     qa_limit=opts["qa_limit"],
                     ingest_only=opts["ingest_only"],
+                    checkpoint=lambda partial: self._write(partial, ctx, run_id, opts, final=False),
                     coverage=not opts["no_coverage"],
                     progress=progress,
                 )
@@ -136,16 +137,20 @@ class Command(BaseCommand):
                 )
         except (DatasetError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
-        results["provenance"] = pipeline.run_provenance(ctx)
-        results["run"] = {
+        for kind, path in self._write(results, ctx, run_id, opts, final=True).items():
+            self.stdout.write(f"{kind}: {path}")
+
+    def _write(self, results: dict, ctx, run_id: str, opts: dict, *, final: bool) -> dict:
+        out = dict(results)
+        out["provenance"] = pipeline.run_provenance(ctx)
+        out["run"] = {
             "command": _command_line(opts),
             "run_id": run_id,
+            "complete": final,
             "notes": ctx.notes,
             **results.get("run", {}),
         }
-        paths = write_results(results, opts["out"])
-        for kind, path in paths.items():
-            self.stdout.write(f"{kind}: {path}")
+        return write_results(out, opts["out"])
 
 
 def _command_line(opts: dict) -> str:
