@@ -5,7 +5,8 @@
    output is unreadable, only the original query is searched and the result
    says so (`expansion.status`).
 2. The original and the expanded queries run as hybrid searches (dense + BM25,
-   RRF) scoped to the subject, in parallel on a thread pool.
+   RRF) scoped to the subject, in parallel: one multi-query request by default, or one request
+   per query on a thread pool (`RecallConfig.strategy`).
 3. Hits are deduplicated and fused across queries by reciprocal rank.
 4. With a reranker, candidates are re-scored against the original question;
    otherwise the fused ranks stand.
@@ -61,6 +62,7 @@ class RecallConfig:
     per_query_k: int = 8
     rerank_candidates: int = 20
     rrf_k: int = 60
+    strategy: str = "batch"  # "batch" | "threads", see search.search_many
 
 
 @dataclass
@@ -200,7 +202,9 @@ def agentic_recall(
     queries = [query, *expanded]
 
     t1 = time.perf_counter()
-    rankings = search_many(index, embedder, scope, queries, limit=config.per_query_k, method="hybrid")
+    rankings = search_many(
+        index, embedder, scope, queries, limit=config.per_query_k, method="hybrid", strategy=config.strategy
+    )
     fused: list[Hit] = rrf_fuse(rankings, k=config.rrf_k)
     timings["search_ms"] = (time.perf_counter() - t1) * 1000
 

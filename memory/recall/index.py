@@ -274,28 +274,32 @@ class EvidenceIndex:
         )
         return sorted((_hit(r, 0.0) for r in res), key=lambda h: h.start_seq)
 
-    def search_dense(self, vector: Sequence[float], scope: Scope, *, limit: int) -> list[Hit]:
+    # Each search takes a list of queries and sends them as ONE request (nq = len(queries)): Milvus
+    # parallelises the queries server-side, and per-request overhead dominates on Milvus Lite.
+    def search_dense(
+        self, vectors: Sequence[Sequence[float]], scope: Scope, *, limit: int
+    ) -> list[list[Hit]]:
         self.ensure_collection()
         res = self._call(
             "search",
             self.client.search,
             self.collection,
-            data=[list(map(float, vector))],
+            data=[list(map(float, v)) for v in vectors],
             anns_field="dense",
             limit=limit,
             filter=scope.expr(),
             output_fields=OUTPUT_FIELDS,
             search_params={"metric_type": "COSINE"},
         )
-        return [_hit(r) for r in res[0]]
+        return [[_hit(r) for r in hits] for hits in res]
 
-    def search_bm25(self, text: str, scope: Scope, *, limit: int) -> list[Hit]:
+    def search_bm25(self, texts: Sequence[str], scope: Scope, *, limit: int) -> list[list[Hit]]:
         self.ensure_collection()
         res = self._call(
             "search",
             self.client.search,
             self.collection,
-            data=[text],
+            data=list(texts),
             anns_field="sparse",
             limit=limit,
             filter=scope.expr(),
@@ -303,33 +307,36 @@ class EvidenceIndex:
             search_params={"metric_type": "BM25"},
         )
         # Milvus Lite reports BM25 distances negated; flip so larger is better everywhere.
-        return [_hit(r, abs(float(r["distance"]))) for r in res[0]]
+        return [[_hit(r, abs(float(r["distance"]))) for r in hits] for hits in res]
 
     def search_hybrid(
         self,
-        vector: Sequence[float],
-        text: str,
+        vectors: Sequence[Sequence[float]],
+        texts: Sequence[str],
         scope: Scope,
         *,
         limit: int,
         candidates: int | None = None,
         rrf_k: int = 60,
-    ) -> list[Hit]:
+    ) -> list[list[Hit]]:
+        """Dense + BM25 fused with RRF, per query (vectors[i] pairs with texts[i])."""
         from pymilvus import AnnSearchRequest, RRFRanker
 
+        if len(vectors) != len(texts):
+            raise ValueError("hybrid search needs one vector per text")
         self.ensure_collection()
         expr = scope.expr()
         n = candidates or max(limit * 3, 20)
         reqs = [
             AnnSearchRequest(
-                data=[list(map(float, vector))],
+                data=[list(map(float, v)) for v in vectors],
                 anns_field="dense",
                 param={"metric_type": "COSINE"},
                 limit=n,
                 expr=expr,
             ),
             AnnSearchRequest(
-                data=[text], anns_field="sparse", param={"metric_type": "BM25"}, limit=n, expr=expr
+                data=list(texts), anns_field="sparse", param={"metric_type": "BM25"}, limit=n, expr=expr
             ),
         ]
         res = self._call(
@@ -341,4 +348,4 @@ class EvidenceIndex:
             limit=limit,
             output_fields=OUTPUT_FIELDS,
         )
-        return [_hit(r) for r in res[0]]
+        return [[_hit(r) for r in hits] for hits in res]

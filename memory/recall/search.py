@@ -1,7 +1,8 @@
 """Evidence search for one subject: dense, BM25 or hybrid (dense + BM25 fused with RRF).
 
-Several queries are embedded in one batch and searched in parallel on a thread
-pool (pymilvus clients are safe to share across threads).
+Several queries are embedded in one batch and searched in parallel: by default as one
+multi-query request (Milvus parallelises it server-side), or one request per query on a
+thread pool (pymilvus clients are safe to share across threads).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from .index import EvidenceIndex, Hit, Scope
 
 Method = Literal["dense", "bm25", "hybrid"]
 METHODS: tuple[str, ...] = ("dense", "bm25", "hybrid")
+Strategy = Literal["batch", "threads"]
+STRATEGIES: tuple[str, ...] = ("batch", "threads")
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-search")
 
@@ -27,37 +30,43 @@ def search_many(
     *,
     limit: int,
     method: Method = "hybrid",
-    parallel: bool = True,
+    strategy: Strategy = "batch",
     vectors=None,
 ) -> list[list[Hit]]:
     """Return one ranked hit list per query (same order as `queries`).
 
-    `vectors` may hold the queries' embeddings already computed (benchmarks embed in one batch).
+    strategy "batch" (default) sends all queries in one request (Milvus runs them in parallel
+    server-side); "threads" sends one request per query from a thread pool. On Milvus Lite
+    the batch is measured faster (bench/bench_query.py). `vectors` may hold the queries'
+    embeddings already computed (benchmarks embed in one batch).
     """
     if method not in METHODS:
         raise ValueError(f"unknown search method {method!r}; expected one of {METHODS}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown search strategy {strategy!r}; expected one of {STRATEGIES}")
     if not queries:
         return []
+    queries = list(queries)
     if vectors is None and method in ("dense", "hybrid"):
         if embedder is None:
             raise ValueError(f"method {method!r} needs an embedder")
-        vectors = embedder.embed(list(queries))
+        vectors = embedder.embed(queries)
 
-    def one(i: int) -> list[Hit]:
-        q = queries[i]
+    def run(idx: list[int]) -> list[list[Hit]]:
         if method == "dense":
-            hits = index.search_dense(vectors[i], scope, limit=limit)
-        elif method == "bm25":
-            hits = index.search_bm25(q, scope, limit=limit)
-        else:
-            hits = index.search_hybrid(vectors[i], q, scope, limit=limit)
+            return index.search_dense([vectors[i] for i in idx], scope, limit=limit)
+        if method == "bm25":
+            return index.search_bm25([queries[i] for i in idx], scope, limit=limit)
+        return index.search_hybrid([vectors[i] for i in idx], [queries[i] for i in idx], scope, limit=limit)
+
+    if strategy == "threads" and len(queries) > 1:
+        results = [r[0] for r in _POOL.map(lambda i: run([i]), range(len(queries)))]
+    else:
+        results = run(list(range(len(queries))))
+    for q, hits in zip(queries, results, strict=True):
         for h in hits:
             h.queries.append(q)
-        return hits
-
-    if parallel and len(queries) > 1:
-        return list(_POOL.map(one, range(len(queries))))
-    return [one(i) for i in range(len(queries))]
+    return results
 
 
 def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k: int = 60) -> list[Hit]:

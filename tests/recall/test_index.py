@@ -101,3 +101,15 @@ def test_unreachable_milvus_raises_index_unavailable():
     idx = EvidenceIndex("http://127.0.0.1:9", dim=4, timeout=1.0)
     with pytest.raises(IndexUnavailable):
         idx.count(Scope(1, 1))
+
+
+def test_batch_and_thread_strategies_agree(index, embedder):
+    index.upsert(_rows(embedder, 1, 10))
+    qs = ["my cat Pixel", "ZX-4471", "knee swimming"]
+    for method in ("dense", "bm25", "hybrid"):
+        batch = search_many(index, embedder, Scope(1, 10), qs, limit=3, method=method, strategy="batch")
+        threads = search_many(index, embedder, Scope(1, 10), qs, limit=3, method=method, strategy="threads")
+        assert [[h.pk for h in r] for r in batch] == [[h.pk for h in r] for r in threads]
+        assert [r[0].queries for r in batch] == [[q] for q in qs]
+    with pytest.raises(ValueError):
+        search_many(index, embedder, Scope(1, 10), qs, limit=3, strategy="psychic")
