@@ -24,7 +24,7 @@ from memory.backfill.records import derive_key
 from memory.evaluation import pipeline
 from memory.evaluation.coverage import judge_coverage
 from memory.evaluation.datasets.locomo import CATEGORY_NAMES, LocomoConversation, load_locomo
-from memory.evaluation.metrics import Outcome, accuracy_table, distribution, op_stats, recall_section
+from memory.evaluation.metrics import Outcome, accuracy_table, distribution, recall_section
 from memory.evaluation.scoring import is_abstention, score_locomo
 from memory.recall.metrics import RecallQuestion, evaluate_recall
 from memory.services.query import answer_prompt
@@ -84,14 +84,10 @@ def run_locomo(
         started = time.perf_counter()
         subject = pipeline.ingest_history(ctx=ctx, history=history)
         seconds = time.perf_counter() - started
-        chunks = pipeline.chunk_ops_for(ctx=ctx, subject=subject)
         subjects[(history.meta["sample_id"], history.meta["speaker"])] = subject
-        ingestion[history.external_id] = {
-            "messages": len(history.messages),
-            "seconds": round(seconds, 2),
-            "seconds_per_chunk": round(seconds / len(chunks), 2) if chunks else None,
-            "ops": op_stats(chunks),
-        }
+        ingestion[history.external_id] = pipeline.ingestion_row(
+            ctx=ctx, history=history, subject=subject, seconds=seconds
+        )
         if bar:
             bar.update(1)
     if bar:

@@ -17,7 +17,7 @@ from memory.backfill.records import derive_key
 from memory.engine.render import count_tokens
 from memory.evaluation import pipeline
 from memory.evaluation.datasets.personamem import check_end_indices, load_contexts, load_questions
-from memory.evaluation.metrics import Outcome, accuracy_table, distribution, op_stats
+from memory.evaluation.metrics import Outcome, accuracy_table, distribution
 from memory.evaluation.responder import MC_JSON_SCHEMA, MC_SYSTEM, mc_user_prompt
 from memory.evaluation.scoring import extract_choice
 
@@ -81,14 +81,8 @@ def run_personamem(
         started = time.perf_counter()
         subject = pipeline.ingest_history(ctx=ctx, history=history)
         seconds = time.perf_counter() - started
-        chunks = pipeline.chunk_ops_for(ctx=ctx, subject=subject)
         subjects[cid], seqs[cid] = subject, pipeline.seq_by_key(subject)
-        ingestion[cid] = {
-            "messages": len(history.messages),
-            "seconds": round(seconds, 2),
-            "seconds_per_chunk": round(seconds / len(chunks), 2) if chunks else None,
-            "ops": op_stats(chunks),
-        }
+        ingestion[cid] = pipeline.ingestion_row(ctx=ctx, history=history, subject=subject, seconds=seconds)
         if bar:
             bar.update(1)
 

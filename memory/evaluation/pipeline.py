@@ -14,6 +14,7 @@ from memory.engine.render import render
 from memory.evaluation import store
 from memory.evaluation.counting import CountingClient
 from memory.evaluation.endpoints import memlistener_config, responder_settings
+from memory.evaluation.metrics import op_stats
 from memory.evaluation.responder import ANSWER_PROMPT_VERSION, Responder
 from memory.evaluation.results import git_commit, provenance
 from memory.models import Message, Subject, Tenant
@@ -36,6 +37,7 @@ class RunContext:
     token_budget: int = 1500
     started: dict = field(default_factory=git_commit)  # the code that ran: captured when the run starts
     progress: bool = False
+    last_processed: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -104,6 +106,7 @@ def ingest_history(*, ctx: RunContext, history) -> Subject:
         progress=ctx.progress,
         index=True,
     )
+    ctx.last_processed = report.applied + report.failed
     if report.failed:
         ctx.notes.append(f"{history.external_id}: {report.failed} chunk(s) failed after retries")
     subject = (
@@ -131,6 +134,20 @@ def ensure_indexed(subject: Subject) -> int:
 
     last = subject.messages.order_by("-seq").values_list("seq", flat=True).first()
     return evidence_index_span(subject_id=subject.pk, start_seq=1, end_seq=last) if last else 0
+
+
+def ingestion_row(*, ctx: RunContext, history, subject: Subject, seconds: float) -> dict:
+    """Op statistics of the subject's chunks, and the time this run spent on them. Chunks applied by an
+    earlier run on a reused tenant keep their counts (OpRecords + saved usage) but not their time."""
+    chunks = chunk_ops_for(ctx=ctx, subject=subject)
+    processed = ctx.last_processed
+    return {
+        "messages": len(history.messages),
+        "chunks_processed_this_run": processed,
+        "seconds": round(seconds, 2) if processed else None,
+        "seconds_per_chunk": round(seconds / processed, 2) if processed else None,
+        "ops": op_stats(chunks),
+    }
 
 
 def chunk_ops_for(*, ctx: RunContext, subject: Subject):
