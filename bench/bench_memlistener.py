@@ -5,8 +5,10 @@ Bounded on purpose (2 shared cores, llama.cpp at a few tokens/s): few jobs, shor
 Knobs: ``PERSONATREE_LOCOMO_PATH`` (default ``../shared/benchmarks/locomo/locomo_dev5.json`` from
 the repo root; the validity metric is skipped with a note when absent),
 ``PERSONATREE_LOCAL_MODEL_PATH`` (default ``var/models/memlistener.gguf``),
-``PERSONATREE_BENCH_MEMLISTENER_CHUNKS`` (validity chunks, default 8),
-``PERSONATREE_BENCH_MEMLISTENER_MAX_TOKENS`` (default 96).
+``PERSONATREE_BENCH_MEMLISTENER_CHUNKS`` (validity chunks, default 4),
+``PERSONATREE_BENCH_MEMLISTENER_MAX_TOKENS`` (validity, default 96) and
+``PERSONATREE_BENCH_MEMLISTENER_SERVE_MAX_TOKENS`` (throughput, default 32). The llama.cpp disk
+prompt cache (``var/cache/llama``) keeps the static prefix's KV state between runs.
 
 ``python bench/bench_memlistener.py eval --model-path X`` runs the model comparison of
 docs/MEMLISTENER.md on one GGUF and prints per-chunk rows plus a summary as JSON.
@@ -233,7 +235,7 @@ def throughput_metrics(model_path: str, chunks: list[list[dict]], *, max_tokens:
 
 def run() -> dict[str, dict]:
     max_tokens = int(os.environ.get("PERSONATREE_BENCH_MEMLISTENER_MAX_TOKENS", "96"))
-    n_chunks = int(os.environ.get("PERSONATREE_BENCH_MEMLISTENER_CHUNKS", "8"))
+    n_chunks = int(os.environ.get("PERSONATREE_BENCH_MEMLISTENER_CHUNKS", "4"))
     model_path = os.environ.get(
         "PERSONATREE_LOCAL_MODEL_PATH", str(ROOT / "var" / "models" / "memlistener.gguf")
     )
@@ -252,7 +254,13 @@ def run() -> dict[str, dict]:
             metrics[name] = _metric(None, "jobs/s", None, skip)
         metrics["memlistener.local_op_valid_rate"] = _metric(None, "ratio", None, skip)
         return metrics
-    metrics.update(throughput_metrics(model_path, chunks[:4], max_tokens=max_tokens))
+    metrics.update(
+        throughput_metrics(
+            model_path,
+            chunks[:4],
+            max_tokens=int(os.environ.get("PERSONATREE_BENCH_MEMLISTENER_SERVE_MAX_TOKENS", "32")),
+        )
+    )
     if not have_locomo:
         metrics["memlistener.local_op_valid_rate"] = _metric(
             None, "ratio", None, f"skipped: LoCoMo not found at {path} (set PERSONATREE_LOCOMO_PATH)"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 
@@ -33,6 +34,16 @@ def _rejection_dict(r) -> dict:
 
 def _normalisation_dict(n) -> dict:
     return {"original": n.original.to_dict(), "result": n.result.to_dict(), "note": n.note}
+
+
+_RAW_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def _json_safe(text: str) -> str:
+    """Constrained decoders (xgrammar in vLLM) can put raw control characters inside JSON strings,
+    which strict JSON forbids; in JSON output they become spaces (the gate normalises whitespace
+    anyway). The line format is left alone: its newlines separate ops."""
+    return _RAW_CONTROL.sub(" ", text) if text.lstrip().startswith(("{", "[")) else text
 
 
 def salvage_truncated(text: str):
@@ -89,10 +100,10 @@ class MemListener:
     ) -> ListenerResult:
         if gen.error is not None:
             return self._error(job.job_id, gen.error, retryable=gen.retryable, model_id=gen.model_id)
-        parsed = parse_ops(gen.text)
+        parsed = parse_ops(_json_safe(gen.text))
         errors = [{"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors]
         if not parsed.ops:
-            salvaged = salvage_truncated(gen.text)
+            salvaged = salvage_truncated(_json_safe(gen.text))
             if salvaged is not None:
                 n, parsed = salvaged
                 errors = [{"line_no": 0, "line": "", "message": f"output truncated; kept {n} complete op(s)"}]

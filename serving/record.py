@@ -30,12 +30,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--schema", default="", help="schema file (default: the shipped default schema)")
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--max-ops", type=int, default=4)
+    ap.add_argument("--prompt-cache-dir", default="var/cache/llama")
     args = ap.parse_args(argv)
 
     from serving.engines.llamacpp import LlamaCppEngine
 
     schema = load_schema(args.schema) if args.schema else default_schema()
-    engine = LlamaCppEngine.from_config(EngineConfig(model_path=args.model_path, max_tokens=args.max_tokens))
+    engine = LlamaCppEngine.from_config(
+        EngineConfig(
+            model_path=args.model_path, max_tokens=args.max_tokens, prompt_cache_dir=args.prompt_cache_dir
+        )
+    )
     json_schema = op_list_schema(schema, max_ops=args.max_ops)
     chunks = json.loads(Path(args.chunks).read_text(encoding="utf-8"))
     with Path(args.out).open("w", encoding="utf-8") as out:

@@ -51,6 +51,17 @@ def load_llama(*, extra_buffer_types: bool = False, **kwargs: Any):
             lib.llama_model_default_params = original
 
 
+# llama-cpp-python chat formats that silently drop a system message (Gemma has no system role).
+NO_SYSTEM_ROLE = frozenset({"gemma"})
+
+
+def chat_messages(prompt: Prompt, chat_format: str | None) -> list[dict[str, str]]:
+    """The prompt as chat messages; one user message (static first) when the format has no system role."""
+    if chat_format in NO_SYSTEM_ROLE:
+        return [{"role": "user", "content": prompt.static + prompt.dynamic}]
+    return prompt.messages()
+
+
 class LlamaCppEngine:
     def __init__(
         self,
@@ -87,6 +98,7 @@ class LlamaCppEngine:
             from llama_cpp import LlamaDiskCache
 
             self._llm.set_cache(LlamaDiskCache(cache_dir=str(prompt_cache_dir), capacity_bytes=2 << 30))
+        self.chat_format = chat_format
         self.model_id = model_id or path.stem
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -128,7 +140,7 @@ class LlamaCppEngine:
         start = time.perf_counter()
         try:
             out = self._llm.create_chat_completion(
-                messages=prompt.messages(),
+                messages=chat_messages(prompt, self.chat_format),
                 max_tokens=self.max_tokens,
                 temperature=self.temperature,
                 grammar=grammar,

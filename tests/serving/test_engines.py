@@ -89,3 +89,16 @@ def test_standin_latency_and_bad_mode():
     assert time.perf_counter() - start >= 0.045
     with pytest.raises(ValueError, match="unknown stand-in mode"):
         StandInEngine(mode="smart")
+
+
+def test_llamacpp_keeps_the_rules_for_chat_formats_without_a_system_role(schema, chunks):
+    from serving.engines.llamacpp import chat_messages
+
+    prompt = build_prompt(schema, {}, chunks[0]["turns"])
+    (only,) = chat_messages(prompt, "gemma")
+    assert (
+        only["role"] == "user"
+        and only["content"].startswith(prompt.static)
+        and only["content"].endswith(prompt.dynamic)
+    )
+    assert chat_messages(prompt, None) == prompt.messages()

@@ -165,3 +165,10 @@ def test_jobs_of_two_schemas_in_one_batch(schema, tiny_schema, chunks):
     results = MemListener(Spy(None), schema_resolver=lambda i, v: resolver[(i, v)]).run([j1, j2])
     assert [r.job_id for r in results] == ["a", "b"] and all(r.error is None for r in results)
     assert sorted(len(s) for s in seen) == [len(tiny_schema.paths), len(schema.paths)]
+
+
+def test_raw_control_characters_inside_json_strings_are_tolerated(schema, chunks):
+    text = '{"ops": [{"op": "ADD", "path": "identity/occupation/current_role", "value": "nurse\x13 at\x06 night"}]}'
+    res = run_one(schema, chunks, text)
+    assert [o["value"] for o in res.ops] == ["nurse at night"]
+    assert res.raw_text == text  # the audit keeps what the model wrote
