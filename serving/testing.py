@@ -28,7 +28,7 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serve_memlistener(
-    config: AppConfig, *, num_cpus: int = 2, app_name: str = "memlistener"
+    config: AppConfig, *, num_cpus: int = 2, app_name: str = "memlistener", start_attempts: int = 3
 ) -> Iterator[str]:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.pop("RAY_ADDRESS", None)
@@ -47,7 +47,16 @@ def serve_memlistener(
         runtime_env={"env_vars": {"RAY_AUTH_MODE": "disabled"}},
     )
     try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        # On loaded machines Serve's proxy can miss its fixed 60 s start timeout; retry a start.
+        for attempt in range(1, start_attempts + 1):
+            try:
+                serve.start(http_options={"host": "127.0.0.1", "port": port})
+                break
+            except Exception:
+                if attempt == start_attempts:
+                    raise
+                with contextlib.suppress(Exception):
+                    serve.shutdown()
         serve.run(build_app(config.model_dump(mode="json")), name=app_name, route_prefix=ROUTE_PREFIX)
         yield f"http://127.0.0.1:{port}{ROUTE_PREFIX}"
     finally:

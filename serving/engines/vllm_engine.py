@@ -56,7 +56,7 @@ class VLLMEngine:
             gpu_memory_utilization=gpu_memory_utilization,
             enable_prefix_caching=True,
             # No free-form whitespace between JSON tokens: fewer wasted tokens under the grammar.
-            structured_outputs_config={"disable_any_whitespace": True},
+            structured_outputs_config={"backend": "xgrammar", "disable_any_whitespace": True},
             seed=seed,
             dtype=dtype,
             **llm_kwargs,
