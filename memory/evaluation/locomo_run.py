@@ -8,7 +8,7 @@
 - QA per category and mode through the product's `answer_build` (optionally only the first `qa_limit` selected questions of each
   conversation — recall@k still covers all of them), scored by `scoring.score_locomo`; a question naming both or neither
   speaker reads both speakers' memory contexts. Questions whose gold evidence lies outside the
-  ingested slice are left out and counted.
+  ingested slice (or, in a slice, without readable evidence ids) are left out and counted.
 - Coverage: each speaker's observation facts (within the slice) judged against the final tree.
 """
 
@@ -130,7 +130,10 @@ def run_locomo(
         in_slice = {t.dia_id for t in turns}
         dia_keys = {t.dia_id: derive_key(label, sample_id, t.dia_id) for t in turns}
         units = {s: pipeline.unit_map(subjects[(sample_id, s)], dia_keys) for s in present}
-        selected = [q for q in conv.qa if set(q.evidence) <= in_slice]
+        # In a session slice a question without readable evidence ids cannot be placed: leave it out.
+        selected = [
+            q for q in conv.qa if set(q.evidence) <= in_slice and (q.evidence or max_sessions is None)
+        ]
         excluded += len(conv.qa) - len(selected)
         for i, q in enumerate(selected):
             qid = f"{sample_id}#{i}"

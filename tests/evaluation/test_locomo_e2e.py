@@ -79,5 +79,6 @@ def test_sessions_slice_drops_later_questions(tmp_path, locomo_path):
     _, res = run(tmp_path, locomo_path, "--sessions", "1", "--speakers", "Ana", "--no-qa", "--no-coverage")
     assert res["run"]["complete"] is True and res["provenance"]["responder_model_id"] is None  # never called
     assert res["ingestion"]["tiny-1:Ana"]["messages"] == 6
-    assert res["run"]["questions_outside_slice"] == 2  # the two questions with session-2 evidence
+    # the two questions with session-2 evidence, and the one without evidence ids (it cannot be placed)
+    assert res["run"]["questions_outside_slice"] == 3
     assert "modes" not in res
