@@ -265,18 +265,29 @@ def final_tree_text(subject: Subject) -> str:
 
 
 def run_provenance(ctx: RunContext) -> dict:
+    """Model ids and prompt versions as the audit log holds them (OpRecords of the run's tenant: this run's
+    and, on a reused tenant, earlier runs' chunks), plus what this process called."""
     from memory.engine.schema import default_schema
-    from serving.prompt import PROMPT_VERSION
+    from memory.evaluation.coverage import JUDGE_PROMPT_VERSION
+    from memory.models import OpRecord
+    from memory.services.query import ANSWER_PROMPT_VERSION as PRODUCT_ANSWER_PROMPT_VERSION
 
+    audit = OpRecord.objects.filter(subject__tenant=ctx.tenant, actor_kind="model")
+    model_ids = set(ctx.client.model_ids) | set(audit.values_list("model_id", flat=True).distinct())
+    prompts = set(ctx.client.prompt_versions) | set(audit.values_list("prompt_version", flat=True).distinct())
     schema = default_schema()
     return provenance(
         **{f"{k}_at_start": v for k, v in ctx.started.items()},
         memlistener_endpoint=ctx.memlistener_spec,
-        memlistener_model_ids=sorted(ctx.client.model_ids) or None,
-        memlistener_prompt_versions=sorted(ctx.client.prompt_versions) or [PROMPT_VERSION],
+        memlistener_model_ids=sorted(m for m in model_ids if m) or None,
+        memlistener_prompt_versions=sorted(p for p in prompts if p) or None,
         responder_endpoint=ctx.responder_spec,
         responder_model_id=ctx.responder.model_id,
-        answer_prompt_version=ANSWER_PROMPT_VERSION,
+        answer_prompt_versions={
+            "answer_build (LoCoMo QA, all modes)": PRODUCT_ANSWER_PROMPT_VERSION,
+            "multiple choice (PersonaMem)": ANSWER_PROMPT_VERSION,
+            "coverage judge": JUDGE_PROMPT_VERSION,
+        },
         schema=f"{schema.id}@{schema.version}",
         tenant=ctx.tenant.name,
     )

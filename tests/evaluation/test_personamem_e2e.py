@@ -93,6 +93,12 @@ def test_reused_tenant_is_not_sent_to_the_model_again(tmp_path, pm_questions_pat
     _, second = run(tmp_path, pm_questions_path, pm_contexts_path, *args)
     assert second["ingestion"]["ctx-mara"]["ops"] == first["ingestion"]["ctx-mara"]["ops"]
     assert any("reused tenant eval-reuse" in n for n in second["run"]["notes"])
+    # No MemListener call in the second run: the model ids come from the audit log of the tenant.
+    assert second["provenance"]["memlistener_model_ids"] == ["standin:derived"]
+    assert (
+        second["provenance"]["memlistener_prompt_versions"]
+        == first["provenance"]["memlistener_prompt_versions"]
+    )
     assert Subject.objects.filter(tenant__name="eval-reuse").count() == 2
 
 
