@@ -7,7 +7,7 @@ from django.core.management import call_command
 
 from memory.models import Chunk, Subject, TreeVersion
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]  # Milvus Lite + MiniLM
 
 
 def run(tmp_path, pm_questions_path, pm_contexts_path, *extra):
