@@ -102,3 +102,21 @@ def test_llamacpp_keeps_the_rules_for_chat_formats_without_a_system_role(schema,
         and only["content"].endswith(prompt.dynamic)
     )
     assert chat_messages(prompt, None) == prompt.messages()
+
+
+def test_shipped_recording_replays_real_model_output_through_the_gate(schema, chunks):
+    """tests/fixtures/recordings/memlistener.jsonl: real outputs of the pinned local model
+    (python -m serving.record) on chunks.json with the default schema; the recorded-backend default."""
+    from serving.listener import MemListener
+    from tests.serving.conftest import RECORDING_PATH, make_job
+
+    engine = RecordedEngine(path=RECORDING_PATH)
+    assert len(engine) == len(chunks)
+    jobs = [make_job(schema, c["turns"], job_id=c["name"]) for c in chunks]
+    results = {r.job_id: r for r in MemListener(engine).run(jobs)}
+    for r in results.values():
+        assert r.error is None and r.model_id.startswith("recorded:qwen2.5-coder-0.5b")
+        emitted = json.loads(r.raw_text)["ops"]
+        assert len(r.ops) + len(r.rejections) == len(emitted)
+    # The model wrote NO_OP next to other ops on the small-talk chunk: the gate refuses that NO_OP.
+    assert "NO_OP_NOT_ALONE" in {x["reason"] for x in results["small_talk"].rejections}
