@@ -28,7 +28,8 @@ def classify_error(exc: Exception) -> tuple[str, bool]:
         return f"endpoint refused the credentials (HTTP {exc.status_code}): check OPENAI_API_KEY", False
     if isinstance(exc, openai.RateLimitError):
         body = exc.body if isinstance(exc.body, dict) else {}
-        code = body.get("code") or (body.get("error") or {}).get("code") if body else None
+        err = body.get("error")
+        code = body.get("code") or (err.get("code") if isinstance(err, dict) else None)
         if code == "insufficient_quota":
             return "endpoint quota exhausted (HTTP 429 insufficient_quota)", False
         return "endpoint rate limit (HTTP 429) persisted after retries", True
