@@ -114,13 +114,20 @@ class Command(BaseCommand):
 
     def post_batch(self, batch, tenant, external_id, last_op) -> int:
         started = time.perf_counter()
+        first = batch[0]["content"][:60]
+        self.stdout.write(
+            self.style.HTTP_INFO(
+                f'\n-> POST {len(batch)} messages ("{first}..."); a complete window closes a chunk'
+            )
+        )
+        self.stdout.write(
+            "   the MemListener writes ops for it now (a few seconds to a minute per chunk on CPU)..."
+        )
+        self.stdout.flush()
         body = self.check_response(self.client.post(f"{self.base}/messages", {"messages": batch}), 202)
         self.wait_idle()
         self.stdout.write(
-            self.style.HTTP_INFO(
-                f"\n-> POST {len(batch)} messages: {len(body['accepted'])} accepted, "
-                f"{body['chunks_created']} chunk(s) closed, cursor {body['cursor']}"
-            )
+            f"   {len(body['accepted'])} accepted, {body['chunks_created']} chunk(s) closed, cursor {body['cursor']}"
         )
         return self.report_changes(tenant, external_id, last_op, time.perf_counter() - started)
 
@@ -148,6 +155,8 @@ class Command(BaseCommand):
         for q in questions:
             endpoint = "answer" if answers else "context"
             self.say(f"Q ({q['mode']}): {q['query']}")
+            self.stdout.write(f"   calling /{endpoint} ...")
+            self.stdout.flush()
             payload = {"query": q["query"], "mode": q["mode"]}
             response = self.client.post(f"{self.base}/{endpoint}", payload)
             if response[0] != 200 and answers:
