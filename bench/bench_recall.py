@@ -70,6 +70,7 @@ def run() -> dict[str, dict]:
             for q in locomo_questions(sample, prefix=f"{sid}/"):
                 questions.append(q.__class__(q.qid, q.category, tuple(f"{sid}/{g}" for g in q.gold_turns)))
                 subject_of[q.qid] = sid
+        index.flush()
         index_s = time.perf_counter() - t0
         texts = {
             f"{sid}/{i}": qa["question"] for sid, s in enumerate(samples, 1) for i, qa in enumerate(s["qa"])

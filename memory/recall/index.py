@@ -25,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 TEXT_MAX_BYTES = 16000
 SESSION_MAX = 128
+# Bulk writes of at least this many rows are flushed: Milvus searches unsealed (growing) segments
+# by brute force; measured on Milvus Lite with 20k rows: hybrid 10.2 s before flush, 0.66 s after.
+FLUSH_AT_ROWS = 1000
 OUTPUT_FIELDS = ["subject_id", "start_seq", "end_seq", "ts_ms", "session", "text"]
 
 
@@ -222,7 +225,9 @@ class EvidenceIndex:
         logger.info("created evidence collection %s (dim %d)", self.collection, self.dim)
 
     # -- writes --------------------------------------------------------------
-    def upsert(self, rows: Iterable[EvidenceRow], *, batch_size: int = 1000) -> int:
+    def upsert(
+        self, rows: Iterable[EvidenceRow], *, batch_size: int = 1000, flush: bool | None = None
+    ) -> int:
         self.ensure_collection()
         payload = []
         for r in rows:
@@ -246,7 +251,14 @@ class EvidenceIndex:
         for i in range(0, len(payload), batch_size):
             res = self._call("upsert", self.client.upsert, self.collection, payload[i : i + batch_size])
             total += int(res.get("upsert_count", 0))
+        if flush or (flush is None and len(payload) >= FLUSH_AT_ROWS):
+            self.flush()
         return total
+
+    def flush(self) -> None:
+        """Seal growing segments so searches use the built indexes (call after bulk loads)."""
+        self.ensure_collection()
+        self._call("flush", self.client.flush, self.collection)
 
     def delete_subject(self, tenant_id: int, subject_id: int) -> int:
         self.ensure_collection()

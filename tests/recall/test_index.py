@@ -113,3 +113,10 @@ def test_batch_and_thread_strategies_agree(index, embedder):
         assert [r[0].queries for r in batch] == [[q] for q in qs]
     with pytest.raises(ValueError):
         search_many(index, embedder, Scope(1, 10), qs, limit=3, strategy="psychic")
+
+
+def test_flush_seals_and_keeps_rows_searchable(index, embedder):
+    index.upsert(_rows(embedder, 1, 10), flush=True)
+    assert index.count(Scope(1, 10)) == 3
+    hits = search_many(index, embedder, Scope(1, 10), ["ZX-4471"], limit=1, method="hybrid")[0]
+    assert hits[0].start_seq == 5
