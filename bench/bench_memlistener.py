@@ -227,7 +227,7 @@ def throughput_metrics(model_path: str, chunks: list[list[dict]], *, max_tokens:
                 round(b / elapsed, 4),
                 "jobs/s",
                 None,
-                f"Ray Serve + llama.cpp (2 threads), {b} jobs in one request, max_tokens={max_tokens}, "
+                f"Ray Serve + llama.cpp (1 replica, n_threads auto), {b} jobs in one request, max_tokens={max_tokens}, "
                 f"{failed} failed; warm-up error: {warm[0].error}",
             )
     return out
