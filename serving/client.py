@@ -134,6 +134,8 @@ def client_config_from_settings() -> ClientConfig:
     engine = EngineConfig(
         model_path=pt.get("LOCAL_MODEL_PATH", ""),
         max_tokens=pt.get("MEMLISTENER_MAX_TOKENS", 256),
+        max_ops=pt.get("MEMLISTENER_MAX_OPS", EngineConfig().max_ops),
+        prompt_cache_dir=pt.get("MEMLISTENER_PROMPT_CACHE_DIR", ""),
         base_url=pt.get("OPENAI_BASE_URL", ""),
         api_key=pt.get("OPENAI_API_KEY", ""),
         model=pt.get("OPENAI_MODEL", ""),

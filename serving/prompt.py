@@ -1,7 +1,7 @@
 """The MemListener prompt: our rules text + schema leaves (static prefix), then the per-call part.
 
 Order matters for speed: everything that is the same for every call with one schema and one
-prompt version comes first (rules, then every leaf path with its description and budget), so
+prompt version comes first (rules, then every leaf path with its description), so
 vLLM's automatic prefix caching and llama.cpp's KV-prefix reuse compute it once. The per-call
 part (the subject's non-empty leaves, then the chunk) comes last.
 
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from memory.engine.schema import Schema
 from serving.engines.base import Prompt
 
-PROMPT_VERSION = "memlistener-prompt/1"
+PROMPT_VERSION = "memlistener-prompt/2"
 
 RULES = """\
 You keep the long-term memory of one user as a tree of slots. Every slot (a leaf path below) holds \
@@ -42,7 +42,7 @@ is context, not a fact about the user.
 3. When statements disagree, the latest explicit statement wins.
 4. At most one operation per slot.
 5. Put each fact in the most specific slot that fits it.
-6. Keep notes short, factual and in English; never exceed a slot's character limit.
+6. Keep notes short, factual and in English: a phrase of at most 80 characters, in the user's own terms.
 7. Reply with JSON only: {"ops": [{"op": "ADD", "path": "<slot path>", "value": "<note>"}, ...]}. \
 Use "value": null for DELETE, and {"op": "NO_OP", "path": null, "value": null} for NO_OP.
 """
@@ -50,10 +50,15 @@ Use "value": null for DELETE, and {"op": "NO_OP", "path": null, "value": null} f
 
 @functools.lru_cache(maxsize=32)
 def static_prefix(schema: Schema) -> str:
-    """Rules + every leaf of ``schema`` with its description and budget. Cached per schema."""
-    lines = [RULES, f"\nSlots of schema {schema.id} v{schema.version} (path | max characters | meaning):"]
+    """Rules + every leaf of ``schema`` with its description. Cached per schema.
+
+    Budgets are not listed: small models copied the numbers into values ("height: 170" for a
+    160-character budget). Rule 6 asks for notes within the smallest budget of the default
+    schema; the gate still enforces each leaf's own budget.
+    """
+    lines = [RULES, f"\nSlots of schema {schema.id} v{schema.version} (path: meaning):"]
     for leaf in schema.leaves:
-        lines.append(f"{leaf.path} | {leaf.budget} | {leaf.description}")
+        lines.append(f"{leaf.path}: {leaf.description}")
     return "\n".join(lines) + "\n"
 
 

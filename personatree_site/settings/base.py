@@ -143,6 +143,12 @@ PERSONATREE = {
     "MEMLISTENER_STANDIN_MODE": env.str("PERSONATREE_MEMLISTENER_STANDIN_MODE", default="no_op"),
     "MEMLISTENER_STANDIN_LATENCY_MS": env.float("PERSONATREE_MEMLISTENER_STANDIN_LATENCY_MS", default=0.0),
     "MEMLISTENER_MAX_TOKENS": env.int("PERSONATREE_MEMLISTENER_MAX_TOKENS", default=256),
+    # Longest op list the constrained output allows (the local CPU model rambles past a few ops).
+    "MEMLISTENER_MAX_OPS": env.int("PERSONATREE_MEMLISTENER_MAX_OPS", default=6),
+    # llama.cpp disk cache of the static prompt prefix (~5k tokens): computed once, reused by every chunk.
+    "MEMLISTENER_PROMPT_CACHE_DIR": env.str(
+        "PERSONATREE_MEMLISTENER_PROMPT_CACHE_DIR", default=str(DATA_DIR / "cache" / "llama-prompts")
+    ),
     "MEMLISTENER_URL": env.str("PERSONATREE_MEMLISTENER_URL", default="http://127.0.0.1:8000/memlistener"),
     "MEMLISTENER_TIMEOUT_S": env.float("PERSONATREE_MEMLISTENER_TIMEOUT_S", default=300.0),
     "LOCAL_MODEL_PATH": env.str(
