@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Protocol
+
+from memory.messages import IncomingMessage
 
 ROLES = ("user", "assistant", "system")
 
@@ -27,13 +28,8 @@ class BackfillFormatError(ValueError):
         self.message = message
 
 
-@dataclass(frozen=True)
-class BackfillMessage:
-    role: str
-    content: str
-    idempotency_key: str
-    ts: datetime | None = None
-    session_id: str = ""
+# Readers yield the same record the ingest API builds, so the backfill service hands it over as is.
+BackfillMessage = IncomingMessage
 
 
 @dataclass(frozen=True)

@@ -83,16 +83,7 @@ class Pacer:
 
 
 def _incoming(history: SubjectHistory) -> list[IncomingMessage]:
-    return [
-        IncomingMessage(
-            role=m.role,
-            content=m.content,
-            idempotency_key=m.idempotency_key,
-            ts=m.ts,
-            session_id=m.session_id,
-        )
-        for m in history.messages
-    ]
+    return list(history.messages)
 
 
 def _dry_run_chunks(tenant: Tenant, history: SubjectHistory) -> int:

@@ -30,6 +30,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.engine.chunker import Turn, chunk_turns
+from memory.messages import IncomingMessage
 from memory.models import Chunk, Message, Subject, Tenant, TreeVersion
 from memory.services import ServiceError
 from memory.services.subjects import subject_get_or_create
@@ -49,15 +50,6 @@ class PayloadTooLarge(ServiceError):
 class IdempotencyConflict(ServiceError):
     code = "idempotency_conflict"
     http_status = 409
-
-
-@dataclass(frozen=True)
-class IncomingMessage:
-    role: str
-    content: str
-    idempotency_key: str
-    ts: datetime | None = None
-    session_id: str = ""
 
 
 @dataclass(frozen=True)
