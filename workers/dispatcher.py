@@ -9,9 +9,11 @@ A round (:func:`dispatch_round`):
    messages; each job carries the tree at the subject's head version;
 3. **call** -- ``client.run(jobs)`` once (a transport exception counts as a retryable error of
    every job);
-4. **apply** -- each result through ``tree_apply_ops`` (at most once per chunk, on the head the
-   job saw; see :mod:`workers.ordering`), the whole batch in one transaction (a database error
-   rolls it back and the batch is re-applied one transaction per chunk); evidence indexing of the chunk's
+4. **apply** -- all results with one ``tree_apply_ops_batch`` call (the batch form of
+   ``tree_apply_ops``: at most once per chunk, on the head the job saw, see
+   :mod:`workers.ordering`; one transaction and four statements for the whole batch on
+   PostgreSQL; a database error rolls it back and the service re-applies the batch one
+   transaction per chunk, so a bad chunk fails alone); evidence indexing of the chunk's
    messages is queued on commit (by the ``version_applied`` receiver, or here when the chunk
    produced no version). Errors release the chunk (``pending``, or ``failed`` after
    ``CHUNK_MAX_ATTEMPTS``), a version conflict re-queues it without counting an attempt.
@@ -27,13 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
 from django.db.models import Q
 
 from memory.engine.ops import Op, OpError
 from memory.models import Message, Subject
 from memory.services import ServiceError, VersionConflict
-from memory.services.tree import Actor, Source, tree_apply_ops
+from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree_apply_ops_batch
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
 from workers import metrics
 from workers.ordering import Claim, chunk_release, chunks_claim
@@ -151,48 +152,43 @@ def _index_unversioned_on_commit(claim: Claim) -> None:
     enqueue_on_commit(index_messages, claim.subject_id, claim.start_seq, claim.end_seq)
 
 
-def apply_result(
-    claim: Claim,
-    job: ListenerJob,
-    result: ListenerResult,
-    report: RoundReport,
-    *,
-    index: bool,
-    in_batch: bool = False,
-) -> None:
-    """Apply one result (or release its chunk). ``in_batch``: we are inside the batch transaction, so a
-    database error must propagate (it dooms the transaction; the caller retries chunk by chunk)."""
-    if not result.ok:
-        status = chunk_release(claim, error=result.error or "memlistener error", retryable=result.retryable)
-        report.transient += int(result.retryable)
-        report.failed += int(status == "failed")
-        report.retried += int(status == "pending")
-        return
+def _release_failed_result(claim: Claim, result: ListenerResult, report: RoundReport) -> None:
+    status = chunk_release(claim, error=result.error or "memlistener error", retryable=result.retryable)
+    report.transient += int(result.retryable)
+    report.failed += int(status == "failed")
+    report.retried += int(status == "pending")
+
+
+def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> ApplyRequest:
     ops, parse_errors = _ops_and_errors(result)
-    actor = Actor.for_model(model_id=result.model_id or "memlistener", prompt_version=result.prompt_version)
-    try:
-        outcome = tree_apply_ops(  # subject + chunk locked; refusals leave the caller's transaction usable
-            subject=Subject(pk=claim.subject_id),
-            base_version=job.base_version,
-            ops=ops,
-            actor=actor,
-            source=Source(chunk_id=claim.chunk_id, start_seq=claim.start_seq, end_seq=claim.end_seq),
-            parse_errors=parse_errors,
-        )
-    except VersionConflict:
+    return ApplyRequest(
+        subject_id=claim.subject_id,
+        base_version=job.base_version,  # the head the job saw: a moved head is a VersionConflict
+        ops=ops,
+        actor=Actor.for_model(
+            model_id=result.model_id or "memlistener", prompt_version=result.prompt_version
+        ),
+        source=Source(chunk_id=claim.chunk_id, start_seq=claim.start_seq, end_seq=claim.end_seq),
+        parse_errors=parse_errors,
+    )
+
+
+def _record_outcome(
+    claim: Claim, outcome: ApplyOutcome | Exception, report: RoundReport, *, index: bool
+) -> None:
+    """Count one apply's outcome, or release its chunk after a refusal or an error."""
+    if isinstance(outcome, VersionConflict):  # the head moved (e.g. an admin edit): re-run on the new head
         report.conflicts += 1
         chunk_release(claim, count_attempt=False)
         return
-    except DatabaseError as exc:
-        if in_batch:
-            raise
-        status = chunk_release(claim, error=f"apply failed: {exc}", retryable=True)
+    if isinstance(outcome, ServiceError):
+        status = chunk_release(claim, error=f"apply failed: {outcome}", retryable=False)
+        report.failed += int(status == "failed")
+        return
+    if isinstance(outcome, Exception):  # a database error (or a bug): retried, counted as an attempt
+        status = chunk_release(claim, error=f"apply failed: {outcome}", retryable=True)
         report.failed += int(status == "failed")
         report.retried += int(status == "pending")
-        return
-    except ServiceError as exc:
-        status = chunk_release(claim, error=f"apply failed: {exc}", retryable=False)
-        report.failed += int(status == "failed")
         return
     if not outcome.created:  # another holder (our lease had expired) applied it first: nothing written
         report.replayed += 1
@@ -205,20 +201,28 @@ def apply_result(
     report.chunk_ids.append(claim.chunk_id)
 
 
-def apply_batch(claims, jobs, results, *, index: bool) -> RoundReport:
-    """Apply a batch's results in one transaction (2 round trips per chunk + 2 per batch: the subjects
-    of one batch are all different, so nothing else waits on more than one of them). If the database
-    fails mid-way the whole batch rolls back and is applied again chunk by chunk, one transaction each."""
-    report = RoundReport()
-    try:
-        with transaction.atomic():
-            for claim, job, result in zip(claims, jobs, results, strict=True):
-                apply_result(claim, job, result, report, index=index, in_batch=True)
-    except DatabaseError as exc:
-        logger.warning("batch apply failed (%s); applying its %d chunks one by one", exc, len(claims))
-        report = RoundReport()
-        for claim, job, result in zip(claims, jobs, results, strict=True):
-            apply_result(claim, job, result, report, index=index)
+def apply_result(
+    claim: Claim, job: ListenerJob, result: ListenerResult, report: RoundReport, *, index: bool
+) -> None:
+    """Apply one result (or release its chunk): a batch of one."""
+    apply_batch([claim], [job], [result], index=index, report=report)
+
+
+def apply_batch(claims, jobs, results, *, index: bool, report: RoundReport | None = None) -> RoundReport:
+    """Apply a batch's results with one ``tree_apply_ops_batch`` call: one transaction, four statements
+    for the whole batch on PostgreSQL (its subjects are all different). A refused or failing chunk is
+    released on its own; the others land. Failed model results release their chunks."""
+    report = RoundReport() if report is None else report
+    todo = []
+    for claim, job, result in zip(claims, jobs, results, strict=True):
+        if result.ok:
+            todo.append((claim, _apply_request(claim, job, result)))
+        else:
+            _release_failed_result(claim, result, report)
+    if todo:
+        outcomes = tree_apply_ops_batch([request for _, request in todo])
+        for (claim, _), outcome in zip(todo, outcomes, strict=True):
+            _record_outcome(claim, outcome, report, index=index)
     return report
 
 

@@ -21,6 +21,11 @@ no version is created. The op records then point at the chunk and carry the
 
 Idempotency: a chunk already ``applied`` is never applied again; the second
 call returns the stored outcome with ``created=False``.
+
+Batch form: :func:`tree_apply_ops_batch` runs the same steps (the same code:
+:func:`_precheck`, :func:`_plan_apply`, ``write_applies``) for many subjects in one
+transaction -- one lock query for all of them, one write statement -- with a result
+or a refusal per request; the dispatcher applies each model batch with it.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -42,7 +47,7 @@ from memory.engine.ops import Op, OpType
 from memory.engine.tree import Tree, apply, changes_to_ops, diff
 from memory.models import Chunk, OpRecord, Subject, TreeVersion
 from memory.services import NotFoundError, ServiceError, VersionConflict
-from memory.services.tree_writes import single_statement_writes, write_apply
+from memory.services.tree_writes import single_statement_writes, write_applies, write_apply
 from memory.signals import ops_pending_review, version_applied
 
 logger = logging.getLogger(__name__)
@@ -125,6 +130,18 @@ class ApplyOutcome:
         return self.applied + self.rejected + self.pending_review
 
 
+def _locking_query(pks, *, reserve_version_id: bool):
+    """Subjects ``FOR UPDATE`` (only their own rows) with head and tenant loaded; with
+    ``reserve_version_id`` (on PostgreSQL) each row also draws the next TreeVersion id."""
+    qs = Subject.objects.select_for_update(of=("self",)).select_related("tenant", "head").filter(pk__in=pks)
+    if reserve_version_id and single_statement_writes():
+        seq = "nextval(pg_get_serial_sequence(%s, %s))"
+        qs = qs.annotate(
+            next_version_id=RawSQL(seq, (TreeVersion._meta.db_table, TreeVersion._meta.pk.column))
+        )
+    return qs
+
+
 def lock_subject(subject: Subject | int, *, chunk_id: int | None = None, reserve_version_id: bool = False):
     """Re-read the subject with ``FOR UPDATE`` (only its own row) and its head and tenant loaded.
 
@@ -135,20 +152,34 @@ def lock_subject(subject: Subject | int, *, chunk_id: int | None = None, reserve
     all writes of an apply fit in one statement; an unused id is a harmless gap in the sequence.
     """
     pk = subject.pk if isinstance(subject, Subject) else subject
-    qs = Subject.objects.select_for_update(of=("self",)).select_related("tenant", "head").filter(pk=pk)
+    qs = _locking_query([pk], reserve_version_id=reserve_version_id)
     if chunk_id is not None:
         status = Chunk.objects.filter(pk=chunk_id, subject_id=OuterRef("pk")).values("status")[:1]
         qs = qs.annotate(source_chunk_status=Subquery(status))
-    if reserve_version_id and single_statement_writes():
-        seq = "nextval(pg_get_serial_sequence(%s, %s))"
-        qs = qs.annotate(
-            next_version_id=RawSQL(seq, (TreeVersion._meta.db_table, TreeVersion._meta.pk.column))
-        )
     try:  # get(), not first(): no ORDER BY in the locking query
         locked = qs.get()
     except Subject.DoesNotExist as exc:
         raise NotFoundError("Subject not found.") from exc
     return locked
+
+
+def lock_subjects(chunk_ids: dict[int, int | None]) -> dict[int, Subject]:
+    """:func:`lock_subject` for many subjects in one query (PostgreSQL): ``{subject_id: chunk_id or None}``.
+
+    Rows are locked in id order, so two batches over overlapping subjects never deadlock. Each row
+    carries ``next_version_id`` and ``source_chunk_status`` (the status of *its* chunk; None when
+    the chunk is not that subject's or no chunk was named). Missing subjects are absent.
+    """
+    subject_table = connection.ops.quote_name(Subject._meta.db_table)
+    chunk_table = connection.ops.quote_name(Chunk._meta.db_table)
+    named = {sid: cid for sid, cid in chunk_ids.items() if cid is not None}
+    status = RawSQL(
+        f"(SELECT c.status FROM {chunk_table} c JOIN unnest(%s::bigint[], %s::bigint[]) AS m(sid, cid) "
+        f"ON c.id = m.cid AND c.subject_id = m.sid WHERE m.sid = {subject_table}.id)",
+        (list(named), list(named.values())),
+    )
+    qs = _locking_query(list(chunk_ids), reserve_version_id=True).annotate(source_chunk_status=status)
+    return {locked.pk: locked for locked in qs.order_by("pk")}
 
 
 def tree_apply_ops(
@@ -172,14 +203,10 @@ def tree_apply_ops(
     # before any write. A database error while writing does doom the caller's transaction.
     with transaction.atomic(savepoint=False):
         locked = lock_subject(subject, chunk_id=chunk_id, reserve_version_id=True)
-        refusal, outcome = None, None
-        if chunk_id is not None and locked.source_chunk_status is None:
-            refusal = ServiceError("The source chunk does not belong to this subject.", field="source")
-        elif chunk_id is not None and locked.source_chunk_status == Chunk.Status.APPLIED:
-            outcome = _replayed(locked, Chunk.objects.select_related("produced_version").get(pk=chunk_id))
-        elif base_version != locked.head_version:
-            refusal = VersionConflict(locked.head_version, base_version)
-        else:
+        refusal, outcome = None, _precheck(locked, base_version, chunk_id)
+        if isinstance(outcome, ServiceError):
+            refusal, outcome = outcome, None
+        elif outcome is None:
             outcome = _apply_locked(
                 locked,
                 base_version=base_version,
@@ -196,6 +223,118 @@ def tree_apply_ops(
         raise refusal
     _refresh_caller(subject, outcome)
     return outcome
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    """One item of :func:`tree_apply_ops_batch`: the arguments of one :func:`tree_apply_ops` call."""
+
+    subject_id: int
+    base_version: int
+    ops: Sequence[Op]
+    actor: Actor
+    source: Source | None = None
+    parse_errors: Sequence = ()
+
+
+def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome | Exception]:
+    """:func:`tree_apply_ops` for many subjects in one transaction (the dispatcher's batch).
+
+    Returns one entry per request, in order: its :class:`ApplyOutcome`, or the exception
+    :func:`tree_apply_ops` would have raised for it (:class:`VersionConflict`,
+    :class:`ServiceError`, :class:`NotFoundError`, a ``DatabaseError``); such a request wrote nothing
+    and the others are not affected. Every guarantee of :func:`tree_apply_ops` holds per request:
+    subject row locked, stale base refused, an applied chunk replayed (``created=False``), the gate
+    and the review queue under the tenant's policy, every op audited, signals after commit.
+
+    On PostgreSQL the batch is four statements whatever its size: BEGIN, one ``SELECT ... FOR
+    UPDATE`` of all the subjects in id order (:func:`lock_subjects`; two batches never deadlock),
+    one write statement (:func:`memory.services.tree_writes.write_applies`), COMMIT. A subject named
+    twice is applied in request order: its later requests run in a next round of the same
+    transaction, against the head the earlier one left. If the database refuses the batch (an error
+    while writing) the transaction rolls back and every request is applied again on its own
+    (:func:`tree_apply_ops`, one transaction each), so a bad request fails alone and nothing
+    accepted is lost. Other databases (SQLite) take that per-request path directly.
+    """
+    requests = list(requests)
+    if not single_statement_writes():
+        return [_apply_alone(request) for request in requests]
+    results: list[ApplyOutcome | Exception | None] = [None] * len(requests)
+    waiting = list(range(len(requests)))
+    try:
+        with transaction.atomic():
+            while waiting:  # one round per request of each subject, in request order
+                wave, later, seen = [], [], set()
+                for i in waiting:
+                    (later if requests[i].subject_id in seen else wave).append(i)
+                    seen.add(requests[i].subject_id)
+                _apply_round(requests, wave, results)
+                waiting = later
+    except DatabaseError as exc:
+        logger.warning("batch apply failed (%s); applying its %d requests one by one", exc, len(requests))
+        return [_apply_alone(request) for request in requests]
+    return results
+
+
+def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -> None:
+    """Lock the subjects of ``wave`` (one request each), plan every request, write all in one statement."""
+    locked_by_id = lock_subjects(
+        {requests[i].subject_id: requests[i].source.chunk_id if requests[i].source else None for i in wave}
+    )
+    plans = []
+    for i in wave:
+        request = requests[i]
+        locked = locked_by_id.get(request.subject_id)
+        chunk_id = request.source.chunk_id if request.source is not None else None
+        if locked is None:
+            results[i] = NotFoundError("Subject not found.")
+            continue
+        if not all(isinstance(op, Op) for op in request.ops):
+            results[i] = ServiceError("ops must be engine Op objects.", field="ops")
+            continue
+        results[i] = _precheck(locked, request.base_version, chunk_id)
+        if results[i] is not None:
+            continue
+        try:
+            plan = _plan_apply(
+                locked,
+                base_version=request.base_version,
+                ops=tuple(request.ops),
+                actor=request.actor,
+                source=request.source,
+                chunk_id=chunk_id,
+                parse_errors=tuple(request.parse_errors),
+                created_by=None,
+                note="",
+                review=request.actor.reviewable,
+            )
+        except Exception as exc:  # one request's failure (nothing written yet) must not sink the batch
+            logger.exception("apply of subject %s (chunk %s) failed", request.subject_id, chunk_id)
+            results[i] = exc
+            continue
+        plans.append((i, plan))
+    write_applies([plan.write_entry for _, plan in plans])
+    for i, plan in plans:
+        results[i] = plan.written()
+
+
+def _apply_alone(request: ApplyRequest) -> ApplyOutcome | Exception:
+    """One request in its own transaction (a savepoint inside a caller's), its refusal returned."""
+    try:
+        with transaction.atomic():
+            return tree_apply_ops(
+                subject=Subject(pk=request.subject_id),
+                base_version=request.base_version,
+                ops=request.ops,
+                actor=request.actor,
+                source=request.source,
+                parse_errors=request.parse_errors,
+            )
+    except (ServiceError, DatabaseError) as exc:
+        return exc
+    except Exception as exc:  # as in the batch: this request fails, the others go on
+        logger.exception("apply of subject %s failed", request.subject_id)
+        return exc
 
 
 def tree_revert(
@@ -320,7 +459,53 @@ def split_for_review(locked: Subject, schema, accepted: Sequence[Op]) -> tuple[l
     return now, held
 
 
-def _apply_locked(
+def _precheck(locked: Subject, base_version: int, chunk_id: int | None) -> ServiceError | ApplyOutcome | None:
+    """Before any write: a refusal (foreign chunk, stale base), the stored outcome of an already
+    applied chunk, or None (go ahead). ``locked`` comes from :func:`lock_subject` / :func:`lock_subjects`."""
+    if chunk_id is not None and locked.source_chunk_status is None:
+        return ServiceError("The source chunk does not belong to this subject.", field="source")
+    if chunk_id is not None and locked.source_chunk_status == Chunk.Status.APPLIED:
+        return _replayed(locked, Chunk.objects.select_related("produced_version").get(pk=chunk_id))
+    if base_version != locked.head_version:
+        return VersionConflict(locked.head_version, base_version)
+    return None
+
+
+@dataclass
+class _Plan:
+    """What one apply will write (nothing is written yet); see :func:`_plan_apply`."""
+
+    locked: Subject
+    version: TreeVersion | None
+    chunk_id: int | None
+    applied: list[OpRecord]
+    rejected: list[OpRecord]
+    pending: list[OpRecord]
+
+    @property
+    def write_entry(self) -> tuple:
+        return (self.locked, self.version, self.chunk_id, self.applied + self.rejected + self.pending)
+
+    def written(self) -> ApplyOutcome:
+        """After the writes: schedule the follow-up signals and return the outcome."""
+        schedule_follow_up(self.locked.pk, self.version, self.chunk_id, [r.pk for r in self.pending])
+        return ApplyOutcome(
+            version=self.version,
+            head_version=self.locked.head_version,
+            applied=tuple(self.applied),
+            rejected=tuple(self.rejected),
+            pending_review=tuple(self.pending),
+            created=True,
+        )
+
+
+def _apply_locked(locked: Subject, **kwargs) -> ApplyOutcome:
+    plan = _plan_apply(locked, **kwargs)
+    write_apply(*plan.write_entry)
+    return plan.written()
+
+
+def _plan_apply(
     locked: Subject,
     *,
     base_version: int,
@@ -332,7 +517,8 @@ def _apply_locked(
     created_by: str | None,
     note: str,
     review: bool,
-) -> ApplyOutcome:
+) -> _Plan:
+    """Gate ``ops`` against the locked head and build the version and op records (no writes)."""
     if base_version != locked.head_version:
         raise VersionConflict(locked.head_version, base_version)
     schema = selectors.subject_schema(locked)
@@ -417,19 +603,9 @@ def _apply_locked(
                 **common,
             )
         )
-    records = applied + rejected + pending
-    for position, record in enumerate(records):
+    for position, record in enumerate(applied + rejected + pending):
         record.position = position
-    write_apply(locked, version, chunk_id, records)
-    schedule_follow_up(locked.pk, version, chunk_id, [r.pk for r in pending])
-    return ApplyOutcome(
-        version=version,
-        head_version=locked.head_version,
-        applied=tuple(applied),
-        rejected=tuple(rejected),
-        pending_review=tuple(pending),
-        created=True,
-    )
+    return _Plan(locked, version, chunk_id, applied, rejected, pending)
 
 
 def write_version(

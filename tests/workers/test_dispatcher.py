@@ -176,26 +176,48 @@ def test_system_turn_is_sent_first_with_every_chunk(tenant):
     assert len(jobs[0].turns) == 7
 
 
-def test_a_database_error_mid_batch_rolls_back_and_reapplies_chunk_by_chunk(tenant, monkeypatch):
-    from django.db import connection
+class NulClient:
+    """The stand-in MemListener, except that the second job's op value holds a NUL, which
+    PostgreSQL refuses: a real database error in the middle of the batch write."""
 
-    import workers.dispatcher as dispatcher
+    def __init__(self):
+        self.inner = standin_client()
 
+    def run(self, jobs):
+        results = self.inner.run(jobs)
+        bad = results[1]
+        return [
+            *results[:1],
+            bad.model_copy(update={"ops": [{**bad.ops[0], "value": "bad \x00 value"}]}),
+            *results[2:],
+        ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_error_fails_its_chunk_only_and_the_batch_lands(tenant):
     subjects = [ingest_pairs(tenant, f"db{i}", 3).subject for i in range(3)]
-    real = dispatcher.tree_apply_ops
-    calls = {"n": 0}
+    report = dispatch_round(client=NulClient(), max_jobs=3, max_wait_ms=0, index=False)
+    assert report.claimed == 3 and report.applied == 2 and report.retried == 1 and report.failed == 0
+    versions = [TreeVersion.objects.filter(subject=s).count() for s in subjects]
+    assert sorted(versions) == [0, 1, 1]
+    [bad] = Chunk.objects.filter(status="pending")
+    assert bad.last_error.startswith("apply failed") and bad.attempts == 1
+    assert OpRecord.objects.order_by().values("chunk_id").distinct().count() == 2
+    assert drain(client=standin_client(), max_wait_ms=0, index=False).applied == 1  # the retry lands
 
-    def flaky(**kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:  # the second chunk of the batch: a real database error (aborts the transaction)
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1/0")
-        return real(**kwargs)
 
-    monkeypatch.setattr(dispatcher, "tree_apply_ops", flaky)
-    report = dispatch_round(client=standin_client(), max_jobs=3, max_wait_ms=0, index=False)
-    assert report.claimed == 3 and report.applied == 3 and report.failed == 0
-    assert calls["n"] == 5  # 2 in the doomed batch transaction, then 3 one by one
-    for subject in subjects:
-        assert TreeVersion.objects.filter(subject=subject).count() == 1
-    assert OpRecord.objects.order_by().values("chunk_id").distinct().count() == 3
+def test_a_batch_round_applies_with_a_constant_number_of_statements(tenant, django_assert_max_num_queries):
+    """Claim (SAVEPOINT, SELECT ... SKIP LOCKED, UPDATE, RELEASE), build (subjects, messages), apply
+    (SAVEPOINT, lock, write, RELEASE): the same 10 statements for 1 subject or 12."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = []
+    for n, prefix in ((1, "one"), (12, "many")):
+        for i in range(n):
+            ingest_pairs(tenant, f"{prefix}{i}", 3)
+        with CaptureQueriesContext(connection) as captured:
+            report = dispatch_round(client=standin_client(), max_jobs=16, max_wait_ms=0, index=False)
+        assert report.applied == n
+        counts.append(len(captured.captured_queries))
+    assert counts[0] == counts[1] <= 10
