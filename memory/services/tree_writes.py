@@ -12,8 +12,9 @@ rows locked.
 
 from __future__ import annotations
 
+from functools import cache
+
 from django.db import connection
-from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from memory.models import Chunk, OpRecord, Subject, TreeVersion
@@ -97,13 +98,23 @@ def _execute_with_ctes(parts: list[tuple[str, tuple]], *, returning: bool) -> li
         return [row[0] for row in cursor.fetchall()] if returning else []
 
 
-def _insert_sql(model, objs, *, with_pk: bool = False, returning: bool = False) -> tuple[str, tuple]:
+@cache
+def _insert_layout(model, with_pk: bool) -> tuple[list, str, str]:
+    qn = connection.ops.quote_name
     fields = [f for f in model._meta.concrete_fields if with_pk or not f.primary_key]
-    query = InsertQuery(model)
-    query.insert_values(fields, objs)
-    compiler = query.get_compiler(connection=connection)
-    compiler.returning_fields = [model._meta.pk] if returning else None
-    ((sql, params),) = compiler.as_sql()
+    head = f"INSERT INTO {qn(model._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) VALUES "
+    return fields, head, "(" + ", ".join(["%s"] * len(fields)) + ")"
+
+
+def _insert_sql(model, objs, *, with_pk: bool = False, returning: bool = False) -> tuple[str, tuple]:
+    """``INSERT ... VALUES`` of ``objs``, each value as Django's insert compiler makes it
+    (``field.pre_save(obj, add=True)`` -- ``auto_now_add`` -- then ``get_db_prep_save``), without
+    compiling a query per call (that was a third of an apply's CPU)."""
+    fields, head, row = _insert_layout(model, with_pk)
+    params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in objs for f in fields]
+    sql = head + ", ".join([row] * len(objs))
+    if returning:
+        sql += f" RETURNING {connection.ops.quote_name(model._meta.pk.column)}"
     return sql, tuple(params)
 
 
