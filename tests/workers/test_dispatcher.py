@@ -125,7 +125,7 @@ def test_expired_lease_is_reclaimed_and_the_chunk_is_applied_once(tenant, settin
 
     reports = {}
     for claim in (old, new) if first == "old" else (new, old):
-        jobs, _ = build_jobs([claim])
+        jobs = build_jobs([claim])
         reports[claim.token] = RoundReport()
         apply_result(claim, jobs[0], client.run(jobs)[0], reports[claim.token], index=False)
     winner, loser = (old, new) if first == "old" else (new, old)
@@ -142,7 +142,7 @@ def test_expired_lease_is_reclaimed_and_the_chunk_is_applied_once(tenant, settin
 def test_version_conflict_requeues_without_failing(tenant):
     subject = ingest_pairs(tenant, "vc", 3).subject
     [claim] = chunks_claim(limit=1)
-    jobs, _ = build_jobs([claim])
+    jobs = build_jobs([claim])
     leaf_edit(subject=subject, path=_any_leaf(), value="set by a moderator", actor=Actor.system("test"))
     from workers.dispatcher import RoundReport
 
@@ -168,7 +168,7 @@ def test_system_turn_is_sent_first_with_every_chunk(tenant):
         msgs += [IncomingMessage("user", f"u{i}", f"u{i}"), IncomingMessage("assistant", f"a{i}", f"a{i}")]
     messages_ingest(tenant=tenant, external_id="sys", messages=msgs, enqueue=False)
     claims = chunks_claim(limit=1)
-    jobs, _ = build_jobs(claims)
+    jobs = build_jobs(claims)
     assert [(t.role, t.content) for t in jobs[0].turns][:2] == [
         ("system", "Persona: retired pilot"),
         ("user", "u0"),
