@@ -120,8 +120,9 @@ def pt_task(
     return decorate
 
 
-def send(task: Task, *args, tenant_id: int | None = None, countdown: float | None = None) -> None:
-    """Publish now; a broker failure is logged (the database keeps the work, the sweep finds it)."""
+def send(task: Task, *args, tenant_id: int | None = None, countdown: float | None = None) -> bool:
+    """Publish now; a broker failure is logged (the database keeps the work, the sweep finds it).
+    Returns whether the task was published (or run, in eager mode)."""
     headers = {TENANT: str(tenant_id)} if tenant_id is not None else {}
     try:
         task.apply_async(
@@ -133,6 +134,8 @@ def send(task: Task, *args, tenant_id: int | None = None, countdown: float | Non
         logger.exception(
             "could not run/publish %s%r; the periodic sweep will pick the work up", task.name, args
         )
+        return False
+    return True
 
 
 def enqueue_on_commit(

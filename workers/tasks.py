@@ -7,21 +7,77 @@
 - ``workers.sweep`` (periodic, see ``CELERY_BEAT_SCHEDULE``): closes windows of idle subjects
   and re-dispatches when chunks are ready (pending ones whose task was lost with the broker,
   or ones whose lease expired with a dead worker).
+
+Deduplication: every ingest call asks for a dispatch (:func:`dispatch_soon`, after commit). While a
+``workers.dispatch`` is queued and has not started, further requests are dropped: that task claims
+whatever is ready when it starts, and it clears the ``queued`` mark in the shared cache before its
+first claim, so a chunk committed after that mark was cleared asks for (and gets) a new task. At
+most one dispatch waits in the queue, however fast messages arrive. The mark expires after
+``DISPATCH_QUEUED_TTL_S`` (a task lost with the broker holds requests back that long at most; the
+sweep, which does not deduplicate, re-dispatches sooner). Only with a cache that all processes
+share (production: Redis) and a real broker; with the per-process default cache or in eager mode
+every request is sent.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 
 from django.conf import settings
 from django.db import OperationalError
 
 from memory.services.ingest import subjects_flush_idle
+from workers import metrics
 from workers.base import TransientError, pt_task, send
 from workers.dispatcher import dispatch_round
 from workers.ordering import ready_chunks
 
 DISPATCH_BUDGET_S = 60.0
+
+logger = logging.getLogger("personatree.tasks")
+
+
+DISPATCH_QUEUED_KEY = "personatree:workers.dispatch:queued"
+DISPATCH_QUEUED_TTL_S = 60
+
+
+def _dedup_cache():
+    """The shared cache for the ``queued`` mark, or None when dispatch requests are not deduplicated."""
+    from celery import current_app
+    from django.core.cache import caches
+    from django.core.cache.backends.dummy import DummyCache
+    from django.core.cache.backends.locmem import LocMemCache
+
+    cache = caches["default"]
+    if current_app.conf.task_always_eager or isinstance(cache, LocMemCache | DummyCache):
+        return None
+    return cache
+
+
+def dispatch_soon(*, tenant_id: int | None = None) -> None:
+    """Send ``workers.dispatch`` unless one is already queued and not started (see the module docstring).
+    Call it after the commit that made chunks ready (``memory.services.ingest.schedule_dispatch``)."""
+    cache = _dedup_cache()
+    if cache is not None:
+        try:
+            if not cache.add(DISPATCH_QUEUED_KEY, time.time(), DISPATCH_QUEUED_TTL_S):
+                metrics.incr("dispatch_deduplicated")
+                return
+        except Exception:  # the cache is down: send (a duplicate dispatch is harmless)
+            logger.warning("dispatch dedup cache unavailable; sending", exc_info=True)
+            cache = None
+    if not send(dispatch, tenant_id=tenant_id) and cache is not None:
+        _clear_queued_mark()  # nothing was queued: do not hold the next request back
+
+
+def _clear_queued_mark() -> None:
+    cache = _dedup_cache()
+    if cache is not None:
+        try:
+            cache.delete(DISPATCH_QUEUED_KEY)
+        except Exception:  # the mark expires on its own
+            logger.warning("could not clear the dispatch mark", exc_info=True)
 
 
 def _model_timeout() -> float:
@@ -37,6 +93,7 @@ def _model_timeout() -> float:
 def dispatch(self) -> dict:
     from serving.client import get_listener_client
 
+    _clear_queued_mark()  # before the first claim: requests from now on get a task of their own
     client = get_listener_client()
     started = time.monotonic()
     totals = {"rounds": 0, "applied": 0, "failed": 0}
@@ -50,7 +107,7 @@ def dispatch(self) -> dict:
         if report.transient == report.claimed:
             raise TransientError(f"memlistener unavailable for all {report.claimed} jobs of the batch")
         if time.monotonic() - started > DISPATCH_BUDGET_S:
-            send(dispatch)  # continue in a fresh task; this one returns
+            dispatch_soon()  # continue in a fresh task; this one returns
             return totals
 
 

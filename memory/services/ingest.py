@@ -300,11 +300,11 @@ def chunks_requeue(*, chunk_ids: Sequence[int], enqueue: bool = True) -> int:
 
 
 def schedule_dispatch(*, tenant_id: int | None = None) -> None:
-    """Enqueue the dispatcher after the current transaction commits."""
-    from workers.base import enqueue_on_commit
-    from workers.tasks import dispatch
+    """Ask for the dispatcher after the current transaction commits (deduplicated while one is queued,
+    see ``workers.tasks.dispatch_soon``)."""
+    from workers.tasks import dispatch_soon
 
-    enqueue_on_commit(dispatch, tenant_id=tenant_id)
+    transaction.on_commit(lambda: dispatch_soon(tenant_id=tenant_id))
 
 
 def ingest_status(*, subject: Subject) -> dict:

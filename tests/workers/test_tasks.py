@@ -13,7 +13,7 @@ from memory.models import Chunk, TreeVersion
 from tests.workers.helpers import FailingClient, ingest_pairs, standin_client
 from workers import metrics
 from workers.base import ENQUEUED_AT, TENANT, enqueue_on_commit, pt_task, route_task, send
-from workers.tasks import dispatch, sweep
+from workers.tasks import DISPATCH_QUEUED_KEY, dispatch, sweep
 
 
 @pt_task(name="tests.workers.echo", queue="index", soft_time_limit=5)
@@ -107,3 +107,86 @@ def test_sweep_flushes_idle_windows_and_dispatches(tenant, monkeypatch, settings
     assert sweep.apply().get() == {"flushed": 1, "dispatched": True}
     assert dispatched == ["workers.dispatch"]
     assert Chunk.objects.filter(subject=subject).count() == 1
+
+
+@pytest.fixture
+def shared_cache(monkeypatch):
+    """Dispatch deduplication switched on, with an in-process cache standing in for the shared one."""
+    from django.core.cache.backends.locmem import LocMemCache
+
+    cache = LocMemCache("dispatch-dedup-test", {})
+    cache.clear()  # LocMemCache instances of one name share their storage
+    monkeypatch.setattr("workers.tasks._dedup_cache", lambda: cache)
+    yield cache
+    cache.clear()
+
+
+@pytest.fixture
+def ingest_committed(django_capture_on_commit_callbacks):
+    """``ingest_committed(tenant, external_id)``: ingest 3 pairs and run the after-commit callbacks."""
+
+    def ingest(tenant, external_id):
+        with django_capture_on_commit_callbacks(execute=True):
+            ingest_pairs(tenant, external_id, 3, enqueue=True)
+
+    return ingest
+
+
+@pytest.mark.django_db
+def test_dispatch_requests_are_deduplicated_while_one_is_queued(
+    tenant, shared_cache, ingest_committed, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(dispatch, "apply_async", lambda **kw: sent.append(kw))
+    metrics.registry.reset()
+    for i in range(5):  # five ingest calls, each committing a chunk and asking for a dispatch
+        ingest_committed(tenant, f"q{i}")
+    assert len(sent) == 1 and metrics.total("dispatch_deduplicated") == 4
+    assert shared_cache.get(DISPATCH_QUEUED_KEY) is not None
+
+
+@pytest.mark.django_db
+def test_a_started_dispatch_lets_the_next_request_through_and_claims_what_was_queued(
+    tenant, shared_cache, ingest_committed, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr(dispatch, "apply_async", lambda **kw: sent.append(kw))
+    monkeypatch.setattr("serving.client.get_listener_client", lambda config=None: standin_client())
+    ingest_committed(tenant, "a")
+    ingest_committed(tenant, "b")  # deduplicated: the queued task will claim it
+    assert len(sent) == 1
+    assert dispatch.apply().get()["applied"] == 2  # the queued task runs (clears the mark first)
+    ingest_committed(tenant, "c")  # after the mark was cleared: a task of its own
+    assert len(sent) == 2
+
+
+@pytest.mark.django_db
+def test_a_failed_publish_does_not_hold_later_requests_back(
+    tenant, shared_cache, ingest_committed, monkeypatch
+):
+    calls = []
+
+    def refuse(**kw):
+        calls.append(kw)
+        raise ConnectionError("broker down")
+
+    monkeypatch.setattr(dispatch, "apply_async", refuse)
+    ingest_committed(tenant, "x")
+    ingest_committed(tenant, "y")
+    assert len(calls) == 2 and shared_cache.get(DISPATCH_QUEUED_KEY) is None
+
+
+def test_dedup_needs_a_real_broker_and_a_shared_cache(settings):
+    from personatree_site.celery import app
+    from workers.tasks import _dedup_cache
+
+    saved = app.conf.task_always_eager
+    try:
+        app.conf.task_always_eager = False
+        assert _dedup_cache() is None  # the default per-process cache cannot be shared with workers
+        settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache"}}
+        assert _dedup_cache() is not None
+        app.conf.task_always_eager = True
+        assert _dedup_cache() is None  # eager: the task runs inline, nothing is queued
+    finally:
+        app.conf.task_always_eager = saved
