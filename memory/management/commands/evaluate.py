@@ -3,6 +3,7 @@
     manage.py evaluate locomo --data PATH [--conversations conv-26 ...] [--speakers Caroline ...]
         [--sessions N] [--modes ...] [--k 1 5 10] [--no-qa] [--no-coverage]
     manage.py evaluate personamem --questions CSV --contexts JSONL [--limit N] [--modes ...]
+    manage.py evaluate merge --out DIR PART_DIR PART_DIR ...   (runs over one tenant that split the work)
 
 Common: `--memlistener SPEC`, `--responder SPEC` (default `local`; see memory/evaluation/endpoints.py),
 `--out DIR` (results.json, results.md, PNG plots). Data paths come from the user; nothing is vendored.
@@ -22,6 +23,7 @@ from tqdm import tqdm
 from memory.evaluation import locomo_run, personamem_run, pipeline
 from memory.evaluation.datasets import DatasetError
 from memory.evaluation.endpoints import EndpointError
+from memory.evaluation.merge import MergeError, load_part, merge_results
 from memory.evaluation.results import write_results
 
 
@@ -62,6 +64,12 @@ class Command(BaseCommand):
             default=6000,
             help="full-history mode: newest tokens of the sliced history that fit the responder window",
         )
+        mg = sub.add_parser(
+            "merge",
+            help="join the results of runs over one tenant that split the work (memory/evaluation/merge.py)",
+        )
+        mg.add_argument("parts", nargs="+", help="output folders (or results.json files) of the runs")
+        mg.add_argument("--out", required=True, help="output folder of the merged result")
         for p in (loc, pm):
             p.add_argument(
                 "--memlistener",
@@ -86,6 +94,8 @@ class Command(BaseCommand):
             p.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **opts):
+        if opts["benchmark"] == "merge":
+            return self._merge(opts)
         for name in ("sessions", "limit", "qa_limit"):
             if opts.get(name) is not None and opts[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
@@ -138,6 +148,16 @@ class Command(BaseCommand):
         except (DatasetError, ValueError) as exc:
             raise CommandError(str(exc)) from exc
         for kind, path in self._write(results, ctx, run_id, opts, final=True).items():
+            self.stdout.write(f"{kind}: {path}")
+
+    def _merge(self, opts: dict) -> None:
+        try:
+            parts = [load_part(p) for p in opts["parts"]]
+            merged = merge_results(parts, names=opts["parts"])
+        except MergeError as exc:
+            raise CommandError(str(exc)) from exc
+        merged["run"]["command"] = _command_line(opts)
+        for kind, path in write_results(merged, opts["out"]).items():
             self.stdout.write(f"{kind}: {path}")
 
     def _write(self, results: dict, ctx, run_id: str, opts: dict, *, final: bool) -> dict:
