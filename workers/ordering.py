@@ -5,9 +5,9 @@ Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
 - **Head of line.** Only a subject's *oldest open* chunk (open = pending, processing or
   failed) can be claimed, so chunk t+1 never runs while chunk t is unapplied; a failed chunk
   blocks its subject until it is re-queued (T_t needs T_{t-1}).
-- **Claim.** On PostgreSQL: ``SELECT ... FOR UPDATE SKIP LOCKED`` of the ready head-of-line
-  rows, then one ``UPDATE ... SET status='processing', attempts=attempts+1`` for the chosen
-  ones, in one transaction (concurrent claimants skip each other's rows instead of waiting).
+- **Claim.** On PostgreSQL: one ``UPDATE ... SET status='processing', attempts=attempts+1
+  WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n) RETURNING ...`` of the ready
+  head-of-line rows (concurrent claimants skip each other's rows instead of waiting).
   Elsewhere (SQLite): a compare-and-set per row, ``UPDATE ... WHERE id=? AND status=<seen>
   AND attempts=<seen> AND <no older open chunk>``; exactly one claimant updates the row.
   ``attempts`` after the claim is the **fencing token**.
@@ -33,13 +33,14 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from memory.models import Chunk
+from memory.models import Chunk, Subject
 
 OPEN = (Chunk.Status.PENDING, Chunk.Status.PROCESSING, Chunk.Status.FAILED)
 
@@ -110,23 +111,50 @@ COLUMNS = ("id", "subject_id", "status", "attempts", "start_seq", "end_seq")
 
 
 def _claim_skip_locked(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
-    """PostgreSQL: lock the candidates (``FOR UPDATE SKIP LOCKED``) and claim them in one UPDATE.
+    """PostgreSQL: one statement (autocommit) that locks ready head-of-line rows with ``FOR UPDATE SKIP
+    LOCKED`` and claims them: ``UPDATE ... WHERE id IN (SELECT ... SKIP LOCKED LIMIT n) RETURNING``.
 
     Rows another claimant holds are skipped, not waited for; the row conditions (status, lease)
-    are re-checked by Postgres on the locked rows, so a row we get is ours until commit.
+    are re-checked by Postgres on the locked rows, so a row we get is ours. At most one chunk per
+    subject is ever ready (head of line: only a subject's oldest open chunk qualifies); should two
+    come back anyway, the later ones are released at once, uncounted. The SQL is written once per
+    process (compiling the queryset cost ~4 ms of CPU per round).
     """
-    with transaction.atomic():
-        rows = list(
-            ready_chunks(now=now, exclude_subjects=exclude_subjects, tenant_id=tenant_id)
-            .select_for_update(skip_locked=True, of=("self",))
-            .values_list(*COLUMNS)[: max(limit * 2, limit + 4)]
-        )
-        chosen = _one_per_subject(rows, limit, exclude_subjects)
-        if chosen:
-            Chunk.objects.filter(pk__in=[r[0] for r in chosen]).update(
-                status=Chunk.Status.PROCESSING, attempts=F("attempts") + 1, updated_at=now
-            )
-    return [Claim(r[0], r[1], r[3] + 1, r[4], r[5]) for r in chosen]
+    params = {
+        "now": now,
+        "expired": now - timedelta(seconds=lease_seconds()),
+        "exclude": list(exclude_subjects),
+        "tenant": tenant_id,
+        "limit": limit,
+    }
+    with connection.cursor() as cursor:  # one statement: its own transaction outside a caller's
+        cursor.execute(_claim_sql(), params)
+        rows = sorted(cursor.fetchall())
+    chosen = _one_per_subject(rows, limit, exclude_subjects)
+    claims = [Claim(r[0], r[1], r[3], r[4], r[5]) for r in chosen]
+    for extra in (r for r in rows if r not in chosen):
+        chunk_release(Claim(extra[0], extra[1], extra[3], extra[4], extra[5]), count_attempt=False)
+    return claims
+
+
+@cache
+def _claim_sql() -> str:
+    qn = connection.ops.quote_name
+    chunk, subject = qn(Chunk._meta.db_table), qn(Subject._meta.db_table)
+    open_statuses = ", ".join(f"'{status}'" for status in OPEN)
+    return (
+        f"UPDATE {chunk} SET status = '{Chunk.Status.PROCESSING}', attempts = attempts + 1, "
+        "updated_at = %(now)s WHERE id IN ("
+        f"SELECT c.id FROM {chunk} c "
+        f"WHERE (c.status = '{Chunk.Status.PENDING}' "
+        f"OR (c.status = '{Chunk.Status.PROCESSING}' AND c.updated_at < %(expired)s)) "
+        f"AND NOT EXISTS (SELECT 1 FROM {chunk} o WHERE o.subject_id = c.subject_id "
+        f"AND o.status IN ({open_statuses}) AND o.start_seq < c.start_seq) "
+        "AND NOT (c.subject_id = ANY(%(exclude)s::bigint[])) "
+        f"AND (%(tenant)s::bigint IS NULL OR c.subject_id IN (SELECT id FROM {subject} WHERE tenant_id = %(tenant)s)) "
+        "ORDER BY c.id LIMIT %(limit)s FOR UPDATE OF c SKIP LOCKED"
+        f") RETURNING {', '.join(COLUMNS)}"
+    )
 
 
 def _claim_cas(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
