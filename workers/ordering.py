@@ -139,6 +139,7 @@ def _claim_skip_locked(*, limit, exclude_subjects, tenant_id, now) -> list[Claim
 
 @cache
 def _claim_sql() -> str:
+    """The conditions of :func:`ready_chunks` (and the tenant / excluded-subject filters) as SQL."""
     qn = connection.ops.quote_name
     chunk, subject = qn(Chunk._meta.db_table), qn(Subject._meta.db_table)
     open_statuses = ", ".join(f"'{status}'" for status in OPEN)

@@ -221,3 +221,30 @@ def test_a_batch_round_applies_with_a_constant_number_of_statements(tenant):
         assert report.applied == n
         counts.append(len(captured.captured_queries))
     assert counts == [7, 7]
+
+
+def test_the_one_statement_claim_takes_exactly_the_ready_chunks(tenant, other_tenant, settings):
+    """The PostgreSQL claim SQL and ``ready_chunks`` agree: head of line only, expired leases, failed
+    chunks blocking their subject, the tenant filter and excluded subjects."""
+    settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_LEASE_SECONDS": 30}
+    subjects = {
+        name: ingest_pairs(tenant, name, 6).subject for name in ("fresh", "leased", "expired", "blocked")
+    }
+    ingest_pairs(other_tenant, "elsewhere", 3)
+    ingest_pairs(tenant, "excluded", 3)
+    first = {
+        name: Chunk.objects.filter(subject=s).order_by("start_seq").first() for name, s in subjects.items()
+    }
+    Chunk.objects.filter(pk=first["leased"].pk).update(status="processing", attempts=1)
+    Chunk.objects.filter(pk=first["expired"].pk).update(
+        status="processing", attempts=1, updated_at=timezone.now() - timedelta(seconds=60)
+    )
+    Chunk.objects.filter(pk=first["blocked"].pk).update(status="failed", attempts=5)
+    excluded = Chunk.objects.get(subject__external_id="excluded").subject_id
+    expected = set(
+        ready_chunks(tenant_id=tenant.pk, exclude_subjects={excluded}).values_list("pk", flat=True)
+    )
+    claims = chunks_claim(limit=16, tenant_id=tenant.pk, exclude_subjects={excluded})
+    assert {c.chunk_id for c in claims} == expected == {first["fresh"].pk, first["expired"].pk}
+    assert {c.chunk_id: c.token for c in claims} == {first["fresh"].pk: 1, first["expired"].pk: 2}
+    assert chunks_claim(limit=16, tenant_id=tenant.pk, exclude_subjects={excluded}) == []
