@@ -148,7 +148,7 @@ def _insert_sql(model, objs, *, with_pk: bool = False, returning: bool = False) 
 
 
 def _update_rows_sql(model, columns, rows, **constants) -> tuple[str, tuple]:
-    """``UPDATE <table> SET <columns> = r.<columns>, <constants> FROM jsonb_to_recordset(...) r
+    """``UPDATE <table> SET <columns> = r.<columns>, <constants> FROM (jsonb_to_recordset(...)) r
     WHERE pk = r.pk``; ``rows`` are ``(pk, *values)``."""
     meta, qn = model._meta, connection.ops.quote_name
     fields = [meta.pk, *(meta.get_field(name) for name in columns)]
@@ -156,7 +156,10 @@ def _update_rows_sql(model, columns, rows, **constants) -> tuple[str, tuple]:
     table, pk_col = qn(meta.db_table), qn(meta.pk.column)
     assignments = [f"{qn(f.column)} = r.{qn(f.column)}" for f in fields[1:]]
     assignments += [f"{qn(f.column)} = %s" for f in constant_fields]
-    sql = f"UPDATE {table} SET {', '.join(assignments)} FROM {_recordset(fields)} WHERE {table}.{pk_col} = r.{pk_col}"
+    # LIMIT <n>: the planner then knows how many rows come (it assumes 100 for a function) and joins
+    # them to the table by primary-key index instead of hashing a scan of the whole table.
+    rowset = f"(SELECT * FROM {_recordset(fields)} LIMIT {len(rows)}) AS r"
+    sql = f"UPDATE {table} SET {', '.join(assignments)} FROM {rowset} WHERE {table}.{pk_col} = r.{pk_col}"
     params = [
         f.get_db_prep_save(v, connection) for f, v in zip(constant_fields, constants.values(), strict=True)
     ]
