@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from memory.backfill.locomo import LocomoSource
 from memory.backfill.records import derive_key
+from memory.engine.render import count_tokens
 from memory.evaluation import pipeline
 from memory.evaluation.coverage import judge_coverage
 from memory.evaluation.datasets.locomo import CATEGORY_NAMES, LocomoConversation, load_locomo
@@ -29,7 +30,8 @@ from memory.evaluation.scoring import is_abstention, score_locomo
 from memory.recall.metrics import RecallQuestion, evaluate_recall
 from memory.services.query import answer_prompt
 
-MODES = ("no_memory", "tree_only", "tree_router", "tree_agentic")
+MODES = ("no_memory", "full_history", "tree_only", "tree_router", "tree_agentic")
+HISTORY_BUDGET = 6000  # full-history mode: newest tokens of the conversation (the local model's window is 8k)
 TREE_MODES = {"tree_only": "fast", "tree_router": "auto", "tree_agentic": "deep"}  # context_build modes
 
 
@@ -57,6 +59,7 @@ def run_locomo(
     qa: bool = True,
     qa_limit: int | None = None,
     coverage: bool = True,
+    history_budget: int = HISTORY_BUDGET,
     ingest_only: bool = False,
     progress=None,
     checkpoint=None,
@@ -181,11 +184,18 @@ def run_locomo(
     # Phase 3: QA, one mode after the other (each finished mode is written before the next starts).
     if qa:
         results["modes"], results["items"] = {}, []
+        histories = {
+            sample_id: full_history(conv, max_sessions=max_sessions, budget_tokens=history_budget)
+            for sample_id, conv in convs.items()
+        }
         for mode in modes:
             outcomes, tokens = {mode: []}, {mode: []}
             bar = progress(total=len(asked), desc=f"QA {mode}") if progress else None
             for conv, q, qid, targets in asked:
-                results["items"].append(_answer(ctx, conv, q, qid, mode, targets, outcomes, tokens))
+                history = histories[conv.sample_id] if mode == "full_history" else None
+                results["items"].append(
+                    _answer(ctx, conv, q, qid, mode, targets, outcomes, tokens, history=history)
+                )
                 if bar:
                     bar.update(1)
             if bar:
@@ -193,7 +203,7 @@ def run_locomo(
             results["modes"][mode] = {
                 "accuracy": accuracy_table(outcomes[mode]),
                 "context_tokens": distribution(tokens[mode]),
-                "note": "",
+                "note": _history_note(histories, history_budget) if mode == "full_history" else "",
             }
             _checkpoint(checkpoint, results)
     return results
@@ -204,14 +214,53 @@ def _checkpoint(checkpoint, results: dict) -> None:
         checkpoint(results)
 
 
-def _answer(ctx, conv: LocomoConversation, q, qid: str, mode: str, subjects: list, outcomes, tokens) -> dict:
-    """no_memory: the responder alone. Tree modes: the product's `answer_build` per subject read; with two
+def full_history(conv: LocomoConversation, *, max_sessions: int | None, budget_tokens: int) -> dict:
+    """The conversation itself as the answer prompt's evidence, newest turns first until `budget_tokens`
+    (older turns dropped): one `(session date) Speaker: text` line per turn, in dialogue order."""
+    sessions = conv.sessions if max_sessions is None else conv.sessions[:max_sessions]
+    lines = [
+        {"source": {"ts": s.date_time}, "text": f"{t.speaker}: {' '.join(t.text.split())}"}
+        for s in sessions
+        for t in s.turns
+    ]
+    kept, used = [], 0
+    for line in reversed(lines):
+        cost = count_tokens(f"[{len(lines)}] ({line['source']['ts']}) {line['text']}") + 1
+        if used + cost > budget_tokens:
+            break
+        kept.append(line)
+        used += cost
+    return {
+        "context": {"text": ""},
+        "evidence": kept[::-1],
+        "tokens": used,
+        "turns": len(lines),
+        "kept": len(kept),
+    }
+
+
+def _history_note(histories: dict, budget: int) -> str:
+    parts = [f"{sid}: newest {h['kept']} of {h['turns']} turns" for sid, h in histories.items()]
+    cut = sum(h["kept"] < h["turns"] for h in histories.values())
+    return (
+        f"whole conversation as evidence, truncated to the newest {budget} tokens "
+        f"({cut} of {len(histories)} conversations truncated; {', '.join(parts)})"
+    )
+
+
+def _answer(
+    ctx, conv: LocomoConversation, q, qid: str, mode: str, subjects: list, outcomes, tokens, history=None
+) -> dict:
+    """no_memory: the responder alone; full_history: the product's answer prompt with the (truncated)
+    conversation as its evidence. Tree modes: the product's `answer_build` per subject read; with two
     subjects (a question about both speakers or neither) the first reply that does not abstain counts."""
     versions, n_tokens, replies, error = [], 0, [], None
-    if mode == "no_memory":  # the product's answer prompt with an empty memory
-        prompt = answer_prompt(q.question, {"context": {"text": ""}, "evidence": []})
+    if mode in ("no_memory", "full_history"):  # the product's answer prompt, empty memory (+ history)
+        context = history or {"context": {"text": ""}, "evidence": []}
+        prompt = answer_prompt(q.question, context)
         reply = ctx.responder.ask_prompt(prompt, None, key=f"locomo|{qid}|{mode}")
         replies, error = [reply.text], reply.error
+        n_tokens = context.get("tokens", 0)
     else:
         for subject in subjects:
             out = pipeline.answer(ctx=ctx, subject=subject, query=q.question, mode=TREE_MODES[mode])
@@ -237,4 +286,4 @@ def _answer(ctx, conv: LocomoConversation, q, qid: str, mode: str, subjects: lis
     }
 
 
-__all__ = ["MODES", "run_locomo", "subjects_for"]
+__all__ = ["HISTORY_BUDGET", "MODES", "full_history", "run_locomo", "subjects_for"]

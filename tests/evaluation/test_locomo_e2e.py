@@ -38,7 +38,7 @@ def run(tmp_path, locomo_path, *extra):
 
 
 def test_locomo_recall_qa_coverage(tmp_path, locomo_path):
-    out, res = run(tmp_path, locomo_path)  # all four modes
+    out, res = run(tmp_path, locomo_path)  # all five modes
     tenant = res["provenance"]["tenant"]
     assert sorted(Subject.objects.filter(tenant__name=tenant).values_list("external_id", flat=True)) == [
         "tiny-1:Ana",
@@ -58,7 +58,9 @@ def test_locomo_recall_qa_coverage(tmp_path, locomo_path):
     assert at1, "some single-evidence question is retrieved at rank 1"
     assert res["retrieval"]["overall"]["recall@1"] >= len(at1) / len(rows) - 1e-4
     # Every responder call failed: nothing is correct, not even an unanswerable question (no abstention).
-    assert set(res["modes"]) == {"no_memory", "tree_only", "tree_router", "tree_agentic"}
+    assert set(res["modes"]) == {"no_memory", "full_history", "tree_only", "tree_router", "tree_agentic"}
+    assert "0 of 1 conversations truncated" in res["modes"]["full_history"]["note"]
+    assert res["modes"]["full_history"]["context_tokens"]["median"] > 0
     for mode in res["modes"]:
         overall = res["modes"][mode]["accuracy"]["overall"]
         assert overall["n"] == 7 and overall["correct"] == 0 and overall["failed"] == 7

@@ -58,12 +58,6 @@ class Command(BaseCommand):
         pm.add_argument(
             "--modes", nargs="+", default=list(personamem_run.MODES), choices=personamem_run.MODES
         )
-        pm.add_argument(
-            "--history-budget",
-            type=int,
-            default=6000,
-            help="full-history mode: newest tokens of the sliced history that fit the responder window",
-        )
         mg = sub.add_parser(
             "merge",
             help="join the results of runs over one tenant that split the work (memory/evaluation/merge.py)",
@@ -71,6 +65,12 @@ class Command(BaseCommand):
         mg.add_argument("parts", nargs="+", help="output folders (or results.json files) of the runs")
         mg.add_argument("--out", required=True, help="output folder of the merged result")
         for p in (loc, pm):
+            p.add_argument(
+                "--history-budget",
+                type=int,
+                default=6000,
+                help="full-history mode: newest tokens of the (sliced) history that fit the responder window",
+            )
             p.add_argument(
                 "--memlistener",
                 default="local",
@@ -96,7 +96,7 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         if opts["benchmark"] == "merge":
             return self._merge(opts)
-        for name in ("sessions", "limit", "qa_limit"):
+        for name in ("sessions", "limit", "qa_limit", "history_budget"):
             if opts.get(name) is not None and opts[name] < 1:
                 raise CommandError(f"--{name} must be at least 1")
         if opts["benchmark"] == "locomo" and any(k < 1 for k in opts["k"]):
@@ -133,6 +133,7 @@ class Command(BaseCommand):
                     ingest_only=opts["ingest_only"],
                     checkpoint=lambda partial: self._write(partial, ctx, run_id, opts, final=False),
                     coverage=not opts["no_coverage"],
+                    history_budget=opts["history_budget"],
                     progress=progress,
                 )
             else:
