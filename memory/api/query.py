@@ -3,7 +3,9 @@
 - ``POST /v1/subjects/<external_id>/context`` -> tree context (+ evidence in deep mode), router decision, timings
 - ``POST /v1/subjects/<external_id>/answer``  -> the same plus the responder model's answer
 
-``special``-tier leaves are included only for keys with scope ``read_special``.
+``special``-tier leaves are included only for keys with scope ``read_special``, and so is
+evidence: it is raw dialogue, unclassified, so it counts as the ``special`` tier (deep mode for
+other keys answers from the tree, ``recall.status == "withheld"``, with a notice).
 Views are thin: validate, resolve the subject through the base view, call
 ``memory.services.query``.
 """
@@ -83,7 +85,9 @@ class ContextOut(serializers.Serializer):
     version = serializers.IntegerField(help_text="Tree version used (as_of or head)")
     router = serializers.DictField()
     context = serializers.DictField(help_text="{text, paths, tokens}: rendered leaves visible to this key")
-    evidence = serializers.ListField(child=serializers.DictField())
+    evidence = serializers.ListField(
+        child=serializers.DictField(), help_text="Raw-dialogue snippets: only for keys with read_special"
+    )
     recall = serializers.DictField(allow_null=True)
     token_budget = serializers.IntegerField()
     tokens = serializers.IntegerField()

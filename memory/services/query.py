@@ -4,7 +4,10 @@
 
 - **fast**: the subject's tree (current or `as_of`), filtered to the tiers the
   caller may see, rendered; no database query beyond the subject read the view
-  already made (for `as_of`, one version read).
+  already made (for `as_of`, one version read). A tree version never changes,
+  so the head's visible tree and its rendering are cached per process, keyed by
+  (subject, head version row and its creation time, schema, tiers, token
+  counter); see `_rendered`.
 - **deep**: fast + agentic recall over the subject's evidence (restricted to
   messages covered by the tree version in use), fused under the token budget
   left after the tree. Evidence-index or embedder failure falls back to fast
@@ -12,21 +15,34 @@
   and says so.
 - **auto**: the router decides from the query and the visible tree only.
 
+Evidence and sensitivity tiers: tree leaves carry a tier from the schema, raw
+dialogue does not. A pair unit is the user's own words, unclassified; the one
+that produced a ``special``-tier leaf ("my knee hurts after running") holds the
+special-category fact verbatim, and the model that classifies text into leaves
+misses facts. So evidence counts as the ``special`` tier as a whole
+(``EVIDENCE_TIER``): a caller whose tiers do not include it gets no evidence;
+deep recall is not run for it (the index is not even searched), the response
+stays in fast mode with ``recall.status == "withheld"`` and a notice. Keys get
+evidence with the ``read_special`` scope.
+
 `answer_build` adds one responder-model call on `[query, tree, evidence]`.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Collection
+from collections import OrderedDict
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 
 from django.conf import settings
 from django.db.models import Max
 
 from memory import selectors
-from memory.engine.render import render
+from memory.engine.render import Rendered, render, token_counter_name
 from memory.models import Chunk, Subject
 from memory.recall.agentic import agentic_recall
 from memory.recall.embedder import EmbedderUnavailable
@@ -34,6 +50,7 @@ from memory.recall.index import IndexUnavailable, Scope
 from memory.recall.rerank import RerankerUnavailable
 from memory.recall.router import route
 from memory.services import ServiceError
+from memory.signals import subject_erased
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +58,8 @@ MODES = ("fast", "deep", "auto")
 MAX_QUERY_CHARS = 2000
 DEFAULT_TOKEN_BUDGET = 4000
 MAX_TOKEN_BUDGET = 32000
+#: Raw-dialogue evidence is unclassified text, so it is visible only to callers that may see this tier.
+EVIDENCE_TIER = "special"
 
 ANSWER_PROMPT_VERSION = "answer-v1"
 ANSWER_RULES = (
@@ -84,6 +103,70 @@ def evidence_cutoff(subject: Subject, version: int) -> int:
     return -1 if got is None else int(got)
 
 
+# -- rendered-tree cache ---------------------------------------------------------------------
+# Rendering a 40-leaf tree with a real token count is most of a fast-mode read. TreeVersion rows
+# are immutable (a write is a new row; erasure deletes the subject), so an entry keyed by the head
+# version row (pk and creation time: safe even where a test database reuses primary keys), the
+# schema, the tiers and the token counter never goes stale. Only head reads are cached (the hot
+# path; `as_of` reads are audits). The ``subject_erased`` receiver drops this process's entries at
+# once; other processes' entries are unreachable from then on (the key needs the subject's head
+# row) and age out after RENDER_CACHE_TTL_S.
+RENDER_CACHE_MAX = 4096
+RENDER_CACHE_TTL_S = 300.0
+_render_cache: OrderedDict[tuple, tuple[float, Mapping[str, str], Rendered]] = OrderedDict()
+_render_lock = threading.Lock()
+
+
+def _visible_rendered(tree, schema, tiers) -> tuple[Mapping[str, str], Rendered]:
+    visible = selectors.tree_visible(tree, schema, tiers=tiers)
+    return MappingProxyType(visible.to_dict()), render(visible, schema, tiers=tiers)
+
+
+def _rendered(subject: Subject, schema, tiers) -> tuple[Mapping[str, str], Rendered]:
+    """(visible leaves, rendering) of the subject's head version, cached (read-only mapping)."""
+    tiers_key = tuple(sorted(set(tiers)))
+    head = subject.head if subject.head_id is not None else None
+    key = (
+        subject.pk,
+        subject.head_id,
+        head.created_at if head is not None else None,
+        subject.schema_id,
+        subject.schema_version,
+        tiers_key,
+        token_counter_name(),
+    )
+    now = time.monotonic()
+    with _render_lock:
+        hit = _render_cache.get(key)
+        if hit is not None and hit[0] > now:
+            _render_cache.move_to_end(key)
+            return hit[1], hit[2]
+    leaves, rendered = _visible_rendered(selectors.tree_current(subject), schema, tiers_key)
+    with _render_lock:
+        _render_cache[key] = (now + RENDER_CACHE_TTL_S, leaves, rendered)
+        _render_cache.move_to_end(key)
+        while len(_render_cache) > RENDER_CACHE_MAX:
+            _render_cache.popitem(last=False)
+    return leaves, rendered
+
+
+def render_cache_clear(subject_id: int | None = None) -> None:
+    """Drop cached renderings (of one subject, or all)."""
+    with _render_lock:
+        if subject_id is None:
+            _render_cache.clear()
+        else:
+            for key in [k for k in _render_cache if k[0] == subject_id]:
+                del _render_cache[key]
+
+
+def _on_subject_erased(sender, subject_id: int, **kwargs) -> None:
+    render_cache_clear(subject_id)
+
+
+subject_erased.connect(_on_subject_erased, dispatch_uid="memory.services.query.render_cache")
+
+
 def _iso(ts_ms: int) -> str | None:
     return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).isoformat() if ts_ms else None
 
@@ -99,21 +182,21 @@ def context_build(
 ) -> dict:
     started = time.perf_counter()
     query, mode, budget = _validate(query, mode, token_budget)
+    schema = selectors.subject_schema(subject)
     if as_of is None:
-        number, tree = subject.head_version, selectors.tree_current(subject)
+        number = subject.head_version
+        visible, rendered = _rendered(subject, schema, tiers)
     else:
         try:
             number, tree = selectors.tree_at(subject, as_of)
         except LookupError as exc:
             raise ServiceError(str(exc), field="as_of", code="not_found") from exc
-    schema = selectors.subject_schema(subject)
-    visible = selectors.tree_visible(tree, schema, tiers=tiers)
-    rendered = render(visible, schema, tiers=tiers)
+        visible, rendered = _visible_rendered(tree, schema, tiers)
     timings = {"tree_ms": (time.perf_counter() - started) * 1000}
 
     if mode == "auto":
         threshold = float(settings.PERSONATREE.get("ROUTER_THRESHOLD", 0.5))
-        decision = route(query, visible.to_dict(), threshold=threshold)
+        decision = route(query, visible, threshold=threshold)
         router = decision.to_dict()
         mode_used = decision.mode
         logger.info("router subject=%s version=%s -> %s", subject.pk, number, mode_used)
@@ -126,10 +209,19 @@ def context_build(
         notices.append(f"tree context ({rendered.token_count} tokens) exceeds token_budget {budget}")
     evidence: list[dict] = []
     recall: dict | None = None
-    if mode_used == "deep":
-        recall, evidence, mode_used = _deep(
-            subject, query, visible.to_dict(), number, as_of, budget, rendered
+    if mode_used == "deep" and EVIDENCE_TIER not in tiers:
+        recall = {
+            "status": "withheld",
+            "fallback": "fast",
+            "detail": f"evidence is raw dialogue and counts as the {EVIDENCE_TIER!r} tier",
+        }
+        notices.append(
+            "evidence withheld: raw dialogue may hold special-category data and is returned only to keys "
+            "with the read_special scope; answered in fast mode (tree only)"
         )
+        mode_used = "fast"
+    elif mode_used == "deep":
+        recall, evidence, mode_used = _deep(subject, query, visible, number, as_of, budget, rendered)
         notices.extend(recall.pop("notices"))
         timings.update(recall.pop("timings_ms", {}))
     timings["total_ms"] = (time.perf_counter() - started) * 1000
@@ -151,7 +243,7 @@ def context_build(
 
 
 def _deep(
-    subject, query, tree: dict, number: int, as_of, budget: int, rendered
+    subject, query, tree: Mapping[str, str], number: int, as_of, budget: int, rendered
 ) -> tuple[dict, list[dict], str]:
     from memory.recall import runtime
 

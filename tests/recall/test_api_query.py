@@ -78,7 +78,7 @@ def test_fast_mode_query_count(world, django_assert_max_num_queries):
 
 
 def test_deep_mode_returns_scoped_evidence_and_says_expansion_was_skipped(world):
-    r = _post(world["client"], "subject-context", "alice", {"query": "my cat Pixel", "mode": "deep"})
+    r = _post(world["special"], "subject-context", "alice", {"query": "my cat Pixel", "mode": "deep"})
     body = r.json()
     assert body["mode_used"] == "deep"
     assert body["evidence"][0]["source"]["start_seq"] == 1
@@ -92,14 +92,31 @@ def test_deep_mode_returns_scoped_evidence_and_says_expansion_was_skipped(world)
 def test_auto_mode_reports_router_decision(world):
     fast = _post(world["client"], "subject-context", "alice", {"query": "exercise habits: swimming?"}).json()
     assert fast["mode"] == "auto" and fast["router"]["mode"] == "fast" and fast["mode_used"] == "fast"
-    deep = _post(world["client"], "subject-context", "alice", {"query": "why did I move to Lisbon?"}).json()
+    deep = _post(world["special"], "subject-context", "alice", {"query": "why did I move to Lisbon?"}).json()
     assert deep["router"]["mode"] == "deep" and deep["mode_used"] == "deep"
     assert "cue" in deep["router"]["reason"]
 
 
+def _no_index(*args, **kwargs):
+    raise AssertionError("the evidence index must not be searched for a key that may not see evidence")
+
+
+@pytest.mark.parametrize("mode", ["deep", "auto"])
+def test_evidence_is_withheld_from_keys_without_read_special(world, monkeypatch, mode):
+    # Raw dialogue is unclassified: "my knee hurts after running" is the special-tier health fact
+    # verbatim. A key that may not see special leaves gets no evidence and no search at all.
+    monkeypatch.setattr(runtime, "configured_index", _no_index)
+    body = _post(world["client"], "subject-context", "alice", {"query": "why do I swim now?", "mode": mode})
+    body = body.json()
+    assert body["router"]["mode"] == "deep" and body["mode_used"] == "fast"
+    assert body["evidence"] == [] and body["recall"]["status"] == "withheld"
+    assert any("evidence withheld" in n and "read_special" in n for n in body["notices"])
+    assert "knee" not in str(body) and "swimming" in body["context"]["text"]
+
+
 def test_as_of_uses_old_tree_and_hides_later_evidence(world):
     r = _post(
-        world["client"], "subject-context", "alice", {"query": "Lisbon move", "mode": "deep", "as_of": 1}
+        world["special"], "subject-context", "alice", {"query": "Lisbon move", "mode": "deep", "as_of": 1}
     )
     body = r.json()
     assert body["version"] == 1 and "running" in body["context"]["text"]
@@ -127,8 +144,8 @@ def test_other_tenants_subject_is_a_404_like_a_missing_one(world, name, external
 
 @pytest.mark.parametrize("query", ["1 or tenant_id > 0", '" || true', "subject_id >= 0 or true"])
 def test_crafted_queries_do_not_cross_subjects(world, query):
-    r = _post(world["client"], "subject-context", "alice", {"query": query, "mode": "deep"})
-    assert r.status_code == 200
+    r = _post(world["special"], "subject-context", "alice", {"query": query, "mode": "deep"})
+    assert r.status_code == 200 and r.json()["mode_used"] == "deep"
     assert all("hunter2" not in e["text"] for e in r.json()["evidence"])
 
 
@@ -165,7 +182,7 @@ def test_milvus_down_falls_back_to_fast_and_says_so(world, settings):
         "MILVUS_URI": "http://127.0.0.1:9",
         "MILVUS_TIMEOUT_S": 1.0,
     }
-    body = _post(world["client"], "subject-context", "alice", {"query": "cat", "mode": "deep"}).json()
+    body = _post(world["special"], "subject-context", "alice", {"query": "cat", "mode": "deep"}).json()
     assert body["mode_used"] == "fast" and body["recall"]["fallback"] == "fast"
     assert any("evidence recall unavailable" in n for n in body["notices"])
     assert "swimming" in body["context"]["text"]
@@ -174,7 +191,9 @@ def test_milvus_down_falls_back_to_fast_and_says_so(world, settings):
 def test_answer_uses_query_tree_and_evidence(world, monkeypatch):
     engine = FixedEngine("Your cat is Pixel.")
     monkeypatch.setattr(runtime, "responder_engine", lambda: (engine, ""))
-    r = _post(world["client"], "subject-answer", "alice", {"query": "what is my cat called?", "mode": "deep"})
+    r = _post(
+        world["special"], "subject-answer", "alice", {"query": "what is my cat called?", "mode": "deep"}
+    )
     assert r.status_code == 200, r.content
     body = r.json()
     assert body["answer"] == "Your cat is Pixel." and body["model"]["model_id"] == "test-double"
@@ -182,8 +201,18 @@ def test_answer_uses_query_tree_and_evidence(world, monkeypatch):
     assert (
         "what is my cat called?" in answer_prompt and "swimming" in answer_prompt and "Pixel" in answer_prompt
     )
-    assert "knee pain" not in answer_prompt  # special tier stays out without read_special
     assert "answer_ms" in body["timings_ms"]
+
+
+def test_answer_without_read_special_sees_neither_special_leaves_nor_evidence(world, monkeypatch):
+    engine = FixedEngine("You swim.")
+    monkeypatch.setattr(runtime, "responder_engine", lambda: (engine, ""))
+    r = _post(world["client"], "subject-answer", "alice", {"query": "why do I swim?", "mode": "deep"})
+    assert r.status_code == 200, r.content
+    answer_prompt = engine.prompts[-1].dynamic
+    assert "swimming" in answer_prompt and "Conversation evidence" not in answer_prompt
+    assert "knee" not in answer_prompt  # neither the special leaf nor the dialogue that stated it
+    assert r.json()["recall"]["status"] == "withheld"
 
 
 def test_answer_without_model_is_503(world):
@@ -208,7 +237,7 @@ def test_as_of_datetime_selects_the_version_at_that_time(world):
     )
     assert later.status_code == 200 and later.json()["version"] == 2
     before = _post(
-        world["client"],
+        world["special"],
         "subject-context",
         "alice",
         {"query": "x", "mode": "deep", "as_of": "2000-01-01T00:00:00Z"},
