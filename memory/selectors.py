@@ -18,9 +18,11 @@ from memory.models import Chunk, OpRecord, Subject, Tenant, TreeVersion
 def subject_get(*, tenant: Tenant, external_id: str) -> Subject | None:
     """The tenant's subject with its head version loaded, or None (missing and foreign look the same)."""
     try:  # get(), not first(): no ORDER BY (Subject's default ordering joins the tenant)
-        return Subject.objects.select_related("head", "tenant").get(tenant=tenant, external_id=external_id)
+        subject = Subject.objects.select_related("head").get(tenant=tenant, external_id=external_id)
     except Subject.DoesNotExist:
         return None
+    subject.tenant = tenant  # the row matched this tenant: no join needed to load it again
+    return subject
 
 
 def subject_list(*, tenant: Tenant) -> QuerySet[Subject]:

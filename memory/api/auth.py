@@ -54,11 +54,13 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raw = header[1].decode("ascii")
         except UnicodeDecodeError as exc:
             raise exceptions.AuthenticationFailed("API key contains invalid characters.") from exc
-        key = (
+        # hashed is unique: no ORDER BY (first() would sort by ApiKey's default ordering, a second join)
+        found = (
             ApiKey.objects.select_related("tenant")
             .filter(hashed=ApiKey.hash_key(raw), revoked_at__isnull=True, tenant__is_active=True)
-            .first()
+            .order_by()[:1]
         )
+        key = next(iter(found), None)
         if key is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
         return ApiKeyPrincipal(key), key
