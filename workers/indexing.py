@@ -5,6 +5,11 @@
   retried with backoff while Milvus is unreachable.
 - `erase_subject_vectors(tenant_id, subject_id)`: delete a subject's rows after
   erasure; retried the same way.
+- `flush_evidence()` (Celery beat, `EVIDENCE_FLUSH_SECONDS`): seal the growing
+  segments that small indexing batches leave behind, so searches use the built
+  indexes. The writing process already flushes after `EVIDENCE_FLUSH_IDLE_S` of
+  quiet (`memory/recall/index.py`); this is the backstop for a worker that exits
+  first. Not retried: the next beat tick is the retry.
 
 Receivers: `version_applied` (a chunk's version committed -> index that chunk's
 messages) and `subject_erased`. Both are connected at import; `memory.apps`
@@ -49,6 +54,20 @@ def erase_subject_vectors(self, tenant_id: int, subject_id: int) -> int:
         return evidence_erase(tenant_id=int(tenant_id), subject_id=int(subject_id))
     except IndexUnavailable as exc:
         raise TransientError(str(exc)) from exc
+
+
+@pt_task(name="workers.flush_evidence", queue="index", soft_time_limit=120)
+def flush_evidence(self) -> bool:
+    if not _enabled():
+        return False
+    from memory.recall import runtime
+
+    try:
+        runtime.configured_index().flush()
+    except IndexUnavailable as exc:
+        logger.warning("evidence flush skipped: %s", exc)
+        return False
+    return True
 
 
 @receiver(version_applied, dispatch_uid="workers.indexing.version_applied")

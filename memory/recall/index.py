@@ -8,6 +8,14 @@ Filters are built only from typed integers (`Scope`): a value that is not an
 `int` is refused with `TypeError` before any expression is formed, so no
 request string can ever reach a Milvus expression. (milvus-lite 3.2 rejects
 `filter_params` templates, so typed formatting is the safe path here.)
+
+Flushing: Milvus searches rows in unsealed (growing) segments by brute force,
+and the indexing tasks write a chunk's few rows at a time. Bulk writes
+(>= FLUSH_AT_ROWS) flush at once; smaller writes arm an idle timer in the
+writing process: `flush_idle_s` after the last write, the collection is
+flushed (one flush per quiet period, not one per chunk: every flush seals a
+small segment). The Celery beat task `workers.flush_evidence` flushes
+periodically as a backstop for a process that exits before its timer fires.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
@@ -28,6 +37,8 @@ SESSION_MAX = 128
 # Bulk writes of at least this many rows are flushed: Milvus searches unsealed (growing) segments
 # by brute force; measured on Milvus Lite with 20k rows: hybrid 10.2 s before flush, 0.66 s after.
 FLUSH_AT_ROWS = 1000
+# Smaller writes are flushed once the writing process has been idle this long.
+FLUSH_IDLE_S = 10.0
 OUTPUT_FIELDS = ["subject_id", "start_seq", "end_seq", "ts_ms", "session", "text"]
 
 
@@ -131,16 +142,28 @@ class EvidenceIndex:
     """Thin wrapper over `pymilvus.MilvusClient` for the evidence collection."""
 
     def __init__(
-        self, uri: str, *, dim: int, collection: str = "evidence", token: str = "", timeout: float = 10.0
+        self,
+        uri: str,
+        *,
+        dim: int,
+        collection: str = "evidence",
+        token: str = "",
+        timeout: float = 10.0,
+        flush_idle_s: float = FLUSH_IDLE_S,
     ):
         self.uri = uri
         self.dim = typed_int(dim, "dim")
         self.collection = collection
         self.token = token
         self.timeout = timeout
+        self.flush_idle_s = float(flush_idle_s)  # <= 0: small writes are never flushed by this process
         self._client = None
         self._ready = False
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._idle_timer: threading.Timer | None = None
+        self._last_write = 0.0
+        self.unflushed_rows = 0
 
     # -- connection ----------------------------------------------------------
     @property
@@ -165,6 +188,10 @@ class EvidenceIndex:
             raise IndexUnavailable(f"Milvus {what} failed: {exc}") from exc
 
     def close(self) -> None:
+        with self._flush_lock:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
         if self._client is not None:
             try:
                 self._client.close()
@@ -253,12 +280,51 @@ class EvidenceIndex:
             total += int(res.get("upsert_count", 0))
         if flush or (flush is None and len(payload) >= FLUSH_AT_ROWS):
             self.flush()
+        elif total and flush is None:
+            self._note_small_write(total)
         return total
 
     def flush(self) -> None:
         """Seal growing segments so searches use the built indexes (call after bulk loads)."""
         self.ensure_collection()
+        with self._flush_lock:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
+            self.unflushed_rows = 0
         self._call("flush", self.client.flush, self.collection)
+
+    def _note_small_write(self, rows: int) -> None:
+        if self.flush_idle_s <= 0:
+            return
+        with self._flush_lock:
+            self.unflushed_rows += rows
+            self._last_write = time.monotonic()
+            if self._idle_timer is None:
+                self._arm(self.flush_idle_s)
+
+    def _arm(self, delay: float) -> None:  # caller holds _flush_lock
+        timer = threading.Timer(delay, self._idle_flush)
+        timer.daemon = True
+        timer.name = f"evidence-idle-flush-{self.collection}"
+        self._idle_timer = timer
+        timer.start()
+
+    def _idle_flush(self) -> None:
+        with self._flush_lock:
+            if self._idle_timer is None or self._client is None:
+                return  # flushed or closed meanwhile
+            wait = self._last_write + self.flush_idle_s - time.monotonic()
+            if wait > 0.05:  # written to since the timer was armed: wait for a quiet period
+                self._arm(wait)
+                return
+            self._idle_timer = None
+            rows, self.unflushed_rows = self.unflushed_rows, 0
+        try:
+            self._call("flush", self.client.flush, self.collection)
+            logger.info("idle flush of %s: %d small-batch rows sealed", self.collection, rows)
+        except IndexUnavailable as exc:  # the beat backstop (workers.flush_evidence) retries later
+            logger.warning("idle flush of %s failed: %s", self.collection, exc)
 
     def delete_subject(self, tenant_id: int, subject_id: int) -> int:
         self.ensure_collection()

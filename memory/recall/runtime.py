@@ -51,6 +51,7 @@ def configured_index() -> EvidenceIndex:
                 collection=pt.get("MILVUS_COLLECTION", "evidence"),
                 token=pt.get("MILVUS_TOKEN", ""),
                 timeout=float(pt.get("MILVUS_TIMEOUT_S", 10.0)),
+                flush_idle_s=float(pt.get("EVIDENCE_FLUSH_IDLE_S", 10.0)),
             )
         return _state[key]
 

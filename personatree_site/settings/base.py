@@ -117,6 +117,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("PERSONATREE_SWEEP_SECONDS", default=30.0),
         "options": {"queue": "ingest"},
     },
+    "personatree-flush-evidence": {
+        "task": "workers.flush_evidence",
+        "schedule": env.float("PERSONATREE_EVIDENCE_FLUSH_SECONDS", default=300.0),
+        "options": {"queue": "index"},
+    },
 }
 
 # --- PersonaTree --------------------------------------------------------------------
@@ -163,6 +168,9 @@ PERSONATREE = {
     "MILVUS_URI": env.str("PERSONATREE_MILVUS_URI", default=str(DATA_DIR / "milvus.db")),
     "MILVUS_TOKEN": env.str("PERSONATREE_MILVUS_TOKEN", default=""),
     "MILVUS_COLLECTION": env.str("PERSONATREE_MILVUS_COLLECTION", default="evidence"),
+    # Small indexing batches are flushed (growing segments sealed) after this many idle seconds in the
+    # writing process (0 = never); the beat task below flushes every EVIDENCE_FLUSH_SECONDS as a backstop.
+    "EVIDENCE_FLUSH_IDLE_S": env.float("PERSONATREE_EVIDENCE_FLUSH_IDLE_S", default=10.0),
     "EMBEDDER": env.str("PERSONATREE_EMBEDDER", default="minilm"),  # minilm | bge-m3 (path below)
     "EMBEDDER_PATH": env.str("PERSONATREE_EMBEDDER_PATH", default=""),
     "RERANKER_PATH": env.str("PERSONATREE_RERANKER_PATH", default=""),

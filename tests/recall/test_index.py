@@ -1,9 +1,11 @@
 """The evidence index on a real Milvus Lite file with real MiniLM embeddings."""
 
+import time
+
 import numpy as np
 import pytest
 
-from memory.recall.index import EvidenceRow, IndexUnavailable, Scope, evidence_pk
+from memory.recall.index import EvidenceIndex, EvidenceRow, IndexUnavailable, Scope, evidence_pk
 from memory.recall.search import rrf_fuse, search_many
 
 pytestmark = pytest.mark.integration
@@ -96,7 +98,6 @@ def test_wrong_vector_dim_is_refused(index):
 
 
 def test_unreachable_milvus_raises_index_unavailable():
-    from memory.recall.index import EvidenceIndex
 
     idx = EvidenceIndex("http://127.0.0.1:9", dim=4, timeout=1.0)
     with pytest.raises(IndexUnavailable):
@@ -120,3 +121,41 @@ def test_flush_seals_and_keeps_rows_searchable(index, embedder):
     assert index.count(Scope(1, 10)) == 3
     hits = search_many(index, embedder, Scope(1, 10), ["ZX-4471"], limit=1, method="hybrid")[0]
     assert hits[0].start_seq == 5
+
+
+def test_query_sized_batches_embed_like_flagmodel(embedder):
+    # Small batches take a single padded forward pass; vectors must match FlagModel.encode.
+    from memory.recall.embedder import SMALL_BATCH
+
+    texts = ["why did I start swimming?", "my cat Pixel", "", "a much longer query " * 20]
+    fast = embedder.embed(texts)
+    items = [t if t.strip() else " " for t in texts]
+    reference = np.asarray(embedder.model.encode(items, batch_size=64, max_length=256), dtype=np.float32)
+    assert len(texts) <= SMALL_BATCH and fast.shape == reference.shape == (4, embedder.dim)
+    assert np.abs(fast - reference).max() < 1e-5
+
+
+def test_small_writes_are_flushed_after_an_idle_period(tmp_path, embedder, monkeypatch):
+    idx = EvidenceIndex(str(tmp_path / "idle.db"), dim=embedder.dim, collection="idle", flush_idle_s=1.0)
+    flushed = []
+    rows, more = _rows(embedder, 1, 10), _rows(embedder, 1, 11)
+    try:
+        idx.ensure_collection()
+        real_flush = idx.client.flush
+        monkeypatch.setattr(idx.client, "flush", lambda name: (flushed.append(name), real_flush(name)))
+        idx.upsert(rows[:1])
+        idx.upsert(rows[1:])  # written again before the timer fires: one flush, a quiet period later
+        assert idx.unflushed_rows == 3 and flushed == []
+        deadline = time.monotonic() + 10
+        while not flushed and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert flushed == ["idle"] and idx.unflushed_rows == 0
+        assert index_hits(idx, embedder) == 5
+        idx.upsert(more, flush=False)  # an explicit flush=False is left to the caller
+        assert idx.unflushed_rows == 0 and idx._idle_timer is None
+    finally:
+        idx.close()
+
+
+def index_hits(idx, embedder):
+    return search_many(idx, embedder, Scope(1, 10), ["ZX-4471"], limit=1, method="hybrid")[0][0].start_seq
