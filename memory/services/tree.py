@@ -352,9 +352,13 @@ def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -
             results[i] = exc
             continue
         plans.append((i, plan))
-    write_applies([plan.write_entry for _, plan in plans])
+    skipped = write_applies([plan.write_entry for _, plan in plans])
     for i, plan in plans:
-        results[i] = plan.written()
+        if plan.chunk_id in skipped:  # applied meanwhile by another holder of the chunk
+            chunk = Chunk.objects.select_related("produced_version").get(pk=plan.chunk_id)
+            results[i] = _replayed(plan.locked, chunk)
+        else:
+            results[i] = plan.written()
 
 
 def _apply_alone(request: ApplyRequest) -> ApplyOutcome | Exception:
@@ -540,7 +544,8 @@ class _Plan:
 
 def _apply_locked(locked: Subject, **kwargs) -> ApplyOutcome:
     plan = _plan_apply(locked, **kwargs)
-    write_apply(*plan.write_entry)
+    if not write_apply(*plan.write_entry):  # applied meanwhile by another holder of the chunk
+        return _replayed(locked, Chunk.objects.select_related("produced_version").get(pk=plan.chunk_id))
     return plan.written()
 
 

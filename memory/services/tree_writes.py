@@ -2,12 +2,12 @@
 many subjects (:func:`memory.services.tree.tree_apply_ops_batch`), in as few round trips as possible.
 
 On PostgreSQL the lock query reserves the new versions' ids, so the version INSERT, the subject head
-UPDATE, the chunk UPDATE and the op-record INSERT go to the server as one statement (the first
-three as data-modifying CTEs), for one subject or sixteen. The INSERTs are compiled by Django's own
-insert compiler from the model instances, so defaults, ``auto_now_add`` and column types follow the
-models; the UPDATEs join a ``VALUES`` list whose values are prepared and cast by the model fields.
-Other databases (SQLite in development) get the plain ORM calls. Only call this with the subject
-rows locked.
+UPDATE, the chunk UPDATE and the op-record INSERT go to the server as one statement (data-modifying
+CTEs), for one subject or sixteen. Each table's rows travel as one JSON array typed by the model
+fields' column types (``jsonb_to_recordset``), their values taken from the model instances as
+Django's insert compiler takes them (``pre_save``: ``auto_now_add`` follows the models). Other
+databases (SQLite in development) get the plain ORM calls. Only call this with the subject rows
+locked.
 """
 
 from __future__ import annotations
@@ -27,25 +27,35 @@ def single_statement_writes() -> bool:
     return connection.vendor == "postgresql"
 
 
-def write_apply(locked: Subject, version: TreeVersion | None, chunk_id: int | None, records) -> None:
+def write_apply(locked: Subject, version: TreeVersion | None, chunk_id: int | None, records) -> bool:
     """Write the version, move the head, mark the chunk applied and insert the op records.
 
-    The one-subject form of :func:`write_applies`.
+    The one-subject form of :func:`write_applies`; False when the chunk turned out to be applied
+    already (nothing was written).
     """
-    write_applies([(locked, version, chunk_id, records)])
+    return not write_applies([(locked, version, chunk_id, records)])
 
 
-def write_applies(entries) -> None:
+def write_applies(entries) -> set[int]:
     """The writes of one or many applies: ``entries`` are ``(locked, version, chunk_id, records)``.
 
     Each entry's subject must be locked and appear once. On PostgreSQL (version ids reserved by the
     lock) this is one statement however many subjects there are: the version INSERT, the head and
-    chunk UPDATEs (``UPDATE ... FROM (VALUES ...)``, one per table) as data-modifying CTEs in front
-    of the op-record INSERT. Elsewhere it is the plain ORM calls, entry by entry.
+    chunk UPDATEs and the op-record INSERT as data-modifying CTEs, each table's rows sent as one
+    JSON recordset.
+
+    Returns the source chunks found already ``applied`` *by this statement*; nothing of their
+    entries is written (an applied chunk is never applied twice). The caller's lock query read
+    the chunk's status too, but from the snapshot its statement started with: if it had to wait for
+    the subject lock while another holder of the same chunk applied it, that read is stale. This
+    statement starts after the lock was granted, so its snapshot has the other holder's commit
+    (chunks are marked applied only under the subject lock). Elsewhere it is the plain ORM calls,
+    entry by entry (SQLite serialises writers; a stale writer fails as "database is locked").
     """
     now = timezone.now()
     versions = [version for _, version, _, _ in entries if version is not None]
     records = [record for *_, entry_records in entries for record in entry_records]
+    skipped: set[int] = set()
     if not single_statement_writes() or any(version.pk is None for version in versions):
         for locked, version, chunk_id, entry_records in entries:
             if version is not None:
@@ -59,46 +69,73 @@ def write_applies(entries) -> None:
                     status=Chunk.Status.APPLIED, produced_version=version, last_error="", updated_at=now
                 )
     else:
-        parts = []
-        if versions:
-            parts.append(_insert_sql(TreeVersion, versions, with_pk=True))
-            heads = [(v.subject_id, v.pk, v.number) for v in versions]
-            parts.append(_update_rows_sql(Subject, ("head", "head_version"), heads, updated_at=now))
-        chunks = [(chunk_id, v.pk if v else None) for _, v, chunk_id, _ in entries if chunk_id is not None]
-        if chunks:
-            parts.append(
-                _update_rows_sql(
-                    Chunk,
-                    ("produced_version",),
-                    chunks,
-                    status=Chunk.Status.APPLIED,
-                    last_error="",
-                    updated_at=now,
-                )
-            )
-        if records:
-            parts.append(_insert_sql(OpRecord, records, returning=True))
-        ids = _execute_with_ctes(parts, returning=bool(records)) if parts else []
+        record_ids, skipped = _write_statement(entries, versions, records, now)
+        records = [r for r in records if r.chunk_id not in skipped]
+        versions = [v for v in versions if v.chunk_id not in skipped]
         for version in versions:
             version._state.adding, version._state.db = False, connection.alias
-        for record, pk in zip(records, ids, strict=True):
+        for record, pk in zip(records, record_ids, strict=True):
             record.pk = pk
             record._state.adding, record._state.db = False, connection.alias
-    for locked, version, _, _ in entries:
-        if version is not None:
+    for locked, version, chunk_id, _ in entries:
+        if version is not None and chunk_id not in skipped:
             locked.head, locked.head_id, locked.head_version = version, version.pk, version.number
+    return skipped
 
 
-def _execute_with_ctes(parts: list[tuple[str, tuple]], *, returning: bool) -> list:
-    """Run ``parts`` as one statement: all but the last as CTEs (``WITH w0 AS (...), ...``)."""
-    *ctes, (last_sql, last_params) = parts
-    prefix = (
-        ("WITH " + ", ".join(f"w{i} AS ({sql})" for i, (sql, _) in enumerate(ctes)) + " ") if ctes else ""
+def _write_statement(entries, versions, records, now) -> tuple[list[int], set[int]]:
+    """One statement: ``WITH applied AS (the named chunks already applied), versions AS (INSERT ...
+    RETURNING id), heads AS (UPDATE subject ...), chunks AS (UPDATE chunk ...), ops AS (INSERT ...
+    RETURNING id) SELECT <op ids in order>, <applied chunk ids>``. Rows of an applied chunk are
+    filtered out by every part."""
+    qn = connection.ops.quote_name
+    chunk_ids = [chunk_id for _, _, chunk_id, _ in entries if chunk_id is not None]
+    ctes = [
+        (
+            "applied",
+            f"SELECT id FROM {qn(Chunk._meta.db_table)} WHERE id = ANY(%s::bigint[]) AND status = %s",
+            (chunk_ids, Chunk.Status.APPLIED.value),
+        )
+    ]
+    fresh = "(r.chunk_id IS NULL OR r.chunk_id NOT IN (SELECT id FROM applied))"
+    if versions:
+        sql, params = _insert_sql(TreeVersion, versions, with_pk=True, where=fresh, returning=True)
+        ctes.append(("versions", sql, params))
+        heads = [(v.subject_id, v.pk, v.number) for v in versions]
+        sql, params = _update_rows_sql(
+            Subject,
+            ("head", "head_version"),
+            heads,
+            where="r.head_id IN (SELECT id FROM versions)",
+            updated_at=now,
+        )
+        ctes.append(("heads", sql, params))
+    chunks = [(chunk_id, v.pk if v else None) for _, v, chunk_id, _ in entries if chunk_id is not None]
+    if chunks:
+        sql, params = _update_rows_sql(
+            Chunk,
+            ("produced_version",),
+            chunks,
+            where="r.id NOT IN (SELECT id FROM applied)",
+            status=Chunk.Status.APPLIED,
+            last_error="",
+            updated_at=now,
+        )
+        ctes.append(("chunks", sql, params))
+    ops = "NULL::bigint[]"
+    if records:
+        sql, params = _insert_sql(OpRecord, records, where=fresh, returning=True)
+        ctes.append(("ops", sql, params))
+        ops = "(SELECT array_agg(id ORDER BY id) FROM ops)"  # ids come from a sequence: insert order
+    statement = (
+        "WITH "
+        + ", ".join(f"{name} AS ({sql})" for name, sql, _ in ctes)
+        + f" SELECT {ops}, (SELECT array_agg(id) FROM applied)"
     )
-    params = [p for _, cte_params in ctes for p in cte_params]
     with connection.cursor() as cursor:
-        cursor.execute(prefix + last_sql, (*params, *last_params))
-        return [row[0] for row in cursor.fetchall()] if returning else []
+        cursor.execute(statement, tuple(p for _, _, params in ctes for p in params))
+        record_ids, applied = cursor.fetchone()
+    return record_ids or [], set(applied or ())
 
 
 def _recordset(fields) -> str:
@@ -136,18 +173,23 @@ def _insert_layout(model, with_pk: bool) -> tuple[list, str]:
     return fields, sql
 
 
-def _insert_sql(model, objs, *, with_pk: bool = False, returning: bool = False) -> tuple[str, tuple]:
-    """``INSERT ... SELECT FROM jsonb_to_recordset`` of ``objs``, in order, each value as Django's
-    insert compiler takes it (``field.pre_save(obj, add=True)``: ``auto_now_add`` is set on the
-    object too), without compiling a query per call."""
+def _insert_sql(
+    model, objs, *, with_pk: bool = False, where: str = "", returning: bool = False
+) -> tuple[str, tuple]:
+    """``INSERT ... SELECT FROM jsonb_to_recordset`` of ``objs`` (in order; ``where`` filters the rows,
+    by recordset alias ``r``), each value as Django's insert compiler takes it
+    (``field.pre_save(obj, add=True)``: ``auto_now_add`` is set on the object too), without
+    compiling a query per call."""
     fields, sql = _insert_layout(model, with_pk)
     rows = [[f.pre_save(obj, True) for f in fields] for obj in objs]
+    if where:
+        sql += f" WHERE {where}"
     if returning:
         sql += f" RETURNING {connection.ops.quote_name(model._meta.pk.column)}"
     return sql, (_rows_json(fields, rows),)
 
 
-def _update_rows_sql(model, columns, rows, **constants) -> tuple[str, tuple]:
+def _update_rows_sql(model, columns, rows, *, where: str = "", **constants) -> tuple[str, tuple]:
     """``UPDATE <table> SET <columns> = r.<columns>, <constants> FROM (jsonb_to_recordset(...)) r
     WHERE pk = r.pk``; ``rows`` are ``(pk, *values)``."""
     meta, qn = model._meta, connection.ops.quote_name
@@ -160,6 +202,8 @@ def _update_rows_sql(model, columns, rows, **constants) -> tuple[str, tuple]:
     # them to the table by primary-key index instead of hashing a scan of the whole table.
     rowset = f"(SELECT * FROM {_recordset(fields)} LIMIT {len(rows)}) AS r"
     sql = f"UPDATE {table} SET {', '.join(assignments)} FROM {rowset} WHERE {table}.{pk_col} = r.{pk_col}"
+    if where:
+        sql += f" AND {where}"
     params = [
         f.get_db_prep_save(v, connection) for f, v in zip(constant_fields, constants.values(), strict=True)
     ]

@@ -1,6 +1,7 @@
 """Two writers racing on one subject, on real threads and real transactions."""
 
 import threading
+import time
 
 import pytest
 from django.db import connection
@@ -65,3 +66,71 @@ def test_racing_writers_one_wins_loser_retries_on_top():
     }
     assert TreeVersion.objects.filter(subject=subject).count() == 2
     assert OpRecord.objects.filter(subject=subject, status="applied").count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["single", "batch"])
+@pytest.mark.parametrize("ops", [[Op.no_op()], [Op.add("identity/occupation/current_role", "nurse")]])
+def test_one_chunk_applied_by_two_holders_at_once_lands_once(path, ops):
+    """An expired lease: two holders of one chunk apply at the same time. The second waits for the
+    subject lock while the first commits; its lock query's read of the chunk status predates that
+    commit, so the write statement checks again and the second gets the stored outcome. (A result
+    that changes nothing moves no head, so the version check alone would not catch it.)"""
+    from django.db import transaction
+
+    from memory.models import Chunk
+    from memory.services.tree import ApplyRequest, tree_apply_ops_batch
+
+    subject = SubjectFactory()
+    chunk = ChunkFactory(subject=subject)
+    first_locked = threading.Event()
+    outcomes = {}
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                tree_apply_ops(
+                    subject=Subject(pk=subject.pk),
+                    base_version=0,
+                    ops=ops,
+                    actor=MODEL,
+                    source=Source(chunk.pk),
+                )
+                first_locked.set()
+                time.sleep(0.5)  # the second holder queues on the subject lock meanwhile
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            first_locked.wait(10)
+            if path == "single":
+                outcomes["second"] = tree_apply_ops(
+                    subject=Subject(pk=subject.pk),
+                    base_version=0,
+                    ops=ops,
+                    actor=MODEL,
+                    source=Source(chunk.pk),
+                )
+            else:
+                request = ApplyRequest(subject.pk, 0, ops, MODEL, Source(chunk.pk))
+                (outcomes["second"],) = tree_apply_ops_batch([request])
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            outcomes["second"] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads)
+    second_outcome = outcomes["second"]
+    if ops[0].type == "NO_OP":
+        assert not second_outcome.created and len(second_outcome.records) == 1, second_outcome
+    else:  # the head moved: a conflict (the chunk is applied; releasing it is fenced off)
+        assert isinstance(second_outcome, VersionConflict), second_outcome
+    assert OpRecord.objects.filter(chunk=chunk).count() == len(ops)
+    assert TreeVersion.objects.filter(subject=subject).count() == (0 if ops[0].type == "NO_OP" else 1)
+    assert Chunk.objects.get(pk=chunk.pk).status == "applied"
