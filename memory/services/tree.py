@@ -208,7 +208,7 @@ def _lock_sql() -> tuple[str, list]:
         f"SELECT {', '.join(columns)}, "
         f"(SELECT c.status FROM {chunk} c JOIN unnest(%s::bigint[], %s::bigint[]) AS m(sid, cid) "
         f"ON c.id = m.cid AND c.subject_id = m.sid WHERE m.sid = s.id), "
-        f"nextval(pg_get_serial_sequence('{TreeVersion._meta.db_table}', 'id')) "
+        f"nextval(pg_get_serial_sequence('{TreeVersion._meta.db_table}', '{TreeVersion._meta.pk.column}')) "
         f"FROM {subject} s JOIN {tenant} t ON t.id = s.tenant_id LEFT JOIN {version} v ON v.id = s.head_id "
         f"WHERE s.id = ANY(%s::bigint[]) ORDER BY s.id FOR UPDATE OF s"
     )
@@ -355,8 +355,7 @@ def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -
     skipped = write_applies([plan.write_entry for _, plan in plans])
     for i, plan in plans:
         if plan.chunk_id in skipped:  # applied meanwhile by another holder of the chunk
-            chunk = Chunk.objects.select_related("produced_version").get(pk=plan.chunk_id)
-            results[i] = _replayed(plan.locked, chunk)
+            results[i] = _replayed(plan.locked, plan.chunk_id)
         else:
             results[i] = plan.written()
 
@@ -471,7 +470,9 @@ def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
     return outcome
 
 
-def _replayed(locked: Subject, chunk: Chunk) -> ApplyOutcome:
+def _replayed(locked: Subject, chunk_id: int) -> ApplyOutcome:
+    """The stored outcome of an applied chunk (``created=False``)."""
+    chunk = Chunk.objects.select_related("produced_version").get(pk=chunk_id)
     records = tuple(OpRecord.objects.filter(chunk=chunk).order_by("position", "id"))
     return ApplyOutcome(
         version=chunk.produced_version,
@@ -508,7 +509,7 @@ def _precheck(locked: Subject, base_version: int, chunk_id: int | None) -> Servi
     if chunk_id is not None and locked.source_chunk_status is None:
         return ServiceError("The source chunk does not belong to this subject.", field="source")
     if chunk_id is not None and locked.source_chunk_status == Chunk.Status.APPLIED:
-        return _replayed(locked, Chunk.objects.select_related("produced_version").get(pk=chunk_id))
+        return _replayed(locked, chunk_id)
     if base_version != locked.head_version:
         return VersionConflict(locked.head_version, base_version)
     return None
@@ -545,7 +546,7 @@ class _Plan:
 def _apply_locked(locked: Subject, **kwargs) -> ApplyOutcome:
     plan = _plan_apply(locked, **kwargs)
     if not write_apply(*plan.write_entry):  # applied meanwhile by another holder of the chunk
-        return _replayed(locked, Chunk.objects.select_related("produced_version").get(pk=plan.chunk_id))
+        return _replayed(locked, plan.chunk_id)
     return plan.written()
 
 
