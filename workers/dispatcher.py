@@ -5,8 +5,8 @@ A round (:func:`dispatch_round`):
 1. **gather** -- claim the head-of-line chunk of up to ``BATCH_MAX_JOBS`` subjects (one per
    subject, see :mod:`workers.ordering`); while the batch is not full, keep claiming for at
    most ``BATCH_MAX_WAIT_MS``;
-2. **build** -- one query for the subjects' heads (snapshot included), one for the chunks'
-   messages; each job carries the tree at the subject's head version;
+2. **build** -- one query for the subjects' heads (snapshot included) and the chunks' messages;
+   each job carries the tree at the subject's head version;
 3. **call** -- ``client.run(jobs)`` once (a transport exception counts as a retryable error of
    every job);
 4. **apply** -- all results with one ``tree_apply_ops_batch`` call (the batch form of
@@ -33,7 +33,7 @@ from django.db import connection
 from django.db.models import Q
 
 from memory.engine.ops import Op, OpError
-from memory.models import Message, Subject
+from memory.models import Message, Subject, TreeVersion
 from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree_apply_ops_batch
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
@@ -81,20 +81,11 @@ def gather(
 
 def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
     """One job per claim: the subject's head tree and version, and the chunk's turns (with the last
-    system message at or before the chunk, if any). Two queries for the whole batch."""
-    heads = {
-        row[0]: row[1:]
-        for row in Subject.objects.filter(pk__in=[c.subject_id for c in claims]).values_list(
-            "pk", "head_version", "schema_id", "schema_version", "head__snapshot"
-        )
-    }
-    by_subject: dict[int, list[tuple]] = defaultdict(list)
-    for row in _chunk_messages(claims):
-        by_subject[row[0]].append(row[1:])
+    system message at or before the chunk, if any). One query for the whole batch on PostgreSQL."""
+    inputs = _job_inputs(claims)
     jobs = []
     for c in claims:
-        head_version, schema_id, schema_version, snapshot = heads[c.subject_id]
-        rows = by_subject[c.subject_id]
+        head_version, schema_id, schema_version, snapshot, rows = inputs[c.subject_id]
         system = [r for r in rows if r[1] == "system" and r[0] <= c.end_seq]
         turns = [
             ListenerTurn(role=r[1], content=r[2])
@@ -117,36 +108,57 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
     return jobs
 
 
-def _chunk_messages(claims: list[Claim]):
-    """``(subject_id, seq, role, content)`` of every claimed chunk's span and of every system message at
-    or before its end, ordered by subject and seq. On PostgreSQL one join against the claims as
-    arrays (building and compiling an OR of two filters per claim cost more CPU than the rest of the
-    round); elsewhere the same filter through the ORM."""
+def _job_inputs(claims: list[Claim]) -> dict[int, tuple]:
+    """Per claimed subject: ``(head_version, schema_id, schema_version, head snapshot, messages)``, the
+    messages ``(seq, role, content)`` of the chunk's span and every system message at or before its
+    end, in seq order. On PostgreSQL one query joined against the claims as arrays, messages
+    aggregated per subject (building and compiling an OR of two filters per claim cost more CPU than
+    the rest of the round); elsewhere the same through the ORM, two queries."""
     if connection.vendor == "postgresql":
         qn = connection.ops.quote_name
+        subject, version, message = (qn(m._meta.db_table) for m in (Subject, TreeVersion, Message))
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT m.subject_id, m.seq, m.role, m.content FROM {qn(Message._meta.db_table)} m "
-                "JOIN unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS c(sid, lo, hi) ON m.subject_id = c.sid "
-                "WHERE m.seq <= c.hi AND (m.seq >= c.lo OR m.role = %s) ORDER BY m.subject_id, m.seq",
+                "SELECT s.id, s.head_version, s.schema_id, s.schema_version, v.snapshot, "
+                "(SELECT json_agg(json_build_array(m.seq, m.role, m.content) ORDER BY m.seq) "
+                f"FROM {message} m WHERE m.subject_id = c.sid AND m.seq <= c.hi "
+                "AND (m.seq >= c.lo OR m.role = %s)) "
+                "FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS c(sid, lo, hi) "
+                f"JOIN {subject} s ON s.id = c.sid LEFT JOIN {version} v ON v.id = s.head_id",
                 (
+                    Message.Role.SYSTEM.value,
                     [c.subject_id for c in claims],
                     [c.start_seq for c in claims],
                     [c.end_seq for c in claims],
-                    Message.Role.SYSTEM.value,
                 ),
             )
-            return cursor.fetchall()
+            return {
+                row[0]: (*row[1:4], _json(row[4]), [tuple(m) for m in _json(row[5]) or ()])
+                for row in cursor.fetchall()
+            }
     spans = Q()
     for c in claims:
         spans |= Q(subject_id=c.subject_id, seq__gte=c.start_seq, seq__lte=c.end_seq) | Q(
             subject_id=c.subject_id, role="system", seq__lte=c.end_seq
         )
-    return (
+    messages: dict[int, list[tuple]] = defaultdict(list)
+    for row in (
         Message.objects.filter(spans)
         .order_by("subject_id", "seq")
         .values_list("subject_id", "seq", "role", "content")
-    )
+    ):
+        messages[row[0]].append(row[1:])
+    return {
+        row[0]: (*row[1:], messages[row[0]])
+        for row in Subject.objects.filter(pk__in=[c.subject_id for c in claims]).values_list(
+            "pk", "head_version", "schema_id", "schema_version", "head__snapshot"
+        )
+    }
+
+
+def _json(value):
+    """A json/jsonb column read by a raw cursor: text (Django's jsonb loader) or already decoded."""
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def _ops_and_errors(result: ListenerResult) -> tuple[list[Op], list[dict]]:

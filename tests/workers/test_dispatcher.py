@@ -207,8 +207,8 @@ def test_a_database_error_fails_its_chunk_only_and_the_batch_lands(tenant):
 
 
 def test_a_batch_round_applies_with_a_constant_number_of_statements(tenant):
-    """Claim (one UPDATE ... SKIP LOCKED ... RETURNING), build (heads, messages), apply (SAVEPOINT,
-    lock, write, RELEASE; BEGIN/COMMIT on their own): the same 7 statements for 1 subject or 12."""
+    """Claim (one UPDATE ... SKIP LOCKED ... RETURNING), build (heads and messages), apply (SAVEPOINT,
+    lock, write, RELEASE; BEGIN/COMMIT on their own): the same 6 statements for 1 subject or 12."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -220,7 +220,7 @@ def test_a_batch_round_applies_with_a_constant_number_of_statements(tenant):
             report = dispatch_round(client=standin_client(), max_jobs=16, max_wait_ms=0, index=False)
         assert report.applied == n
         counts.append(len(captured.captured_queries))
-    assert counts == [7, 7]
+    assert counts == [6, 6]
 
 
 def test_the_one_statement_claim_takes_exactly_the_ready_chunks(tenant, other_tenant, settings):
