@@ -61,7 +61,9 @@ class Command(BaseCommand):
             f"evidence index: Milvus at {cfg['MILVUS_URI']}",
         )
         tenant = Tenant.objects.filter(name=TENANT_NAME).first() or tenant_create(name=TENANT_NAME)
-        _, raw_key = api_key_create(tenant=tenant, scopes=["ingest", "read"], name="demo")
+        # The demo plays the subject's own assistant: read_special lets it see evidence (raw dialogue
+        # counts as the special tier) and special-tier leaves.
+        _, raw_key = api_key_create(tenant=tenant, scopes=["ingest", "read", "read_special"], name="demo")
         external_id = data["subject"]
         old = Subject.objects.filter(tenant=tenant, external_id=external_id).first()
         if old is not None:
