@@ -13,9 +13,11 @@ Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
   ``attempts`` after the claim is the **fencing token**.
 - **Lease expiry.** A chunk left ``processing`` by a dead worker is re-claimable once
   ``updated_at`` is older than ``CHUNK_LEASE_SECONDS`` (the claim bumps the token).
-- **At-most-once apply.** ``tree_apply_ops`` locks the subject row and the chunk row, refuses a
-  stale base version (``VersionConflict``: the subject's head version is the fencing token of
-  the tree) and returns the stored outcome for a chunk that is already ``applied``. So a slow
+- **At-most-once apply.** ``tree_apply_ops`` (and its batch form) locks the subject row, refuses
+  a stale base version (``VersionConflict``: the subject's head version is the fencing token of
+  the tree) and returns the stored outcome for a chunk that is already ``applied`` (chunks are
+  marked applied only under the subject lock; the write statement checks the status again, as a
+  holder that waited for the lock read it before the other holder's commit). So a slow
   worker whose lease was taken over either applies a result computed on the current head
   (as valid as anyone's) or finds the chunk applied and writes nothing; a chunk is applied at
   most once and never out of order (chunk t+1 cannot be claimed before t is applied).
