@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -48,7 +48,7 @@ from memory.engine.ops import Op, OpType
 from memory.engine.tree import Tree, apply, changes_to_ops, diff
 from memory.models import Chunk, OpRecord, Subject, Tenant, TreeVersion
 from memory.services import NotFoundError, ServiceError, VersionConflict
-from memory.services.tree_writes import single_statement_writes, write_applies, write_apply
+from memory.services.tree_writes import single_statement_writes, write_apply
 from memory.signals import ops_pending_review, version_applied
 
 logger = logging.getLogger(__name__)
@@ -262,121 +262,6 @@ def tree_apply_ops(
         raise refusal
     _refresh_caller(subject, outcome)
     return outcome
-
-
-@dataclass(frozen=True)
-class ApplyRequest:
-    """One item of :func:`tree_apply_ops_batch`: the arguments of one :func:`tree_apply_ops` call."""
-
-    subject_id: int
-    base_version: int
-    ops: Sequence[Op]
-    actor: Actor
-    source: Source | None = None
-    parse_errors: Sequence = ()
-
-
-def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome | Exception]:
-    """:func:`tree_apply_ops` for many subjects in one transaction (the dispatcher's batch).
-
-    Returns one entry per request, in order: its :class:`ApplyOutcome`, or the exception
-    :func:`tree_apply_ops` would have raised for it (:class:`VersionConflict`,
-    :class:`ServiceError`, :class:`NotFoundError`, a ``DatabaseError``); such a request wrote nothing
-    and the others are not affected. Every guarantee of :func:`tree_apply_ops` holds per request:
-    subject row locked, stale base refused, an applied chunk replayed (``created=False``), the gate
-    and the review queue under the tenant's policy, every op audited, signals after commit.
-
-    On PostgreSQL the batch is four statements whatever its size: BEGIN, one ``SELECT ... FOR
-    UPDATE`` of all the subjects in id order (:func:`lock_subjects`; two batches never deadlock),
-    one write statement (:func:`memory.services.tree_writes.write_applies`), COMMIT. A subject named
-    twice is applied in request order: its later requests run in a next round of the same
-    transaction, against the head the earlier one left. If the database refuses the batch (an error
-    while writing) the transaction rolls back and every request is applied again on its own
-    (:func:`tree_apply_ops`, one transaction each), so a bad request fails alone and nothing
-    accepted is lost. Other databases (SQLite) take that per-request path directly.
-    """
-    requests = list(requests)
-    if not single_statement_writes():
-        return [_apply_alone(request) for request in requests]
-    results: list[ApplyOutcome | Exception | None] = [None] * len(requests)
-    waiting = list(range(len(requests)))
-    try:
-        with transaction.atomic():
-            while waiting:  # one round per request of each subject, in request order
-                wave, later, seen = [], [], set()
-                for i in waiting:
-                    (later if requests[i].subject_id in seen else wave).append(i)
-                    seen.add(requests[i].subject_id)
-                _apply_round(requests, wave, results)
-                waiting = later
-    except DatabaseError as exc:
-        logger.warning("batch apply failed (%s); applying its %d requests one by one", exc, len(requests))
-        return [_apply_alone(request) for request in requests]
-    return results
-
-
-def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -> None:
-    """Lock the subjects of ``wave`` (one request each), plan every request, write all in one statement."""
-    locked_by_id = lock_subjects(
-        {requests[i].subject_id: requests[i].source.chunk_id if requests[i].source else None for i in wave}
-    )
-    plans = []
-    for i in wave:
-        request = requests[i]
-        locked = locked_by_id.get(request.subject_id)
-        chunk_id = request.source.chunk_id if request.source is not None else None
-        if locked is None:
-            results[i] = NotFoundError("Subject not found.")
-            continue
-        if not all(isinstance(op, Op) for op in request.ops):
-            results[i] = ServiceError("ops must be engine Op objects.", field="ops")
-            continue
-        results[i] = _precheck(locked, request.base_version, chunk_id)
-        if results[i] is not None:
-            continue
-        try:
-            plan = _plan_apply(
-                locked,
-                base_version=request.base_version,
-                ops=tuple(request.ops),
-                actor=request.actor,
-                source=request.source,
-                chunk_id=chunk_id,
-                parse_errors=tuple(request.parse_errors),
-                created_by=None,
-                note="",
-                review=request.actor.reviewable,
-            )
-        except Exception as exc:  # one request's failure (nothing written yet) must not sink the batch
-            logger.exception("apply of subject %s (chunk %s) failed", request.subject_id, chunk_id)
-            results[i] = exc
-            continue
-        plans.append((i, plan))
-    skipped = write_applies([plan.write_entry for _, plan in plans])
-    for i, plan in plans:
-        if plan.chunk_id in skipped:  # applied meanwhile by another holder of the chunk
-            results[i] = _replayed(plan.locked, plan.chunk_id)
-        else:
-            results[i] = plan.written()
-
-
-def _apply_alone(request: ApplyRequest) -> ApplyOutcome | Exception:
-    """One request in its own transaction (a savepoint inside a caller's), its refusal returned."""
-    try:
-        with transaction.atomic():
-            return tree_apply_ops(
-                subject=Subject(pk=request.subject_id),
-                base_version=request.base_version,
-                ops=request.ops,
-                actor=request.actor,
-                source=request.source,
-                parse_errors=request.parse_errors,
-            )
-    except (ServiceError, DatabaseError) as exc:
-        return exc
-    except Exception as exc:  # as in the batch: this request fails, the others go on
-        logger.exception("apply of subject %s failed", request.subject_id)
-        return exc
 
 
 def tree_revert(

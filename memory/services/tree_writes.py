@@ -1,5 +1,5 @@
 """The writes of one apply (:func:`memory.services.tree.tree_apply_ops`), or of a batch of applies to
-many subjects (:func:`memory.services.tree.tree_apply_ops_batch`), in as few round trips as possible.
+many subjects (:func:`memory.services.tree_batch.tree_apply_ops_batch`), in as few round trips as possible.
 
 On PostgreSQL the lock query reserves the new versions' ids, so the version INSERT, the subject head
 UPDATE, the chunk UPDATE and the op-record INSERT go to the server as one statement (data-modifying
