@@ -11,7 +11,25 @@ from pathlib import Path
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-env = environ.Env()
+
+
+class LiteralEnv(environ.Env):
+    """django-environ without its `$NAME` proxy expansion.
+
+    django-environ reads a value that starts with `$` as the name of another
+    variable, so a generated secret or password that happens to start with `$`
+    fails with "Set the <rest of the secret> environment variable" (and prints
+    the secret). Our values are data: a leading `$` is kept as written.
+    """
+
+    def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
+        raw = self.ENVIRON.get(f"{self.prefix}{var}")
+        if isinstance(raw, str) and raw.startswith("$"):
+            return raw if cast is None else self.parse_value(raw, cast)
+        return super().get_value(var, cast=cast, default=default, parse_default=parse_default)
+
+
+env = LiteralEnv()
 # A .env file next to manage.py is read when present (never required).
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 

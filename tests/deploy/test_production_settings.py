@@ -67,3 +67,26 @@ def test_production_refuses_to_start_without_a_required_variable(missing):
     proc = _manage("check", env=env)
     assert proc.returncode != 0
     assert missing in proc.stderr
+
+
+def test_a_secret_that_starts_with_a_dollar_is_kept_as_written():
+    """django-environ would read `$rest` as a reference to a variable named `rest`; a generated
+    key starts with `$` about one time in 50 (this once failed CI)."""
+    env = _filled()
+    env["DJANGO_SECRET_KEY"] = "$" + get_random_secret_key()
+    proc = _manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_settings_reader_does_not_expand_dollar_values(monkeypatch):
+    from personatree_site.settings.base import LiteralEnv
+
+    monkeypatch.setenv("PT_TEST_SECRET", "$OTHER_NAME")
+    monkeypatch.setenv("PT_TEST_HOSTS", "$a.example,b.example")
+    monkeypatch.setenv("OTHER_NAME", "expanded")
+    env = LiteralEnv()
+    assert env.str("PT_TEST_SECRET") == "$OTHER_NAME"
+    assert env("PT_TEST_SECRET") == "$OTHER_NAME"
+    assert env.list("PT_TEST_HOSTS") == ["$a.example", "b.example"]
+    monkeypatch.delenv("PT_TEST_SECRET")
+    assert env.str("PT_TEST_SECRET", default="fallback") == "fallback"
