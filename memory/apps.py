@@ -9,4 +9,5 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         # Receivers that live outside the app: evidence indexing on version_applied / subject_erased.
         import memory.api.openapi  # noqa: F401  (registers the OpenAPI auth scheme)
+        import memory.checks  # noqa: F401  (system checks of the PERSONATREE settings)
         import workers.indexing  # noqa: F401

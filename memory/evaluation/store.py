@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.db import IntegrityError, transaction
+
 from memory.evaluation.metrics import ChunkOps
 from memory.models import Chunk, Message, OpRecord, Subject, Tenant, TreeVersion
+from memory.services import ServiceError
 from memory.services.subjects import tenant_create
 
 
@@ -22,7 +25,14 @@ def eval_tenant(name: str, *, reuse: bool = False) -> tuple[Tenant, bool]:
         existing = Tenant.objects.filter(name=name).first()
         if existing is not None:
             return existing, True
-    return tenant_create(name=name, review_special_tier=False), False
+    try:
+        with transaction.atomic():
+            return tenant_create(name=name, review_special_tier=False), False
+    except (IntegrityError, ServiceError) as exc:
+        if not reuse or getattr(exc, "code", "duplicate") != "duplicate":
+            raise
+        # Two runs (e.g. one per speaker) started together: the other process created it first.
+        return Tenant.objects.get(name=name), True
 
 
 def seq_by_key(subject: Subject) -> dict[str, int]:

@@ -4,6 +4,7 @@
 - evidence index: `MILVUS_URI` (a Milvus Lite file, one process per file, or a
   server URI), `MILVUS_TOKEN`, `MILVUS_COLLECTION`;
 - reranker: `RERANKER_PATH` (empty = no reranker: fused ranks stand);
+- recall config: `RECALL_STRATEGY` (how the hybrid searches are sent, see search.py);
 - responder engine (query expansion and answers): `RESPONDER_BACKEND`
   (local | openai | recorded | none) through `serving.engines.build_engine`.
 """
@@ -13,9 +14,11 @@ from __future__ import annotations
 import logging
 import threading
 
+from .agentic import RecallConfig
 from .embedder import Embedder, get_embedder
 from .index import EvidenceIndex
 from .rerank import Reranker, get_reranker
+from .search import STRATEGIES
 
 logger = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -59,6 +62,13 @@ def configured_index() -> EvidenceIndex:
 def configured_reranker() -> Reranker | None:
     path = _pt().get("RERANKER_PATH", "")
     return get_reranker(path) if path else None
+
+
+def recall_config() -> RecallConfig:
+    strategy = _pt().get("RECALL_STRATEGY", "overlap")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"PERSONATREE_RECALL_STRATEGY={strategy!r}: expected one of {', '.join(STRATEGIES)}")
+    return RecallConfig(strategy=strategy)
 
 
 def responder_engine():

@@ -2,7 +2,9 @@
 
 Several queries are embedded in one batch and searched in parallel: by default as one
 multi-query request (Milvus parallelises it server-side), or one request per query on a
-thread pool (pymilvus clients are safe to share across threads).
+thread pool (pymilvus clients are safe to share across threads). For hybrid search the
+"overlap" strategy sends the BM25 request (which needs no embedding) while the queries are
+being embedded, then the dense request, and fuses each query's two rankings with RRF here.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from .index import EvidenceIndex, Hit, Scope
 
 Method = Literal["dense", "bm25", "hybrid"]
 METHODS: tuple[str, ...] = ("dense", "bm25", "hybrid")
-Strategy = Literal["batch", "threads"]
-STRATEGIES: tuple[str, ...] = ("batch", "threads")
+Strategy = Literal["batch", "threads", "overlap"]
+STRATEGIES: tuple[str, ...] = ("batch", "threads", "overlap")
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-search")
 
@@ -32,13 +34,16 @@ def search_many(
     method: Method = "hybrid",
     strategy: Strategy = "batch",
     vectors=None,
+    rrf_k: int = 60,
 ) -> list[list[Hit]]:
     """Return one ranked hit list per query (same order as `queries`).
 
     strategy "batch" (default) sends all queries in one request (Milvus runs them in parallel
     server-side); "threads" sends one request per query from a thread pool. On Milvus Lite
-    the batch is measured faster (bench/bench_query.py). `vectors` may hold the queries'
-    embeddings already computed (benchmarks embed in one batch).
+    the batch is measured faster (bench/bench_query.py). "overlap" (hybrid only) runs the BM25
+    request during query embedding and fuses dense and BM25 per query with `rrf_k`, the same
+    reciprocal-rank rule as Milvus's RRFRanker. `vectors` may hold the queries' embeddings
+    already computed (benchmarks embed in one batch).
     """
     if method not in METHODS:
         raise ValueError(f"unknown search method {method!r}; expected one of {METHODS}")
@@ -47,6 +52,11 @@ def search_many(
     if not queries:
         return []
     queries = list(queries)
+    if strategy == "overlap" and method == "hybrid":
+        results = _hybrid_overlapped(
+            index, embedder, scope, queries, limit=limit, vectors=vectors, rrf_k=rrf_k
+        )
+        return _tag(queries, results)
     if vectors is None and method in ("dense", "hybrid"):
         if embedder is None:
             raise ValueError(f"method {method!r} needs an embedder")
@@ -63,10 +73,29 @@ def search_many(
         results = [r[0] for r in _POOL.map(lambda i: run([i]), range(len(queries)))]
     else:
         results = run(list(range(len(queries))))
+    return _tag(queries, results)
+
+
+def _tag(queries: list[str], results: list[list[Hit]]) -> list[list[Hit]]:
     for q, hits in zip(queries, results, strict=True):
         for h in hits:
             h.queries.append(q)
     return results
+
+
+def _hybrid_overlapped(index, embedder, scope, queries, *, limit, vectors, rrf_k) -> list[list[Hit]]:
+    """BM25 on a pool thread while the caller embeds (model inference releases the GIL), then dense."""
+    candidates = max(limit * 3, 20)  # as many per side as EvidenceIndex.search_hybrid asks for
+    bm25 = _POOL.submit(index.search_bm25, queries, scope, limit=candidates)
+    try:
+        if vectors is None:
+            if embedder is None:
+                raise ValueError("method 'hybrid' needs an embedder")
+            vectors = embedder.embed(queries)
+        dense = index.search_dense(vectors, scope, limit=candidates)
+    finally:
+        sparse = bm25.result()  # always collected: its error (e.g. Milvus down) is the one raised
+    return [rrf_fuse([d, s], k=rrf_k)[:limit] for d, s in zip(dense, sparse, strict=True)]
 
 
 def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k: int = 60) -> list[Hit]:

@@ -262,6 +262,7 @@ def _deep(
             engine=engine,
             reranker=reranker,
             token_budget=max(0, budget - rendered.token_count),
+            config=runtime.recall_config(),
         )
     except (IndexUnavailable, EmbedderUnavailable, RerankerUnavailable) as exc:
         logger.warning("deep recall unavailable for subject %s, falling back to fast: %s", subject.pk, exc)

@@ -116,6 +116,32 @@ def test_batch_and_thread_strategies_agree(index, embedder):
         search_many(index, embedder, Scope(1, 10), qs, limit=3, strategy="psychic")
 
 
+def test_overlapped_hybrid_fuses_like_milvus_rrf(index, embedder):
+    """BM25 during embedding + client-side RRF gives Milvus's hybrid ranking (ties aside)."""
+    index.upsert(_rows(embedder, 1, 10) + _rows(embedder, 1, 11))
+    qs = ["my cat Pixel", "ZX-4471", "knee swimming"]
+    server = search_many(index, embedder, Scope(1, 10), qs, limit=3, method="hybrid", strategy="batch")
+    client = search_many(index, embedder, Scope(1, 10), qs, limit=3, method="hybrid", strategy="overlap")
+    for s, c, q in zip(server, client, qs, strict=True):
+        assert sorted((round(h.score, 6), h.pk) for h in s) == sorted((round(h.score, 6), h.pk) for h in c)
+        assert all(h.queries == [q] for h in c)
+        assert {h.pk for h in c} <= {evidence_pk(1, 10, seq) for seq in (1, 3, 5)}  # subject scope held
+    assert client[1][0].start_seq == 5  # the exact-token query still ranks its pair first
+
+
+def test_overlapped_hybrid_reports_milvus_down():
+    idx = EvidenceIndex("http://127.0.0.1:9", dim=4, timeout=1.0)
+
+    class Fixed:
+        dim = 4
+
+        def embed(self, texts):
+            return np.ones((len(texts), 4), dtype="float32")
+
+    with pytest.raises(IndexUnavailable):
+        search_many(idx, Fixed(), Scope(1, 1), ["q"], limit=3, method="hybrid", strategy="overlap")
+
+
 def test_flush_seals_and_keeps_rows_searchable(index, embedder):
     index.upsert(_rows(embedder, 1, 10), flush=True)
     assert index.count(Scope(1, 10)) == 3

@@ -43,3 +43,21 @@ def test_reranker_only_when_configured(pt):
     assert runtime.configured_reranker() is None
     pt["RERANKER_PATH"] = "/models/reranker"
     assert runtime.configured_reranker().path == "/models/reranker"  # loads lazily, on first score
+
+
+def test_recall_strategy_comes_from_settings_and_is_checked(pt):
+    assert runtime.recall_config().strategy == pt["RECALL_STRATEGY"] == "overlap"  # the default
+    pt["RECALL_STRATEGY"] = "batch"
+    assert runtime.recall_config().strategy == "batch"
+    pt["RECALL_STRATEGY"] = "psychic"
+    with pytest.raises(ValueError, match="PERSONATREE_RECALL_STRATEGY='psychic'"):
+        runtime.recall_config()
+
+
+def test_system_check_refuses_an_unknown_recall_strategy(pt):
+    from memory.checks import recall_settings
+
+    assert recall_settings() == []
+    pt["RECALL_STRATEGY"] = "psychic"
+    (error,) = recall_settings()
+    assert error.id == "personatree.E001" and "overlap" in error.hint
