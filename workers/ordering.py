@@ -32,7 +32,7 @@ protocol stays safe; row locks on Postgres only make claiming cheaper under cont
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -206,13 +206,18 @@ def chunk_release(
     return status if updated else ""
 
 
-def chunks_reclaim(*, tenant_id: int, before: datetime) -> int:
-    """Put the tenant's chunks left ``processing`` since before ``before`` back to ``pending`` now.
+def chunks_reclaim(*, tenant_id: int, before: datetime, subject_ids: Sequence[int] | None = None) -> int:
+    """Put chunks left ``processing`` since before ``before`` back to ``pending`` now.
 
-    For a restarted synchronous backfill, which knows its previous run is gone. Safe even if a
-    live worker still holds one: the next claim bumps the token, so that worker's apply is
-    fenced off (or it applied first and the chunk is no longer claimable). Returns the count.
+    For a restarted synchronous backfill, which knows its previous run is gone: it passes the
+    subjects it is importing, so another live run on the same tenant (e.g. one per speaker)
+    keeps its chunk in flight. Safe even if a live worker still holds one: the next claim bumps
+    the token, so that worker's apply is fenced off (or it applied first and the chunk is no
+    longer claimable). ``subject_ids=None`` takes back the whole tenant's. Returns the count.
     """
-    return Chunk.objects.filter(
+    chunks = Chunk.objects.filter(
         subject__tenant_id=tenant_id, status=Chunk.Status.PROCESSING, updated_at__lt=before
-    ).update(status=Chunk.Status.PENDING)
+    )
+    if subject_ids is not None:
+        chunks = chunks.filter(subject_id__in=list(subject_ids))
+    return chunks.update(status=Chunk.Status.PENDING)

@@ -145,16 +145,15 @@ def backfill_run(
 
     ``client`` (a ``ListenerClient``) defaults to the settings' one; ``index=False`` skips queueing
     evidence indexing of processed chunks. With ``process=True`` and ``reclaim=True`` chunks an
-    earlier, killed run left ``processing`` are taken back at once instead of after their lease
-    (safe: claims are fenced, see workers/ordering.py).
+    earlier, killed run left ``processing`` are taken back at once instead of after their lease,
+    for the subjects this run imports (safe: claims are fenced, see workers/ordering.py).
     """
     from workers.dispatcher import dispatch_round
     from workers.ordering import chunks_reclaim
 
     report = BackfillReport(dry_run=dry_run)
     started = time.monotonic()
-    if process and reclaim and not dry_run:
-        report.reclaimed = chunks_reclaim(tenant_id=tenant.pk, before=timezone.now())
+    run_started_at = timezone.now()  # chunks this run claims are newer: never taken back by it
     pacer = Pacer(max_chunks_per_s)
     batch = int(settings.PERSONATREE["BATCH_MAX_JOBS"])
     if max_chunks_per_s:
@@ -200,8 +199,13 @@ def backfill_run(
                     raise _located(exc, history) from exc
                 report.chunks += _dry_run_chunks(tenant, history)
             else:
-                before = report.chunks
+                before, known = report.chunks, len(report.subject_ids)
                 history_ingest(tenant=tenant, history=history, report=report, enqueue=False)
+                if process and reclaim and len(report.subject_ids) > known:
+                    # Only this run's subjects: another live run on the tenant keeps its chunks.
+                    report.reclaimed += chunks_reclaim(
+                        tenant_id=tenant.pk, before=run_started_at, subject_ids=report.subject_ids[known:]
+                    )
                 if not process:
                     pacer.wait(report.chunks - before)
                 pending_subjects += 1

@@ -136,6 +136,52 @@ def test_interrupted_run_resumes_to_the_same_state_as_a_clean_run(tenant, other_
     assert set(Chunk.objects.values_list("status", flat=True)) == {"applied"}
 
 
+def test_restart_takes_back_only_its_own_subjects_chunks(tenant):
+    """A killed run's in-flight chunk of a subject being re-imported is taken back at once; a chunk
+    another live run holds (another subject of the tenant, e.g. the other speaker) is left alone."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    def history(name):
+        return SubjectHistory(
+            name,
+            tuple(
+                BackfillMessage(role, f"{role} {name} {j}", f"{name}-{j}-{role}")
+                for j in range(6)
+                for role in ("user", "assistant")
+            ),
+        )
+
+    backfill_run(tenant=tenant, histories=[history("live"), history("mine")], progress=False)
+    a_minute_ago = timezone.now() - timedelta(minutes=1)
+    for name in ("live", "mine"):  # each subject's first chunk is in flight (lease not yet expired)
+        first = Chunk.objects.filter(subject__external_id=name).order_by("start_seq").first()
+        Chunk.objects.filter(pk=first.pk).update(status="processing", attempts=1, updated_at=a_minute_ago)
+
+    report = backfill_run(
+        tenant=tenant,
+        histories=[history("mine")],
+        process=True,
+        client=WatchingClient(),
+        progress=False,
+        index=False,
+    )
+    assert report.reclaimed == 1
+    mine = list(
+        Chunk.objects.filter(subject__external_id="mine")
+        .order_by("start_seq")
+        .values_list("status", "attempts")
+    )
+    assert mine == [("applied", 2), ("applied", 1)]  # the dead run's chunk ran again, once
+    live = list(
+        Chunk.objects.filter(subject__external_id="live")
+        .order_by("start_seq")
+        .values_list("status", "attempts")
+    )
+    assert live == [("processing", 1), ("pending", 0)]  # still the live run's; its order kept
+
+
 def test_bad_message_is_reported_with_its_location(tenant, tmp_path):
     path = tmp_path / "bad.jsonl"
     good = {"subject": "ok", "messages": [{"role": "user", "content": "fine"}]}
