@@ -9,7 +9,7 @@ from django.core.checks import Error, register
 def recall_settings(app_configs=None, **kwargs):
     from memory.recall.search import STRATEGIES
 
-    strategy = settings.PERSONATREE.get("RECALL_STRATEGY", "overlap")
+    strategy = settings.PERSONATREE.get("RECALL_STRATEGY", "batch")
     if strategy not in STRATEGIES:
         return [
             Error(

@@ -5,8 +5,9 @@
    output is unreadable, only the original query is searched and the result
    says so (`expansion.status`).
 2. The original and the expanded queries run as hybrid searches (dense + BM25,
-   RRF) scoped to the subject, in parallel: by default the BM25 request runs while the queries
-   are embedded, then one dense request, fused per query (`RecallConfig.strategy`, search.py).
+   RRF) scoped to the subject, in parallel: one multi-query hybrid request by default, or the
+   BM25 request during query embedding then one dense request, or one request per query
+   (`RecallConfig.strategy`, search.py).
 3. Hits are deduplicated and fused across queries by reciprocal rank.
 4. With a reranker, candidates are re-scored against the original question;
    otherwise the fused ranks stand.
@@ -62,7 +63,7 @@ class RecallConfig:
     per_query_k: int = 8
     rerank_candidates: int = 20
     rrf_k: int = 60
-    strategy: str = "overlap"  # "batch" | "threads" | "overlap", see search.search_many
+    strategy: str = "batch"  # "batch" | "threads" | "overlap", see search.search_many
 
 
 @dataclass

@@ -192,8 +192,9 @@ PERSONATREE = {
     "EMBEDDER": env.str("PERSONATREE_EMBEDDER", default="minilm"),  # minilm | bge-m3 (path below)
     "EMBEDDER_PATH": env.str("PERSONATREE_EMBEDDER_PATH", default=""),
     "RERANKER_PATH": env.str("PERSONATREE_RERANKER_PATH", default=""),
-    # How deep recall sends its hybrid searches (memory/recall/search.py): batch | threads | overlap.
-    "RECALL_STRATEGY": env.str("PERSONATREE_RECALL_STRATEGY", default="overlap"),
+    # How deep recall sends its hybrid searches (memory/recall/search.py): batch | threads | overlap
+    # (batch: fastest on a quiet 2-core host; overlap: fastest when the CPU is contended; bench_query).
+    "RECALL_STRATEGY": env.str("PERSONATREE_RECALL_STRATEGY", default="batch"),
     "ROUTER_THRESHOLD": env.float("PERSONATREE_ROUTER_THRESHOLD", default=0.5),
     # Evidence indexing on version_applied / purge on subject_erased (off only for tests that skip the index).
     "EVIDENCE_INDEXING": env.bool("PERSONATREE_EVIDENCE_INDEXING", default=True),

@@ -46,7 +46,7 @@ def test_reranker_only_when_configured(pt):
 
 
 def test_recall_strategy_comes_from_settings_and_is_checked(pt):
-    assert runtime.recall_config().strategy == pt["RECALL_STRATEGY"] == "overlap"  # the default
+    assert runtime.recall_config().strategy == pt["RECALL_STRATEGY"] == "batch"  # the default
     pt["RECALL_STRATEGY"] = "batch"
     assert runtime.recall_config().strategy == "batch"
     pt["RECALL_STRATEGY"] = "psychic"
