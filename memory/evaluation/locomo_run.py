@@ -254,7 +254,7 @@ def _answer(
     """no_memory: the responder alone; full_history: the product's answer prompt with the (truncated)
     conversation as its evidence. Tree modes: the product's `answer_build` per subject read; with two
     subjects (a question about both speakers or neither) the first reply that does not abstain counts."""
-    versions, n_tokens, replies, error = [], 0, [], None
+    versions, n_tokens, replies, error, reads = [], 0, [], None, []
     if mode in ("no_memory", "full_history"):  # the product's answer prompt, empty memory (+ history)
         context = history or {"context": {"text": ""}, "evidence": []}
         prompt = answer_prompt(q.question, context)
@@ -268,6 +268,7 @@ def _answer(
             error = error or out["error"]
             n_tokens += out["tokens"]
             versions.append(out["version"])
+            reads.append({"mode_used": out["mode_used"], "recall": out["recall"], "evidence": out["evidence"]})
     usable = [r for r in replies if r and r.strip()]
     text = next((r for r in usable if not is_abstention(r)), usable[0] if usable else None)
     scored = score_locomo(text, q)
@@ -283,6 +284,7 @@ def _answer(
         "correct": scored.correct,
         "context_tokens": n_tokens,
         "tree_versions": versions,
+        "reads": reads,  # per subject read: the mode the router/caller used, recall + expansion status
     }
 
 

@@ -249,13 +249,27 @@ def answer(*, ctx: RunContext, subject: Subject, query: str, mode: str, as_of_se
             tiers=ALL_TIERS,
         )
     except ModelUnavailable as exc:
-        return {"answer": None, "error": str(exc), "tokens": 0, "version": None, "mode_used": mode}
+        return {
+            "answer": None,
+            "error": str(exc),
+            "tokens": 0,
+            "version": None,
+            "mode_used": mode,
+            "recall": None,
+            "evidence": 0,
+        }
+    recall = out.get("recall") or {}
     return {
         "answer": out["answer"],
         "error": None,
         "tokens": int(out["tokens"]),
         "version": out["version"],
         "mode_used": out["mode_used"],
+        # what deep recall did: "ok" / "withheld" / "unavailable", and the expansion's own status
+        "recall": {"status": recall["status"], "expansion": (recall.get("expansion") or {}).get("status")}
+        if recall
+        else None,
+        "evidence": len(out["evidence"]),
     }
 
 

@@ -65,6 +65,10 @@ def test_locomo_recall_qa_coverage(tmp_path, locomo_path):
         overall = res["modes"][mode]["accuracy"]["overall"]
         assert overall["n"] == 7 and overall["correct"] == 0 and overall["failed"] == 7
         assert res["modes"][mode]["accuracy"]["per_group"]["adversarial"]["correct"] == 0
+    tree_items = [i for i in res["items"] if i["mode"].startswith("tree_")]
+    assert tree_items and all(len(i["reads"]) == len(i["tree_versions"]) >= 1 for i in tree_items)
+    used = {i["mode"]: {r["mode_used"] for r in i["reads"]} for i in tree_items}
+    assert used["tree_only"] == {"fast"} and used["tree_agentic"] == {"deep"}
     assert res["coverage"]["tiny-1:Ana"] == {
         "facts": 5,
         "covered": 0,
