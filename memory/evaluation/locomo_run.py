@@ -268,7 +268,9 @@ def _answer(
             error = error or out["error"]
             n_tokens += out["tokens"]
             versions.append(out["version"])
-            reads.append({"mode_used": out["mode_used"], "recall": out["recall"], "evidence": out["evidence"]})
+            reads.append(
+                {"mode_used": out["mode_used"], "recall": out["recall"], "evidence": out["evidence"]}
+            )
     usable = [r for r in replies if r and r.strip()]
     text = next((r for r in usable if not is_abstention(r)), usable[0] if usable else None)
     scored = score_locomo(text, q)
