@@ -26,6 +26,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _start_with_retries(start, undo, attempts: int) -> None:
+    """Call ``start`` up to ``attempts`` times, undoing a failed start before the next (and the last)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            start()
+            return
+        except Exception:
+            with contextlib.suppress(Exception):
+                undo()
+            if attempt == attempts:
+                raise
+
+
 @contextlib.contextmanager
 def serve_memlistener(
     config: AppConfig, *, num_cpus: int = 2, app_name: str = "memlistener", start_attempts: int = 3
@@ -40,33 +53,25 @@ def serve_memlistener(
     port = free_port()
     # On a loaded machine the raylet can miss Ray's fixed 30 s registration wait ("The current node
     # timed out during startup", seen once in a full `make test`); a fresh start then succeeds.
-    for attempt in range(1, start_attempts + 1):
-        try:
-            ray.init(
-                address="local",
-                num_cpus=num_cpus,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-                runtime_env={"env_vars": {"RAY_AUTH_MODE": "disabled"}},
-            )
-            break
-        except Exception:
-            with contextlib.suppress(Exception):
-                ray.shutdown()
-            if attempt == start_attempts:
-                raise
+    _start_with_retries(
+        lambda: ray.init(
+            address="local",
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            runtime_env={"env_vars": {"RAY_AUTH_MODE": "disabled"}},
+        ),
+        ray.shutdown,
+        start_attempts,
+    )
     try:
-        # On loaded machines Serve's proxy can miss its fixed 60 s start timeout; retry a start.
-        for attempt in range(1, start_attempts + 1):
-            try:
-                serve.start(http_options={"host": "127.0.0.1", "port": port})
-                break
-            except Exception:
-                if attempt == start_attempts:
-                    raise
-                with contextlib.suppress(Exception):
-                    serve.shutdown()
+        # Likewise Serve's proxy can miss its fixed 60 s start timeout.
+        _start_with_retries(
+            lambda: serve.start(http_options={"host": "127.0.0.1", "port": port}),
+            serve.shutdown,
+            start_attempts,
+        )
         serve.run(build_app(config.model_dump(mode="json")), name=app_name, route_prefix=ROUTE_PREFIX)
         yield f"http://127.0.0.1:{port}{ROUTE_PREFIX}"
     finally:

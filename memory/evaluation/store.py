@@ -21,18 +21,15 @@ def eval_tenant(name: str, *, reuse: bool = False) -> tuple[Tenant, bool]:
     extended idempotently instead of re-ingested. No human reviewer takes part in an evaluation, so
     special-tier ops are not held for review (the held count would otherwise silently shrink the trees);
     mass deletes still are. Returns (tenant, reused)."""
-    if reuse:
-        existing = Tenant.objects.filter(name=name).first()
-        if existing is not None:
-            return existing, True
     try:
         with transaction.atomic():
             return tenant_create(name=name, review_special_tier=False), False
     except (IntegrityError, ServiceError) as exc:
-        if not reuse or getattr(exc, "code", "duplicate") != "duplicate":
-            raise
-        # Two runs (e.g. one per speaker) started together: the other process created it first.
-        return Tenant.objects.get(name=name), True
+        # It exists: made by an earlier run, or by a run started at the same time (one per speaker),
+        # whose insert can land between tenant_create's check and its own (IntegrityError).
+        if reuse and getattr(exc, "code", "duplicate") == "duplicate":
+            return Tenant.objects.get(name=name), True
+        raise
 
 
 def seq_by_key(subject: Subject) -> dict[str, int]:

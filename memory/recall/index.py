@@ -117,6 +117,11 @@ def evidence_pk(tenant_id: int, subject_id: int, start_seq: int) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
+def hybrid_candidates(limit: int) -> int:
+    """Hits asked of each side (dense, BM25) of a hybrid search before RRF keeps `limit`."""
+    return max(limit * 3, 20)
+
+
 def _clip_text(text: str) -> str:
     data = text.encode("utf-8")
     if len(data) <= TEXT_MAX_BYTES:
@@ -404,7 +409,7 @@ class EvidenceIndex:
             raise ValueError("hybrid search needs one vector per text")
         self.ensure_collection()
         expr = scope.expr()
-        n = candidates or max(limit * 3, 20)
+        n = candidates or hybrid_candidates(limit)
         reqs = [
             AnnSearchRequest(
                 data=[list(map(float, v)) for v in vectors],

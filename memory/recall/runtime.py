@@ -65,7 +65,7 @@ def configured_reranker() -> Reranker | None:
 
 
 def recall_config() -> RecallConfig:
-    strategy = _pt().get("RECALL_STRATEGY", "batch")
+    strategy = _pt().get("RECALL_STRATEGY", RecallConfig.strategy)
     if strategy not in STRATEGIES:
         raise ValueError(f"PERSONATREE_RECALL_STRATEGY={strategy!r}: expected one of {', '.join(STRATEGIES)}")
     return RecallConfig(strategy=strategy)

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from .embedder import Embedder
-from .index import EvidenceIndex, Hit, Scope
+from .index import EvidenceIndex, Hit, Scope, hybrid_candidates
 
 Method = Literal["dense", "bm25", "hybrid"]
 METHODS: tuple[str, ...] = ("dense", "bm25", "hybrid")
@@ -58,9 +58,7 @@ def search_many(
         )
         return _tag(queries, results)
     if vectors is None and method in ("dense", "hybrid"):
-        if embedder is None:
-            raise ValueError(f"method {method!r} needs an embedder")
-        vectors = embedder.embed(queries)
+        vectors = _embed(embedder, queries, method)
 
     def run(idx: list[int]) -> list[list[Hit]]:
         if method == "dense":
@@ -76,6 +74,12 @@ def search_many(
     return _tag(queries, results)
 
 
+def _embed(embedder: Embedder | None, queries: list[str], method: str):
+    if embedder is None:
+        raise ValueError(f"method {method!r} needs an embedder")
+    return embedder.embed(queries)
+
+
 def _tag(queries: list[str], results: list[list[Hit]]) -> list[list[Hit]]:
     for q, hits in zip(queries, results, strict=True):
         for h in hits:
@@ -85,13 +89,11 @@ def _tag(queries: list[str], results: list[list[Hit]]) -> list[list[Hit]]:
 
 def _hybrid_overlapped(index, embedder, scope, queries, *, limit, vectors, rrf_k) -> list[list[Hit]]:
     """BM25 on a pool thread while the caller embeds (model inference releases the GIL), then dense."""
-    candidates = max(limit * 3, 20)  # as many per side as EvidenceIndex.search_hybrid asks for
+    candidates = hybrid_candidates(limit)  # as many per side as EvidenceIndex.search_hybrid asks for
     bm25 = _POOL.submit(index.search_bm25, queries, scope, limit=candidates)
     try:
         if vectors is None:
-            if embedder is None:
-                raise ValueError("method 'hybrid' needs an embedder")
-            vectors = embedder.embed(queries)
+            vectors = _embed(embedder, queries, "hybrid")
         dense = index.search_dense(vectors, scope, limit=candidates)
     finally:
         sparse = bm25.result()  # always collected: its error (e.g. Milvus down) is the one raised
