@@ -10,6 +10,11 @@
   speaker reads both speakers' memory contexts. Questions whose gold evidence lies outside the
   ingested slice (or, in a slice, without readable evidence ids) are left out and counted.
 - Coverage: each speaker's observation facts (within the slice) judged against the final tree.
+- Quality (LLM-free, `quality_run`): per speaker and pooled, the grounded / invented / wrong-speaker
+  rates of the applied model values, MiniLM coverage of the observation facts at τ 0.5/0.6/0.7 and
+  the clauses' precision, tree tokens; per question, the share of the gold answer's tokens in the
+  context each mode hands the responder (full_history and tree_only here, built without a model;
+  tree_router and tree_agentic from the contexts their QA calls read).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from memory.evaluation import pipeline
 from memory.evaluation.coverage import judge_coverage
 from memory.evaluation.datasets.locomo import CATEGORY_NAMES, LocomoConversation, load_locomo
 from memory.evaluation.metrics import Outcome, accuracy_table, distribution, recall_section
+from memory.evaluation.quality import context_answer_recall, context_recall_section
+from memory.evaluation.quality_run import quality_section
 from memory.evaluation.scoring import is_abstention, score_locomo
 from memory.recall.metrics import RecallQuestion, evaluate_recall
 from memory.services.query import answer_prompt
@@ -33,6 +40,9 @@ from memory.services.query import answer_prompt
 MODES = ("no_memory", "full_history", "tree_only", "tree_router", "tree_agentic")
 HISTORY_BUDGET = 6000  # full-history mode: newest tokens of the conversation (the local model's window is 8k)
 TREE_MODES = {"tree_only": "fast", "tree_router": "auto", "tree_agentic": "deep"}  # context_build modes
+# Modes whose context is built without a model call: their context answer recall is measured in the
+# quality phase (also with --no-qa); the others' from the contexts their QA calls read.
+LLM_FREE_CONTEXT_MODES = ("full_history", "tree_only")
 
 
 def subjects_for(question: str, speakers: Sequence[str]) -> list[str]:
@@ -59,13 +69,16 @@ def run_locomo(
     qa: bool = True,
     qa_limit: int | None = None,
     coverage: bool = True,
+    quality: bool = True,
+    quality_embed=None,
     history_budget: int = HISTORY_BUDGET,
     ingest_only: bool = False,
     progress=None,
     checkpoint=None,
 ) -> dict:
-    """Run the phases in order (ingest, recall@k, coverage, QA per mode); `checkpoint(results)` is called
-    after each phase with everything measured so far, so a run stopped midway leaves true partial results."""
+    """Run the phases in order (ingest, recall@k, quality, coverage, QA per mode); `checkpoint(results)` is
+    called after each phase with everything measured so far, so a run stopped midway leaves true partial
+    results. `quality_embed` replaces the quality phase's MiniLM embedder (tests)."""
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown modes: {', '.join(sorted(unknown))}; known: {', '.join(MODES)}")
@@ -165,8 +178,45 @@ def run_locomo(
     results["retrieval_items"] = retrieval_items
     results["run"]["questions_outside_slice"] = excluded
     _checkpoint(checkpoint, results)
+    histories = {
+        sample_id: full_history(conv, max_sessions=max_sessions, budget_tokens=history_budget)
+        for sample_id, conv in convs.items()
+    }
 
-    # Phase 2: coverage of the observation facts by each final tree (responder as judge).
+    # Phase 2: LLM-free quality of the trees, and context answer recall of the model-free contexts.
+    if quality:
+        embed = {"embed": quality_embed} if quality_embed is not None else {}
+        results["quality"] = quality_section(
+            (
+                (
+                    sample_id,
+                    s,
+                    subjects[(sample_id, s)],
+                    [o.fact for o in conv.observations_for(s, max_sessions=max_sessions)],
+                )
+                for sample_id, conv in convs.items()
+                for s in conv.speakers
+                if (sample_id, s) in subjects
+            ),
+            **embed,
+        )
+        results["context_recall_items"] = []
+        for mode in [m for m in modes if m in LLM_FREE_CONTEXT_MODES]:
+            for conv, q, qid, targets in asked:
+                if q.answer is None:
+                    continue
+                if mode == "full_history":
+                    text = history_text(histories[conv.sample_id])
+                else:
+                    text = "\n\n".join(
+                        pipeline.memory_context(ctx=ctx, subject=t, query=q.question, mode="fast").text
+                        for t in targets
+                    )
+                results["context_recall_items"].append(_recall_row(qid, q, mode, text))
+        results["context_recall"] = context_recall_section(results["context_recall_items"])
+        _checkpoint(checkpoint, results)
+
+    # Phase 3: coverage of the observation facts by each final tree (responder as judge).
     if coverage:
         results["coverage"] = {}
         for sample_id, conv in convs.items():
@@ -181,21 +231,25 @@ def run_locomo(
                 results["coverage"][f"{sample_id}:{s}"] = summary
                 _checkpoint(checkpoint, results)
 
-    # Phase 3: QA, one mode after the other (each finished mode is written before the next starts).
+    # Phase 4: QA, one mode after the other (each finished mode is written before the next starts).
     if qa:
         results["modes"], results["items"] = {}, []
-        histories = {
-            sample_id: full_history(conv, max_sessions=max_sessions, budget_tokens=history_budget)
-            for sample_id, conv in convs.items()
-        }
         for mode in modes:
             outcomes, tokens = {mode: []}, {mode: []}
             bar = progress(total=len(asked), desc=f"QA {mode}") if progress else None
             for conv, q, qid, targets in asked:
                 history = histories[conv.sample_id] if mode == "full_history" else None
-                results["items"].append(
-                    _answer(ctx, conv, q, qid, mode, targets, outcomes, tokens, history=history)
-                )
+                item = _answer(ctx, conv, q, qid, mode, targets, outcomes, tokens, history=history)
+                results["items"].append(item)
+                if (
+                    quality
+                    and mode in TREE_MODES
+                    and mode not in LLM_FREE_CONTEXT_MODES
+                    and q.answer is not None
+                ):
+                    results["context_recall_items"].append(
+                        {**_recall_row(qid, q, mode, None), "recall": item["context_answer_recall"]}
+                    )
                 if bar:
                     bar.update(1)
             if bar:
@@ -205,6 +259,8 @@ def run_locomo(
                 "context_tokens": distribution(tokens[mode]),
                 "note": _history_note(histories, history_budget) if mode == "full_history" else "",
             }
+            if quality:
+                results["context_recall"] = context_recall_section(results["context_recall_items"])
             _checkpoint(checkpoint, results)
     return results
 
@@ -239,6 +295,16 @@ def full_history(conv: LocomoConversation, *, max_sessions: int | None, budget_t
     }
 
 
+def history_text(history: dict) -> str:
+    """The evidence lines of a `full_history` context as the answer prompt shows them."""
+    return "\n".join(f"({e['source'].get('ts') or 'time unknown'}) {e['text']}" for e in history["evidence"])
+
+
+def _recall_row(qid: str, q, mode: str, context: str | None) -> dict:
+    recall = context_answer_recall(context, q.answer) if context is not None else None
+    return {"qid": qid, "category": q.category_name, "mode": mode, "recall": recall}
+
+
 def _history_note(histories: dict, budget: int) -> str:
     parts = [f"{sid}: newest {h['kept']} of {h['turns']} turns" for sid, h in histories.items()]
     cut = sum(h["kept"] < h["turns"] for h in histories.values())
@@ -254,13 +320,14 @@ def _answer(
     """no_memory: the responder alone; full_history: the product's answer prompt with the (truncated)
     conversation as its evidence. Tree modes: the product's `answer_build` per subject read; with two
     subjects (a question about both speakers or neither) the first reply that does not abstain counts."""
-    versions, n_tokens, replies, error, reads = [], 0, [], None, []
+    versions, n_tokens, replies, error, reads, texts = [], 0, [], None, [], []
     if mode in ("no_memory", "full_history"):  # the product's answer prompt, empty memory (+ history)
         context = history or {"context": {"text": ""}, "evidence": []}
         prompt = answer_prompt(q.question, context)
         reply = ctx.responder.ask_prompt(prompt, None, key=f"locomo|{qid}|{mode}")
         replies, error = [reply.text], reply.error
         n_tokens = context.get("tokens", 0)
+        texts = [history_text(history)] if history else [None]
     else:
         for subject in subjects:
             out = pipeline.answer(ctx=ctx, subject=subject, query=q.question, mode=TREE_MODES[mode])
@@ -268,12 +335,15 @@ def _answer(
             error = error or out["error"]
             n_tokens += out["tokens"]
             versions.append(out["version"])
+            texts.append(out["context"])
             reads.append(
                 {"mode_used": out["mode_used"], "recall": out["recall"], "evidence": out["evidence"]}
             )
     usable = [r for r in replies if r and r.strip()]
     text = next((r for r in usable if not is_abstention(r)), usable[0] if usable else None)
     scored = score_locomo(text, q)
+    # the share of the gold answer's tokens in what the responder read (None: no context or no answer)
+    recall = None if None in texts or not texts else context_answer_recall("\n\n".join(texts), q.answer)
     outcomes[mode].append(Outcome(q.category_name, scored.correct, failed=scored.failed, score=scored.score))
     tokens[mode].append(n_tokens)
     return {
@@ -285,9 +355,10 @@ def _answer(
         "score": scored.score,
         "correct": scored.correct,
         "context_tokens": n_tokens,
+        "context_answer_recall": recall,
         "tree_versions": versions,
         "reads": reads,  # per subject read: the mode the router/caller used, recall + expansion status
     }
 
 
-__all__ = ["HISTORY_BUDGET", "MODES", "full_history", "run_locomo", "subjects_for"]
+__all__ = ["HISTORY_BUDGET", "MODES", "full_history", "history_text", "run_locomo", "subjects_for"]

@@ -11,6 +11,8 @@ index. `manage.py evaluate merge --out DIR PART...` joins their `results.json` f
   make the table a choice of ours); recall@k must be identical wherever it was measured;
 - ingestion rows: per subject, the row of the part that sent that subject's chunks to the model
   (it carries the time per chunk); op statistics come from the audit log, so they agree otherwise;
+- quality (LLM-free) comes from the last part that measured it (it reads the final trees and the audit
+  log); context answer recall rows are joined, one per question and mode;
 - the merged run is complete only when every part is, and names every part's command and provenance.
 """
 
@@ -19,6 +21,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+
+from memory.evaluation.quality import context_recall_section
 
 SAME_RUN = ("conversations", "sessions")
 SAME_MEASURE = ("ks", "qa_limit_per_conversation")
@@ -57,6 +61,16 @@ def merge_results(parts: Sequence[dict], names: Sequence[str] | None = None) -> 
     merged["coverage"] = _merge_unique(parts, names, "coverage", "coverage subject")
     merged["modes"] = _merge_unique(parts, names, "modes", "QA mode")
     merged["items"] = [item for p in parts for item in p.get("items", [])]
+    quality = [p["quality"] for p in parts if p.get("quality")]
+    if quality:  # computed from the store after ingestion: the last part saw the final trees
+        merged["quality"] = quality[-1]
+    recall_rows = {}
+    for p in parts:
+        for row in p.get("context_recall_items", []):
+            recall_rows.setdefault((row["qid"], row["mode"]), row)
+    if recall_rows:
+        merged["context_recall_items"] = list(recall_rows.values())
+        merged["context_recall"] = context_recall_section(merged["context_recall_items"])
     for key in ("coverage", "modes", "items"):
         if not merged[key]:
             del merged[key]

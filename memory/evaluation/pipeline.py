@@ -221,12 +221,8 @@ def memory_context(
         token_budget=ctx.token_budget,
         tiers=ALL_TIERS,
     )
-    text = built["context"]["text"]
-    if built["evidence"]:
-        lines = [f"[{i}] {e['text']}" for i, e in enumerate(built["evidence"], 1)]
-        text = f"{text}\n\nConversation evidence:\n" + "\n".join(lines)
     return BuiltContext(
-        text=text,
+        text=_context_text(built),
         token_count=int(built["tokens"]),
         tree_version=built["version"],
         mode_used=built["mode_used"],
@@ -257,6 +253,7 @@ def answer(*, ctx: RunContext, subject: Subject, query: str, mode: str, as_of_se
             "mode_used": mode,
             "recall": None,
             "evidence": 0,
+            "context": None,
         }
     recall = out.get("recall") or {}
     return {
@@ -270,7 +267,17 @@ def answer(*, ctx: RunContext, subject: Subject, query: str, mode: str, as_of_se
         if recall
         else None,
         "evidence": len(out["evidence"]),
+        "context": _context_text(out),  # what the responder read (for context answer recall)
     }
+
+
+def _context_text(built: dict) -> str:
+    """The memory part of the answer prompt: the rendered tree, then the evidence lines."""
+    text = built["context"]["text"]
+    if built["evidence"]:
+        lines = [f"[{i}] {e['text']}" for i, e in enumerate(built["evidence"], 1)]
+        text = f"{text}\n\nConversation evidence:\n" + "\n".join(lines)
+    return text
 
 
 def final_tree_text(subject: Subject) -> str:

@@ -17,6 +17,7 @@ and does a context hold the answer. Pure functions of their arguments (the embed
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -168,10 +169,35 @@ def context_answer_recall(context: str | None, answer: str | None) -> float | No
     return round(sum(t in present for t in tokens) / len(tokens), 4)
 
 
+def context_recall_section(items: Sequence[dict]) -> dict:
+    """Per mode: mean context answer recall (overall and per category), the share of questions whose
+    context holds every answer token, and how many could not be measured (no gold answer, or the
+    context was not obtained)."""
+    by_mode: dict[str, list[dict]] = defaultdict(list)
+    for item in items:
+        by_mode[item["mode"]].append(item)
+    out = {}
+    for mode, rows in by_mode.items():
+        values = [r["recall"] for r in rows if r["recall"] is not None]
+        groups: dict[str, list[float]] = defaultdict(list)
+        for r in rows:
+            if r["recall"] is not None:
+                groups[r["category"]].append(r["recall"])
+        out[mode] = {
+            "n": len(values),
+            "mean": round(float(np.mean(values)), 4) if values else None,
+            "full": round(sum(v >= 1.0 for v in values) / len(values), 4) if values else None,
+            "unmeasured": len(rows) - len(values),
+            "per_group": {g: round(float(np.mean(v)), 4) for g, v in sorted(groups.items())},
+        }
+    return out
+
+
 __all__ = [
     "TAUS",
     "answer_tokens",
     "context_answer_recall",
+    "context_recall_section",
     "invented_tokens",
     "observation_coverage",
     "pool_coverage",

@@ -2,7 +2,8 @@
 
 The results dict (built by the runners) has these optional sections, each rendered if present:
 `provenance`, `run`, `ingestion` (op statistics), `modes` (mode -> accuracy table + context
-tokens), `retrieval` (recall@k per category), `coverage` (observation facts held by the tree).
+tokens), `retrieval` (recall@k per category), `coverage` (observation facts held by the tree, judged),
+`quality` (LLM-free value and coverage metrics per subject) and `context_recall` (per mode).
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ def render_markdown(results: dict) -> str:
         out += ["## Observation coverage by the final tree (responder as judge)", ""]
         rows = [[s, c["facts"], c["covered"], c["judge_failed"], c["coverage"]] for s, c in coverage.items()]
         out += [_table(["subject", "facts", "covered", "judge failed", "coverage"], rows), ""]
+    out += _quality_markdown(results)
     ingestion = results.get("ingestion")
     if ingestion:
         out += ["## Ingestion: op statistics", ""]
@@ -162,6 +164,60 @@ def render_markdown(results: dict) -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def _quality_markdown(results: dict) -> list[str]:
+    out = []
+    quality = results.get("quality")
+    if quality and quality.get("rows"):
+        taus = quality.get("taus") or []
+        out += ["## Memory quality (LLM-free)", ""]
+        rows = []
+        for name, q in quality["rows"].items():
+            v, c = q["values"], q["coverage"]
+            rows.append(
+                [
+                    name,
+                    v["values"],
+                    v["grounded_rate"],
+                    v["invented_rate"],
+                    v["wrong_speaker_rate"],
+                    c["facts"],
+                    *[c["coverage"].get(f"{t:g}") for t in taus],
+                    c["precision"],
+                    c["clauses"],
+                    c["tree_tokens"],
+                ]
+            )
+        headers = ["subject", "values", "grounded", "invented", "wrong speaker", "facts"]
+        headers += [f"coverage@{t:g}" for t in taus] + ["precision", "clauses", "tree tokens"]
+        out += [
+            _table(headers, rows),
+            "",
+            "Rates over the applied model ADD/UPDATE values (grounded: the gate's check against the "
+            "subject's turns of the op's chunk + old value; invented: a number or proper noun in neither; "
+            "wrong speaker: grounded only in the other speaker's turns). Coverage: observation facts whose "
+            f"best cosine against a tree clause is >= τ ({quality.get('embedder')}); precision: clauses "
+            "with an observation at >= 0.5; tree tokens: " + str(quality.get("tree_tokens")) + ".",
+            "",
+        ]
+    recall = results.get("context_recall")
+    if recall:
+        out += ["## Context answer recall (LLM-free)", ""]
+        groups = sorted({g for m in recall.values() for g in m["per_group"]})
+        rows = [
+            [mode, m["n"], m["mean"], m["full"], m["unmeasured"], *[m["per_group"].get(g) for g in groups]]
+            for mode, m in recall.items()
+        ]
+        out += [
+            _table(["mode", "n", "mean", "all tokens", "unmeasured", *groups], rows),
+            "",
+            "Share of the gold answer's tokens (stopwords removed) present in the context handed to the "
+            "responder; questions without a gold answer (adversarial) are left out; unmeasured: the "
+            "context was not obtained (failed answer call).",
+            "",
+        ]
+    return out
 
 
 def _plot_accuracy(modes: dict, path: Path) -> None:

@@ -76,6 +76,14 @@ def test_locomo_recall_qa_coverage(tmp_path, locomo_path):
         "coverage": 0.0,
         "judge_prompt_version": "observation-judge/1",
     }
+    # context answer recall: model-free contexts measured; the failed answer calls' contexts unmeasured
+    recall = res["context_recall"]
+    assert recall["full_history"]["n"] == recall["tree_only"]["n"] == 6
+    unmeasured = {"n": 0, "mean": None, "full": None, "unmeasured": 6, "per_group": {}}
+    assert recall["tree_router"] == recall["tree_agentic"] == unmeasured
+    fh = [i for i in res["items"] if i["mode"] == "full_history" and i["category"] != "adversarial"]
+    assert fh and all(i["context_answer_recall"] is not None for i in fh)
+    assert "tiny-1:both" in res["quality"]["rows"]
     ops = res["ingestion"]["tiny-1:Ana"]["ops"]
     assert ops["chunks"] >= 1 and ops["schema_valid_rate"] == 1.0
     assert (out / "recall_at_k.png").exists() and "Evidence recall@k" in (out / "results.md").read_text()

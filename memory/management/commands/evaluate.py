@@ -1,7 +1,7 @@
 """`manage.py evaluate locomo|personamem ...` — run a benchmark through the real pipeline.
 
     manage.py evaluate locomo --data PATH [--conversations conv-26 ...] [--speakers Caroline ...]
-        [--sessions N] [--modes ...] [--k 1 5 10] [--no-qa] [--no-coverage]
+        [--sessions N] [--modes ...] [--k 1 5 10] [--no-qa] [--no-coverage] [--no-quality]
     manage.py evaluate personamem --questions CSV --contexts JSONL [--limit N] [--modes ...]
     manage.py evaluate merge --out DIR PART_DIR PART_DIR ...   (runs over one tenant that split the work)
 
@@ -12,6 +12,7 @@ Each run writes into a fresh tenant `eval-<run id>` of the configured database.
 
 from __future__ import annotations
 
+import argparse
 import shlex
 import sys
 import uuid
@@ -42,6 +43,13 @@ class Command(BaseCommand):
         loc.add_argument("--no-qa", action="store_true", help="skip answering (recall@k and coverage only)")
         loc.add_argument("--qa-limit", type=int, help="answer only the first N questions per conversation")
         loc.add_argument("--no-coverage", action="store_true", help="skip the observation-coverage judge")
+        loc.add_argument(
+            "--quality",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="LLM-free memory quality: value grounding, MiniLM observation coverage, context answer "
+            "recall (default on; also with --no-qa)",
+        )
         loc.add_argument(
             "--ingest-only",
             action="store_true",
@@ -133,6 +141,7 @@ class Command(BaseCommand):
                     ingest_only=opts["ingest_only"],
                     checkpoint=lambda partial: self._write(partial, ctx, run_id, opts, final=False),
                     coverage=not opts["no_coverage"],
+                    quality=opts["quality"],
                     history_budget=opts["history_budget"],
                     progress=progress,
                 )
@@ -190,6 +199,9 @@ def _command_line(opts: dict) -> str:
     }
     parts = ["manage.py", "evaluate", opts["benchmark"]]
     for k, v in opts.items():
+        if k == "quality":  # on by default: only its negation is part of the command
+            parts += [] if v else ["--no-quality"]
+            continue
         if k in skip or v in (None, False):
             continue
         flag = "--" + k.replace("_", "-")
