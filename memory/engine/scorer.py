@@ -1,0 +1,400 @@
+"""Op scorer: how good is a MemListener prediction for one chunk, as one number in [-1, 1].
+
+:func:`score` compares the ops a model predicted for a chunk with the *gold* ops (what was applied
+or what a moderator approved or wrote) and the *declined* ops (what a moderator refused), after the
+paper's op-level scheme. It is the reward of the training pipeline and a metric; pure and
+deterministic unless a ``similarity`` judge is plugged in. Policy, in the order it is applied:
+
+1. **Format.** The prediction is a sequence of :class:`Op` or raw model text, read with
+   :func:`memory.engine.parser.parse_ops`. Text yielding no op at all (garbage, empty output) and
+   an empty op list score ``-1`` and nothing else is looked at: a model says "nothing" with
+   ``NO_OP``. Each unreadable line next to readable ops is one predicted item worth
+   ``PARSE_ERROR`` (-0.5).
+2. **Gold.** An empty gold list means ``[NO_OP]``; a ``NO_OP`` next to other gold ops is dropped.
+3. **Declined.** A predicted op with the type and path of a declined op and a value similarity of
+   at least ``DECLINED_MATCH`` (DELETE: same path) is worth ``DECLINED`` (-1) and is not matched
+   against gold.
+4. **Matching**, one-to-one by path (``NO_OP`` has the path ``None``). Pairs of a predicted and a
+   gold op on the same path are taken best first (ties broken by op content, never by position,
+   so the result does not depend on the order of either list). A pair is worth
+   ``EXACT`` (+1) when the types are equal and the normalised values are equal (DELETE and NO_OP
+   pairs: types equal); the value similarity in [0, 1] when only the types are equal
+   (*partial*); 0 when the types differ (the right slot, the wrong kind of op: neither rewarded
+   nor penalised twice).
+5. **Missing and redundant.** Each unmatched gold op is worth ``MISSING`` (-0.5); each unmatched
+   predicted op (no gold op on its path, or a second op on a path already matched) is worth
+   ``REDUNDANT`` (-0.5). A lone predicted ``NO_OP`` and a gold ``NO_OP`` are never penalised for
+   being unmatched: "nothing to record" against a fact costs only the missing fact, and a
+   spurious fact against ``NO_OP`` costs only its redundancy.
+6. **Gate.** The predicted ops are run through :func:`memory.engine.gate.gate` against ``tree``
+   with ``GatePolicy(grounding=True)`` (strict) and ``evidence`` = the contents of the user turns.
+   Each rejection is worth ``GATE`` (-0.5), except ``DUPLICATE_PATH`` / ``NO_OP_NOT_ALONE``
+   (already counted as redundant, rule 5) and rejections of an op that exactly matches a gold op
+   (gold is what a human accepted, even when today's gate, e.g. on a moderator's reworded value,
+   would refuse it). The gate sees the ops in canonical (content) order, so which of two ops on one
+   path is the duplicate does not depend on the prediction's order.
+7. **Total** = sum of the above / ``max(len(gold), len(predicted items), 1)``, clipped to [-1, 1].
+   A perfect prediction scores exactly 1; ``NO_OP`` against gold ``NO_OP`` is 1.
+
+**Values** are normalised as casefolded word tokens (``\\w+``) joined by one space: case,
+punctuation and spacing never make an exact match partial. The default **similarity** is the F1 of
+the two values' token *sets* (precision and recall of shared distinct tokens): symmetric, order-
+insensitive, cheap, and 0 for disjoint values. A ``similarity(predicted, gold) -> float`` callable
+(e.g. an LLM judge) replaces it for partial credit and for the declined match; it is clipped to
+[0, 1] and never consulted for exact matches.
+
+**Speed.** The gate's grounding check tokenises the user turns once per op, which dominates the
+cost. Rule 6 is therefore computed per op with an LRU cache on (schema, op, the leaf's state,
+policy, evidence) on top of one structural pass of the whole batch for the batch-level rules
+(one op per path, NO_OP alone); every other gate rule depends only on the op and its leaf, so the
+result equals one ``gate`` call over the batch. Repeated ops (a GRPO group's samples of one
+prompt) are judged once, and ops that exactly match gold (exempt) are not judged at all. A cold
+call still costs ~0.3 ms per judged ADD/UPDATE in ``check_grounding`` (it re-reads the user turns
+for every value; ``bench/bench_training.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .gate import GatePolicy, Reason, gate
+from .ops import Op, OpType
+from .parser import parse_ops
+from .schema import Schema
+from .tree import Tree
+
+__all__ = [
+    "ScoreReport",
+    "Match",
+    "score",
+    "normalise_text",
+    "token_f1",
+    "EXACT",
+    "MISSING",
+    "REDUNDANT",
+    "DECLINED",
+    "GATE",
+    "PARSE_ERROR",
+    "DECLINED_MATCH",
+    "DEFAULT_POLICY",
+]
+
+EXACT = 1.0
+MISSING = -0.5
+REDUNDANT = -0.5
+DECLINED = -1.0
+GATE = -0.5
+PARSE_ERROR = -0.5
+DECLINED_MATCH = 0.8
+DEFAULT_POLICY = GatePolicy(grounding=True)
+# Batch-level gate reasons: already counted by the match as redundant ops (rule 5).
+_COUNTED_BY_MATCH = frozenset({Reason.DUPLICATE_PATH, Reason.NO_OP_NOT_ALONE})
+_WORD = re.compile(r"\w+")
+
+Similarity = Callable[[str, str], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One predicted op paired with one gold op: ``kind`` is exact | partial | type_mismatch."""
+
+    predicted: Op
+    gold: Op
+    kind: str
+    credit: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreReport:
+    """The score and every part of it (see the module docstring for the rules)."""
+
+    total: float
+    format_ok: bool
+    n_predicted: int = 0
+    n_gold: int = 0
+    parse_errors: int = 0
+    exact: int = 0
+    partial: int = 0
+    partial_credit: float = 0.0
+    type_mismatch: int = 0
+    missing: int = 0
+    redundant: int = 0
+    declined_hits: int = 0
+    gate_rejections: int = 0
+    gate_reasons: tuple[str, ...] = ()
+    raw: float = 0.0
+    denominator: int = 1
+    matches: tuple[Match, ...] = field(default=(), compare=False)
+
+    @property
+    def parts(self) -> dict[str, float]:
+        """Each rule's contribution to ``raw`` (before normalisation and clipping)."""
+        if not self.format_ok:
+            return {"format": -1.0}
+        return {
+            "match": self.exact * EXACT + self.partial_credit,
+            "missing": self.missing * MISSING,
+            "redundant": self.redundant * REDUNDANT,
+            "declined": self.declined_hits * DECLINED,
+            "gate": self.gate_rejections * GATE,
+            "parse_errors": self.parse_errors * PARSE_ERROR,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "format_ok": self.format_ok,
+            "n_predicted": self.n_predicted,
+            "n_gold": self.n_gold,
+            "parse_errors": self.parse_errors,
+            "exact": self.exact,
+            "partial": self.partial,
+            "partial_credit": self.partial_credit,
+            "type_mismatch": self.type_mismatch,
+            "missing": self.missing,
+            "redundant": self.redundant,
+            "declined_hits": self.declined_hits,
+            "gate_rejections": self.gate_rejections,
+            "gate_reasons": list(self.gate_reasons),
+            "raw": self.raw,
+            "denominator": self.denominator,
+            "parts": self.parts,
+        }
+
+
+def normalise_text(value: Any) -> str:
+    """Casefolded word tokens joined by one space; a non-string value normalises to ``""``."""
+    if not isinstance(value, str):
+        return ""
+    return _normalise(value)
+
+
+@functools.lru_cache(maxsize=16384)
+def _normalise(value: str) -> str:
+    return " ".join(_WORD.findall(value.casefold()))
+
+
+def token_f1(a: str, b: str) -> float:
+    """F1 of the distinct word tokens of two (normalised or raw) values; 1.0 for two empty values."""
+    ta, tb = set(normalise_text(a).split()), set(normalise_text(b).split())
+    if not ta and not tb:
+        return 1.0
+    shared = len(ta & tb)
+    return 0.0 if not shared else 2 * shared / (len(ta) + len(tb))
+
+
+def _key(op: Op) -> tuple:
+    """Content order of ops (never their position)."""
+    conf = -1.0 if op.confidence is None else op.confidence
+    return (str(op.type), op.path or "", repr(op.value), conf, op.source or "")
+
+
+def _clip01(x: float) -> float:
+    return 0.0 if x != x else max(0.0, min(1.0, float(x)))  # NaN -> 0
+
+
+def _turn(t: Any) -> tuple[str, str]:
+    if isinstance(t, Mapping):
+        return str(t.get("role", "")), str(t.get("content", ""))
+    return str(getattr(t, "role", "")), str(getattr(t, "content", ""))
+
+
+class _SchemaRef:
+    """A schema as a cache key: hashed by (id, version), not by its 212 leaves."""
+
+    __slots__ = ("schema", "_hash")
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self._hash = hash(schema.key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _SchemaRef) and (other.schema is self.schema or other.schema == self.schema)
+
+
+@functools.lru_cache(maxsize=8192)
+def _judge_one(
+    ref: _SchemaRef, op: Op, old: str | None, policy: GatePolicy, evidence: tuple[str, ...]
+) -> str | None:
+    """The gate's reason for one op against its leaf's state (``old`` = current value), or None."""
+    tree = Tree({op.path: old}) if old is not None and op.path else Tree.empty()
+    rejected = gate(ref.schema, tree, (op,), policy, evidence).rejected
+    return str(rejected[0].reason) if rejected else None
+
+
+def _gate_reasons(
+    schema: Schema,
+    tree: Tree,
+    ops: Sequence[Op],
+    policy: GatePolicy,
+    evidence: tuple[str, ...],
+    skip: frozenset[int] = frozenset(),
+) -> dict[int, str]:
+    """``{index in ops: reason}`` for rejected ops; equal to one ``gate`` call over ``ops``.
+
+    Ops whose index is in ``skip`` (exact gold matches: exempt anyway) are not judged one by one."""
+    if len({id(op) for op in ops}) != len(ops):  # rejections are told apart by object identity
+        ops = [replace(op) for op in ops]
+    structural = gate(schema, tree, ops, GatePolicy(lenient=policy.lenient))
+    batch_level = {id(r.op): str(r.reason) for r in structural.rejected if r.reason in _COUNTED_BY_MATCH}
+    reasons: dict[int, str] = {}
+    ref = _SchemaRef(schema)
+    for i, op in enumerate(ops):
+        if id(op) in batch_level:
+            reasons[i] = batch_level[id(op)]
+            continue
+        if i in skip:
+            continue
+        old = tree.get(op.path) if op.path else None
+        try:
+            why = _judge_one(ref, op, old, policy, evidence)
+        except TypeError:  # an unhashable value (a JSON list or object): judge without the cache
+            why = _judge_one.__wrapped__(ref, op, old, policy, evidence)
+        if why is not None:
+            reasons[i] = why
+    return reasons
+
+
+def _read_prediction(predicted: Any, raw_text: str | None) -> tuple[list[Op] | None, int]:
+    """(ops, parse error count); ops None when the prediction is unreadable (rule 1)."""
+    if raw_text is not None and predicted is not None:
+        raise ValueError("pass either predicted ops or raw_text, not both")
+    text = raw_text if raw_text is not None else predicted if isinstance(predicted, str) else None
+    if text is not None:
+        parsed = parse_ops(text)
+        return (list(parsed.ops) or None), len(parsed.errors)
+    ops = list(predicted or ())
+    if not all(isinstance(op, Op) for op in ops):
+        raise TypeError("predicted ops must be engine Op objects (or pass the raw text)")
+    return (ops or None), 0
+
+
+def _pair_credit(pred: Op, gold: Op, similarity: Similarity) -> tuple[str, float]:
+    if pred.type is not gold.type:
+        return "type_mismatch", 0.0
+    if pred.type in (OpType.DELETE, OpType.NO_OP):
+        return "exact", EXACT
+    p, g = normalise_text(pred.value), normalise_text(gold.value)
+    if p == g and isinstance(pred.value, str):
+        return "exact", EXACT
+    return "partial", _clip01(similarity(pred.value if isinstance(pred.value, str) else "", gold.value or ""))
+
+
+def _hits_declined(op: Op, declined: Sequence[Op], similarity: Similarity) -> bool:
+    for d in declined:
+        if d.type is not op.type or d.path != op.path:
+            continue
+        if op.type in (OpType.DELETE, OpType.NO_OP):
+            return True
+        p, g = normalise_text(op.value), normalise_text(d.value)
+        if (p == g and isinstance(op.value, str)) or _clip01(
+            similarity(op.value if isinstance(op.value, str) else "", d.value or "")
+        ) >= DECLINED_MATCH:
+            return True
+    return False
+
+
+def _match(
+    preds: Sequence[Op], golds: Sequence[Op], similarity: Similarity
+) -> tuple[list[tuple[int, int, str, float]], set[int], set[int]]:
+    """Best-first one-to-one pairs by path: ([(pred i, gold j, kind, credit)], unmatched preds, golds)."""
+    by_path: dict[str | None, list[int]] = {}
+    for j, g in enumerate(golds):
+        by_path.setdefault(g.path, []).append(j)
+    candidates = []
+    gold_keys: dict[int, tuple] = {}
+    for i, p in enumerate(preds):
+        for j in by_path.get(p.path, ()):
+            kind, credit = _pair_credit(p, golds[j], similarity)
+            if j not in gold_keys:
+                gold_keys[j] = _key(golds[j])
+            candidates.append((-credit, _key(p), gold_keys[j], i, j, kind, credit))
+    candidates.sort(key=lambda c: c[:3])
+    pairs, used_p, used_g = [], set(), set()
+    for _, _, _, i, j, kind, credit in candidates:
+        if i not in used_p and j not in used_g:
+            used_p.add(i)
+            used_g.add(j)
+            pairs.append((i, j, kind, credit))
+    return pairs, set(range(len(preds))) - used_p, set(range(len(golds))) - used_g
+
+
+def score(
+    predicted_ops: Sequence[Op] | str | None,
+    gold_ops: Iterable[Op],
+    tree: Tree | Mapping[str, str],
+    turns: Iterable[Any],
+    *,
+    schema: Schema,
+    declined_ops: Iterable[Op] = (),
+    raw_text: str | None = None,
+    similarity: Similarity | None = None,
+    policy: GatePolicy = DEFAULT_POLICY,
+) -> ScoreReport:
+    """Score one chunk's prediction against its gold and declined ops; see the module docstring.
+
+    ``predicted_ops``: ops, or the raw model text (or pass the text as ``raw_text`` with
+    ``predicted_ops=None``). ``tree``: the subject's tree the prediction was made against.
+    ``turns``: the chunk's turns (mappings or objects with ``role`` and ``content``).
+    """
+    sim = similarity or token_f1
+    preds, n_errors = _read_prediction(predicted_ops, raw_text)
+    golds = [op for op in gold_ops if op.type is not OpType.NO_OP] or [Op.no_op()]
+    if preds is None:
+        return ScoreReport(-1.0, False, 0, len(golds), n_errors, raw=-1.0)
+    tree = tree if isinstance(tree, Tree) else Tree.from_dict(tree)
+    evidence = tuple(content for role, content in map(_turn, turns) if role == "user")
+    declined = tuple(declined_ops)
+    preds = sorted(preds, key=_key)  # canonical order: nothing below depends on the caller's order
+
+    hit = {i for i, op in enumerate(preds) if declined and _hits_declined(op, declined, sim)}
+    pool = [i for i in range(len(preds)) if i not in hit]
+    pairs, unmatched_p, unmatched_g = _match([preds[i] for i in pool], golds, sim)
+    exact_preds = {pool[i] for i, _, kind, _ in pairs if kind == "exact"}
+    lone_no_op = len(preds) == 1 and preds[0].type is OpType.NO_OP
+    redundant = sum(1 for i in unmatched_p if not (lone_no_op and preds[pool[i]].type is OpType.NO_OP))
+    missing = sum(1 for j in unmatched_g if golds[j].type is not OpType.NO_OP)
+
+    reasons = _gate_reasons(schema, tree, preds, policy, evidence, frozenset(exact_preds))
+    counted = sorted(r for i, r in reasons.items() if r not in _COUNTED_BY_MATCH and i not in exact_preds)
+
+    kinds = [kind for _, _, kind, _ in pairs]
+    partial_credit = sum(credit for _, _, kind, credit in pairs if kind == "partial")
+    raw = (
+        kinds.count("exact") * EXACT
+        + partial_credit
+        + missing * MISSING
+        + redundant * REDUNDANT
+        + len(hit) * DECLINED
+        + len(counted) * GATE
+        + n_errors * PARSE_ERROR
+    )
+    denominator = max(len(golds), len(preds) + n_errors, 1)
+    total = max(-1.0, min(1.0, raw / denominator))
+    matches = tuple(Match(preds[pool[i]], golds[j], kind, credit) for i, j, kind, credit in pairs)
+    return ScoreReport(
+        total=total,
+        format_ok=True,
+        n_predicted=len(preds),
+        n_gold=len(golds),
+        parse_errors=n_errors,
+        exact=kinds.count("exact"),
+        partial=kinds.count("partial"),
+        partial_credit=partial_credit,
+        type_mismatch=kinds.count("type_mismatch"),
+        missing=missing,
+        redundant=redundant,
+        declined_hits=len(hit),
+        gate_rejections=len(counted),
+        gate_reasons=tuple(counted),
+        raw=raw,
+        denominator=denominator,
+        matches=matches,
+    )
