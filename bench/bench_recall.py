@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memory.recall.embedder import get_embedder  # noqa: E402
 from memory.recall.index import EvidenceIndex, EvidenceRow, Scope  # noqa: E402
 from memory.recall.locomo import locomo_questions, locomo_turns  # noqa: E402
 from memory.recall.metrics import evaluate_recall  # noqa: E402
 from memory.recall.search import search_many  # noqa: E402
 from memory.recall.units import pair_units, unit_index  # noqa: E402
+from serving.embedder import get_embedder  # noqa: E402
 
 KS = (5, 10)
 TENANT = 1

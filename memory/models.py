@@ -46,6 +46,10 @@ class Tenant(models.Model):
     gate_lenient = models.BooleanField(
         default=False, help_text="Lenient gate: ADD on occupied becomes UPDATE, UPDATE on empty becomes ADD."
     )
+    require_grounding = models.BooleanField(
+        default=True,
+        help_text="Model values must be supported by the user's words of their chunk (gate reason UNGROUNDED).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -262,6 +266,9 @@ class OpRecord(models.Model):
     )
     source_start_seq = models.PositiveIntegerField(null=True, blank=True)
     source_end_seq = models.PositiveIntegerField(null=True, blank=True)
+    source_text = models.TextField(
+        blank=True, default="", help_text="The user's sentence the value was taken from (model ops)."
+    )
     confidence = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Review decision.

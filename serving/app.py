@@ -42,9 +42,8 @@ class MemListenerDeployment:
     async def start(self) -> None:
         if self._listener is not None or self._start_error is not None:
             return
-        from memory.engine.gate import GatePolicy
         from serving.engines import build_engine
-        from serving.listener import MemListener
+        from serving.listener import build_listener
 
         try:
             engine = await asyncio.to_thread(build_engine, self.config.engine)
@@ -52,11 +51,9 @@ class MemListenerDeployment:
             log.exception("memlistener engine failed to start")
             self._start_error = exc
             return
-        self._listener = MemListener(
-            engine,
-            policy=GatePolicy(lenient=self.config.lenient_gate),
-            constrained=self.config.engine.constrained,
-        )
+        # One factory for every path: max_ops, the prompt mode and the candidate settings of the
+        # YAML's engine config all reach the listener.
+        self._listener = build_listener(self.config.engine, engine, lenient=self.config.lenient_gate)
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.05)
     async def _run_batch(self, jobs: list[ListenerJob]) -> list[ListenerResult]:

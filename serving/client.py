@@ -24,8 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from serving.config import EngineConfig
 from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult
 
-Backend = Literal["local", "ray", "openai", "recorded", "standin"]
-_ENGINE_FOR_BACKEND = {"local": "llamacpp", "openai": "openai", "recorded": "recorded", "standin": "standin"}
+Backend = Literal["local", "extractive", "ray", "openai", "recorded", "standin"]
+_ENGINE_FOR_BACKEND = {
+    "local": "llamacpp",
+    "extractive": "extractive",
+    "openai": "openai",
+    "recorded": "recorded",
+    "standin": "standin",
+}
 
 
 class ListenerClient(Protocol):
@@ -57,14 +63,9 @@ class InProcessClient:
     def listener(self):
         with self._lock:
             if self._listener is None:
-                from serving.engines import build_engine
-                from serving.listener import MemListener
+                from serving.listener import build_listener
 
-                self._listener = MemListener(
-                    build_engine(self.engine_config),
-                    constrained=self.engine_config.constrained,
-                    max_ops=self.engine_config.max_ops,
-                )
+                self._listener = build_listener(self.engine_config)
             return self._listener
 
     def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
@@ -143,6 +144,11 @@ def client_config_from_settings() -> ClientConfig:
         recording_path=pt.get("MEMLISTENER_RECORDING_PATH", ""),
         standin_mode=pt.get("MEMLISTENER_STANDIN_MODE", "no_op"),
         standin_latency_ms=pt.get("MEMLISTENER_STANDIN_LATENCY_MS", 0.0),
+        prompt_mode=pt.get("MEMLISTENER_PROMPT_MODE") or None,
+        candidate_k=pt.get("MEMLISTENER_CANDIDATE_K", EngineConfig().candidate_k),
+        candidate_threshold=pt.get("MEMLISTENER_CANDIDATE_THRESHOLD", EngineConfig().candidate_threshold),
+        embedder=pt.get("EMBEDDER", "minilm"),
+        embedder_path=pt.get("EMBEDDER_PATH", ""),
     )
     return ClientConfig(
         backend=pt.get("MEMLISTENER_BACKEND", "local"),

@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EngineKind = Literal["llamacpp", "openai", "vllm", "recorded", "standin"]
+EngineKind = Literal["llamacpp", "openai", "vllm", "recorded", "standin", "extractive"]
+PromptMode = Literal["pointing", "full_enum"]
 
 
 class EngineConfig(BaseModel):
@@ -22,6 +23,16 @@ class EngineConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     constrained: bool = True  # send the JSON schema (path enum) to engines that support it
     max_ops: int = Field(default=12, ge=1, le=64)  # maxItems of the constrained op list
+    # What the model is asked: "pointing" (numbered user sentences + a few candidate leaves chosen
+    # by embedding similarity; ops cite a sentence id and a leaf id) or "full_enum" (every leaf of
+    # the schema, paths as an enum; for large GPU models). See docs/MEMLISTENER.md.
+    # None: the engine kind's own default (``prompt_mode_for``): full_enum for the stand-in and
+    # recorded engines (their outputs/recordings are full-enum JSON), pointing for every other.
+    prompt_mode: PromptMode | None = None
+    candidate_k: int = Field(default=8, ge=1, le=64)
+    candidate_threshold: float = Field(default=0.30, ge=-1.0, le=1.0)
+    embedder: str = "minilm"
+    embedder_path: str = ""
     # llama.cpp (local GGUF).
     model_path: str = ""
     n_ctx: int = Field(default=8192, ge=512)
@@ -59,3 +70,15 @@ class AppConfig(BaseModel):
     num_gpus: float = Field(default=0.0, ge=0)
     max_ongoing_requests: int = Field(default=64, ge=1)
     lenient_gate: bool = False
+
+
+def prompt_mode_for(config: EngineConfig) -> PromptMode:
+    if config.prompt_mode is not None:
+        return config.prompt_mode
+    return "full_enum" if config.kind in ("standin", "recorded") else "pointing"
+
+
+def check_engine_config(config: EngineConfig) -> None:
+    """Combinations the field types cannot express; raises ValueError."""
+    if config.kind == "extractive" and prompt_mode_for(config) != "pointing":
+        raise ValueError("the extractive listener works on the pointing pipeline (prompt_mode='pointing')")

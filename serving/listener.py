@@ -15,14 +15,17 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
+from memory.engine.candidates import CandidateSettings
 from memory.engine.gate import GatePolicy, gate
+from memory.engine.ops import Op
 from memory.engine.parser import parse_ops
 from memory.engine.render import count_tokens
 from memory.engine.schema import Schema, get_schema
 from memory.engine.tree import Tree
 from serving.engines.base import Engine, EngineError, Generation, Prompt
-from serving.output_schema import MAX_OPS, op_list_schema
-from serving.prompt import PROMPT_VERSION, build_prompt
+from serving.output_schema import MAX_OPS, op_list_schema, pointer_list_schema
+from serving.pointing import LeafIndex, PointingStep, default_embed
+from serving.prompt import POINTING_PROMPT_VERSION, PROMPT_VERSION, build_pointing_prompt, build_prompt
 from serving.protocol import ListenerJob, ListenerResult
 
 log = logging.getLogger(__name__)
@@ -46,8 +49,8 @@ def _json_safe(text: str) -> str:
     return _RAW_CONTROL.sub(" ", text) if text.lstrip().startswith(("{", "[")) else text
 
 
-def salvage_truncated(text: str):
-    """Complete op objects of a JSON op list cut off by the token limit, re-parsed; else None.
+def salvage_items(text: str) -> list | None:
+    """Complete op objects of a JSON op list cut off by the token limit, as raw items; else None.
 
     Constrained output that hits ``max_tokens`` ends mid-object (``{"ops": [{...}, {"op": "AD``);
     the objects before the cut are whole and still deserve judging by the gate.
@@ -65,12 +68,22 @@ def salvage_truncated(text: str):
         except json.JSONDecodeError:
             break
         items.append(obj)
-    if not items:
+    return items or None
+
+
+def salvage_truncated(text: str):
+    """``(n, parse_ops(items))`` for the complete items of a cut-off op list (see salvage_items)."""
+    items = salvage_items(text)
+    if items is None:
         return None
     return len(items), parse_ops(json.dumps(items))
 
 
 class MemListener:
+    """``pointing`` set: the pointing pipeline (candidate leaves, ids, no model call when nothing
+    fits); None: the full-enum prompt. ``grounding``: the gate's UNGROUNDED check against the
+    chunk's user turns (on by default)."""
+
     def __init__(
         self,
         engine: Engine,
@@ -79,12 +92,16 @@ class MemListener:
         constrained: bool = True,
         max_ops: int = MAX_OPS,
         schema_resolver: Callable[[str, int], Schema] = get_schema,
+        pointing: PointingStep | None = None,
+        grounding: bool = True,
     ) -> None:
         self.engine = engine
         self.schema_resolver = schema_resolver
-        self.policy = policy or GatePolicy()
+        base = policy or GatePolicy()
+        self.policy = GatePolicy(lenient=base.lenient, grounding=grounding, min_support=base.min_support)
         self.constrained = constrained
         self.max_ops = max_ops
+        self.pointing = pointing
 
     def _error(self, job_id: str, message: str, *, retryable: bool, model_id: str = "") -> ListenerResult:
         return ListenerResult(
@@ -92,25 +109,54 @@ class MemListener:
             error=message,
             retryable=retryable,
             model_id=model_id or self.engine.model_id,
-            prompt_version=PROMPT_VERSION,
+            prompt_version=POINTING_PROMPT_VERSION if self.pointing else PROMPT_VERSION,
         )
 
-    def _judge(
-        self, job: ListenerJob, schema: Schema, tree: Tree, prompt: Prompt, gen: Generation
-    ) -> ListenerResult:
-        if gen.error is not None:
-            return self._error(job.job_id, gen.error, retryable=gen.retryable, model_id=gen.model_id)
-        parsed = parse_ops(_json_safe(gen.text))
+    def _skipped(self, job: ListenerJob, reason: str) -> ListenerResult:
+        return ListenerResult(
+            job_id=job.job_id,
+            ops=[{"op": "NO_OP", "path": None, "value": None}],
+            model_id=self.engine.model_id,
+            prompt_version=POINTING_PROMPT_VERSION,
+            skipped_model=True,
+            note=reason,
+        )
+
+    def _parse(self, prompt: Prompt, tree: Tree, text: str):
+        """(ops, parse errors) of the raw model text, keeping complete ops before a cut-off."""
+        if prompt.pointing is not None:
+            ops, errors = PointingStep.ops(text, prompt.pointing, tree)
+            if not ops and errors:
+                items = salvage_items(text)
+                if items is not None:
+                    ops, more = PointingStep.ops(json.dumps({"ops": items}), prompt.pointing, tree)
+                    errors = [
+                        {"line_no": 0, "line": "", "message": f"output truncated; kept {len(items)} item(s)"}
+                    ]
+                    errors += more
+            return ops, errors
+        parsed = parse_ops(text)
         errors = [{"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors]
         if not parsed.ops:
-            salvaged = salvage_truncated(_json_safe(gen.text))
+            salvaged = salvage_truncated(text)
             if salvaged is not None:
                 n, parsed = salvaged
                 errors = [{"line_no": 0, "line": "", "message": f"output truncated; kept {n} complete op(s)"}]
                 errors += [
                     {"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors
                 ]
-        judged = gate(schema, tree, parsed.ops, self.policy)
+        return list(parsed.ops), errors
+
+    def _judge(
+        self, job: ListenerJob, schema: Schema, tree: Tree, prompt: Prompt, gen: Generation
+    ) -> ListenerResult:
+        if gen.error is not None:
+            return self._error(job.job_id, gen.error, retryable=gen.retryable, model_id=gen.model_id)
+        ops, errors = self._parse(prompt, tree, _json_safe(gen.text))
+        if not ops and not errors and prompt.pointing is not None:  # the model said NO_OP
+            ops = [Op.no_op()]
+        evidence = [t.content for t in job.turns if t.role == "user"]
+        judged = gate(schema, tree, ops, self.policy, evidence)
         return ListenerResult(
             job_id=job.job_id,
             ops=[op.to_dict() for op in judged.accepted],
@@ -125,23 +171,50 @@ class MemListener:
             latency_ms=gen.latency_ms,
         )
 
+    def _prompt(self, job: ListenerJob, schema: Schema, tree: Tree) -> tuple[Prompt | None, str, object]:
+        """(prompt, skip reason, output-schema key) for one job."""
+        turns = [t.model_dump() for t in job.turns]
+        if self.pointing is None:
+            return build_prompt(schema, tree.to_dict(), turns), "", ("enum", schema.id, schema.version)
+        context = self.pointing.prepare(schema, tree, turns)
+        if context.skip_reason:
+            return None, context.skip_reason, None
+        key = (
+            "pointing",
+            len(context.sentences),
+            len(context.candidates.leaves),
+            max(context.budgets.values()),
+        )
+        return build_pointing_prompt(context, tree.to_dict(), turns), "", key
+
+    def _output_schema(self, key, schema: Schema):
+        if not self.constrained:
+            return None
+        if key[0] == "enum":
+            return op_list_schema(schema, max_ops=self.max_ops)
+        _, n_sentences, n_leaves, max_len = key
+        return pointer_list_schema(n_sentences, n_leaves, max_ops=self.max_ops, max_len=max_len)
+
     def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
         results: dict[int, ListenerResult] = {}
-        # Group by schema: one generate call per schema (one output JSON schema per call).
-        groups: dict[tuple[str, int], list[tuple[int, ListenerJob, Schema, Tree, Prompt]]] = {}
+        # Group by output schema: one generate call per group (one constrained schema per call).
+        groups: dict[object, list[tuple[int, ListenerJob, Schema, Tree, Prompt]]] = {}
         for i, job in enumerate(jobs):
             try:
                 schema = self.schema_resolver(job.schema_id, job.schema_version)
                 tree = Tree(dict(job.tree))
-                prompt = build_prompt(schema, tree.to_dict(), [t.model_dump() for t in job.turns])
+                prompt, skip, key = self._prompt(job, schema, tree)
             except Exception as exc:  # bad job: report it, never raise past the listener
+                log.warning("memlistener could not prepare job %s: %r", job.job_id, exc)
                 results[i] = self._error(job.job_id, f"bad job: {exc}", retryable=False)
                 continue
-            groups.setdefault((job.schema_id, job.schema_version), []).append((i, job, schema, tree, prompt))
+            if prompt is None:
+                results[i] = self._skipped(job, skip)
+                continue
+            groups.setdefault(key, []).append((i, job, schema, tree, prompt))
 
-        for members in groups.values():
-            schema = members[0][2]
-            json_schema = op_list_schema(schema, max_ops=self.max_ops) if self.constrained else None
+        for key, members in groups.items():
+            json_schema = self._output_schema(key, members[0][2])
             prompts = [m[4] for m in members]
             start = time.perf_counter()
             try:
@@ -167,3 +240,24 @@ class MemListener:
                     res.latency_ms = elapsed_ms
                 results[i] = res
         return [results[i] for i in range(len(jobs))]
+
+
+def build_listener(config, engine: Engine | None = None, *, lenient: bool = False) -> MemListener:
+    """The one MemListener factory (in-process clients and the Ray app): ``config`` is an
+    ``EngineConfig``; the engine is built from it unless given."""
+    from serving.config import check_engine_config, prompt_mode_for
+    from serving.engines import build_engine
+
+    check_engine_config(config)
+    pointing = None
+    if prompt_mode_for(config) == "pointing":
+        settings = CandidateSettings(k=config.candidate_k, threshold=config.candidate_threshold,
+                                     filled_threshold=config.candidate_threshold)  # fmt: skip
+        pointing = PointingStep(LeafIndex(default_embed(config.embedder, config.embedder_path)), settings)
+    return MemListener(
+        engine if engine is not None else build_engine(config),
+        policy=GatePolicy(lenient=lenient),
+        constrained=config.constrained,
+        max_ops=config.max_ops,
+        pointing=pointing,
+    )

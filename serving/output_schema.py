@@ -69,3 +69,47 @@ def _cached(schema: Schema, max_ops: int) -> dict[str, Any]:
 def op_list_schema(schema: Schema, *, max_ops: int = MAX_OPS) -> dict[str, Any]:
     """The constrained-output JSON schema for ``schema`` (cached; do not mutate the result)."""
     return _cached(schema, max_ops)
+
+
+@functools.lru_cache(maxsize=256)
+def pointer_list_schema(n_sentences: int, n_leaves: int, *, max_ops: int = MAX_OPS, max_len: int = 160):
+    """The pointing prompt's output: ops that name a sentence id and a candidate-leaf id of this
+    chunk only (integer enums), so a constrained engine cannot point outside the chunk."""
+    sentence = {"type": "integer", "enum": list(range(1, n_sentences + 1))}
+    leaf = {"type": "integer", "enum": list(range(1, n_leaves + 1))}
+    write = {
+        "type": "object",
+        "properties": {
+            "op": {"type": "string", "enum": ["ADD", "UPDATE"]},
+            "sentence": sentence,
+            "leaf": leaf,
+            "value": {"type": "string", "minLength": 1, "maxLength": max_len},
+        },
+        "required": ["op", "sentence", "leaf", "value"],
+        "additionalProperties": False,
+    }
+    delete = {
+        "type": "object",
+        "properties": {"op": {"type": "string", "enum": ["DELETE"]}, "sentence": sentence, "leaf": leaf},
+        "required": ["op", "sentence", "leaf"],
+        "additionalProperties": False,
+    }
+    no_op = {
+        "type": "object",
+        "properties": {"op": {"type": "string", "enum": ["NO_OP"]}},
+        "required": ["op"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "ops": {
+                "type": "array",
+                "items": {"anyOf": [write, delete, no_op]},
+                "minItems": 1,
+                "maxItems": max_ops,
+            }
+        },
+        "required": ["ops"],
+        "additionalProperties": False,
+    }

@@ -83,3 +83,47 @@ def build_prompt(schema: Schema, tree: Mapping[str, str], turns: Sequence[Mappin
         turns=plain_turns,
         tree=dict(tree),
     )
+
+
+# The pointing prompt (prompt_mode="pointing"): the model sees only this chunk's numbered user
+# sentences and a few candidate leaves under short ids, and writes ops that point at them.
+POINTING_PROMPT_VERSION = "memlistener-pointing/3"
+
+POINTING_RULES = """\
+You keep the long-term memory of one user. You get the user's sentences from one piece of \
+dialogue, numbered, and a few memory slots that may fit them, numbered, each with what it holds now.
+
+Write what the sentences tell about the user as operations that point at a sentence and a slot:
+- {"op": "ADD", "sentence": <sentence number>, "leaf": <slot number>, "value": "<note>"}: the \
+sentence states a lasting fact about the user that belongs in the slot. The note is a short \
+phrase in the third person, taken from the sentence's own words: copy numbers, names and places \
+exactly, and never add anything the sentence does not say. For a slot that already holds \
+something, write only the new fact; it is merged in.
+- {"op": "DELETE", "sentence": <n>, "leaf": <n>}: only when the sentence says what the slot holds \
+is no longer true, or asks to forget it.
+- {"op": "NO_OP"} alone: no sentence states a lasting fact about the user (greetings, questions, \
+requests, small talk, passing moods).
+Facts come from the user's sentences only. One operation per slot. Reply with JSON only: \
+{"ops": [...]}.
+"""
+
+
+def pointing_per_call(context) -> str:
+    sentences = "\n".join(f"{s.id}. {s.text}" for s in context.sentences)
+    slots = "\n".join(
+        f"{c.id}. {c.path} -- now: {c.value if c.value is not None else '(empty)'}"
+        for c in context.candidates.leaves
+    )
+    return f"\nUser sentences:\n{sentences}\n\nSlots:\n{slots}\n\nWrite the operations as JSON.\n"
+
+
+def build_pointing_prompt(context, tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]) -> Prompt:
+    plain_turns = tuple({"role": t["role"], "content": t["content"]} for t in turns)
+    return Prompt(
+        static=POINTING_RULES,
+        dynamic=pointing_per_call(context),
+        prompt_version=POINTING_PROMPT_VERSION,
+        turns=plain_turns,
+        tree=dict(tree),
+        pointing=context,
+    )

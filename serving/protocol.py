@@ -64,6 +64,9 @@ class ListenerResult(BaseModel):
     latency_ms: float = 0.0
     error: str | None = None
     retryable: bool = False
+    # True when no model was called (no candidate leaf passed the threshold); ``note`` says why.
+    skipped_model: bool = False
+    note: str = ""
 
     @property
     def ok(self) -> bool:

@@ -207,7 +207,13 @@ def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> Ap
         actor=Actor.for_model(
             model_id=result.model_id or "memlistener", prompt_version=result.prompt_version
         ),
-        source=Source(chunk_id=claim.chunk_id, start_seq=claim.start_seq, end_seq=claim.end_seq),
+        source=Source(
+            chunk_id=claim.chunk_id,
+            start_seq=claim.start_seq,
+            end_seq=claim.end_seq,
+            evidence=tuple(t.content for t in job.turns if t.role == "user"),
+            note=result.note,
+        ),
         parse_errors=parse_errors,
     )
 

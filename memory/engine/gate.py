@@ -25,6 +25,15 @@ human-readable detail). Policy, in the order the checks run:
    they are normalised to ``UPDATE`` / ``ADD`` respectively, accepted, and recorded as a
    :class:`Normalisation` (original op, resulting op, note) so the caller can audit it.
 
+6. No change: an ``ADD``/``UPDATE`` whose normalised value equals the leaf's current value is
+   ``NO_CHANGE`` (audited, never written as a new version).
+7. Grounding (``GatePolicy(grounding=True)``): the value of an ``ADD``/``UPDATE`` must be
+   supported by the user's words (:func:`memory.engine.grounding.check_grounding`): by the op's
+   cited ``source`` sentence when it has one (which must itself occur in the ``evidence``, the
+   chunk's user turns, when those are given), else by the ``evidence``; the leaf's old value
+   counts as support too. Failing that, or with no user words to check against, it is
+   ``UNGROUNDED``.
+
 ``PARSE_ERROR`` and ``REVIEW_REQUIRED`` are never produced here; callers use them to record
 lines the parser could not read and ops held back for human review in the same shape.
 Accepted ops keep the batch order. The gate is a pure function of (schema, tree, ops, policy).
@@ -32,11 +41,12 @@ Accepted ops keep the batch order. The gate is a pure function of (schema, tree,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from .grounding import DEFAULT_MIN_SUPPORT, check_grounding
 from .ops import Op, OpType
 from .schema import Schema
 from .tree import Tree
@@ -66,6 +76,8 @@ class Reason(StrEnum):
     OVER_BUDGET = "OVER_BUDGET"
     DUPLICATE_PATH = "DUPLICATE_PATH"
     NO_OP_NOT_ALONE = "NO_OP_NOT_ALONE"
+    NO_CHANGE = "NO_CHANGE"
+    UNGROUNDED = "UNGROUNDED"
     PARSE_ERROR = "PARSE_ERROR"
     REVIEW_REQUIRED = "REVIEW_REQUIRED"
 
@@ -73,9 +85,13 @@ class Reason(StrEnum):
 @dataclass(frozen=True, slots=True)
 class GatePolicy:
     """``lenient=False`` (default): ADD on occupied / UPDATE on empty are rejected.
-    ``lenient=True``: they are normalised to UPDATE / ADD and recorded."""
+    ``lenient=True``: they are normalised to UPDATE / ADD and recorded.
+    ``grounding=True``: values must be supported by the user's words (rule 7), at least
+    ``min_support`` of their content words."""
 
     lenient: bool = False
+    grounding: bool = False
+    min_support: float = DEFAULT_MIN_SUPPORT
 
 
 STRICT = GatePolicy()
@@ -129,8 +145,31 @@ def normalise_value(value: str) -> str:
     return " ".join(value.split())
 
 
-def gate(schema: Schema, tree: Tree, ops: Iterable[Op], policy: GatePolicy = STRICT) -> GateResult:
-    """Judge ``ops`` against ``schema`` and the current ``tree``; see the module docstring."""
+def _ungrounded(op: Op, value: str, old: str | None, evidence, policy: GatePolicy) -> str | None:
+    """Why ``value`` is not grounded (rule 7), or None when it is."""
+    if op.source:
+        cited = normalise_value(op.source)
+        if evidence is not None and not any(cited in normalise_value(e) for e in evidence):
+            return "the cited sentence is not in the chunk's user turns"
+        sources: list[str] = [cited]
+    else:
+        sources = [e for e in evidence or () if e]
+    if not sources:
+        return "no user words to check the value against"
+    verdict = check_grounding(value, sources, old, min_support=policy.min_support)
+    return None if verdict.ok else verdict.detail
+
+
+def gate(
+    schema: Schema,
+    tree: Tree,
+    ops: Iterable[Op],
+    policy: GatePolicy = STRICT,
+    evidence: Sequence[str] | None = None,
+) -> GateResult:
+    """Judge ``ops`` against ``schema`` and the current ``tree``; see the module docstring.
+
+    ``evidence``: the chunk's user turns, for the grounding check (rule 7)."""
     ops = tuple(ops)
     accepted: list[Op] = []
     rejected: list[Rejection] = []
@@ -201,6 +240,9 @@ def gate(schema: Schema, tree: Tree, ops: Iterable[Op], policy: GatePolicy = STR
             )
             continue
         result = op if clean == value else replace(op, value=clean)
+        if occupied and clean == tree.get(path):
+            rejected.append(Rejection(op, Reason.NO_CHANGE, f"{path!r} already holds this value"))
+            continue
 
         if op.type is OpType.ADD and occupied:
             if not policy.lenient:
@@ -216,6 +258,13 @@ def gate(schema: Schema, tree: Tree, ops: Iterable[Op], policy: GatePolicy = STR
                 continue
             result = replace(result, type=OpType.ADD)
             normalised.append(Normalisation(op, result, "UPDATE on empty leaf applied as ADD (lenient)"))
+        if policy.grounding:
+            why = _ungrounded(op, clean, tree.get(path), evidence, policy)
+            if why is not None:
+                if normalised and normalised[-1].original is op:
+                    normalised.pop()
+                rejected.append(Rejection(op, Reason.UNGROUNDED, why))
+                continue
         accepted.append(result)
 
     return GateResult(tuple(accepted), tuple(rejected), tuple(normalised))

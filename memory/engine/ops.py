@@ -22,7 +22,8 @@ Serialisation is lossless in both directions:
   literal (so quotes, backslashes and newlines are escaped) and an optional confidence is
   appended as ``confidence=0.8``: ``UPDATE(mind/emotion/baseline_mood, "calm", confidence=0.8)``.
   :func:`memory.engine.parser.parse_ops` reads it back to an equal op.
-- :meth:`Op.to_dict` / :meth:`Op.from_dict` use ``{"op", "path", "value"[, "confidence"]}``.
+- :meth:`Op.to_dict` / :meth:`Op.from_dict` use ``{"op", "path", "value"[, "confidence"][, "source"]}``;
+  ``source`` (the user sentence a value was taken from) is not part of the line format.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ class Op:
     path: str | None = None
     value: str | None = None
     confidence: float | None = None
+    # The user's sentence the value was taken from (set by the listener from the chunk, never by
+    # the model's own text); the grounding check reads it and the audit log shows it.
+    source: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "type", _coerce_type(self.type))
@@ -86,6 +90,8 @@ class Op:
             if isinstance(c, bool) or not isinstance(c, int | float) or math.isnan(c) or not 0 <= c <= 1:
                 raise OpError(f"confidence must be a number in [0, 1], got {c!r}")
             object.__setattr__(self, "confidence", float(c))
+        if self.source is not None and not isinstance(self.source, str):
+            raise OpError(f"op source must be a string, got {type(self.source).__name__}")
 
     # -- constructors ---------------------------------------------------------------------------
     @classmethod
@@ -120,6 +126,8 @@ class Op:
         d: dict[str, Any] = {"op": str(self.type), "path": self.path, "value": self.value}
         if self.confidence is not None:
             d["confidence"] = self.confidence
+        if self.source is not None:
+            d["source"] = self.source
         return d
 
     @classmethod
@@ -130,7 +138,7 @@ class Op:
         raw_type = d.get("op", d.get("type"))
         if raw_type is None:
             raise OpError("op object has no 'op' field")
-        unknown = set(d) - {"op", "type", "path", "value", "confidence"}
+        unknown = set(d) - {"op", "type", "path", "value", "confidence", "source"}
         if unknown:
             raise OpError(f"op object has unknown fields: {', '.join(sorted(map(str, unknown)))}")
         op_type = _coerce_type(raw_type)
@@ -140,7 +148,7 @@ class Op:
             path = value = None
         if path is not None and not isinstance(path, str):
             raise OpError(f"op path must be a string, got {type(path).__name__}")
-        return cls(op_type, path, value, d.get("confidence"))
+        return cls(op_type, path, value, d.get("confidence"), d.get("source"))
 
     def __str__(self) -> str:
         return self.to_line()

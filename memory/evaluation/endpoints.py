@@ -2,6 +2,7 @@
 
 Spec forms (the default for both is `local`, the settings' local GGUF):
 - `local` or `local:/path/model.gguf` — llama.cpp in this process;
+- `extractive` — the extractive listener (no language model; the pointing pipeline's rules);
 - `recorded:/path/recording.jsonl` — replays a named recording (tests, demos);
 - `openai:http://host:port/v1` or `openai:http://host:port/v1#model-name` — an OpenAI-compatible
   server (API key from `PERSONATREE_OPENAI_API_KEY`);
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from serving.client import ClientConfig, client_config_from_settings
 
-KINDS = ("local", "recorded", "openai", "ray", "standin")
+KINDS = ("local", "extractive", "recorded", "openai", "ray", "standin")
 
 
 class EndpointError(ValueError):
@@ -40,6 +41,9 @@ def memlistener_config(spec: str | None) -> ClientConfig:
     engine = base.engine
     if kind == "ray":
         return base.model_copy(update={"backend": "ray", "url": rest})
+    if kind == "extractive":
+        engine = engine.model_copy(update={"kind": "extractive", "prompt_mode": "pointing"})
+        return base.model_copy(update={"backend": "extractive", "engine": engine})
     if kind == "local":
         engine = engine.model_copy(update={"kind": "llamacpp", **({"model_path": rest} if rest else {})})
         return base.model_copy(update={"backend": "local", "engine": engine})

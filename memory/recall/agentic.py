@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memory.engine.render import count_tokens
+from serving.embedder import Embedder
 
-from .embedder import Embedder
 from .index import EvidenceIndex, Hit, Scope
 from .rerank import Reranker
 from .router import relevant_paths

@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 
+from serving.embedder import Embedder, get_embedder
+
 from .agentic import RecallConfig
-from .embedder import Embedder, get_embedder
 from .index import EvidenceIndex
 from .rerank import Reranker, get_reranker
 from .search import STRATEGIES

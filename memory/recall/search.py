@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
-from .embedder import Embedder
+from serving.embedder import Embedder
+
 from .index import EvidenceIndex, Hit, Scope, hybrid_candidates
 
 Method = Literal["dense", "bm25", "hybrid"]

@@ -45,12 +45,12 @@ from memory import selectors
 from memory.engine.render import Rendered, render, token_counter_name
 from memory.models import Chunk, Subject
 from memory.recall.agentic import agentic_recall
-from memory.recall.embedder import EmbedderUnavailable
 from memory.recall.index import IndexUnavailable, Scope
 from memory.recall.rerank import RerankerUnavailable
 from memory.recall.router import route
 from memory.services import ServiceError
 from memory.signals import subject_erased
+from serving.embedder import EmbedderUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -107,11 +107,17 @@ class Actor:
 
 @dataclass(frozen=True)
 class Source:
-    """Where ops came from: a chunk and its message span (all optional for admin writes)."""
+    """Where ops came from: a chunk and its message span (all optional for admin writes).
+
+    ``evidence``: the chunk's user turns; with it, a model's values must be grounded in them
+    (gate reason ``UNGROUNDED``) when the tenant requires grounding. ``note``: why the listener
+    wrote a ``NO_OP`` (e.g. no model call: no candidate leaf), kept on the NO_OP's audit row."""
 
     chunk_id: int | None = None
     start_seq: int | None = None
     end_seq: int | None = None
+    evidence: tuple[str, ...] | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -453,7 +459,12 @@ def _plan_apply(
         raise VersionConflict(locked.head_version, base_version)
     schema = selectors.subject_schema(locked)
     tree = selectors.tree_current(locked)
-    result: GateResult = gate(schema, tree, ops, GatePolicy(lenient=locked.tenant.gate_lenient))
+    evidence = source.evidence if source is not None else None
+    policy = GatePolicy(
+        lenient=locked.tenant.gate_lenient,
+        grounding=evidence is not None and actor.kind == "model" and locked.tenant.require_grounding,
+    )
+    result: GateResult = gate(schema, tree, ops, policy, evidence)
     apply_now, held = (
         split_for_review(locked, schema, result.accepted) if review else (list(result.accepted), [])
     )
@@ -502,8 +513,11 @@ def _plan_apply(
             new_value=op.value,
             status=OpRecord.Status.PENDING_REVIEW if is_held else OpRecord.Status.APPLIED,
             reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
-            detail=_review_detail(op, schema) if is_held else notes.get(id(op), ""),
+            detail=_review_detail(op, schema)
+            if is_held
+            else notes.get(id(op), "") or _no_op_note(op, source),
             confidence=op.confidence,
+            source_text=op.source or "",
             **common,
         )
         (pending if is_held else applied).append(record)
@@ -519,6 +533,7 @@ def _plan_apply(
                 reason_code=str(rej.reason),
                 detail=rej.detail,
                 confidence=op.confidence if op else None,
+                source_text=(op.source or "") if op else "",
                 **common,
             )
         )
@@ -575,6 +590,10 @@ def _send(signal, **kwargs) -> None:
     for receiver, result in signal.send_robust(sender=Subject, **kwargs):
         if isinstance(result, Exception):
             logger.error("receiver %r of %s failed: %r", receiver, kwargs, result, exc_info=result)
+
+
+def _no_op_note(op: Op, source: Source | None) -> str:
+    return source.note if op.type is OpType.NO_OP and source is not None else ""
 
 
 def _review_detail(op: Op, schema) -> str:

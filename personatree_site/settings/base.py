@@ -143,13 +143,26 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- PersonaTree --------------------------------------------------------------------
+# Request size. The API's own limit (memory/api/parsers.py, a JSON 413) is big enough for a call at
+# both ingest limits even when every character takes 4 UTF-8 bytes, plus 1 KiB of JSON per message.
+# Django's DATA_UPLOAD_MAX_MEMORY_SIZE (an HTML 400 from Django itself, 2.5 MB by default) must
+# sit above it, or the documented limits are unreachable: it is derived from ours, 1 MiB above.
+# 0 means no limit (as MAX_MESSAGES_PER_CALL = 0 does, which makes the derived default 0).
+_MAX_MESSAGES_PER_CALL = env.int("PERSONATREE_MAX_MESSAGES_PER_CALL", default=500)
+_MAX_MESSAGE_CHARS = env.int("PERSONATREE_MAX_MESSAGE_CHARS", default=20000)
+_MAX_REQUEST_BYTES = env.int(
+    "PERSONATREE_MAX_REQUEST_BYTES", default=_MAX_MESSAGES_PER_CALL * (4 * _MAX_MESSAGE_CHARS + 1024)
+)
+DATA_UPLOAD_MAX_MEMORY_SIZE = _MAX_REQUEST_BYTES + 1024 * 1024 if _MAX_REQUEST_BYTES > 0 else None
+
 PERSONATREE = {
     # Chunking: user/assistant pairs per chunk (the paper's best w), idle flush seconds.
     "CHUNK_PAIRS": env.int("PERSONATREE_CHUNK_PAIRS", default=3),
     "IDLE_FLUSH_SECONDS": env.int("PERSONATREE_IDLE_FLUSH_SECONDS", default=300),
-    # Ingest payload limits.
-    "MAX_MESSAGES_PER_CALL": env.int("PERSONATREE_MAX_MESSAGES_PER_CALL", default=500),
-    "MAX_MESSAGE_CHARS": env.int("PERSONATREE_MAX_MESSAGE_CHARS", default=20000),
+    # Ingest payload limits (413 above them; MAX_REQUEST_BYTES below).
+    "MAX_MESSAGES_PER_CALL": _MAX_MESSAGES_PER_CALL,
+    "MAX_MESSAGE_CHARS": _MAX_MESSAGE_CHARS,
+    "MAX_REQUEST_BYTES": _MAX_REQUEST_BYTES,
     # Dispatcher batching across subjects.
     "BATCH_MAX_JOBS": env.int("PERSONATREE_BATCH_MAX_JOBS", default=16),
     "BATCH_MAX_WAIT_MS": env.int("PERSONATREE_BATCH_MAX_WAIT_MS", default=200),
@@ -172,6 +185,11 @@ PERSONATREE = {
     "MEMLISTENER_PROMPT_CACHE_DIR": env.str(
         "PERSONATREE_MEMLISTENER_PROMPT_CACHE_DIR", default=str(DATA_DIR / "cache" / "llama-prompts")
     ),
+    # "pointing" (candidate leaves + sentence ids) or "full_enum" (every leaf; GPU models); empty:
+    # the engine's default (pointing, except the stand-in and recordings, which are full-enum).
+    "MEMLISTENER_PROMPT_MODE": env.str("PERSONATREE_MEMLISTENER_PROMPT_MODE", default=""),
+    "MEMLISTENER_CANDIDATE_K": env.int("PERSONATREE_MEMLISTENER_CANDIDATE_K", default=8),
+    "MEMLISTENER_CANDIDATE_THRESHOLD": env.float("PERSONATREE_MEMLISTENER_CANDIDATE_THRESHOLD", default=0.30),
     "MEMLISTENER_URL": env.str("PERSONATREE_MEMLISTENER_URL", default="http://127.0.0.1:8000/memlistener"),
     "MEMLISTENER_TIMEOUT_S": env.float("PERSONATREE_MEMLISTENER_TIMEOUT_S", default=300.0),
     "LOCAL_MODEL_PATH": env.str(

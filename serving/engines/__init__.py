@@ -23,6 +23,10 @@ def build_engine(config: EngineConfig) -> Engine:
         from serving.engines.standin import StandInEngine
 
         return StandInEngine(mode=config.standin_mode, latency_ms=config.standin_latency_ms)
+    if config.kind == "extractive":
+        from serving.engines.extractive import ExtractiveEngine
+
+        return ExtractiveEngine()
     if config.kind == "llamacpp":
         from serving.engines.llamacpp import LlamaCppEngine
 

@@ -214,7 +214,7 @@ def test_a_python_error_in_one_request_does_not_sink_the_batch(tenant, monkeypat
     subjects = [SubjectFactory(tenant=tenant) for _ in range(3)]
     real = tree_service.gate
 
-    def gate(schema, tree, ops, policy):
+    def gate(schema, tree, ops, policy, evidence=None):
         if any(op.value == "boom" for op in ops):
             raise RuntimeError("gate bug (test)")
         return real(schema, tree, ops, policy)

@@ -8,8 +8,8 @@ import pytest
 
 from memory.models import Chunk, Subject
 from memory.recall import runtime
-from memory.recall.embedder import get_embedder
 from memory.recall.index import EvidenceIndex
+from serving.embedder import get_embedder
 from tests.factories import ChunkFactory, MessageFactory, TreeVersionFactory
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)

@@ -151,7 +151,7 @@ def test_flush_seals_and_keeps_rows_searchable(index, embedder):
 
 def test_query_sized_batches_embed_like_flagmodel(embedder):
     # Small batches take a single padded forward pass; vectors must match FlagModel.encode.
-    from memory.recall.embedder import SMALL_BATCH
+    from serving.embedder import SMALL_BATCH
 
     texts = ["why did I start swimming?", "my cat Pixel", "", "a much longer query " * 20]
     fast = embedder.embed(texts)

@@ -1,0 +1,152 @@
+"""Leaf values as clauses: the user's sentence as a short third-person clause, merge and retract.
+
+A leaf value is one or more clauses joined by ``"; "``, oldest first. Three rules, used by the
+extractive listener and by the pointing pipeline for every model's ADD/UPDATE/DELETE:
+
+- :func:`third_person` turns "I've been vegetarian for ten years." into "Has been vegetarian for
+  ten years": leading discourse markers go ("Oh, and", "By the way,", "Bad news:"), a leading
+  "I" is dropped and its verb takes the third person ("I run" -> "Runs", "I'm a" -> "A", "I've"
+  -> "Has"), other first-person words become "they/them/their"; it only removes or swaps words,
+  so the result stays grounded in the sentence;
+- :func:`merge_clauses` keeps what the old value holds, drops an old clause the new one repeats or
+  supersedes (it shares most of its content words), appends the new clause, and drops the oldest
+  clauses first when over budget; an already-held clause is a no-change;
+- :func:`retract` removes the clauses a retraction sentence names ("forget the half marathon").
+"""
+
+from __future__ import annotations
+
+import re
+
+from .candidates import salient
+from .text import content_stems, fold
+
+__all__ = ["SEPARATOR", "clauses_of", "third_person", "trim", "merge_clauses", "retract"]
+
+SEPARATOR = "; "
+_LEAD = re.compile(
+    r"^(?:(?:oh|and|also|so|well|yeah|yes|haha|ha|lol|wow|hey|honestly|actually|anyway|but|plus|"
+    r"by the way|btw|fun fact|guess what|to be honest|of course|you know|i mean|right|ok|okay)"
+    r"[\s,!.:-]+)+",
+    re.IGNORECASE,
+)
+_PREFIX_COLON = re.compile(r"^[^:]{1,24}:\s+")
+_MODALS = {"can", "can't", "could", "couldn't", "will", "won't", "would", "wouldn't", "should", "must",
+           "might", "may", "did", "didn't", "was", "wasn't", "had", "hadn't", "used", "never", "also"}  # fmt: skip
+_ADVERBS = {"just", "really", "also", "recently", "finally", "actually", "usually", "always", "never",
+            "often", "still", "sometimes", "even", "totally", "absolutely", "definitely", "mostly",
+            "already", "currently", "now", "only", "love", "truly"}  # fmt: skip
+_IRREGULAR = {"am": "is", "have": "has", "do": "does", "don't": "doesn't", "go": "goes", "'m": "is"}
+_SUBJECT_FORMS = {
+    "i'm": "",
+    "i am": "",
+    "i've": "has",
+    "i'd": "would",
+    "i'll": "will",
+}
+_OBJECT = {"me": "them", "my": "their", "mine": "theirs", "myself": "themself", "i": "they",
+           "i'm": "they're", "i've": "they've", "i'd": "they'd", "i'll": "they'll", "we": "they",
+           "we're": "they're", "we've": "they've", "our": "their", "ours": "theirs", "us": "them",
+           "am": "are"}  # fmt: skip
+
+
+def clauses_of(value: str | None) -> list[str]:
+    return [c.strip() for c in (value or "").split(";") if c.strip()]
+
+
+def _conjugate(word: str) -> str:
+    low = word.lower()
+    if low in _IRREGULAR:
+        return _IRREGULAR[low]
+    if low in _MODALS or low.endswith("ed") or not low.isalpha():
+        return word
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return word + "es"
+    if low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def _swap_pronouns(text: str) -> str:
+    def repl(m: re.Match) -> str:
+        word = m.group(0)
+        out = _OBJECT.get(fold(word), word)
+        return out
+
+    return re.sub(r"\b(?:I'm|I've|I'd|I'll|I|me|my|mine|myself|we're|we've|we|our|ours|us)\b", repl, text)
+
+
+def third_person(sentence: str) -> str:
+    """The sentence as a third-person clause without its subject (see the module docstring)."""
+    text = " ".join(sentence.replace("\u2019", "'").split())
+    text = _LEAD.sub("", text)
+    text = _PREFIX_COLON.sub("", text) if len(text) > 30 else text
+    text = text.rstrip(" .!;,")
+    low = text.lower()
+    for form, repl in _SUBJECT_FORMS.items():
+        if low.startswith(form + " "):
+            rest = text[len(form) + 1 :]
+            text = f"{repl} {rest}" if repl else rest
+            break
+    else:
+        if low.startswith("i "):
+            tokens = text[2:].split(" ")
+            k = 0
+            while k < len(tokens) - 1 and tokens[k].lower() in _ADVERBS - {"love"}:
+                k += 1
+            if tokens and tokens[0]:
+                tokens[k] = _conjugate(tokens[k])
+            text = " ".join(tokens)
+    text = _swap_pronouns(text)
+    text = re.sub(r"\bthey (is|has|does|was)\b", lambda m: "they " + {"is": "are", "has": "have",
+                  "does": "do", "was": "were"}[m.group(1)], text)  # fmt: skip
+    text = text.strip(" ,")
+    return text[:1].upper() + text[1:] if text else text
+
+
+def trim(text: str, budget: int) -> str:
+    """``text`` within ``budget`` characters: cut at the last clause break or word that fits."""
+    if len(text) <= budget:
+        return text
+    cut = text[:budget]
+    for mark in (", ", " - ", " ("):
+        pos = cut.rfind(mark)
+        if pos >= budget // 2:
+            return cut[:pos].rstrip(" ,;")
+    pos = cut.rfind(" ")
+    return (cut[:pos] if pos > 0 else cut).rstrip(" ,;")
+
+
+def _overlap(a: set[str], b: set[str]) -> float:
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
+
+
+def merge_clauses(old: str | None, new: str, budget: int) -> str:
+    """Old value + new clause, oldest dropped first when over ``budget`` (see the module docstring)."""
+    new = trim(" ".join(new.split()).strip(" ;"), budget)
+    kept = []
+    new_stems = content_stems(new)
+    for clause in clauses_of(old):
+        stems = content_stems(clause)
+        if new_stems and stems and new_stems <= stems:  # already held: nothing new
+            return old or new
+        if _overlap(stems, new_stems) >= 0.6:  # the new clause restates or supersedes this one
+            continue
+        kept.append(clause)
+    kept.append(new)
+    while len(kept) > 1 and len(SEPARATOR.join(kept)) > budget:
+        kept.pop(0)
+    return SEPARATOR.join(kept)
+
+
+def retract(old: str | None, sentence: str) -> str | None:
+    """``old`` without the clauses ``sentence`` names; None when nothing would remain.
+
+    When no clause shares a salient word with the sentence, the whole value goes (the caller
+    asked for a DELETE of this leaf)."""
+    names = salient(sentence)
+    clauses = clauses_of(old)
+    kept = [c for c in clauses if not (names & content_stems(c))]
+    if len(kept) == len(clauses):
+        return None
+    return SEPARATOR.join(kept) or None

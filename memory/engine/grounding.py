@@ -1,0 +1,105 @@
+"""Grounding: is a value supported by the user's words (or by what the leaf already held)?
+
+A model can write any string; the gate's ``UNGROUNDED`` check (``memory.engine.gate``) calls
+:func:`check_grounding` so that what reaches a tree is traceable to the user. A value is
+*grounded* in its sources (the sentence it cites, or the chunk's user turns, plus the leaf's old
+value for an UPDATE) when
+
+1. every **number** in it appears in a source (digits or small number words, normalised:
+   "ten" == "10", "1,000" == "1000");
+2. every **proper noun** in it appears in a source (accent- and case-insensitive). A proper noun
+   is a capitalised word that does not start the value or a clause, or an all-caps word of two
+   or more letters ("LGBTQ") anywhere;
+3. at least ``min_support`` of its **content words** (non-stopwords, lightly stemmed) appear in a
+   source. A value with no content word passes this part.
+
+The check is deliberately literal: paraphrase beyond light stemming counts against a value, so a
+model that copies or trims the user's clause passes and one that invents does not. It is a pure
+function of its arguments.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .text import content_stems, fold, number_tokens, tokens_folded, words
+
+__all__ = ["Grounding", "check_grounding", "proper_nouns", "DEFAULT_MIN_SUPPORT"]
+
+DEFAULT_MIN_SUPPORT = 0.5
+_CLAUSE_START = re.compile(r"(?:^|[.;:!?(\"]\s*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Grounding:
+    ok: bool
+    support: float
+    missing_numbers: tuple[str, ...] = ()
+    missing_names: tuple[str, ...] = ()
+    missing_words: tuple[str, ...] = ()
+
+    @property
+    def detail(self) -> str:
+        if self.ok:
+            return f"grounded (support {self.support:.2f})"
+        parts = []
+        if self.missing_numbers:
+            parts.append("numbers not in the source: " + ", ".join(self.missing_numbers))
+        if self.missing_names:
+            parts.append("names not in the source: " + ", ".join(self.missing_names))
+        if not parts:
+            parts.append(
+                f"only {self.support:.0%} of its content words are in the source "
+                f"(missing: {', '.join(self.missing_words[:6])})"
+            )
+        return "; ".join(parts)
+
+
+def proper_nouns(value: str) -> list[str]:
+    """Capitalised words that are not clause-initial, and all-caps words, in order."""
+    found = []
+    for match in re.finditer(r"[^\W_]+(?:['\u2019\-][^\W_]+)*", value):
+        word = match.group(0)
+        if any(ch.isdigit() for ch in word) or word == "I" or word.startswith(("I'", "I\u2019")):
+            continue
+        letters = [ch for ch in word if ch.isalpha()]
+        if not letters or not letters[0].isupper():
+            continue
+        all_caps = len(letters) >= 2 and all(ch.isupper() for ch in letters)
+        clause_initial = bool(_CLAUSE_START.search(value[: match.start()]))
+        if all_caps or not clause_initial:
+            found.append(word)
+    return found
+
+
+def check_grounding(
+    value: str,
+    sources: Sequence[str],
+    old_value: str | None = None,
+    *,
+    min_support: float = DEFAULT_MIN_SUPPORT,
+) -> Grounding:
+    """Judge ``value`` against ``sources`` (+ ``old_value``); see the module docstring."""
+    texts = [s for s in sources if s] + ([old_value] if old_value else [])
+    source_numbers = set().union(*(number_tokens(t) for t in texts)) if texts else set()
+    missing_numbers = tuple(sorted(n for n in number_tokens(value) if n not in source_numbers))
+
+    source_words = tokens_folded(texts)
+    missing_names = []
+    for name in proper_nouns(value):
+        f = fold(name)
+        base = f[:-2] if f.endswith("'s") else f
+        if f not in source_words and base not in source_words:
+            missing_names.append(name)
+
+    value_stems = content_stems(value)
+    source_stems = set().union(*(content_stems(t) for t in texts)) if texts else set()
+    if value_stems:
+        missing_words = tuple(sorted(value_stems - source_stems))
+        support = 1 - len(missing_words) / len(value_stems)
+    else:
+        missing_words, support = (), 1.0
+    ok = not missing_numbers and not missing_names and support >= min_support and bool(words(value))
+    return Grounding(ok, round(support, 4), missing_numbers, tuple(missing_names), missing_words)

@@ -1,0 +1,119 @@
+"""The pointing pipeline: candidate leaves by embedding, a prompt that points, ids mapped back.
+
+For one job (``PointingStep.prepare``):
+
+1. the subject's sentences of the chunk are numbered (``memory.engine.candidates.user_sentences``);
+2. they are embedded with the shipped embedder and scored against every leaf of the schema
+   (``LeafIndex``: path + description, embedded once per schema version and cached);
+3. ``select_candidates`` keeps the chunk's few candidate leaves; when none passes, the chunk is a
+   ``NO_OP`` with no model call (``PointingContext.skip_reason``);
+4. the prompt (``serving.prompt.build_pointing_prompt``) lists the numbered sentences and the
+   candidates under short ids with their current values; the output schema's ids are enums of
+   this chunk only.
+
+After generation, ``PointingStep.ops`` parses the JSON and maps ids back to paths and sentences
+(``memory.engine.pointing.ops_from_pointers``); the listener then gates the ops (grounding on).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from memory.engine.candidates import (
+    Candidates,
+    CandidateSettings,
+    UserSentence,
+    is_self_disclosure,
+    leaf_text,
+    select_candidates,
+    user_sentences,
+)
+from memory.engine.pointing import ops_from_pointers
+from memory.engine.schema import Schema
+from memory.engine.tree import Tree
+
+Embed = Callable[[Sequence[str]], "object"]  # texts -> (n, dim) unit vectors (numpy)
+
+
+@dataclass(frozen=True)
+class PointingContext:
+    sentences: tuple[UserSentence, ...]
+    candidates: Candidates
+    budgets: dict[str, int]
+    skip_reason: str = ""
+
+
+class LeafIndex:
+    """Leaf vectors per (schema id, version), computed once; sentence x leaf cosine scores."""
+
+    def __init__(self, embed: Embed) -> None:
+        self._embed = embed
+        self._leaves: dict[tuple[str, int], tuple[list[str], object]] = {}
+        self._lock = threading.Lock()
+
+    def leaves(self, schema: Schema):
+        key = (schema.id, schema.version)
+        with self._lock:
+            if key not in self._leaves:
+                paths = [leaf.path for leaf in schema.leaves]
+                vectors = self._embed([leaf_text(leaf.path, leaf.description) for leaf in schema.leaves])
+                self._leaves[key] = (paths, vectors)
+            return self._leaves[key]
+
+    def scores(self, schema: Schema, texts: Sequence[str]) -> tuple[list[str], list[list[float]]]:
+        paths, leaf_vectors = self.leaves(schema)
+        if not texts:
+            return paths, []
+        vectors = self._embed(list(texts))
+        return paths, (vectors @ leaf_vectors.T).tolist()
+
+
+def default_embed(kind: str = "minilm", path: str = "") -> Embed:
+    """The shipped embedder (all-MiniLM-L6-v2 by default), loaded on first use."""
+
+    def embed(texts: Sequence[str]):
+        from serving.embedder import get_embedder
+
+        return get_embedder(kind, path).embed(texts)
+
+    return embed
+
+
+class PointingStep:
+    def __init__(self, index: LeafIndex, settings: CandidateSettings) -> None:
+        self.index = index
+        self.settings = settings
+
+    def prepare(self, schema: Schema, tree: Tree, turns: Sequence[dict]) -> PointingContext:
+        sentences = tuple(user_sentences(turns))
+        budgets = {leaf.path: leaf.budget for leaf in schema.leaves}
+        eligible = [is_self_disclosure(s.text) for s in sentences]
+        if not any(eligible):
+            reason = "no user sentence states a fact about the user" if sentences else "no user turn"
+            return PointingContext(sentences, Candidates((), {}), budgets, f"no model call: {reason}")
+        paths, scores = self.index.scores(schema, [s.text for s in sentences])
+        candidates = select_candidates(
+            sentences, paths, scores, tree.to_dict(), self.settings, eligible=eligible
+        )
+        skip = ""
+        if candidates.empty:
+            skip = f"no model call: no candidate leaf scored >= {self.settings.threshold:.2f}"
+        return PointingContext(sentences, candidates, budgets, skip)
+
+    @staticmethod
+    def ops(text: str, context: PointingContext, tree: Tree):
+        """(ops, errors) from the model's JSON; errors in the parser's ``{line_no, line, message}`` shape."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, ValueError) as exc:
+            return [], [{"line_no": 0, "line": text[:500], "message": f"not JSON: {exc}"}]
+        items = data.get("ops") if isinstance(data, dict) else data
+        if not isinstance(items, list):
+            return [], [{"line_no": 0, "line": text[:500], "message": 'expected {"ops": [...]}'}]
+        ops, errors = ops_from_pointers(
+            items, context.sentences, context.candidates, tree.to_dict(), context.budgets
+        )
+        return ops, [{"line_no": 0, "line": e.item, "message": e.message} for e in errors]
