@@ -73,7 +73,14 @@ class HasScope(permissions.BasePermission):
     """Grants access when the key holds every scope in ``view.required_scopes``.
 
     ``required_scopes`` may be a tuple (every method) or a dict keyed by HTTP
-    method (``{"GET": ("read",), "DELETE": ("erase",)}``).
+    method (``{"GET": ("read",), "DELETE": ("erase",)}``, ``"*"`` for the rest).
+
+    - ``HEAD`` is a ``GET`` without the body (same headers, same status): it needs GET's scopes.
+    - ``OPTIONS`` describes the endpoint: it is answered only for a key that holds the scopes of
+      at least one method the endpoint serves, i.e. a key that may call it; any other key gets
+      the same 403 as the methods themselves.
+    - A method the view implements but the dict does not list (and no ``"*"``) is a
+      configuration error, never an open door.
     """
 
     message = "This API key lacks a required scope."
@@ -82,18 +89,32 @@ class HasScope(permissions.BasePermission):
         key = request.auth
         if not isinstance(key, ApiKey):
             return False
-        required = required_scopes_for(view, request.method)
-        if not key.has_scopes(required):
-            missing = sorted(set(required) - set(key.scopes or ()))
-            self.message = f"This API key lacks scope(s): {', '.join(missing)}."
-            return False
-        return True
+        if request.method.upper() == "OPTIONS":
+            choices = [
+                required_scopes_for(view, m) for m in view.allowed_methods if m not in ("HEAD", "OPTIONS")
+            ] or [()]
+        else:
+            choices = [required_scopes_for(view, request.method)]
+        if any(key.has_scopes(required) for required in choices):
+            return True
+        missing = sorted(set(min(choices, key=len)) - set(key.scopes or ()))
+        self.message = f"This API key lacks scope(s): {', '.join(missing)}."
+        return False
 
 
 def required_scopes_for(view, method: str) -> tuple[str, ...]:
     required = getattr(view, "required_scopes", None)
     if required is None:
         raise ImproperlyConfigured(f"{type(view).__name__} must declare required_scopes (use () for none).")
+    method = method.upper()
+    if method == "HEAD":
+        method = "GET"
     if isinstance(required, dict):
-        required = required.get(method.upper(), required.get("*", ()))
+        if method in required:
+            return tuple(required[method])
+        if "*" in required:
+            return tuple(required["*"])
+        if hasattr(view, method.lower()):
+            raise ImproperlyConfigured(f"{type(view).__name__}.required_scopes does not list {method}.")
+        return ()  # a method the view does not serve: the 405 comes next
     return tuple(required)

@@ -81,3 +81,65 @@ def test_throttle_is_per_key(subject, make_api_client, settings):
     finally:
         ApiKeyRateThrottle.THROTTLE_RATES = original
         cache.clear()
+
+
+# --- HEAD and OPTIONS go through the same scope check as the methods they stand for -------------
+
+
+def _ingest(client, external_id):
+    body = {"messages": [{"role": "user", "content": "hello", "idempotency_key": "k1"}]}
+    response = client.post(f"/v1/subjects/{external_id}/messages", body, format="json")
+    assert response.status_code == 202, response.content
+
+
+def test_head_needs_the_scope_of_get(tenant, make_api_client):
+    writer, _ = make_api_client(tenant, scopes=["ingest"])
+    reader, _ = make_api_client(tenant, scopes=["read"])
+    _ingest(writer, "head-user")
+    url = "/v1/subjects/head-user/ingest"
+    assert writer.get(url).status_code == 403
+    refused = writer.head(url)
+    assert refused.status_code == 403
+    assert refused["Content-Type"] == "application/json"
+    allowed = reader.head(url)
+    assert allowed.status_code == 200 and allowed.content == b""
+
+
+@pytest.mark.parametrize(
+    ("path", "holder", "outsider"),
+    [
+        ("/v1/subjects/opt-user/ingest", ["read"], ["ingest"]),  # GET: read
+        ("/v1/subjects/opt-user/flush", ["ingest"], ["read"]),  # POST: ingest
+        ("/v1/subjects/opt-user", ["erase"], ["ingest", "read"]),  # DELETE: erase
+        ("/v1/subjects/opt-user/tree", ["read"], ["ingest", "erase"]),  # every method: read
+    ],
+)
+def test_options_only_for_a_key_that_may_call_the_endpoint(tenant, make_api_client, path, holder, outsider):
+    _ingest(make_api_client(tenant, scopes=["ingest"])[0], "opt-user")
+    outsider_client, _ = make_api_client(tenant, scopes=outsider)
+    refused = outsider_client.options(path)
+    assert refused.status_code == 403, refused.content
+    assert refused.json()["error"]["code"] == "permission_denied"
+    holder_client, _ = make_api_client(tenant, scopes=holder)
+    assert holder_client.options(path).status_code == 200
+
+
+def test_a_method_missing_from_a_scope_dict_is_a_configuration_error():
+    from django.core.exceptions import ImproperlyConfigured
+
+    from memory.api.auth import required_scopes_for
+    from memory.api.base import TenantScopedView
+
+    class Half(TenantScopedView):
+        required_scopes = {"GET": ("read",)}
+
+        def get(self, request): ...
+
+        def post(self, request): ...
+
+    view = Half()
+    assert required_scopes_for(view, "GET") == ("read",)
+    assert required_scopes_for(view, "HEAD") == ("read",)
+    assert required_scopes_for(view, "PUT") == ()  # not served: the 405 follows
+    with pytest.raises(ImproperlyConfigured):
+        required_scopes_for(view, "POST")
