@@ -2,8 +2,11 @@
 
 Every API view subclasses :class:`TenantScopedView`: it authenticates the key,
 checks ``required_scopes`` and exposes ``self.tenant``. Subjects are fetched
-only through :meth:`TenantScopedView.get_subject`, which answers 404 alike for
-a missing subject and for another tenant's subject.
+only through :meth:`TenantScopedView.get_subject`, which answers 400 for an id
+that cannot be a subject's (control characters, unpaired surrogates, length) and
+404 alike for a missing subject and for another tenant's subject. Bodies are
+JSON only, parsed by :class:`~memory.api.parsers.ApiJSONParser` (byte limit, text
+that can be stored).
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ from rest_framework.views import APIView
 
 from memory import selectors
 from memory.api.auth import ApiKeyAuthentication, HasScope
+from memory.api.parsers import ApiJSONParser
 from memory.models import ApiKey, Subject, Tenant
+from memory.services.ingest import external_id_validate
 
 
 class TenantScopedView(APIView):
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsAuthenticated, HasScope]
+    parser_classes = [ApiJSONParser]
     #: Scopes the key must hold: a tuple, or a dict keyed by HTTP method. Subclasses must set it.
     required_scopes: tuple[str, ...] | dict[str, tuple[str, ...]] | None = None
 
@@ -38,6 +44,7 @@ class TenantScopedView(APIView):
         return self.api_key.has_scopes((scope,))
 
     def get_subject(self, external_id: str) -> Subject:
+        external_id_validate(external_id)
         subject = selectors.subject_get(tenant=self.tenant, external_id=external_id)
         if subject is None:
             raise exceptions.NotFound("Subject not found.")

@@ -1,6 +1,7 @@
 """One JSON error shape for the whole API: ``{"error": {"code", "message", "field"?}}``.
 
-DRF exceptions, Django validation/404 errors and the store's
+DRF exceptions, Django validation/404 errors, Django's body-size refusal
+(``RequestDataTooBig``, as the API's 413) and the store's
 :class:`~memory.services.ServiceError` all end up in this shape. Field-level
 validation errors report the first offending field in ``field`` and every
 field's messages in ``details``.
@@ -8,13 +9,14 @@ field's messages in ``details``.
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from memory.api.parsers import body_too_large
 from memory.services import ServiceError, VersionConflict
 
 
@@ -45,6 +47,10 @@ def _first_message(detail) -> tuple[str, str | None, str]:
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):  # Django's own body limit, hit before our parser runs
+        request = context.get("request")
+        size = request.META.get("CONTENT_LENGTH") if request is not None else None
+        exc = body_too_large(int(size) if size and size.isdigit() else None)
     if isinstance(exc, VersionConflict):
         return _error(
             exc.code, exc.message, exc.http_status, field=exc.field, current_version=exc.current_version

@@ -17,7 +17,6 @@ from memory.api.base import TenantScopedView
 from memory.services import ServiceError
 from memory.services.ingest import (
     IncomingMessage,
-    external_id_validate,
     ingest_status,
     messages_ingest,
     subject_flush,
@@ -114,7 +113,6 @@ class SubjectIngestStatusView(TenantScopedView):
 
     @extend_schema(responses={200: dict})
     def get(self, request, external_id: str):
-        external_id_validate(external_id)
         subject = self.get_subject(external_id)
         return Response({"subject": subject.external_id, **ingest_status(subject=subject)})
 
@@ -124,7 +122,6 @@ class SubjectFlushView(TenantScopedView):
 
     @extend_schema(request=None, responses={202: dict})
     def post(self, request, external_id: str):
-        external_id_validate(external_id)
         subject = self.get_subject(external_id)
         built = subject_flush(subject=subject)
         body = {

@@ -12,16 +12,13 @@ Views are thin: validate, resolve the subject through the base view, call
 
 from __future__ import annotations
 
-from datetime import UTC
-
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
-from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from memory import selectors
 from memory.api.base import TenantScopedView
+from memory.api.fields import AsOfField
 from memory.services.query import (
     DEFAULT_TOKEN_BUDGET,
     MAX_QUERY_CHARS,
@@ -30,40 +27,6 @@ from memory.services.query import (
     answer_build,
     context_build,
 )
-
-
-@extend_schema_field(
-    {
-        "oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "format": "date-time"}],
-        "description": "Tree version number, or an ISO 8601 datetime (naive = UTC).",
-    }
-)
-class AsOfField(serializers.Field):
-    """A version number (int >= 0) or an ISO 8601 datetime (naive datetimes are taken as UTC)."""
-
-    default_error_messages = {"invalid": "as_of must be a version number or an ISO 8601 datetime."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool):
-            self.fail("invalid")
-        if isinstance(data, int):
-            if data < 0:
-                self.fail("invalid")
-            return data
-        if isinstance(data, str):
-            raw = data.strip()
-            if raw.isdigit():
-                return int(raw)
-            try:
-                parsed = parse_datetime(raw)
-            except ValueError:
-                parsed = None
-            if parsed is not None:
-                return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
-        self.fail("invalid")
-
-    def to_representation(self, value):
-        return value
 
 
 class QueryIn(serializers.Serializer):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from memory import selectors
 from memory.api.base import TenantScopedView
+from memory.api.fields import AsOfField
 from memory.services import ServiceError
 from memory.services.subjects import subject_erase, subject_export
 
@@ -17,15 +17,16 @@ def _tiers_for(view: TenantScopedView) -> tuple[str, ...]:
     return selectors.ALL_TIERS if view.has_scope("read_special") else selectors.PUBLIC_TIERS
 
 
-def _parse_as_of(raw: str | None):
-    if raw is None or raw == "":
-        return None
-    if raw.isdigit():
-        return int(raw)
-    parsed = parse_datetime(raw)
-    if parsed is None:
-        raise ServiceError("as_of must be a version number or an ISO 8601 datetime.", field="as_of")
-    return parsed
+class TreeParams(serializers.Serializer):
+    as_of = AsOfField(required=False, allow_null=True, default=None)
+
+
+def _tree_params(query_params) -> dict:
+    """``?as_of=`` (empty = head) checked by the same field as the query API's body."""
+    raw = query_params.get("as_of")
+    data = TreeParams(data={"as_of": raw} if raw else {})
+    data.is_valid(raise_exception=True)
+    return data.validated_data
 
 
 class SubjectTreeView(TenantScopedView):
@@ -40,10 +41,10 @@ class SubjectTreeView(TenantScopedView):
         schema_version = serializers.IntegerField()
         tree = serializers.DictField(child=serializers.CharField())
 
-    @extend_schema(responses=TreeOut)
+    @extend_schema(parameters=[TreeParams], responses=TreeOut)
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
-        as_of = _parse_as_of(request.query_params.get("as_of"))
+        as_of = _tree_params(request.query_params)["as_of"]
         try:
             number, tree = selectors.tree_at(subject, as_of)
         except LookupError as exc:

@@ -170,3 +170,91 @@ def test_control_characters_in_the_subject_id_are_a_400(api_client, path):
     else:
         resp = api_client.get(path)
     assert resp.status_code == 400 and resp.json()["error"]["field"] == "external_id"
+
+
+# --- request size: the documented limits are reachable, and the byte limit is a JSON 413 ----------
+
+
+def _long_messages(n, chars, prefix="big"):
+    return [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": (f"{i} " + "x" * chars)[:chars],
+            "idempotency_key": f"{prefix}-{i}",
+        }
+        for i in range(n)
+    ]
+
+
+def test_a_3mb_body_within_the_documented_limits_is_accepted(api_client, settings):
+    messages = _long_messages(150, settings.PERSONATREE["MAX_MESSAGE_CHARS"])
+    raw = json.dumps({"messages": messages})
+    assert len(raw.encode()) > 3_000_000  # over Django's default DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB)
+    resp = api_client.post(URL.format("large"), raw, content_type="application/json")
+    assert resp.status_code == 202, resp.content[:300]
+    assert resp.json()["cursor"] == 150
+    assert Message.objects.filter(subject__external_id="large").count() == 150
+
+
+def test_one_character_over_the_limit_in_a_large_body_is_the_documented_413(api_client, settings):
+    limit = settings.PERSONATREE["MAX_MESSAGE_CHARS"]
+    messages = _long_messages(150, limit)
+    messages[149]["content"] += "y"
+    resp = post(api_client, "large", messages)
+    assert resp.status_code == 413, resp.content[:300]
+    assert resp.json()["error"] == {
+        "code": "payload_too_large",
+        "message": f"content has {limit + 1} characters; at most {limit} are allowed.",
+        "field": "messages[149].content",
+    }
+
+
+def test_the_byte_limit_sits_above_the_message_limits_and_below_django(settings):
+    cfg = settings.PERSONATREE
+    at_both_limits = cfg["MAX_MESSAGES_PER_CALL"] * cfg["MAX_MESSAGE_CHARS"] * 4  # 4 UTF-8 bytes/char
+    assert cfg["MAX_REQUEST_BYTES"] > at_both_limits
+    assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE > cfg["MAX_REQUEST_BYTES"]
+
+
+def test_a_body_over_the_byte_limit_is_a_json_413(api_client, settings):
+    settings.PERSONATREE = {**settings.PERSONATREE, "MAX_REQUEST_BYTES": 1_000_000}
+    raw = json.dumps({"messages": _long_messages(60, 20_000)})
+    resp = api_client.post(URL.format("huge"), raw, content_type="application/json")
+    assert resp.status_code == 413, resp.content[:300]
+    assert resp["Content-Type"] == "application/json"
+    error = resp.json()["error"]
+    assert error["code"] == "payload_too_large" and "1000000 bytes" in error["message"]
+    assert not Subject.objects.filter(external_id="huge").exists()
+
+
+def test_a_body_over_djangos_own_limit_is_the_same_json_413(api_client, settings):
+    """DRF reads JSON through request.body, where Django's DATA_UPLOAD_MAX_MEMORY_SIZE fires first."""
+    settings.PERSONATREE = {**settings.PERSONATREE, "MAX_REQUEST_BYTES": 100_000}
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 200_000
+    raw = json.dumps({"messages": _long_messages(30, 10_000)})
+    assert len(raw) > 300_000
+    resp = api_client.post(URL.format("huge"), raw, content_type="application/json")
+    assert resp.status_code == 413, resp.content[:300]
+    assert resp.json()["error"] == {
+        "code": "payload_too_large",
+        "message": f"The request body is {len(raw)} bytes; at most 100000 bytes are allowed.",
+    }
+
+
+def test_surrogate_field_name_in_a_message_is_a_400(api_client):
+    raw = '{"messages": [{"role": "user", "content": "x", "idempotency_key": "s", "\\udfff": 1}]}'
+    resp = api_client.post(URL.format("sur"), raw, content_type="application/json")
+    assert resp.status_code == 400, resp.content[:300]
+    assert resp.json()["error"] == {
+        "code": "invalid_text",
+        "message": "messages[0].\\udfff is not valid Unicode text (unpaired surrogate).",
+        "field": "messages[0].\\udfff",
+    }
+
+
+def test_bad_ts_values_are_a_400(api_client):
+    for ts in ("2024-13-01T00:00", "0001-01-01T00:00+05:00", "\u00b2", 12):
+        msg = {"role": "user", "content": "x", "idempotency_key": "t", "ts": ts}
+        resp = post(api_client, "ts-bad", [msg])
+        assert resp.status_code == 400, (ts, resp.content[:300])
+        assert resp.json()["error"]["field"] == "messages[0].ts"

@@ -94,3 +94,47 @@ def test_create_tenant_command_prints_key_once(db):
         call_command("create_tenant", "Acme", stdout=io.StringIO(), stderr=io.StringIO())
     with pytest.raises(CommandError):
         call_command("create_tenant", "Beta", "--scopes", "root", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+@pytest.mark.parametrize(
+    "as_of",
+    [
+        "2024-13-01T00:00",  # well-formed, not a date: parse_datetime raises ValueError
+        "2024-02-30",
+        "\u00b2",  # superscript two: str.isdigit() is True, int() refuses it
+        "\u0661\u0662",  # Arabic-Indic digits
+        "9" * 400,  # a number no version can have (integer column)
+        "9" * 5000,  # beyond Python's int() digit limit
+        "2147483648",
+        "-1",
+        "0001-01-01T00:00+05:00",  # before datetime.min once moved to UTC
+        "9999-12-31T23:59-05:00",  # after datetime.max once moved to UTC
+        "2024-01-01T00:00+25:00",  # offset out of range
+    ],
+)
+def test_bad_as_of_is_a_json_400_naming_the_parameter(filled, make_api_client, as_of):
+    client, _ = make_api_client(filled.tenant, scopes=["read"])
+    response = client.get(url("subject-tree", filled), {"as_of": as_of})
+    assert response.status_code == 400, response.content[:300]
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["error"]["field"] == "as_of"
+
+
+def test_good_as_of_forms_still_work(filled, make_api_client):
+    client, _ = make_api_client(filled.tenant, scopes=["read"])
+    for as_of, version in [("", 2), ("0", 0), (" 1 ", 1), ("2147483647", None), ("2999-01-01T00:00", 2)]:
+        response = client.get(url("subject-tree", filled), {"as_of": as_of})
+        if version is None:
+            assert response.status_code == 400 and response.json()["error"]["code"] == "not_found"
+        else:
+            assert response.status_code == 200 and response.json()["version"] == version, (as_of, response)
+
+
+@pytest.mark.parametrize("name", ["subject-tree", "subject-versions", "subject-export", "subject-detail"])
+def test_unusable_subject_ids_are_a_json_400(tenant, make_api_client, name):
+    """A NUL cannot reach PostgreSQL (psycopg refuses it: a 500 before)."""
+    client, _ = make_api_client(tenant, scopes=["read", "erase"])
+    path = reverse(name, kwargs={"external_id": "a\x00b"})
+    response = client.delete(path) if name == "subject-detail" else client.get(path)
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["error"]["field"] == "external_id"

@@ -1,0 +1,68 @@
+"""Request fields shared by several endpoints."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+#: Tree version numbers are stored in a PositiveIntegerField (PostgreSQL ``integer``).
+MAX_VERSION = 2**31 - 1
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "minimum": 0, "maximum": MAX_VERSION},
+            {"type": "string", "format": "date-time"},
+        ],
+        "description": "Tree version number, or an ISO 8601 datetime (naive = UTC).",
+    }
+)
+class AsOfField(serializers.Field):
+    """A version number (int 0..2**31-1) or an ISO 8601 datetime (naive datetimes are taken as UTC).
+
+    Anything else is a 400 naming the field: a date that does not exist (month 13), a
+    non-ASCII digit (``²``), a number too large to be a version, a datetime that leaves the
+    representable range once moved to UTC.
+    """
+
+    default_error_messages = {
+        "invalid": "as_of must be a version number or an ISO 8601 datetime.",
+        "version_range": f"as_of as a version number must be between 0 and {MAX_VERSION}.",
+        "datetime_range": "as_of is a datetime outside the supported range.",
+    }
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        if isinstance(data, int):
+            return self._version(data)
+        if isinstance(data, str):
+            raw = data.strip()
+            if raw.isascii() and raw.isdigit():
+                # The length check keeps int() away from Python's 4300-digit conversion limit.
+                return self._version(int(raw) if len(raw) <= len(str(MAX_VERSION)) else MAX_VERSION + 1)
+            try:
+                parsed = parse_datetime(raw)
+            except ValueError:  # well-formed but not a date: 2024-13-01, 25:00, offset out of range
+                parsed = None
+            if parsed is not None:
+                if timezone.is_naive(parsed):
+                    return parsed.replace(tzinfo=UTC)
+                try:
+                    return parsed.astimezone(UTC)
+                except OverflowError:
+                    self.fail("datetime_range")
+        self.fail("invalid")
+
+    def _version(self, number: int) -> int:
+        if not 0 <= number <= MAX_VERSION:
+            self.fail("version_range")
+        return number
+
+    def to_representation(self, value):
+        return value

@@ -1,0 +1,113 @@
+"""The API's one body parser: JSON within the byte limit, and only text that can be stored.
+
+- A body over ``PERSONATREE['MAX_REQUEST_BYTES']`` is a 413 ``payload_too_large`` (``Content-Length``
+  and the bytes read; 0 = no limit). DRF reads a JSON body through ``request.body``, where Django
+  refuses anything over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` before reading it: the settings keep
+  that above ours, and ``memory.api.errors`` answers Django's ``RequestDataTooBig`` with the same
+  JSON 413, so no size gets Django's HTML 400.
+- JSON can spell an unpaired UTF-16 surrogate (``"\\ud800"``) that Python keeps as a ``str``
+  but that neither PostgreSQL nor a UTF-8 response can encode: such a string, value or field
+  name, anywhere in the body, is a 400 ``invalid_text`` naming where it is
+  (``messages[0].content``), before any view code sees it.
+- Nesting too deep for the decoder is a 400, not a ``RecursionError``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from rest_framework import parsers
+from rest_framework.exceptions import ParseError
+
+from memory.services import ServiceError
+from memory.services.ingest import PayloadTooLarge
+
+
+def max_request_bytes() -> int:
+    return int(settings.PERSONATREE["MAX_REQUEST_BYTES"])
+
+
+def body_too_large(size: int | None) -> PayloadTooLarge:
+    """The 413 for a body over the byte limit (also used for Django's own ``RequestDataTooBig``)."""
+    told = f"{size} bytes" if size else "over the limit"
+    return PayloadTooLarge(f"The request body is {told}; at most {max_request_bytes()} bytes are allowed.")
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _printable(name: str) -> str:
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _join(path: str, key) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def unpaired_surrogate_path(data) -> str | None:
+    """Where the first string (value or object key) holding an unpaired surrogate is, else None.
+
+    The path reads like the API's error fields: ``messages[2].content``; an unencodable key is
+    shown with backslash escapes (``messages[0].\\ud800``). ``""`` means the top-level value.
+    """
+    stack = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if _has_surrogate(value):
+                return path
+        elif isinstance(value, dict):
+            for key in value:
+                if _has_surrogate(key):
+                    return _join(path, _printable(key))
+            stack.extend((_join(path, k), v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((_join(path, i), v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+class ApiJSONParser(parsers.JSONParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = max_request_bytes()
+        request = (parser_context or {}).get("request")
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else 0
+        except (TypeError, ValueError):
+            declared = 0
+        if limit > 0 and declared > limit:
+            raise body_too_large(declared)
+        if stream is None:
+            raw = b""
+        else:
+            raw = stream.read(limit + 1) if limit > 0 else stream.read()
+        if limit > 0 and len(raw) > limit:
+            raise body_too_large(None)
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            text = raw.decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from exc
+        try:
+            data = json.loads(text, parse_constant=parsers.json.strict_constant if self.strict else None)
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from exc
+        except RecursionError as exc:
+            raise ParseError("JSON parse error - the body is nested too deeply.") from exc
+        where = unpaired_surrogate_path(data)
+        if where is not None:
+            raise ServiceError(
+                "is not valid Unicode text (unpaired surrogate)."
+                if not where
+                else f"{where} is not valid Unicode text (unpaired surrogate).",
+                field=where or None,
+                code="invalid_text",
+            )
+        return data

@@ -1,0 +1,93 @@
+"""Bad input in a JSON body: always a JSON 4xx naming the field, never a 500 or an HTML page.
+
+JSON can spell an unpaired UTF-16 surrogate (the six characters backslash-u-d-8-0-0) that Python
+keeps in a ``str`` but that neither a UTF-8 response nor PostgreSQL can encode: an error message
+echoing it (DRF's "is not a valid choice", our "unknown field") used to crash the renderer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.api.parsers import unpaired_surrogate_path
+
+pytestmark = pytest.mark.django_db
+
+SUR = "\\ud800"  # the JSON escape, as a client sends it
+
+
+def _post(client, path, raw: str):
+    return client.post(path, raw, content_type="application/json")
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ('{"query": "hi", "mode": "SUR"}', "mode"),
+        ('{"query": "hi SUR there"}', "query"),
+        ('{"query": "hi", "as_of": "SUR"}', "as_of"),
+        ('{"query": "hi", "SUR": 1}', SUR),
+        ('{"query": "hi", "mode": "fast", "token_budget": "SUR"}', "token_budget"),
+    ],
+)
+@pytest.mark.parametrize("endpoint", ["context", "answer"])
+def test_unpaired_surrogates_in_a_query_body_are_a_400(subject, make_api_client, raw, field, endpoint):
+    client, _ = make_api_client(subject.tenant, scopes=["read"])
+    response = _post(client, f"/v1/subjects/{subject.external_id}/{endpoint}", raw.replace("SUR", SUR))
+    assert response.status_code == 400, response.content[:300]
+    error = response.json()["error"]
+    assert error["code"] == "invalid_text" and error["field"] == field
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ('{"query": "hi", "mode": "nope"}', "mode"),
+        ('{"query": "hi", "as_of": "2024-13-01T00:00"}', "as_of"),
+        ('{"query": "hi", "as_of": "\u00b2"}', "as_of"),
+        ('{"query": "hi", "as_of": %s}' % ("9" * 400), "as_of"),
+        ('{"query": "hi", "as_of": "%s"}' % ("9" * 400), "as_of"),
+        ('{"query": "hi", "as_of": -1}', "as_of"),
+        ('{"query": "hi", "token_budget": %s}' % ("9" * 400), "token_budget"),
+        ('{"query": "hi", "token_budget": "\u00b2"}', "token_budget"),
+    ],
+)
+def test_bad_query_parameters_are_a_400_naming_them(subject, make_api_client, raw, field):
+    client, _ = make_api_client(subject.tenant, scopes=["read"])
+    response = _post(client, f"/v1/subjects/{subject.external_id}/context", raw)
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["error"]["field"] == field
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 100_000,  # deeper than the decoder's recursion limit
+        '{"query": "hi", "token_budget": %s}' % ("9" * 5000),  # beyond int()'s digit limit
+        '{"query": NaN}',
+        "{nope",
+    ],
+)
+def test_undecodable_bodies_are_a_json_400(subject, make_api_client, raw):
+    client, _ = make_api_client(subject.tenant, scopes=["read"])
+    response = _post(client, f"/v1/subjects/{subject.external_id}/context", raw)
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["error"]["code"] == "parse_error"
+
+
+def test_form_bodies_are_refused_in_json(subject, make_api_client):
+    client, _ = make_api_client(subject.tenant, scopes=["read"])
+    response = client.post(
+        f"/v1/subjects/{subject.external_id}/context",
+        "query=hi",
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert response.status_code == 415
+    assert response.json()["error"]["code"] == "unsupported_media_type"
+
+
+def test_surrogate_path_names_where_it_is():
+    assert unpaired_surrogate_path({"a": [{"b": "ok"}, {"c": "x\ud800"}]}) == "a[1].c"
+    assert unpaired_surrogate_path({"a": {"\udc00k": 1}}) == "a.\\udc00k"
+    assert unpaired_surrogate_path("\ud800") == ""
+    assert unpaired_surrogate_path({"a": ["\U0001f600 fine", 1, None, True]}) is None
