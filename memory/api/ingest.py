@@ -1,6 +1,7 @@
 """Ingest API: append messages, read ingest status, flush a partial window.
 
-- ``POST /v1/subjects/<external_id>/messages`` -> 202 ``{accepted, duplicates, cursor, ...}``
+- ``POST /v1/subjects/<external_id>/messages`` -> 202 ``{accepted, duplicates, cursor, ...}``;
+  409 ``subject_erased`` for an erased subject's id unless the body says ``"recreate_erased": true``
 - ``GET  /v1/subjects/<external_id>/ingest``   -> 200 status (chunks by status, versions, failures)
 - ``POST /v1/subjects/<external_id>/flush``    -> 202 chunks closed now
 
@@ -23,6 +24,7 @@ from memory.services.ingest import (
 )
 
 MESSAGE_FIELDS = {"role", "content", "idempotency_key", "ts", "session_id"}
+BODY_FIELDS = {"messages", "recreate_erased"}
 
 
 class MessageIn(serializers.Serializer):
@@ -35,6 +37,11 @@ class MessageIn(serializers.Serializer):
 
 class MessagesIn(serializers.Serializer):
     messages = MessageIn(many=True)
+    recreate_erased = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Start a new subject under the id of an erased one (otherwise 409 subject_erased).",
+    )
 
 
 class AcceptedOut(serializers.Serializer):
@@ -69,10 +76,21 @@ def _first_error(errors) -> tuple[str, str, str]:
     return "", str(errors), getattr(errors, "code", "invalid")
 
 
-def parse_messages(data) -> list[IncomingMessage]:
-    """Shape-check the body; raise a ServiceError naming the first bad field (``messages[3].ts``)."""
+def parse_ingest_body(data) -> tuple[list[IncomingMessage], bool]:
+    """Shape-check the body; raise a ServiceError naming the first bad field (``messages[3].ts``).
+
+    Returns the messages and the ``recreate_erased`` flag.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise ServiceError('The body must be a JSON object {"messages": [...]}.', field="messages")
+    unknown = sorted(set(data) - BODY_FIELDS)
+    if unknown:
+        raise ServiceError(
+            f"Unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(BODY_FIELDS))}.",
+            field=unknown[0],
+        )
+    if not isinstance(data.get("recreate_erased", False), bool):
+        raise ServiceError("recreate_erased must be true or false.", field="recreate_erased")
     for i, item in enumerate(data["messages"]):
         if isinstance(item, dict):
             unknown = sorted(set(item) - MESSAGE_FIELDS)
@@ -87,7 +105,8 @@ def parse_messages(data) -> list[IncomingMessage]:
     if not serializer.is_valid():
         field, message, code = _first_error(serializer.errors)
         raise ServiceError(message, field=field.replace(".[", "["), code=str(code))
-    return [IncomingMessage(**m) for m in serializer.validated_data["messages"]]
+    valid = serializer.validated_data
+    return [IncomingMessage(**m) for m in valid["messages"]], valid["recreate_erased"]
 
 
 class SubjectMessagesView(TenantScopedView):
@@ -95,8 +114,10 @@ class SubjectMessagesView(TenantScopedView):
 
     @extend_schema(request=MessagesIn, responses={202: IngestOut})
     def post(self, request, external_id: str):
-        messages = parse_messages(request.data)
-        result = messages_ingest(tenant=self.tenant, external_id=external_id, messages=messages)
+        messages, recreate_erased = parse_ingest_body(request.data)
+        result = messages_ingest(
+            tenant=self.tenant, external_id=external_id, messages=messages, recreate_erased=recreate_erased
+        )
         body = {
             "subject": result.subject.external_id,
             "subject_created": result.subject_created,

@@ -1,11 +1,12 @@
 """Ingestion: the message log of a subject and the chunks cut from it.
 
 - :func:`messages_ingest` appends a batch of messages to a subject's log (the subject is
-  created on first sight). Each message carries a client idempotency key, unique per subject:
-  a replayed key with the same role and content is reported as a duplicate and not stored
-  again; a replayed key with different content is refused (409) and nothing of the batch is
-  written. New complete windows become ``pending`` chunks in the same transaction; the
-  dispatcher is enqueued after commit.
+  created on first sight; the id of an erased subject is refused, 409 ``subject_erased``,
+  unless the caller asks for ``recreate_erased``). Each message carries a client idempotency
+  key, unique per subject: a replayed key with the same role and content is reported as a
+  duplicate and not stored again; a replayed key with different content is refused (409) and
+  nothing of the batch is written. New complete windows become ``pending`` chunks in the same
+  transaction; the dispatcher is enqueued after commit.
 - :func:`chunks_build` cuts the unchunked tail of the log with the engine chunker
   (``tenant.chunk_pairs`` pairs per chunk); :func:`subject_flush` also closes a partial window.
 - A partial window also closes once the subject has been idle ``IDLE_FLUSH_SECONDS``: the
@@ -145,16 +146,21 @@ def messages_ingest(
     enqueue: bool = True,
     idle_flush: bool = True,
     now: datetime | None = None,
+    recreate_erased: bool = False,
 ) -> IngestResult:
     """Append ``messages`` to the subject's log; see the module docstring. All or nothing.
 
     ``max_messages=0`` lifts the per-call limit (backfill); ``idle_flush=False`` keeps an idle
     partial window open (backfill: window boundaries must not depend on when a run resumed).
+    An erased subject's id raises :class:`~memory.services.subjects.SubjectErased` (409) unless
+    ``recreate_erased``.
     """
     external_id_validate(external_id)
     messages_validate(messages, max_messages=max_messages)
     now = now or timezone.now()
-    subject, created = subject_get_or_create(tenant=tenant, external_id=external_id)
+    subject, created = subject_get_or_create(
+        tenant=tenant, external_id=external_id, recreate_erased=recreate_erased
+    )
     with transaction.atomic():
         locked = lock_subject(subject)
         keys = [m.idempotency_key for m in messages]

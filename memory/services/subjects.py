@@ -15,6 +15,13 @@ from memory.services import ServiceError
 from memory.signals import subject_erased
 
 
+class SubjectErased(ServiceError):
+    """The external id belonged to an erased subject (a tombstone exists) and re-creation was not asked for."""
+
+    code = "subject_erased"
+    http_status = 409
+
+
 def tenant_create(*, name: str, **policy) -> Tenant:
     name = (name or "").strip()
     if not name:
@@ -45,14 +52,35 @@ def subject_get_or_create(
     external_id: str,
     schema_id: str = DEFAULT_SCHEMA_ID,
     schema_version: int = DEFAULT_SCHEMA_VERSION,
+    recreate_erased: bool = False,
 ) -> tuple[Subject, bool]:
-    """The tenant's subject, created on first use (race-safe on the unique constraint)."""
+    """The tenant's subject, created on first use (race-safe on the unique constraint).
+
+    An id whose subject was erased (a :class:`Tombstone` holds its keyed hash) is not silently
+    brought back: :class:`SubjectErased` (409) unless ``recreate_erased`` says the caller means
+    to start a new subject under it. The tombstone stays either way.
+    """
     external_id = (external_id or "").strip()
     if not external_id or len(external_id) > 255:
         raise ServiceError("external_id must be 1-255 characters.", field="external_id")
     subject = selectors.subject_get(tenant=tenant, external_id=external_id)
     if subject is not None:
         return subject, False
+    if not recreate_erased:
+        erased = (
+            Tombstone.objects.filter(
+                tenant=tenant, external_id_hash=Tombstone.hash_external_id(tenant.pk, external_id)
+            )
+            .order_by("-erased_at")
+            .values_list("erased_at", flat=True)
+            .first()
+        )
+        if erased is not None:
+            raise SubjectErased(
+                f"This subject was erased at {erased.isoformat()}; nothing was stored. "
+                'Send "recreate_erased": true to start a new, empty subject under the same id.',
+                field="external_id",
+            )
     try:
         get_schema(schema_id, schema_version)
     except (LookupError, ValueError) as exc:

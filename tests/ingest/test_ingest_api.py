@@ -252,9 +252,65 @@ def test_surrogate_field_name_in_a_message_is_a_400(api_client):
     }
 
 
+def test_unknown_top_level_field_is_a_400(api_client):
+    resp = api_client.post(URL.format("top"), {"messages": pairs(1), "recreate": True}, format="json")
+    assert resp.status_code == 400 and resp.json()["error"]["field"] == "recreate"
+
+
 def test_bad_ts_values_are_a_400(api_client):
     for ts in ("2024-13-01T00:00", "0001-01-01T00:00+05:00", "\u00b2", 12):
         msg = {"role": "user", "content": "x", "idempotency_key": "t", "ts": ts}
         resp = post(api_client, "ts-bad", [msg])
         assert resp.status_code == 400, (ts, resp.content[:300])
         assert resp.json()["error"]["field"] == "messages[0].ts"
+
+
+# --- erasure: a replay does not silently bring an erased subject back ------------------------------
+
+
+def test_replay_after_erasure_is_refused_unless_recreation_is_asked_for(tenant, make_api_client):
+    client, _ = make_api_client(tenant, scopes=["ingest", "read", "erase"])
+    assert post(client, "gone", pairs(2)).status_code == 202
+    assert client.delete("/v1/subjects/gone").status_code == 200
+
+    replay = post(client, "gone", pairs(2))
+    assert replay.status_code == 409, replay.content
+    error = replay.json()["error"]
+    assert error["code"] == "subject_erased" and error["field"] == "external_id"
+    assert "recreate_erased" in error["message"]
+    assert not Subject.objects.filter(external_id="gone").exists() and not Message.objects.exists()
+
+    not_bool = client.post(
+        URL.format("gone"), {"messages": pairs(2), "recreate_erased": "yes"}, format="json"
+    )
+    assert not_bool.status_code == 400 and not_bool.json()["error"]["field"] == "recreate_erased"
+
+    again = client.post(URL.format("gone"), {"messages": pairs(2), "recreate_erased": True}, format="json")
+    assert again.status_code == 202, again.content
+    assert again.json()["subject_created"] is True and again.json()["cursor"] == 4
+    # The subject exists again: later calls need no flag.
+    assert post(client, "gone", pairs(1, prefix="later")).status_code == 202
+
+
+def test_erasure_in_one_tenant_does_not_block_the_same_id_in_another(tenant, other_tenant, make_api_client):
+    client, _ = make_api_client(tenant, scopes=["ingest", "erase"])
+    other, _ = make_api_client(other_tenant, scopes=["ingest"])
+    assert post(client, "shared", pairs(1)).status_code == 202
+    assert client.delete("/v1/subjects/shared").status_code == 200
+    resp = post(other, "shared", pairs(1))
+    assert resp.status_code == 202 and resp.json()["subject_created"] is True
+
+
+def test_the_service_refuses_an_erased_id_for_every_caller(tenant):
+    from memory.services.ingest import IncomingMessage, messages_ingest
+    from memory.services.subjects import SubjectErased, subject_erase
+
+    msgs = [IncomingMessage(role="user", content="hi", idempotency_key="k")]
+    result = messages_ingest(tenant=tenant, external_id="svc", messages=msgs, enqueue=False)
+    subject_erase(subject=result.subject)
+    with pytest.raises(SubjectErased):
+        messages_ingest(tenant=tenant, external_id="svc", messages=msgs, enqueue=False)
+    again = messages_ingest(
+        tenant=tenant, external_id=" svc ", messages=msgs, enqueue=False, recreate_erased=True
+    )
+    assert again.subject_created
