@@ -1,0 +1,47 @@
+"""Rebuilding the pointing prompt (``memlistener-pointing/3``) of a past chunk.
+
+The pointing prompt lists the chunk's candidate leaves, which ``serving.pointing.PointingStep``
+chooses by embedding the user's sentences and every leaf of the schema. Rebuilding it therefore
+loads the embedder and uses the candidate settings (``k``, threshold, embedder) configured *now*
+(``settings.PERSONATREE`` via ``serving.client.client_config_from_settings``), the same way
+``serving.listener.build_listener`` builds them. The audit log does not record the candidates or
+the settings a past call used, so a rebuilt prompt equals the original only while those settings
+and the embedder are unchanged; the exporter says so in each example's ``prompt_note``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from memory.engine.candidates import CandidateSettings
+from memory.engine.schema import Schema
+from memory.engine.tree import Tree
+from serving.engines.base import Prompt
+from serving.pointing import Embed, LeafIndex, PointingStep, default_embed
+from serving.prompt import build_pointing_prompt
+
+PointingBuilder = Callable[
+    [Schema, Mapping[str, str], Sequence[Mapping[str, str]]], tuple[Prompt | None, str]
+]
+
+
+def pointing_prompt_builder(embed: Embed | None = None) -> PointingBuilder:
+    """``build(schema, tree, turns) -> (prompt, "")``, or ``(None, why)`` when the listener would
+    have made no model call for the chunk. ``embed`` replaces the configured embedder (tests)."""
+    from serving.client import client_config_from_settings
+
+    config = client_config_from_settings().engine
+    settings = CandidateSettings(
+        k=config.candidate_k,
+        threshold=config.candidate_threshold,
+        filled_threshold=config.candidate_threshold,
+    )
+    step = PointingStep(LeafIndex(embed or default_embed(config.embedder, config.embedder_path)), settings)
+
+    def build(schema: Schema, tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]):
+        context = step.prepare(schema, Tree(dict(tree)), [dict(t) for t in turns])
+        if context.skip_reason:
+            return None, context.skip_reason
+        return build_pointing_prompt(context, dict(tree), turns), ""
+
+    return build
