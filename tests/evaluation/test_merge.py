@@ -141,3 +141,20 @@ def test_merge_command_writes_the_merged_outputs(tmp_path):
 def test_merge_command_says_which_part_is_missing(tmp_path):
     with pytest.raises(CommandError, match="no results.json"):
         call_command("evaluate", "merge", str(tmp_path), str(tmp_path), "--out", str(tmp_path / "m"))
+
+
+def test_merge_takes_last_quality_and_joins_context_recall_rows():
+    a, b = part(modes=("tree_only",)), part(modes=("tree_router",))
+    row = {"qid": "conv-x#0", "category": "single_hop"}
+    a["quality"] = {"rows": {"conv-x:A": "first"}}
+    b["quality"] = {"rows": {"conv-x:A": "last"}}
+    a["context_recall_items"] = [{**row, "mode": "tree_only", "recall": 1.0}]
+    b["context_recall_items"] = [
+        {**row, "mode": "tree_only", "recall": 0.0},  # measured twice (same context): the first is kept
+        {**row, "mode": "tree_router", "recall": None},
+    ]
+    merged = merge_results([a, b])
+    assert merged["quality"] == {"rows": {"conv-x:A": "last"}}
+    assert len(merged["context_recall_items"]) == 2
+    assert merged["context_recall"]["tree_only"]["mean"] == 1.0
+    assert merged["context_recall"]["tree_router"]["unmeasured"] == 1
