@@ -7,10 +7,14 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from memory.engine.ops import Op
 from memory.engine.schema import get_schema
+from memory.engine.scorer import score
 from memory.models import TreeVersion
 from memory.services.subjects import subject_erase
+from memory.services.tree import Actor, leaf_edit
 from memory.training.export import Exporter, ExportOptions, chunk_turns
+from memory.training.gold import ops_of
 from memory.training.split import split_of
 from serving.prompt import build_prompt
 from tests.factories import TenantFactory
@@ -23,6 +27,7 @@ from tests.training.conftest import (
     MUSIC,
     PETS,
     ROLE,
+    apply_chunk,
     build_history,
 )
 
@@ -233,3 +238,44 @@ def test_chunk_turns_rule():
         {"role": "assistant", "content": "a"},
     ]
     assert chunk_turns(msgs, 5, 5)[0] == {"role": "system", "content": "s2"}
+
+
+def test_model_delete_undone_by_a_moderator_is_a_negative(tmp_path, history, admin_user):
+    chunk = apply_chunk(
+        history.subject,
+        [("user", "Forget where I live. I play chess on Fridays."), ("assistant", "Done.")],
+        [Op.delete(CITY), Op.add("behaviour/hobbies/games", "plays chess on Fridays")],
+    )
+    history.subject.refresh_from_db()
+    leaf_edit(
+        subject=history.subject,
+        path=CITY,
+        value="moved to Porto last year",
+        actor=Actor.for_admin(admin_user),
+    )
+    _, lines = export(tmp_path)
+    line = next(x for x in lines if x["chunk_id"] == chunk.pk)
+    assert line["negatives"] == [
+        {"op": "DELETE", "path": CITY, "value": None, "origin": "moderator_restored"}
+    ]
+    assert [g["path"] for g in line["gold"]] == ["behaviour/hobbies/games"]
+
+
+def test_target_scores_one_against_its_gold(tmp_path, history):
+    """The scorer reads an exported line: its target, parsed, is a perfect prediction."""
+    _, lines = export(tmp_path, include_special=True)
+    schema = get_schema("personatree-default", 1)
+    scored = [
+        score(line["target"], ops_of(line["gold"]), line["tree"], line["turns"], schema=schema)
+        for line in lines
+        if line["target"] is not None
+    ]
+    assert scored and all(r.total == 1.0 for r in scored)
+    c4 = by_chunk(lines, history)["c4"]
+    declined = ops_of(c4["negatives"])
+    assert (
+        score(
+            declined, ops_of(c4["gold"]), c4["tree"], c4["turns"], schema=schema, declined_ops=declined
+        ).total
+        < 0
+    )
