@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memory.engine import Op, Tree, default_schema  # noqa: E402
+from memory.engine import grounding as grounding_module  # noqa: E402
 from memory.engine import scorer as scorer_module  # noqa: E402
 from memory.engine.scorer import score  # noqa: E402
 
@@ -94,6 +95,7 @@ def _median_us(fn, rounds: int, inner: int, before=None) -> tuple[float, float]:
 def _clear_caches() -> None:
     scorer_module._judge_one.cache_clear()
     scorer_module._normalise.cache_clear()
+    grounding_module._profile.cache_clear()  # the chunk's turns, prepared once per chunk
 
 
 def run() -> dict[str, dict]:

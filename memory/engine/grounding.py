@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from dataclasses import dataclass
 
 from .text import content_stems, fold, number_tokens, tokens_folded, words
@@ -74,6 +75,13 @@ def proper_nouns(value: str) -> list[str]:
     return found
 
 
+@lru_cache(maxsize=4096)
+def _profile(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(numbers, folded words, content stems) of one source text; a chunk's turns are judged
+    against many values (every op of the chunk, every sample of a training prompt)."""
+    return frozenset(number_tokens(text)), frozenset(tokens_folded([text])), frozenset(content_stems(text))
+
+
 def check_grounding(
     value: str,
     sources: Sequence[str],
@@ -83,10 +91,11 @@ def check_grounding(
 ) -> Grounding:
     """Judge ``value`` against ``sources`` (+ ``old_value``); see the module docstring."""
     texts = [s for s in sources if s] + ([old_value] if old_value else [])
-    source_numbers = set().union(*(number_tokens(t) for t in texts)) if texts else set()
+    profiles = [_profile(t) for t in texts]
+    source_numbers = set().union(*(p[0] for p in profiles))
     missing_numbers = tuple(sorted(n for n in number_tokens(value) if n not in source_numbers))
 
-    source_words = tokens_folded(texts)
+    source_words = set().union(*(p[1] for p in profiles))
     missing_names = []
     for name in proper_nouns(value):
         f = fold(name)
@@ -95,7 +104,7 @@ def check_grounding(
             missing_names.append(name)
 
     value_stems = content_stems(value)
-    source_stems = set().union(*(content_stems(t) for t in texts)) if texts else set()
+    source_stems = set().union(*(p[2] for p in profiles))
     if value_stems:
         missing_words = tuple(sorted(value_stems - source_stems))
         support = 1 - len(missing_words) / len(value_stems)
