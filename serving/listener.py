@@ -126,7 +126,7 @@ class MemListener:
         """(ops, parse errors) of the raw model text, keeping complete ops before a cut-off."""
         if prompt.pointing is not None:
             ops, errors = PointingStep.ops(text, prompt.pointing, tree)
-            if not ops and errors:
+            if not ops and errors and errors[0]["message"].startswith("not JSON"):
                 items = salvage_items(text)
                 if items is not None:
                     ops, more = PointingStep.ops(json.dumps({"ops": items}), prompt.pointing, tree)

@@ -74,7 +74,9 @@ def op_list_schema(schema: Schema, *, max_ops: int = MAX_OPS) -> dict[str, Any]:
 @functools.lru_cache(maxsize=256)
 def pointer_list_schema(n_sentences: int, n_leaves: int, *, max_ops: int = MAX_OPS, max_len: int = 160):
     """The pointing prompt's output: ops that name a sentence id and a candidate-leaf id of this
-    chunk only (integer enums), so a constrained engine cannot point outside the chunk."""
+    chunk only (integer enums), so a constrained engine cannot point outside the chunk.
+    Property order matters: grammar-constrained engines emit properties in schema order, and
+    ``op`` comes first in every variant, as models write it."""
     sentence = {"type": "integer", "enum": list(range(1, n_sentences + 1))}
     leaf = {"type": "integer", "enum": list(range(1, n_leaves + 1))}
     write = {

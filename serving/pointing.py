@@ -26,8 +26,11 @@ from memory.engine.candidates import (
     Candidates,
     CandidateSettings,
     UserSentence,
+    is_retraction,
     is_self_disclosure,
     leaf_text,
+    lexical_bonus,
+    retraction_targets,
     select_candidates,
     user_sentences,
 )
@@ -47,7 +50,8 @@ class PointingContext:
 
 
 class LeafIndex:
-    """Leaf vectors per (schema id, version), computed once; sentence x leaf cosine scores."""
+    """Leaf vectors per (schema id, version), computed once; sentence x leaf scores: cosine plus
+    a small bonus when the sentence names the leaf outright (``lexical_bonus``)."""
 
     def __init__(self, embed: Embed) -> None:
         self._embed = embed
@@ -68,7 +72,11 @@ class LeafIndex:
         if not texts:
             return paths, []
         vectors = self._embed(list(texts))
-        return paths, (vectors @ leaf_vectors.T).tolist()
+        cosine = (vectors @ leaf_vectors.T).tolist()
+        bonus = [lexical_bonus(t, paths) for t in texts]
+        return paths, [
+            [c + b for c, b in zip(row, extra, strict=True)] for row, extra in zip(cosine, bonus, strict=True)
+        ]
 
 
 def default_embed(kind: str = "minilm", path: str = "") -> Embed:
@@ -90,14 +98,16 @@ class PointingStep:
     def prepare(self, schema: Schema, tree: Tree, turns: Sequence[dict]) -> PointingContext:
         sentences = tuple(user_sentences(turns))
         budgets = {leaf.path: leaf.budget for leaf in schema.leaves}
-        eligible = [is_self_disclosure(s.text) for s in sentences]
+        eligible = [is_self_disclosure(s.text) or is_retraction(s.text) for s in sentences]
         if not any(eligible):
             reason = "no user sentence states a fact about the user" if sentences else "no user turn"
             return PointingContext(sentences, Candidates((), {}), budgets, f"no model call: {reason}")
         paths, scores = self.index.scores(schema, [s.text for s in sentences])
+        snapshot = tree.to_dict()
         candidates = select_candidates(
-            sentences, paths, scores, tree.to_dict(), self.settings, eligible=eligible
-        )
+            sentences, paths, scores, snapshot, self.settings, eligible=eligible,
+            extra=retraction_targets(sentences, snapshot),
+        )  # fmt: skip
         skip = ""
         if candidates.empty:
             skip = f"no model call: no candidate leaf scored >= {self.settings.threshold:.2f}"

@@ -105,6 +105,22 @@ is no longer true, or asks to forget it.
 requests, small talk, passing moods).
 Facts come from the user's sentences only. One operation per slot. Reply with JSON only: \
 {"ops": [...]}.
+
+Example.
+User sentences:
+1. Hi there!
+2. I work as a nurse at the city hospital.
+3. My sister Ana just had a baby.
+4. Can you find me a recipe?
+
+Slots:
+1. identity/occupation/current_role -- now: (empty)
+2. identity/family/siblings -- now: brother Tom, lives in Oslo
+3. behaviour/food/cooking -- now: (empty)
+
+Answer:
+{"ops": [{"op": "ADD", "sentence": 2, "leaf": 1, "value": "nurse at the city hospital"}, \
+{"op": "UPDATE", "sentence": 3, "leaf": 2, "value": "sister Ana just had a baby"}]}
 """
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .text import STOPWORDS, content_stems, fold, split_sentences, words
 
@@ -33,6 +33,7 @@ __all__ = [
     "is_self_disclosure",
     "is_retraction",
     "select_candidates",
+    "retraction_targets",
 ]
 
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're",
@@ -64,6 +65,8 @@ class Candidate:
 class Candidates:
     leaves: tuple[Candidate, ...]
     best_leaf: Mapping[int, tuple[str, float]]  # sentence id -> (path, score) of its best passing leaf
+    # sentence id -> its passing leaves, best first (at most ``per_sentence``)
+    ranked: Mapping[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -101,14 +104,30 @@ def is_self_disclosure(text: str) -> bool:
     if not stripped or stripped.endswith("?") or _REQUEST.search(stripped):
         return False
     tokens = [fold(w) for w in words(stripped)]
-    if not any(t in FIRST_PERSON for t in tokens):
+    if not tokens:
+        return False
+    if not any(t in FIRST_PERSON for t in tokens) and not _elided_subject(tokens):
         return False
     return len(content_stems(stripped)) >= 1
 
 
+_ELIDED_VERBS = frozenset(
+    "been started got went had just finally gonna going trying working thinking feeling lost made took "
+    "bought found tried finished joined learned learnt moved visited met spent love loved hate need want "
+    "planning hoping looking getting taking doing having".split()
+)
+
+
+def _elided_subject(tokens: list[str]) -> bool:
+    """A chat statement with the "I" left out: "Started hitting the gym last week"."""
+    first = tokens[0]
+    return first in _ELIDED_VERBS or (first.endswith("ed") and len(first) > 4 and first not in STOPWORDS)
+
+
 def is_retraction(text: str) -> bool:
-    """The sentence takes something back: "forget that...", "no longer", "that plan is off"."""
-    return bool(_RETRACTION.search(text))
+    """A statement that takes something back: "forget that...", "no longer", "that plan is off"
+    (a request to forget counts; a question does not)."""
+    return not text.strip().endswith("?") and bool(_RETRACTION.search(text))
 
 
 def select_candidates(
@@ -119,12 +138,15 @@ def select_candidates(
     settings: CandidateSettings = CandidateSettings(),
     *,
     eligible: Sequence[bool] | None = None,
+    extra: Sequence[str] = (),
 ) -> Candidates:
     """Candidates from ``scores[i][j]`` = similarity of sentence ``i`` and leaf ``paths[j]``.
 
-    ``eligible[i]`` (default all) says which sentences may nominate leaves."""
+    ``eligible[i]`` (default all) says which sentences may nominate leaves; ``extra`` paths (e.g.
+    :func:`retraction_targets`) are always candidates."""
     best_per_leaf: dict[str, float] = {}
     best_leaf: dict[int, tuple[str, float]] = {}
+    ranked_leaves: dict[int, list[tuple[str, float]]] = {}
     for i, sentence in enumerate(sentences):
         if eligible is not None and not eligible[i]:
             continue
@@ -135,6 +157,7 @@ def select_candidates(
                 break
             if rank == 0:
                 best_leaf[sentence.id] = (paths[j], float(row[j]))
+            ranked_leaves.setdefault(sentence.id, []).append((paths[j], float(row[j])))
             best_per_leaf[paths[j]] = max(best_per_leaf.get(paths[j], -1.0), float(row[j]))
     chosen = sorted(best_per_leaf.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.k]
     chosen_paths = {p for p, _ in chosen}
@@ -145,11 +168,18 @@ def select_candidates(
                 if score >= settings.filled_threshold:
                     chosen.append((path, score))
                     chosen_paths.add(path)
+    for path in extra:
+        if path not in chosen_paths and path in paths:
+            j = list(paths).index(path)
+            chosen.append((path, max((float(scores[i][j]) for i in range(len(sentences))), default=0.0)))
+            chosen_paths.add(path)
     chosen.sort(key=lambda kv: (-kv[1], kv[0]))
     leaves = tuple(
         Candidate(n, path, round(score, 4), tree.get(path)) for n, (path, score) in enumerate(chosen, 1)
     )
-    return Candidates(leaves, best_leaf)
+    kept = {c.path for c in leaves}
+    ranked = {sid: tuple(pl for pl in pls if pl[0] in kept) for sid, pls in ranked_leaves.items()}
+    return Candidates(leaves, best_leaf, ranked)
 
 
 def leaf_text(path: str, description: str) -> str:
@@ -161,3 +191,32 @@ def salient(text: str) -> set[str]:
     """Content stems without retraction words, for matching a retraction to a stored clause."""
     noise = {"forget", "mention", "plan", "off", "anymore", "longer", "stop", "quit", "please", "that"}
     return {s for s in content_stems(text) if s not in noise and s not in STOPWORDS}
+
+
+def retraction_targets(sentences: Sequence[UserSentence], tree: Mapping[str, str]) -> list[str]:
+    """Filled leaves whose value shares a salient word with a retraction sentence of the chunk
+    ("forget the half marathon" -> the leaf that mentions it), so a DELETE can name them."""
+    out: list[str] = []
+    for sentence in sentences:
+        if not is_retraction(sentence.text):
+            continue
+        names = salient(sentence.text)
+        for path, value in tree.items():
+            if path not in out and names & content_stems(value):
+                out.append(path)
+    return out
+
+
+LEXICAL_BONUS = 0.2
+
+
+def path_stems(path: str) -> frozenset[str]:
+    """Stems of a leaf's own name ("identity/relationships/partner" -> partner; ".../screen_time" ->
+    screen, tim): a sentence that names the slot outright is a strong sign it belongs there."""
+    return frozenset(content_stems(path.rsplit("/", 1)[-1].replace("_", " ")))
+
+
+def lexical_bonus(sentence: str, paths: Sequence[str]) -> list[float]:
+    """Per leaf, ``LEXICAL_BONUS`` when the sentence holds every stem of the leaf's name, else 0."""
+    stems = content_stems(sentence)
+    return [LEXICAL_BONUS if (names := path_stems(p)) and names <= stems else 0.0 for p in paths]

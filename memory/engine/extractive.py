@@ -7,7 +7,10 @@ For one chunk it writes pointer items (:mod:`memory.engine.pointing`) by rule:
 - a retraction ("please forget the half marathon", "I no longer ...") names the filled candidate
   leaf whose value shares the most salient words with it, as a DELETE (the pointer mapping then
   removes just the named clauses);
-- one item per leaf: when several sentences pick one leaf, the best-scoring sentence wins;
+- the clause goes to the sentence's best candidate leaf that is still free in this chunk and has
+  room for it without dropping an older clause; when none has room, to its best free leaf (whose
+  oldest clause then goes): one item per leaf, so facts spread over the fitting leaves instead of
+  pushing each other out;
 - nothing self-disclosing: ``NO_OP``.
 
 It is deterministic, takes milliseconds, and every value it writes is a trimmed copy of the
@@ -16,13 +19,36 @@ user's words, so it is grounded by construction.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from .candidates import Candidates, UserSentence, is_retraction, is_self_disclosure, salient
-from .clauses import third_person, trim
+from .clauses import SEPARATOR, clauses_of, merge_clauses, third_person, trim
 from .text import content_stems
 
-__all__ = ["extractive_pointers"]
+__all__ = ["extractive_pointers", "split_facts"]
+
+# A sentence that talks to the other person ("your support means a lot") is about them, not a fact
+# of the subject's own (measured: dropping these raised precision at equal coverage).
+_ADDRESSED = re.compile(r"\b(you|your|you're|yours|you've|you'll)\b", re.IGNORECASE)
+_FACT_BREAK = re.compile(
+    r",\s+(?:and|but|so|because|since|which|while)\s+|\s+-\s+|;\s+|,\s+(?=I\b|I'm\b|I've\b|my\b)"
+)
+
+
+def split_facts(text: str) -> list[str]:
+    """One sentence cut into the facts it strings together ("Lost my job, so I'm starting a
+    business" -> two); pieces too short to stand alone stay with the one before."""
+    pieces: list[str] = []
+    for raw in _FACT_BREAK.split(text):
+        piece = raw.strip(" ,")
+        if not piece:
+            continue
+        if pieces and len(content_stems(piece)) < 2:
+            pieces[-1] = f"{pieces[-1]}, {piece}"
+        else:
+            pieces.append(piece)
+    return pieces or [text]
 
 
 def extractive_pointers(
@@ -30,14 +56,15 @@ def extractive_pointers(
     candidates: Candidates,
     budgets: Mapping[str, int],
     *,
-    min_words: int = 2,
+    min_words: int = 3,
+    addressed: bool = True,
+    split: bool = False,
 ) -> list[dict]:
     """Pointer items for one chunk (see the module docstring)."""
     ids = {c.path: c.id for c in candidates.leaves}
+    values = {c.path: c.value for c in candidates.leaves if c.value is not None}
     chosen: dict[str, tuple[float, dict]] = {}
     for sentence in sentences:
-        if not is_self_disclosure(sentence.text):
-            continue
         if is_retraction(sentence.text):
             names = salient(sentence.text)
             scored = [
@@ -51,15 +78,37 @@ def extractive_pointers(
                 item = {"op": "DELETE", "sentence": sentence.id, "leaf": leaf.id, "value": None}
                 chosen[leaf.path] = (float("inf"), item)
                 continue
-        best = candidates.best_leaf.get(sentence.id)
-        if best is None or best[0] not in ids:
+        if not is_self_disclosure(sentence.text) or (addressed and _ADDRESSED.search(sentence.text)):
             continue
-        path, score = best
-        clause = trim(third_person(sentence.text), budgets.get(path, 80))
-        if len(content_stems(clause)) < min_words:
-            continue
-        if path in chosen and chosen[path][0] >= score:
-            continue
-        chosen[path] = (score, {"op": "ADD", "sentence": sentence.id, "leaf": ids[path], "value": clause})
+        ranked = candidates.ranked.get(sentence.id) or (
+            (candidates.best_leaf[sentence.id],) if sentence.id in candidates.best_leaf else ()
+        )
+        for piece in split_facts(sentence.text) if split else [sentence.text]:
+            placed = _place(piece, ranked, ids, budgets, values, chosen, min_words)
+            if placed is None:
+                continue
+            path, score, clause = placed
+            item = {"op": "ADD", "sentence": sentence.id, "leaf": ids[path], "value": clause}
+            chosen[path] = (score, item)
+            values[path] = merge_clauses(values.get(path), clause, budgets.get(path, 80))
     items = [item for _, item in sorted(chosen.values(), key=lambda t: t[1]["sentence"])]
     return items or [{"op": "NO_OP", "sentence": None, "leaf": None, "value": None}]
+
+
+def _place(text, ranked, ids, budgets, values, chosen, min_words):
+    """(path, score, clause) for one sentence: its best leaf that is free in this chunk and keeps
+    every clause it holds; else its best free leaf (the oldest clause then goes); None if none."""
+    fallback = None
+    for path, score in ranked:
+        if path not in ids or path in chosen:
+            continue
+        budget = budgets.get(path, 80)
+        clause = trim(third_person(text), budget)
+        if len(content_stems(clause)) < min_words:
+            return None
+        held = clauses_of(values.get(path))
+        if len(SEPARATOR.join([*held, clause])) <= budget:
+            return path, score, clause
+        if fallback is None:
+            fallback = (path, score, clause)
+    return fallback

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .text import content_stems, fold, number_tokens, tokens_folded, words
 

@@ -8,7 +8,8 @@ numbered user sentence and a numbered candidate leaf of this chunk::
 :func:`ops_from_pointers` turns the items into :class:`~memory.engine.ops.Op` values:
 
 - ``leaf`` -> the candidate's path, ``sentence`` -> the sentence text, carried as ``Op.source``
-  (so the gate's grounding check and the audit log see the user's words);
+  (so the gate's grounding check and the audit log see the user's words); when the cited
+  sentence does not support the value but another sentence of the chunk does, that one is cited;
 - ADD/UPDATE: the value is merged into the leaf's current value by
   :func:`memory.engine.clauses.merge_clauses` (a write on an empty leaf is an ADD, on a filled
   one an UPDATE, whatever the model called it); a merge that changes nothing stays an UPDATE to
@@ -27,6 +28,7 @@ from typing import Any
 from .candidates import Candidates, UserSentence
 from .clauses import merge_clauses, retract
 from .gate import normalise_value
+from .grounding import check_grounding
 from .ops import Op, OpType
 
 __all__ = ["PointerError", "ops_from_pointers"]
@@ -97,7 +99,17 @@ def ops_from_pointers(
         if not isinstance(value, str) or not normalise_value(value):
             errors.append(PointerError(repr(dict(raw))[:200], "ADD/UPDATE needs a non-empty string value"))
             continue
-        merged = merge_clauses(old, normalise_value(value), budgets.get(leaf.path, 80))
+        value = normalise_value(value)
+        merged = merge_clauses(old, value, budgets.get(leaf.path, 80))
         op_type = OpType.UPDATE if old is not None else OpType.ADD
-        ops.append(Op(op_type, leaf.path, merged, source=sentence.text))
+        ops.append(Op(op_type, leaf.path, merged, source=_supporting(value, sentence, sentences).text))
     return ops, errors
+
+
+def _supporting(value: str, cited: UserSentence, sentences: Sequence[UserSentence]) -> UserSentence:
+    """The cited sentence when it supports ``value``; else the chunk's sentence that does (small
+    models cite the sentence next to the right one); else the cited one (the gate then rejects)."""
+    if check_grounding(value, [cited.text]).ok:
+        return cited
+    best = max(sentences, key=lambda s: check_grounding(value, [s.text]).support, default=cited)
+    return best if check_grounding(value, [best.text]).ok else cited

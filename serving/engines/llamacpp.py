@@ -9,9 +9,11 @@ common prefix, so the static prefix (rules + schema) is computed once per proces
 
 from __future__ import annotations
 
+import atexit
 import json
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,12 @@ def load_llama(*, extra_buffer_types: bool = False, **kwargs: Any):
             return Llama(**kwargs)
         finally:
             lib.llama_model_default_params = original
+
+
+def _close_at_exit(ref) -> None:
+    engine = ref()
+    if engine is not None:
+        engine.close()
 
 
 # llama-cpp-python chat formats that silently drop a system message (Gemma has no system role).
@@ -97,13 +105,20 @@ class LlamaCppEngine:
         if prompt_cache_dir:
             from llama_cpp import LlamaDiskCache
 
-            self._llm.set_cache(LlamaDiskCache(cache_dir=str(prompt_cache_dir), capacity_bytes=2 << 30))
+            # One directory per model file: the cache is keyed by tokens only, and two models with one
+            # tokenizer (Qwen 0.5B / 1.5B) would load each other's KV state ("Failed to set llama state").
+            cache_dir = Path(prompt_cache_dir) / f"{path.stem}-{path.stat().st_size}"
+            self._llm.set_cache(LlamaDiskCache(cache_dir=str(cache_dir), capacity_bytes=2 << 30))
         self.chat_format = chat_format
         self.model_id = model_id or path.stem
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._grammars: dict[str, Any] = {}
         self._lock = threading.Lock()
+        # Free llama.cpp's sampler and context before the interpreter tears modules down: left to the
+        # garbage collector at exit, llama-cpp-python's destructors print
+        # "TypeError: 'NoneType' object is not callable".
+        atexit.register(_close_at_exit, weakref.ref(self))
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> LlamaCppEngine:
@@ -133,7 +148,10 @@ class LlamaCppEngine:
 
         key = json.dumps(json_schema, sort_keys=True)
         if key not in self._grammars:
-            self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            # Built from the schema as written, not from the sorted cache key: the grammar emits
+            # properties in schema order, and sorted keys ("leaf" before "op") left the pointing
+            # schema's write ops unreachable for a model that starts with "op" (it wrote only NO_OP).
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
         return self._grammars[key]
 
     def _one(self, prompt: Prompt, grammar) -> Generation:
