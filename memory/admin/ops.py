@@ -68,6 +68,7 @@ class OpRecordAdmin(admin.ModelAdmin):
         "path",
         "short_old",
         "short_new",
+        "short_source",
         "status",
         "reason_code",
         "actor",
@@ -75,7 +76,7 @@ class OpRecordAdmin(admin.ModelAdmin):
         "chunk_id",
     )
     list_filter = ("status", "reason_code", "op_type", "actor_kind", "model_id", "subject__tenant")
-    search_fields = ("path", "actor_name", "model_id", "subject__external_id")
+    search_fields = ("path", "actor_name", "model_id", "subject__external_id", "source_text")
     list_select_related = ("subject", "subject__tenant", "version")
     readonly_fields = [f.name for f in OpRecord._meta.fields]
     actions = [approve_ops, decline_ops]
@@ -89,6 +90,10 @@ class OpRecordAdmin(admin.ModelAdmin):
     @admin.display(description="new")
     def short_new(self, obj):
         return _short(obj.new_value)
+
+    @admin.display(description="from the user's words")
+    def short_source(self, obj):
+        return _short(obj.source_text) if obj.source_text else ""
 
     @admin.display(description="actor")
     def actor(self, obj):

@@ -216,7 +216,19 @@ def path_stems(path: str) -> frozenset[str]:
     return frozenset(content_stems(path.rsplit("/", 1)[-1].replace("_", " ")))
 
 
+_INTRODUCTION = re.compile(
+    r"^(?:\W*\w+[!,.]\s+)?(?:i'm|i am|my name is|call me)\s+[A-Z][\w'-]*[.!]?$", re.IGNORECASE
+)
+
+
 def lexical_bonus(sentence: str, paths: Sequence[str]) -> list[float]:
-    """Per leaf, ``LEXICAL_BONUS`` when the sentence holds every stem of the leaf's name, else 0."""
+    """Per leaf, ``LEXICAL_BONUS`` when the sentence holds every stem of the leaf's name, else 0;
+    a self-introduction ("I'm Maya.", "my name is Jon") goes to the name leaf."""
     stems = content_stems(sentence)
-    return [LEXICAL_BONUS if (names := path_stems(p)) and names <= stems else 0.0 for p in paths]
+    intro = bool(_INTRODUCTION.match(sentence.strip())) and sentence.strip().split()[-1][:1].isupper()
+    return [
+        2 * LEXICAL_BONUS if intro and p.endswith("/full_name")
+        else LEXICAL_BONUS if (names := path_stems(p)) and names <= stems
+        else 0.0
+        for p in paths
+    ]  # fmt: skip

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 
 from .candidates import Candidates, UserSentence, is_retraction, is_self_disclosure, salient
 from .clauses import SEPARATOR, clauses_of, merge_clauses, third_person, trim
-from .text import content_stems
+from .grounding import proper_nouns
+from .text import content_stems, number_tokens
 
 __all__ = ["extractive_pointers", "split_facts"]
 
@@ -104,7 +105,7 @@ def _place(text, ranked, ids, budgets, values, chosen, min_words):
             continue
         budget = budgets.get(path, 80)
         clause = trim(third_person(text), budget)
-        if len(content_stems(clause)) < min_words:
+        if _weight(clause) < min_words:
             return None
         held = clauses_of(values.get(path))
         if len(SEPARATOR.join([*held, clause])) <= budget:
@@ -112,3 +113,14 @@ def _place(text, ranked, ids, budgets, values, chosen, min_words):
         if fallback is None:
             fallback = (path, score, clause)
     return fallback
+
+
+def _weight(clause: str) -> int:
+    """Content words plus numbers and names: "Has been vegetarian for ten years" weighs 3, and a
+    self-introduction ("Maya") counts as a whole fact."""
+    names = proper_nouns(clause) or ([clause] if clause[:1].isupper() and " " not in clause.strip() else [])
+    return (
+        len(content_stems(clause))
+        + len(number_tokens(clause))
+        + (3 if names and len(clause.split()) <= 3 else 0)
+    )

@@ -225,3 +225,24 @@ def test_extractive_pointers_one_per_leaf_and_no_op():
     assert items == [{"op": "ADD", "sentence": 1, "leaf": 1, "value": "Runs every morning"}]
     empty = select_candidates(sentences, ["x/y/z"], [[0.0], [0.0], [0.0]], {}, CandidateSettings())
     assert extractive_pointers(sentences, empty, {})[0]["op"] == "NO_OP"
+
+
+def test_lexical_bonus_names_and_introductions():
+    from memory.engine.candidates import LEXICAL_BONUS, lexical_bonus
+
+    paths = [
+        "identity/relationships/partner",
+        "identity/relationships/partner_history",
+        "identity/name/full_name",
+    ]
+    assert lexical_bonus("I'll go with my partner Tomás.", paths) == [LEXICAL_BONUS, 0.0, 0.0]
+    assert lexical_bonus("Hi! I'm Maya.", paths)[2] > LEXICAL_BONUS
+    assert lexical_bonus("I'm tired.", paths) == [0.0, 0.0, 0.0]
+
+
+def test_extractive_keeps_numbers_and_names_as_weight():
+    from memory.engine.extractive import _weight
+
+    assert _weight("Has been vegetarian for ten years") >= 3
+    assert _weight("Maya") >= 3
+    assert _weight("Loves it") < 3

@@ -110,8 +110,11 @@ class Command(BaseCommand):
         status = self.check_response(self.client.get(f"{self.base}/ingest"), 200)
         self.say(f"Final tree (version {subject.head_version}, as the API returns it to a read key)")
         tree = self.check_response(self.client.get(f"{self.base}/tree"), 200)
+        sources = leaf_sources(subject)
         for path, value in tree["tree"].items():
             self.stdout.write(f"  {path}: {value}")
+            for sentence in sources.get(path, []):
+                self.stdout.write(f'      <- "{sentence}"')
         self.stdout.write(f"ingest status: {json.dumps(status.get('chunks', status))}")
 
     def post_batch(self, batch, tenant, external_id, last_op) -> int:
@@ -126,7 +129,9 @@ class Command(BaseCommand):
             "   the MemListener writes ops for it now (a few seconds to a minute per chunk on CPU)..."
         )
         self.stdout.flush()
-        body = self.check_response(self.client.post(f"{self.base}/messages", {"messages": batch}), 202)
+        # The previous demo run's subject was erased above; re-creating an erased subject must be asked for.
+        payload = {"messages": batch, "recreate_erased": True}
+        body = self.check_response(self.client.post(f"{self.base}/messages", payload), 202)
         self.wait_idle()
         self.stdout.write(
             f"   {len(body['accepted'])} accepted, {body['chunks_created']} chunk(s) closed, cursor {body['cursor']}"
@@ -145,8 +150,12 @@ class Command(BaseCommand):
             line = f"   [{where}] {r.status:<14} {r.op_type}({r.path or ''}{',' + value if value else ''})"
             if r.status == "rejected":
                 line += f"  <- {r.reason_code}: {r.detail}"
+            elif r.op_type == "NO_OP" and r.detail:
+                line += f"  ({r.detail})"
             style = self.style.ERROR if r.status == "rejected" else self.style.SUCCESS
             self.stdout.write(style(line))
+            if r.source_text:
+                self.stdout.write(f'        from the user\'s words: "{r.source_text}"')
         if not records:
             self.stdout.write("   (no chunk closed yet)")
         self.stdout.write(f"   took {seconds:.1f} s")
@@ -230,8 +239,25 @@ class Api:
         return r.status_code, r.json()
 
 
+def leaf_sources(subject: Subject) -> dict[str, list[str]]:
+    """Per leaf, the user sentences behind its current value: the applied ops since the leaf was
+    last emptied, oldest first (each value is traceable to the user's words)."""
+    out: dict[str, list[str]] = {}
+    records = OpRecord.objects.filter(subject=subject, status__in=["applied", "approved"]).order_by("pk")
+    for r in records.only("path", "op_type", "source_text"):
+        if r.op_type == "DELETE":
+            out.pop(r.path, None)
+        elif r.source_text and r.source_text not in out.get(r.path, []):
+            out.setdefault(r.path, []).append(r.source_text)
+    return out
+
+
 def describe_backend(cfg: dict) -> str:
     backend = cfg["MEMLISTENER_BACKEND"]
+    if backend == "extractive":
+        return (
+            "extractive listener (no language model: each self-disclosing user sentence into its best leaf)"
+        )
     if backend == "local":
         return f"llama.cpp in process, model {cfg['LOCAL_MODEL_PATH']}"
     if backend == "standin":
