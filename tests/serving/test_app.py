@@ -99,3 +99,14 @@ def test_serve_config_files_validate(name):
     assert app["import_path"] == "serving.app:build_app"
     AppConfig.model_validate(app["args"])
     build_app(app["args"])  # builds the bound application without starting anything
+
+
+def test_the_app_builds_its_listener_with_the_yaml_settings():
+    """One factory for every path: max_ops (validated in the YAML) reaches the Ray app's listener."""
+    dep = _deployment(AppConfig(engine=EngineConfig(kind="standin", max_ops=4), lenient_gate=True))
+    asyncio.run(dep.start())
+    assert dep._listener.max_ops == 4 and dep._listener.policy.lenient and dep._listener.policy.grounding
+    assert dep._listener.pointing is None  # the stand-in emits full-enum JSON
+    dep = _deployment(AppConfig(engine=EngineConfig(kind="extractive", candidate_k=5)))
+    asyncio.run(dep.start())
+    assert dep._listener.pointing.settings.k == 5

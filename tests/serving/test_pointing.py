@@ -200,3 +200,12 @@ def test_llamacpp_grammar_keeps_schema_property_order(monkeypatch):
     assert seen[0].index('"op"') < seen[0].index(
         '"leaf"'
     )  # sorted keys put "leaf" first: write ops unreachable
+
+
+def test_extractive_needs_the_pointing_mode():
+    from serving.config import EngineConfig
+    from serving.listener import build_listener
+
+    with pytest.raises(ValueError, match="pointing"):
+        build_listener(EngineConfig(kind="extractive", prompt_mode="full_enum"))
+    assert build_listener(EngineConfig(kind="standin", prompt_mode="pointing")).pointing is not None
