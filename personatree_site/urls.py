@@ -2,7 +2,14 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from personatree_site.ops import views as ops
+
 urlpatterns = [
+    # Operations (no auth, no throttle). OpsMiddleware answers these paths first, before the HTTPS
+    # redirect and the host check; the routes keep them reversible and served without it.
+    path("healthz", ops.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("metrics", ops.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("v1/", include("memory.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),

@@ -52,6 +52,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: answers /healthz, /readyz, /metrics before the HTTPS redirect and the host check
+    # (probes call by pod IP over HTTP), and times every other request (docs/DEPLOY.md, "Operations").
+    "personatree_site.ops.middleware.OpsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -223,6 +226,12 @@ PERSONATREE = {
     # Governance defaults (a tenant's policy overrides them).
     "REVIEW_SPECIAL_TIER": env.bool("PERSONATREE_REVIEW_SPECIAL_TIER", default=True),
     "REVIEW_MASS_DELETE_OVER": env.int("PERSONATREE_REVIEW_MASS_DELETE_OVER", default=3),
+    # Operations (personatree_site/ops, docs/DEPLOY.md "Operations"): /metrics is off unless enabled
+    # (local.py turns it on); with a token set it also needs `Authorization: Bearer <token>`.
+    "METRICS_ENABLED": env.bool("PERSONATREE_METRICS_ENABLED", default=False),
+    "METRICS_TOKEN": env.str("PERSONATREE_METRICS_TOKEN", default=""),
+    # Per-check timeout of /readyz's network checks (broker, Milvus, Ray Serve), run side by side.
+    "READYZ_TIMEOUT_S": env.float("PERSONATREE_READYZ_TIMEOUT_S", default=1.0),
 }
 
 LOGGING = {

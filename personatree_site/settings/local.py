@@ -1,7 +1,9 @@
 """Embedded default for a laptop or `make demo`: SQLite, eager Celery, Milvus Lite on a file."""
 
 from .base import *  # noqa: F401,F403
-from .base import DATA_DIR, env
+from .base import DATA_DIR, PERSONATREE, env
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
 DATA_DIR.mkdir(parents=True, exist_ok=True)
+# /metrics is on for local/dev runs (off by default elsewhere; docs/DEPLOY.md, "Operations").
+PERSONATREE["METRICS_ENABLED"] = env.bool("PERSONATREE_METRICS_ENABLED", default=True)

@@ -1,0 +1,33 @@
+"""First middleware of the chain: answers the ops paths, times everything else.
+
+The ops paths (``/healthz``, ``/readyz``, ``/metrics``) are answered here, before
+``SecurityMiddleware`` and ``CommonMiddleware``: a Kubernetes or Docker probe calls the pod by IP
+over plain HTTP, which the production settings would otherwise answer with the HTTPS redirect
+(``SECURE_SSL_REDIRECT``) or a 400 (the IP is not in ``ALLOWED_HOSTS``). Nothing on these paths
+builds URLs from the Host header, so skipping those checks for them is safe.
+
+Every other request is counted and timed per route pattern (:mod:`personatree_site.ops.metrics`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from personatree_site.ops import views
+from personatree_site.ops.metrics import record_request
+
+OPS_VIEWS = {"/healthz": views.healthz, "/readyz": views.readyz, "/metrics": views.metrics}
+
+
+class OpsMiddleware:
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        view = OPS_VIEWS.get(request.path_info)
+        if view is not None:
+            return view(request)
+        started = time.perf_counter()
+        response = self.get_response(request)
+        record_request(request, response.status_code, time.perf_counter() - started)
+        return response

@@ -1,0 +1,193 @@
+"""Readiness checks: each returns a :class:`Check` with a status, milliseconds and, on failure,
+a short error *class* (``OperationalError``, ``ConnectError``, ``HTTP 503``, ``route_missing``).
+
+Bodies built from these never carry URLs, host names, passwords or file paths: exception messages
+are dropped on purpose (they routinely include the DSN or the URL), only the class name is kept.
+
+Which checks run follows the settings:
+
+- ``database``: always (``SELECT 1`` on the default connection); required;
+- ``broker``: only when Celery is not eager (``CELERY_TASK_ALWAYS_EAGER`` false); required;
+- ``milvus``: only when evidence indexing is on; *not* required (deep recall falls back to fast
+  mode when the index is down, so the API still serves); never loads the embedder;
+- ``memlistener``: per backend; required. ``extractive``/``standin``/``recorded`` are ready
+  without work, ``ray`` asks the Serve proxy's ``/-/routes`` for the app's route, ``local`` needs
+  the model file, ``openai`` needs a base URL and a model name.
+
+Network checks run concurrently, each bounded by ``PERSONATREE_READYZ_TIMEOUT_S``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from django.conf import settings
+from django.db import connections
+
+IN_PROCESS_BACKENDS = ("extractive", "standin", "recorded")
+KNOWN_BACKENDS = (*IN_PROCESS_BACKENDS, "local", "openai", "ray")
+
+
+class NotReady(Exception):
+    """A check failed without an exception of its own; the message is a short, safe code."""
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # ok | error | skipped
+    required: bool
+    ms: float = 0.0
+    error: str = ""
+    detail: str = ""  # a safe word: the backend name, or why a check was skipped
+
+    def as_dict(self) -> dict:
+        out: dict = {"status": self.status, "required": self.required, "ms": round(self.ms, 2)}
+        if self.error:
+            out["error"] = self.error
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+def _timeout() -> float:
+    return float(settings.PERSONATREE.get("READYZ_TIMEOUT_S", 1.0))
+
+
+def _run(name: str, fn: Callable[[], str], *, required: bool) -> Check:
+    """Run ``fn`` (returns a safe detail word) and time it; an exception becomes its class name."""
+    started = time.perf_counter()
+    try:
+        detail = fn()
+    except NotReady as exc:
+        return Check(name, "error", required, (time.perf_counter() - started) * 1000, str(exc))
+    except Exception as exc:  # noqa: BLE001 - any failure means "not ready"; only the class is reported
+        return Check(name, "error", required, (time.perf_counter() - started) * 1000, type(exc).__name__)
+    return Check(name, "ok", required, (time.perf_counter() - started) * 1000, detail=detail or "")
+
+
+def _skipped(name: str, why: str) -> Check:
+    return Check(name, "skipped", False, detail=why)
+
+
+# --- the checks ---------------------------------------------------------------------------------
+
+
+def database_ping() -> str:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return connections["default"].vendor
+
+
+def broker_ping() -> str:
+    from kombu import Connection
+
+    timeout = _timeout()
+    options = {"socket_timeout": timeout, "socket_connect_timeout": timeout, "max_retries": 0}
+    with Connection(settings.CELERY_BROKER_URL, connect_timeout=timeout, transport_options=options) as conn:
+        conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=timeout)
+    return urlsplit(settings.CELERY_BROKER_URL).scheme
+
+
+def milvus_ping() -> str:
+    pt = settings.PERSONATREE
+    uri = pt["MILVUS_URI"]
+    if "://" not in uri:
+        # Milvus Lite: a file opened by one process at a time; opening it here would start a Lite
+        # server in the web process. Ready when its directory exists and is writable.
+        parent = Path(uri).parent
+        if not parent.is_dir():
+            raise NotReady("lite_dir_missing")
+        return "lite"
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=uri, token=pt.get("MILVUS_TOKEN", ""), timeout=_timeout())
+    try:
+        client.get_server_version()
+    finally:
+        client.close()
+    return "server"
+
+
+def _serve_routes_url(url: str) -> tuple[str, str]:
+    """The Serve proxy's ``/-/routes`` URL and the app's route prefix, from the MemListener URL."""
+    parts = urlsplit(url)
+    route = parts.path.rstrip("/") or "/"
+    return urlunsplit((parts.scheme, parts.netloc, "/-/routes", "", "")), route
+
+
+def memlistener_ping() -> str:
+    pt = settings.PERSONATREE
+    backend = pt.get("MEMLISTENER_BACKEND", "local")
+    if backend in IN_PROCESS_BACKENDS:
+        return backend
+    if backend == "local":
+        if not Path(pt.get("LOCAL_MODEL_PATH", "")).is_file():
+            raise NotReady("model_file_missing")
+        return backend
+    if backend == "openai":
+        if not (pt.get("OPENAI_BASE_URL") and pt.get("OPENAI_MODEL")):
+            raise NotReady("not_configured")
+        return backend
+    if backend == "ray":
+        import httpx
+
+        routes_url, route = _serve_routes_url(pt.get("MEMLISTENER_URL", ""))
+        resp = httpx.get(routes_url, timeout=_timeout())
+        if resp.status_code != 200:
+            raise NotReady(f"HTTP {resp.status_code}")
+        try:
+            routes = resp.json()
+        except ValueError as exc:
+            raise NotReady("bad_reply") from exc
+        if not isinstance(routes, dict) or route not in routes:
+            raise NotReady("route_missing")
+        return backend
+    raise NotReady("unknown_backend")
+
+
+# --- all of them ----------------------------------------------------------------------------------
+
+
+def run_checks() -> list[Check]:
+    """Every check, in a fixed order: database, broker, milvus, memlistener."""
+    pt = settings.PERSONATREE
+    backend = str(pt.get("MEMLISTENER_BACKEND", "local"))
+    backend = backend if backend in KNOWN_BACKENDS else "unknown"
+    remote: dict[str, tuple[Callable[[], str], bool]] = {}
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        remote["broker"] = (broker_ping, True)
+    if pt.get("EVIDENCE_INDEXING", False):
+        remote["milvus"] = (milvus_ping, False)
+    remote["memlistener"] = (memlistener_ping, True)
+
+    # The network checks run side by side; the database check stays on this thread (its connection).
+    with ThreadPoolExecutor(max_workers=len(remote), thread_name_prefix="readyz") as pool:
+        futures = {name: pool.submit(_run, name, fn, required=req) for name, (fn, req) in remote.items()}
+        database = _run("database", database_ping, required=True)
+        done = {name: f.result() for name, f in futures.items()}
+
+    checks = [database]
+    checks.append(done.get("broker") or _skipped("broker", "eager"))
+    checks.append(done.get("milvus") or _skipped("milvus", "indexing_off"))
+    memlistener = done["memlistener"]
+    if memlistener.status == "error":
+        memlistener = Check(
+            memlistener.name, "error", True, memlistener.ms, memlistener.error, detail=backend
+        )
+    checks.append(memlistener)
+    return checks
+
+
+def readiness() -> tuple[bool, dict]:
+    """``(ready, body)``: ready when every required check passed."""
+    checks = run_checks()
+    ready = all(c.status != "error" for c in checks if c.required)
+    body = {"status": "ok" if ready else "unavailable", "checks": {c.name: c.as_dict() for c in checks}}
+    return ready, body

@@ -1,0 +1,73 @@
+"""``/healthz``, ``/readyz`` and ``/metrics``: plain Django views, JSON errors in the API's shape.
+
+No API key and no DRF throttle applies to them (they are not DRF views, and
+:class:`~personatree_site.ops.middleware.OpsMiddleware` answers them before the rest of the
+middleware chain). ``/metrics`` has its own guard: ``PERSONATREE_METRICS_ENABLED`` and, when set,
+the bearer token ``PERSONATREE_METRICS_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+
+from personatree_site.ops import metrics as ops_metrics
+from personatree_site.ops.readiness import readiness
+
+_ALLOWED = ("GET", "HEAD")
+
+
+def _error(code: str, message: str, status: int) -> JsonResponse:
+    return _no_store(JsonResponse({"error": {"code": code, "message": message}}, status=status))
+
+
+def _no_store(response: HttpResponse) -> HttpResponse:
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _method_not_allowed() -> JsonResponse:
+    response = _error("method_not_allowed", "Only GET and HEAD are allowed here.", 405)
+    response["Allow"] = ", ".join(_ALLOWED)
+    return response
+
+
+def healthz(request) -> HttpResponse:
+    """Liveness: the process answers. Touches no database and no service."""
+    if request.method not in _ALLOWED:
+        return _method_not_allowed()
+    return _no_store(JsonResponse({"status": "ok"}))
+
+
+def readyz(request) -> HttpResponse:
+    """Readiness: 200 when every required check passes, else 503; the body lists every check."""
+    if request.method not in _ALLOWED:
+        return _method_not_allowed()
+    ready, body = readiness()
+    return _no_store(JsonResponse(body, status=200 if ready else 503))
+
+
+def _token_ok(request, token: str) -> bool:
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    scheme, _, given = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def metrics(request) -> HttpResponse:
+    """Prometheus text exposition of this process (of all workers in multiprocess mode)."""
+    if request.method not in _ALLOWED:
+        return _method_not_allowed()
+    pt = settings.PERSONATREE
+    if not pt.get("METRICS_ENABLED", False):
+        return _error("not_found", "Metrics are disabled (PERSONATREE_METRICS_ENABLED).", 404)
+    token = pt.get("METRICS_TOKEN", "")
+    if token and not _token_ok(request, token):
+        response = _error("not_authenticated", "A valid metrics bearer token is required.", 401)
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    if not ops_metrics.available():
+        return _error("metrics_unavailable", "prometheus_client is not installed in this process.", 503)
+    body, content_type = ops_metrics.exposition()
+    return _no_store(HttpResponse(body, content_type=content_type))

@@ -1,0 +1,64 @@
+"""/metrics: off unless enabled, bearer token when set, request series per route pattern."""
+
+from __future__ import annotations
+
+import pytest
+
+TOKEN = "metrics-token-123"
+
+
+@pytest.fixture
+def metrics_on(settings):
+    settings.PERSONATREE = {**settings.PERSONATREE, "METRICS_ENABLED": True, "METRICS_TOKEN": ""}
+    return settings.PERSONATREE
+
+
+def test_metrics_are_off_by_default_outside_local(probe, settings):
+    assert settings.PERSONATREE["METRICS_ENABLED"] is False  # test settings inherit base.py
+    resp = probe.get("/metrics")
+    assert resp.status_code == 404
+    assert resp.json()["error"]["code"] == "not_found"
+
+
+def test_an_api_call_shows_up_per_route(probe, api_client, metrics_on):
+    assert api_client.get("/v1/subjects/no-such-user/tree").status_code == 404
+    resp = probe.get("/metrics")
+    assert resp.status_code == 200
+    assert resp["Content-Type"].startswith("text/plain")
+    text = resp.content.decode()
+    series = 'personatree_http_requests_total{method="GET",route="v1/subjects/<str:external_id>/tree",status="404"}'
+    assert series in text
+    assert 'personatree_http_request_duration_seconds_bucket{le="0.005",method="GET"' in text
+    assert "no-such-user" not in text  # the pattern, never the raw path
+
+
+def test_worker_series_are_exposed(probe, metrics_on):
+    from workers import metrics
+
+    metrics.incr("chunks_applied", 2)
+    text = probe.get("/metrics").content.decode()
+    assert "personatree_chunks_applied_total" in text
+
+
+def test_token_is_required_when_set(probe, metrics_on, settings):
+    settings.PERSONATREE = {**metrics_on, "METRICS_TOKEN": TOKEN}
+    resp = probe.get("/metrics")
+    assert resp.status_code == 401
+    assert resp["WWW-Authenticate"].startswith("Bearer")
+    assert TOKEN not in resp.content.decode()
+    assert probe.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    ok = probe.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert ok.status_code == 200
+    assert TOKEN not in ok.content.decode()
+
+
+def test_metrics_do_not_leak_settings(probe, metrics_on, settings):
+    text = probe.get("/metrics").content.decode()
+    for value in (settings.SECRET_KEY, settings.DATABASES["default"].get("PASSWORD") or "\0", "postgres://"):
+        assert value not in text
+
+
+def test_ops_requests_are_not_counted(probe, metrics_on):
+    for _ in range(3):
+        probe.get("/healthz")
+    assert 'route="healthz"' not in probe.get("/metrics").content.decode()
