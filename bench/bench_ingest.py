@@ -17,6 +17,11 @@ commits -- is *backend time*.
 - ``ingest.backend_share_at_500ms``: with the stand-in sleeping 500 ms per batch (a simulated
   model), backend time / wall time over the whole run.
 - ``ingest.messages_ingest_ms``: median time of one ``messages_ingest`` call of 6 messages.
+- ``ingest.fair_wait_rounds``: a tenant with ``FAIR_BACKLOG`` pending chunks (``FAIR_SUBJECTS``
+  subjects, written in bulk) and then one with a single chunk: dispatch rounds (batches of
+  ``BATCH``) until the small tenant's chunk is applied (stand-in engine). Per-tenant fair claiming
+  (:func:`workers.ordering.fair_order`) makes it 1; oldest-first claiming made it about
+  ``FAIR_BACKLOG / BATCH``. The note gives the claim statement's time at that backlog.
 
 Broker queue wait is not part of this in-process loop; the workers record it per task
 (``task_queue_wait_seconds`` in :mod:`workers.metrics`).
@@ -38,6 +43,9 @@ CHUNKS_PER_SUBJECT = 12
 SLOW_SUBJECTS = 32
 SLOW_CHUNKS = 3
 BATCH = 16
+FAIR_BACKLOG = 10_000
+FAIR_SUBJECTS = 1_000
+FAIR_MAX_ROUNDS = 20  # oldest-first would need ~FAIR_BACKLOG / BATCH rounds: stop counting here
 
 
 def _setup():
@@ -132,6 +140,91 @@ def _loop(client, expected: int) -> tuple[float, list, float]:
     return time.perf_counter() - started, reports, backend_cpu
 
 
+def _bulk_backlog(tenant, subjects: int, chunks: int) -> None:
+    """``subjects`` x ``chunks`` pending chunks of 3 pairs each, written in bulk (not timed)."""
+    from memory.models import Chunk, Message, Subject
+
+    rows = Subject.objects.bulk_create(
+        [Subject(tenant=tenant, external_id=f"backlog{s}") for s in range(subjects)], batch_size=2000
+    )
+    messages, chunk_rows = [], []
+    for subject in rows:
+        for c in range(chunks):
+            for p in range(6):
+                seq = c * 6 + p + 1
+                role, text = (
+                    ("user", f"I practise skill {seq} every day")
+                    if p % 2 == 0
+                    else (
+                        "assistant",
+                        f"How is skill {seq} going?",
+                    )
+                )
+                messages.append(
+                    Message(subject=subject, seq=seq, role=role, content=text, idempotency_key=f"k{seq}")
+                )
+            chunk_rows.append(
+                Chunk(subject=subject, chunk_key=f"backlog{c}", start_seq=c * 6 + 1, end_seq=c * 6 + 6)
+            )
+    Message.objects.bulk_create(messages, batch_size=5000)
+    Chunk.objects.bulk_create(chunk_rows, batch_size=5000)
+
+
+class _ClaimClock:
+    """Adds up the wall time of the dispatcher's claim statements."""
+
+    def __init__(self):
+        import workers.dispatcher as dispatcher
+
+        self.module, self.real, self.times = dispatcher, dispatcher.chunks_claim, []
+
+    def __enter__(self):
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return self.real(*args, **kwargs)
+            finally:
+                self.times.append(time.perf_counter() - started)
+
+        self.module.chunks_claim = timed
+        return self
+
+    def __exit__(self, *exc):
+        self.module.chunks_claim = self.real
+
+
+def _fair_wait(client) -> dict[str, dict]:
+    """Rounds until a 1-chunk tenant's chunk is applied behind a FAIR_BACKLOG-chunk tenant."""
+    from memory.models import Chunk
+    from memory.services.subjects import tenant_create
+    from workers.dispatcher import dispatch_round
+
+    big = tenant_create(name="bench-ingest-backlog")
+    _bulk_backlog(big, FAIR_SUBJECTS, FAIR_BACKLOG // FAIR_SUBJECTS)
+    small = tenant_create(name="bench-ingest-small")
+    _ingest(small, "small", 1, 1)
+    [chunk_id] = Chunk.objects.filter(subject__tenant=small).values_list("pk", flat=True)
+    rounds, applied = 0, False
+    with _ClaimClock() as claims:
+        while rounds < FAIR_MAX_ROUNDS and not applied:
+            dispatch_round(client=client, max_jobs=BATCH, max_wait_ms=0, index=False)
+            rounds += 1
+            applied = Chunk.objects.filter(pk=chunk_id, status="applied").exists()
+    claim_ms = statistics.median(claims.times) * 1000
+    load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count() or 0} cores"
+    return {
+        "ingest.fair_wait_rounds": {
+            "value": rounds if applied else f">{FAIR_MAX_ROUNDS}",
+            "unit": "rounds",
+            "target": "<= 1",
+            "note": f"dispatch rounds (batches of {BATCH}) until a 1-chunk tenant's chunk is applied behind "
+            f"another tenant's {FAIR_BACKLOG} pending chunks ({FAIR_SUBJECTS} subjects, older ids), stand-in "
+            f"engine; {'applied' if applied else f'NOT applied within {FAIR_MAX_ROUNDS} rounds'}; "
+            f"median claim statement {claim_ms:.1f} ms with {FAIR_SUBJECTS} ready subjects; {load}",
+        }
+    }
+
+
 def _measure() -> dict[str, dict]:
     from memory.models import Chunk
     from memory.services.subjects import tenant_create
@@ -157,7 +250,9 @@ def _measure() -> dict[str, dict]:
     slow_wall, slow_reports, _cpu = _loop(slow, SLOW_SUBJECTS * SLOW_CHUNKS)
     slow_backend = sum(r.backend_s for r in slow_reports)
     load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count() or 0} cores during the run"
+    fair = _fair_wait(fast)
     return {
+        **fair,
         "ingest.backend_chunks_per_s": {
             "value": round(applied / (wall - model_s), 1),
             "unit": "chunks/s",

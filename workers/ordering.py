@@ -8,6 +8,9 @@ Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
 - **Claim.** On PostgreSQL: one ``UPDATE ... SET status='processing', attempts=attempts+1
   WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n) RETURNING ...`` of the ready
   head-of-line rows (concurrent claimants skip each other's rows instead of waiting).
+- **Fair across tenants.** Ready rows are claimed in :func:`fair_order`: round-robin over
+  tenants (each tenant's oldest ready chunk first, then each one's second, ...), so one
+  tenant's backlog never holds another tenant's chunk back for more than one claim.
   Elsewhere (SQLite): a compare-and-set per row, ``UPDATE ... WHERE id=? AND status=<seen>
   AND attempts=<seen> AND <no older open chunk>``; exactly one claimant updates the row.
   ``attempts`` after the claim is the **fencing token**.
@@ -39,7 +42,8 @@ from functools import cache
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from memory.models import Chunk, Subject
@@ -82,6 +86,15 @@ def ready_chunks(
     return qs.order_by("id")
 
 
+def fair_order(chunks):
+    """Order chunks for claiming, fair across tenants: by the chunk's *turn* -- its rank among its
+    tenant's ready chunks, oldest first -- then by id. Every tenant's oldest ready chunk comes
+    before any tenant's second one, so a claim of ``n`` rows serves ``n`` tenants (if that many have
+    work) however large one tenant's backlog is; within a tenant the order stays oldest first."""
+    turn = Window(RowNumber(), partition_by=[F("subject__tenant_id")], order_by=F("id").asc())
+    return chunks.annotate(turn=turn).order_by("turn", "id")
+
+
 def chunks_claim(
     *,
     limit: int,
@@ -89,7 +102,8 @@ def chunks_claim(
     tenant_id: int | None = None,
     now: datetime | None = None,
 ) -> list[Claim]:
-    """Claim up to ``limit`` chunks, at most one per subject, oldest first."""
+    """Claim up to ``limit`` chunks, at most one per subject, in :func:`fair_order` (round-robin over
+    tenants, oldest first within a tenant)."""
     now = now or timezone.now()
     if connection.features.has_select_for_update_skip_locked:
         return _claim_skip_locked(
@@ -141,21 +155,29 @@ def _claim_skip_locked(*, limit, exclude_subjects, tenant_id, now) -> list[Claim
 
 @cache
 def _claim_sql() -> str:
-    """The conditions of :func:`ready_chunks` (and the tenant / excluded-subject filters) as SQL."""
+    """The conditions of :func:`ready_chunks` (and the tenant / excluded-subject filters) as SQL, in
+    fair order (:func:`fair_order`): the ready rows are numbered per tenant (``turn``) in a subquery
+    (PostgreSQL allows no window function next to ``FOR UPDATE``), the outer select locks them in
+    ``(turn, id)`` order and re-checks the status conditions on the locked row."""
     qn = connection.ops.quote_name
     chunk, subject = qn(Chunk._meta.db_table), qn(Subject._meta.db_table)
     open_statuses = ", ".join(f"'{status}'" for status in OPEN)
+    ready = "({c}.status = '{pending}' OR ({c}.status = '{processing}' AND {c}.updated_at < %(expired)s))"
+    ready_c = ready.format(c="c", pending=Chunk.Status.PENDING, processing=Chunk.Status.PROCESSING)
+    ready_r = ready.format(c="r", pending=Chunk.Status.PENDING, processing=Chunk.Status.PROCESSING)
     return (
         f"UPDATE {chunk} SET status = '{Chunk.Status.PROCESSING}', attempts = attempts + 1, "
         "updated_at = %(now)s WHERE id IN ("
-        f"SELECT c.id FROM {chunk} c "
-        f"WHERE (c.status = '{Chunk.Status.PENDING}' "
-        f"OR (c.status = '{Chunk.Status.PROCESSING}' AND c.updated_at < %(expired)s)) "
-        f"AND NOT EXISTS (SELECT 1 FROM {chunk} o WHERE o.subject_id = c.subject_id "
-        f"AND o.status IN ({open_statuses}) AND o.start_seq < c.start_seq) "
-        "AND NOT (c.subject_id = ANY(%(exclude)s::bigint[])) "
-        f"AND (%(tenant)s::bigint IS NULL OR c.subject_id IN (SELECT id FROM {subject} WHERE tenant_id = %(tenant)s)) "
-        "ORDER BY c.id LIMIT %(limit)s FOR UPDATE OF c SKIP LOCKED"
+        f"SELECT c.id FROM {chunk} c JOIN ("
+        "SELECT r.id, row_number() OVER (PARTITION BY s.tenant_id ORDER BY r.id) AS turn "
+        f"FROM {chunk} r JOIN {subject} s ON s.id = r.subject_id "
+        f"WHERE {ready_r} "
+        f"AND NOT EXISTS (SELECT 1 FROM {chunk} o WHERE o.subject_id = r.subject_id "
+        f"AND o.status IN ({open_statuses}) AND o.start_seq < r.start_seq) "
+        "AND NOT (r.subject_id = ANY(%(exclude)s::bigint[])) "
+        "AND (%(tenant)s::bigint IS NULL OR s.tenant_id = %(tenant)s)"
+        f") fair ON fair.id = c.id WHERE {ready_c} "
+        "ORDER BY fair.turn, c.id LIMIT %(limit)s FOR UPDATE OF c SKIP LOCKED"
         f") RETURNING {', '.join(COLUMNS)}"
     )
 
@@ -163,9 +185,9 @@ def _claim_sql() -> str:
 def _claim_cas(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
     """Portable path (SQLite has no row locks): one compare-and-set UPDATE per candidate."""
     rows = list(
-        ready_chunks(now=now, exclude_subjects=exclude_subjects, tenant_id=tenant_id).values_list(*COLUMNS)[
-            : max(limit * 2, limit + 4)
-        ]
+        fair_order(ready_chunks(now=now, exclude_subjects=exclude_subjects, tenant_id=tenant_id)).values_list(
+            *COLUMNS
+        )[: max(limit * 2, limit + 4)]
     )
     expired = now - timedelta(seconds=lease_seconds())
     claims: list[Claim] = []
