@@ -6,7 +6,14 @@ enforces it with import-linter and an AST scan. See each module's docstring for 
 - :mod:`.schema`  -- schema files, validation, the default bio-psycho-social schema;
 - :mod:`.ops`     -- immutable ADD / UPDATE / DELETE / NO_OP values and their serialisation;
 - :mod:`.parser`  -- tolerant parser of model output (line format and JSON), never raises;
-- :mod:`.gate`    -- the deterministic structural safety gate and its reason codes;
+- :mod:`.gate`    -- the deterministic safety gate and its reason codes (incl. UNGROUNDED, NO_CHANGE);
+- :mod:`.grounding` -- is a value supported by the user's words (numbers, names, content words);
+- :mod:`.text`    -- sentence split, word tokens, stems, numbers, stopwords;
+- :mod:`.candidates` -- numbered user sentences, candidate leaves from a similarity matrix;
+- :mod:`.clauses` -- third-person clauses, merge and retract of leaf values;
+- :mod:`.pointing` -- the pointing prompt's output (sentence id, leaf id) mapped back to ops;
+- :mod:`.extractive` -- the rule-based listener (no model);
+- :mod:`.scorer`  -- scores predicted ops against gold ops for training;
 - :mod:`.tree`    -- immutable trees, ``apply`` / ``diff`` / ``replay``;
 - :mod:`.render`  -- compact prompt context with tier/prefix filters and token counts;
 - :mod:`.chunker` -- windows of user/assistant pairs with deterministic chunk keys;
