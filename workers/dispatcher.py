@@ -17,6 +17,14 @@ A round (:func:`dispatch_round`):
    messages is queued on commit (by the ``version_applied`` receiver, or here when the chunk
    produced no version). Errors release the chunk (``pending``, or ``failed`` after
    ``CHUNK_MAX_ATTEMPTS``), a version conflict re-queues it without counting an attempt.
+
+**Outages do not burn attempts.** When *every* result of a batch is a retryable error (engine
+unreachable, timeout, transport exception: :func:`is_outage`) the model, not the chunks, is at
+fault: all chunks go back to ``pending`` with the claim's attempt refunded (``last_error`` says
+why), the report says ``outage`` and the caller backs off (``workers.dispatch`` raises
+``TransientError``: Celery retries it with exponential backoff and jitter; ``drain`` and the
+backfill stop). A retryable error in a batch where other jobs got answers is the chunk's own and
+counts; a non-retryable error always counts (``failed`` at once).
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ class RoundReport:
     conflicts: int = 0
     replayed: int = 0  # already applied by another holder
     transient: int = 0  # results with a retryable model/transport error
+    outage: bool = False  # every result was a retryable error: released uncounted, caller backs off
     model_s: float = 0.0
     backend_s: float = 0.0
     chunk_ids: list[int] = field(default_factory=list)
@@ -198,6 +207,26 @@ def _release_failed_result(claim: Claim, result: ListenerResult, report: RoundRe
     report.retried += int(status == "pending")
 
 
+def is_outage(results: list[ListenerResult]) -> bool:
+    """Every result of the batch is a retryable error: the MemListener (or the way to it) is down,
+    not this batch's chunks. Nothing was learned about any chunk, so no attempt is counted."""
+    return bool(results) and all(not r.ok and r.retryable for r in results)
+
+
+def release_outage(claims: list[Claim], results: list[ListenerResult], report: RoundReport) -> None:
+    """An outage: every chunk back to ``pending`` with its attempt refunded and the error noted."""
+    for claim, result in zip(claims, results, strict=True):
+        status = chunk_release(claim, error=result.error or "memlistener unavailable", refund=True)
+        report.retried += int(status == "pending")
+    report.transient, report.outage = len(claims), True
+    metrics.incr("dispatch_outages")
+    logger.warning(
+        "memlistener unavailable for all %d jobs of the batch (%s); released without counting an attempt",
+        len(claims),
+        results[0].error if results else "",
+    )
+
+
 def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> ApplyRequest:
     ops, parse_errors = _ops_and_errors(result)
     return ApplyRequest(
@@ -302,7 +331,10 @@ def dispatch_round(
             for j in jobs
         ]
     model_s = time.monotonic() - model_started
-    report = apply_batch(claims, jobs, results, index=index)
+    if is_outage(results):
+        release_outage(claims, results, report)
+    else:
+        report = apply_batch(claims, jobs, results, index=index)
     report.claimed, report.model_s = len(claims), model_s
     report.backend_s = time.monotonic() - started - report.model_s
     metrics.observe("dispatch_batch_size", report.claimed)
@@ -339,6 +371,6 @@ def drain(
         total.model_s += report.model_s
         total.backend_s += report.backend_s
         total.chunk_ids += report.chunk_ids
-        if report.transient == report.claimed:
+        if report.outage:
             break  # the model is unavailable: let the caller back off
     return total

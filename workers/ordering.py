@@ -209,17 +209,22 @@ def _claim_cas(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
 
 
 def chunk_release(
-    claim: Claim, *, error: str = "", retryable: bool = True, count_attempt: bool = True
+    claim: Claim, *, error: str = "", retryable: bool = True, count_attempt: bool = True, refund: bool = False
 ) -> str:
     """Give the chunk back after a failure: ``pending`` again, or ``failed`` when out of attempts.
 
     ``count_attempt=False`` (a version conflict: the head moved under us) always re-queues.
-    Returns the new status, or ``""`` when the lease had already been lost.
+    ``refund=True`` (a MemListener outage: the chunk was never looked at) always re-queues and
+    gives the claim's attempt back (``attempts = token - 1``): the token only has to fence holders
+    that still act, and this holder lets go here; any later claim takes a token above every stale
+    holder's. Returns the new status, or ``""`` when the lease had already been lost.
     """
     max_attempts = int(settings.PERSONATREE.get("CHUNK_MAX_ATTEMPTS", 5))
-    give_up = count_attempt and (not retryable or claim.token >= max_attempts)
+    give_up = count_attempt and not refund and (not retryable or claim.token >= max_attempts)
     status = Chunk.Status.FAILED if give_up else Chunk.Status.PENDING
     fields = {"status": status, "updated_at": timezone.now()}
+    if refund:
+        fields["attempts"] = max(0, claim.token - 1)
     if error:
         fields["last_error"] = error[:4000]
     updated = Chunk.objects.filter(

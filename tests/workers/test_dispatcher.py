@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from memory.models import Chunk, OpRecord, TreeVersion
 from memory.services.tree import Actor, leaf_edit
+from serving.protocol import ListenerResult
 from tests.workers.helpers import FailingClient, RaisingClient, WatchingClient, ingest_pairs, standin_client
 from workers import requeue_chunks
 from workers.dispatcher import apply_result, build_jobs, dispatch_round, drain
@@ -70,14 +71,31 @@ def test_gather_waits_for_more_subjects_up_to_max_wait(tenant):
     assert report.claimed == 2 and sleeps
 
 
+class OneFailsClient:
+    """The stand-in MemListener, except that jobs of one subject get a retryable error: a problem of
+    that chunk (the other jobs of the batch got answers), not an outage."""
+
+    def __init__(self, subject_id: int):
+        self.inner, self.subject_id = standin_client(), str(subject_id)
+
+    def run(self, jobs):
+        return [
+            ListenerResult(job_id=j.job_id, error="engine down (test)", retryable=True)
+            if j.subject_id == self.subject_id
+            else r
+            for j, r in zip(jobs, self.inner.run(jobs), strict=True)
+        ]
+
+
 def test_retryable_errors_fail_the_chunk_after_max_attempts_and_block_the_subject(tenant, settings):
     settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_MAX_ATTEMPTS": 3}
     subject = ingest_pairs(tenant, "f", 6).subject
     first, second = Chunk.objects.filter(subject=subject).order_by("start_seq")
-    client = FailingClient()
+    client = OneFailsClient(subject.pk)
     for expected_attempts in (1, 2, 3):
+        ingest_pairs(tenant, f"ok{expected_attempts}", 3)  # another subject answered in the same batch
         report = dispatch_round(client=client, max_wait_ms=0, index=False)
-        assert report.claimed == 1 and report.transient == 1
+        assert report.claimed == 2 and report.transient == 1 and not report.outage
         first.refresh_from_db()
         assert first.attempts == expected_attempts
     assert first.status == "failed" and "engine down" in first.last_error

@@ -75,7 +75,9 @@ def test_dispatch_task_applies_ready_chunks(tenant, monkeypatch):
 
 
 @pytest.mark.django_db
-def test_dispatch_retries_with_backoff_until_the_chunk_fails(tenant, monkeypatch, settings):
+def test_dispatch_retries_with_backoff_during_an_outage_without_burning_attempts(
+    tenant, monkeypatch, settings
+):
     settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_MAX_ATTEMPTS": 3}
     client = FailingClient()
     monkeypatch.setattr("serving.client.get_listener_client", lambda config=None: client)
@@ -88,10 +90,12 @@ def test_dispatch_retries_with_backoff_until_the_chunk_fails(tenant, monkeypatch
         result = dispatch.apply()  # eager: each autoretry (TransientError) runs inline, without the countdown
     finally:
         app.conf.task_eager_propagates = saved
-    assert result.state == "SUCCESS"  # the last run found nothing left to claim
+    assert result.state == "FAILURE"  # retries (max_retries=8) used up; the sweep dispatches again later
+    assert client.calls == 1 + dispatch.max_retries
     chunk = Chunk.objects.get()
-    assert (chunk.status, chunk.attempts) == ("failed", 3) and "engine down" in chunk.last_error
-    assert client.calls == 3
+    assert (chunk.status, chunk.attempts) == ("pending", 0) and "engine down" in chunk.last_error
+    monkeypatch.setattr("serving.client.get_listener_client", lambda config=None: standin_client())
+    assert dispatch.apply().get()["applied"] == 1  # the model is back
 
 
 @pytest.mark.django_db
