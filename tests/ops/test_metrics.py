@@ -62,3 +62,38 @@ def test_ops_requests_are_not_counted(probe, metrics_on):
     for _ in range(3):
         probe.get("/healthz")
     assert 'route="healthz"' not in probe.get("/metrics").content.decode()
+
+
+@pytest.mark.slow
+def test_multiprocess_mode_aggregates_every_process(tmp_path):
+    """With PROMETHEUS_MULTIPROC_DIR set (gunicorn workers), a scrape sums what every process wrote."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import django, sys; django.setup()\n"
+        "from django.conf import settings\n"
+        "from django.test import Client\n"
+        "settings.PERSONATREE = {**settings.PERSONATREE, 'METRICS_ENABLED': True}\n"
+        "c = Client(HTTP_HOST='localhost')\n"
+        "c.get('/v1/subjects/x/tree')\n"
+        "sys.stdout.write(c.get('/metrics').content.decode())\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "personatree_site.settings.test",
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+    }
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=120
+        )
+        for _ in range(2)
+    ]
+    assert all(p.returncode == 0 for p in outputs), outputs[-1].stderr[-2000:]
+    series = 'personatree_http_requests_total{method="GET",route="v1/subjects/<str:external_id>/tree",status="401"}'
+    line = next(li for li in outputs[1].stdout.splitlines() if li.startswith(series))
+    assert float(line.rsplit(" ", 1)[1]) == 2.0  # the first process's request is counted too
