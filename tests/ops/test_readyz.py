@@ -141,3 +141,49 @@ def test_milvus_lite_is_a_directory_check(db, personatree, tmp_path, exists):
     milvus = readiness.readiness()[1]["checks"]["milvus"]
     assert milvus["status"] == ("ok" if exists else "error")
     assert str(tmp_path) not in json.dumps(milvus)
+
+
+@pytest.fixture
+def serve_proxy():
+    """A stand-in Ray Serve proxy on 127.0.0.1: ``/-/routes`` answers what the test sets."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    reply = {"status": 200, "body": {"/memlistener": "memlistener"}}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            status = reply["status"] if self.path == "/-/routes" else 404
+            data = json.dumps(reply["body"]).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], reply
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_ray_backend_asks_the_serve_proxy_for_the_app_route(probe, db, personatree, serve_proxy):
+    port, reply = serve_proxy
+    personatree["MEMLISTENER_BACKEND"] = "ray"
+    personatree["MEMLISTENER_URL"] = f"http://127.0.0.1:{port}/memlistener"
+    resp = probe.get("/readyz")
+    assert resp.status_code == 200, resp.content
+    assert _body(resp)["checks"]["memlistener"]["status"] == "ok"
+
+    reply.update(status=503, body="This node is being drained.")
+    resp = probe.get("/readyz")
+    assert resp.status_code == 503
+    assert _body(resp)["checks"]["memlistener"]["error"] == "HTTP 503"
+    _assert_nothing_sensitive(resp, str(port))
