@@ -169,6 +169,12 @@ class Chunk(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True, default="")
+    notice = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        help_text="What the dispatcher changed in the chunk's input (e.g. turns cut to the MemListener's caps).",
+    )
     produced_version = models.ForeignKey(
         "TreeVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -41,7 +41,7 @@ from django.db import connection
 from django.db.models import Q
 
 from memory.engine.ops import Op, OpError
-from memory.models import Message, Subject, TreeVersion
+from memory.models import Chunk, Message, Subject, TreeVersion
 from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, Source
 from memory.services.tree_batch import ApplyRequest, tree_apply_ops_batch
@@ -89,11 +89,65 @@ def gather(
     return claims
 
 
+MAX_TURN_CHARS = 6_000  # defaults of PERSONATREE["MEMLISTENER_MAX_TURN_CHARS"] / ["..._CHUNK_CHARS"]
+MAX_CHUNK_CHARS = 16_000
+CUT_MARK = " [...]"  # no count: grounding reads these turns, a number here could "ground" a value
+
+
+def input_caps() -> tuple[int, int]:
+    """``(per-turn, per-chunk)`` character caps of what a job may carry; 0 = no cap."""
+    conf = settings.PERSONATREE
+    return (
+        int(conf.get("MEMLISTENER_MAX_TURN_CHARS", MAX_TURN_CHARS)),
+        int(conf.get("MEMLISTENER_MAX_CHUNK_CHARS", MAX_CHUNK_CHARS)),
+    )
+
+
+def bound_turns(turns: list[ListenerTurn]) -> tuple[list[ListenerTurn], str]:
+    """Cut over-long turns so the job fits the MemListener's context: each turn to the per-turn cap,
+    then, if the chunk is still over its cap, the longest turns down to an equal share of it (short
+    turns keep their length). A cut keeps the turn's beginning and says how much was left out. The
+    messages stay whole in the log and the evidence index. Returns the turns and a notice ("" when
+    nothing was cut)."""
+    turn_cap, chunk_cap = input_caps()
+    lengths = [len(t.content) for t in turns]
+    caps = [min(n, turn_cap) if turn_cap else n for n in lengths]
+    if chunk_cap and sum(caps) > chunk_cap:
+        remaining, order = chunk_cap, sorted(range(len(caps)), key=lambda i: caps[i])
+        for k, i in enumerate(order):  # water-filling: short turns whole, long ones share the rest
+            caps[i] = min(caps[i], remaining // (len(order) - k))
+            remaining -= caps[i]
+    if caps == lengths:
+        return turns, ""
+    bounded, cuts = [], []
+    for turn, n, cap in zip(turns, lengths, caps, strict=True):
+        if cap >= n:
+            bounded.append(turn)
+            continue
+        cuts.append(f"{turn.role} turn {len(bounded) + 1}: {n} -> {cap}")
+        content = turn.content[: max(cap, 1)] + CUT_MARK
+        bounded.append(ListenerTurn(role=turn.role, content=content))
+    notice = f"input cut to the MemListener caps ({turn_cap}/turn, {chunk_cap}/chunk chars): " + "; ".join(
+        cuts
+    )
+    return bounded, notice[:500]
+
+
+def _record_notices(notices: dict[int, str]) -> None:
+    """Keep what was cut on the chunk (``Chunk.notice``); rare: one UPDATE per cut chunk."""
+    for chunk_id, notice in notices.items():
+        Chunk.objects.filter(pk=chunk_id).update(notice=notice)
+        logger.warning("chunk %s: %s", chunk_id, notice)
+        metrics.incr("chunks_input_cut")
+
+
 def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
     """One job per claim: the subject's head tree and version, and the chunk's turns (with the last
-    system message at or before the chunk, if any). One query for the whole batch on PostgreSQL."""
+    system message at or before the chunk, if any), cut to the MemListener's caps
+    (:func:`bound_turns`; the chunk's ``notice`` says what was cut). One query for the whole batch on
+    PostgreSQL."""
     inputs = _job_inputs(claims)
-    jobs = []
+    jobs, notices = [], {}
     for c in claims:
         head_version, schema_id, schema_version, snapshot, rows = inputs[c.subject_id]
         system = [r for r in rows if r[1] == "system" and r[0] <= c.end_seq]
@@ -104,6 +158,9 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
         ]
         if system:
             turns.insert(0, ListenerTurn(role="system", content=system[-1][2]))
+        turns, notice = bound_turns(turns)
+        if notice:
+            notices[c.chunk_id] = notice
         jobs.append(
             ListenerJob(
                 job_id=f"{c.chunk_id}:{c.token}",
@@ -115,6 +172,7 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
                 turns=turns,
             )
         )
+    _record_notices(notices)
     return jobs
 
 
