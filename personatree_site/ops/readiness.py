@@ -19,6 +19,7 @@ Network checks run concurrently, each bounded by ``PERSONATREE_READYZ_TIMEOUT_S`
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -104,6 +105,8 @@ def milvus_ping() -> str:
         parent = Path(uri).parent
         if not parent.is_dir():
             raise NotReady("lite_dir_missing")
+        if not os.access(parent, os.W_OK):
+            raise NotReady("lite_dir_not_writable")
         return "lite"
     from pymilvus import MilvusClient
 
