@@ -6,13 +6,15 @@ only through :meth:`TenantScopedView.get_subject`, which answers 400 for an id
 that cannot be a subject's (control characters, unpaired surrogates, length) and
 404 alike for a missing subject and for another tenant's subject. Bodies are
 JSON only, parsed by :class:`~memory.api.parsers.ApiJSONParser` (byte limit, text
-that can be stored).
+that can be stored), and so are answers: DRF's browsable HTML renderer is off (a browser's
+``Accept`` holds ``*/*`` and gets JSON; ``Accept: text/html`` alone is a JSON 406).
 """
 
 from __future__ import annotations
 
 from rest_framework import exceptions
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from memory import selectors
@@ -26,6 +28,7 @@ class TenantScopedView(APIView):
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsAuthenticated, HasScope]
     parser_classes = [ApiJSONParser]
+    renderer_classes = [JSONRenderer]
     #: Scopes the key must hold: a tuple, or a dict keyed by HTTP method. Subclasses must set it.
     required_scopes: tuple[str, ...] | dict[str, tuple[str, ...]] | None = None
 

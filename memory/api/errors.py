@@ -4,7 +4,8 @@ DRF exceptions, Django validation/404 errors, Django's body-size refusal
 (``RequestDataTooBig``, as the API's 413) and the store's
 :class:`~memory.services.ServiceError` all end up in this shape. Field-level
 validation errors report the first offending field in ``field`` and every
-field's messages in ``details``.
+field's messages in ``details``. :class:`ApiNotFoundView` answers every path under ``/v1/`` that
+no endpoint matches with the same shape (a JSON 404, never Django's HTML page).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from memory.api.parsers import body_too_large
@@ -87,3 +90,20 @@ def exception_handler(exc, context):
     if response.status_code == status.HTTP_401_UNAUTHORIZED and "WWW-Authenticate" not in response:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response
+
+
+class ApiNotFoundView(APIView):
+    """Every method on a path under ``/v1/`` that matches no endpoint: the JSON 404.
+
+    Such paths come from ids no route can hold (an empty id, one holding ``/`` or ``%2F``), a
+    trailing slash, or a typo. No key is needed to learn that a path does not exist.
+    """
+
+    authentication_classes: list = []
+    permission_classes: list = []
+    throttle_classes: list = []
+    renderer_classes = [JSONRenderer]
+    schema = None  # not an endpoint: left out of the OpenAPI schema
+
+    def initial(self, request, *args, **kwargs):
+        raise exceptions.NotFound("No API endpoint at this path.")

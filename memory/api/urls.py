@@ -1,8 +1,9 @@
 """Routes of the v1 API (mounted at ``/v1/``). Each area appends its own block below."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from memory.api import ingest, query, subjects
+from memory.api.errors import ApiNotFoundView
 
 urlpatterns = [
     # --- subjects: tree, versions, export, erase (issue 3) ---
@@ -24,3 +25,7 @@ urlpatterns = [
     path("subjects/<str:external_id>/context", query.SubjectContextView.as_view(), name="subject-context"),
     path("subjects/<str:external_id>/answer", query.SubjectAnswerView.as_view(), name="subject-answer"),
 ]
+
+# Anything else under /v1/ (an empty id, an id holding "/", a trailing slash, an unknown path) is the
+# API's JSON 404, not Django's HTML page. Appended after every block above: keep it last.
+urlpatterns.append(re_path(r"^[\s\S]*$", ApiNotFoundView.as_view(), name="api-not-found"))

@@ -91,3 +91,57 @@ def test_surrogate_path_names_where_it_is():
     assert unpaired_surrogate_path({"a": {"\udc00k": 1}}) == "a.\\udc00k"
     assert unpaired_surrogate_path("\ud800") == ""
     assert unpaired_surrogate_path({"a": ["\U0001f600 fine", 1, None, True]}) is None
+
+
+# Found while building the fuzz test (tests/fuzz checks that every answer is JSON): a subject id
+# holding "/" (sent as %2F) matches no route, and Django answered with its HTML 404 page.
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/subjects/a%2Fb/tree",  # an id holding "/"
+        "/v1/subjects//tree",  # an empty id
+        "/v1/subjects/x/tree/",  # a trailing slash
+        "/v1/subjects/",
+        "/v1/",
+        "/v1/nope",
+        "/v1/subjects/x/tree/%0A",
+    ],
+)
+@pytest.mark.parametrize("method", ["get", "post", "put", "delete", "options"])
+def test_paths_no_endpoint_matches_are_a_json_404(subject, make_api_client, path, method):
+    client, _ = make_api_client(subject.tenant, scopes=["read"])
+    response = getattr(client, method)(path, HTTP_ACCEPT="text/html")
+    assert response.status_code == 404, response.content[:300]
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_unknown_paths_need_no_key_to_be_a_json_404(client):
+    response = client.get("/v1/subjects/a%2Fb/export")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+
+def test_the_catch_all_is_not_in_the_openapi_schema(client):
+    paths = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    assert all(p.startswith("/v1/subjects/{external_id}") for p in paths), sorted(paths)
+
+
+# Found the same way: DRF's browsable API answered a browser's Accept header with an HTML page
+# (the subject's tree, or the error, inside it). The API answers JSON only.
+@pytest.mark.parametrize("accept", ["text/html,application/xhtml+xml,*/*;q=0.8", "*/*", None])
+@pytest.mark.parametrize("external_id", ["mine", "missing"])
+def test_browser_accept_headers_get_json(subject, make_api_client, accept, external_id):
+    client, _ = make_api_client(subject.tenant, scopes=["read"])
+    external_id = subject.external_id if external_id == "mine" else "missing"
+    headers = {} if accept is None else {"HTTP_ACCEPT": accept}
+    response = client.get(f"/v1/subjects/{external_id}/tree", **headers)
+    assert response.status_code == (200 if external_id == subject.external_id else 404)
+    assert response["Content-Type"] == "application/json"
+    response.json()
+
+
+def test_an_html_only_accept_header_is_a_json_406(subject, make_api_client):
+    client, _ = make_api_client(subject.tenant, scopes=["read"])
+    response = client.get(f"/v1/subjects/{subject.external_id}/tree", HTTP_ACCEPT="text/html")
+    assert response.status_code == 406 and response["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == "not_acceptable"
