@@ -1,0 +1,75 @@
+"""The GRPO reward: :func:`memory.engine.scorer.score` of each completion against its example.
+
+TRL's ``GRPOTrainer`` calls a reward function with ``prompts``, ``completions``, ``completion_ids``
+and every other dataset column as a keyword argument (one value per completion; the installed TRL
+1.16 also passes ``trainer_state``, ``log_extra`` and ``log_metric``). The columns used here are
+the ones :mod:`memory.training.data` writes: ``gold``, ``negatives`` (the declined ops),
+``tree``, ``turns`` (JSON strings), ``schema_id`` and ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from memory.engine.ops import Op
+from memory.engine.schema import get_schema
+from memory.engine.scorer import score
+
+
+def ops_of(items: Iterable[dict[str, Any]]) -> list[Op]:
+    """Engine ops from an export line's ``gold`` / ``negatives`` (``origin`` and ``reason`` dropped)."""
+    return [Op.from_dict({k: v for k, v in d.items() if k not in ("origin", "reason")}) for d in items]
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a completion: a string, or the last message of a conversational completion."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion:
+        return str(completion[-1].get("content") or "")
+    return ""
+
+
+class ScorerReward:
+    """Callable reward for ``GRPOTrainer(reward_funcs=[ScorerReward()])``.
+
+    ``record=True`` keeps ``(chunk_id, text, total)`` per scored completion in ``calls`` (tests).
+    """
+
+    __name__ = "scorer"
+
+    def __init__(self, *, record: bool = False) -> None:
+        self.record = record
+        self.calls: list[tuple[int, str, float]] = []
+
+    def __call__(
+        self,
+        prompts: list[Any],
+        completions: list[Any],
+        *,
+        gold: list[str],
+        negatives: list[str],
+        tree: list[str],
+        turns: list[str],
+        schema_id: list[str],
+        schema_version: list[int],
+        chunk_id: list[int] | None = None,
+        **_: Any,
+    ) -> list[float]:
+        rewards = []
+        for i, completion in enumerate(completions):
+            text = completion_text(completion)
+            report = score(
+                text,
+                ops_of(json.loads(gold[i])),
+                json.loads(tree[i]),
+                json.loads(turns[i]),
+                schema=get_schema(schema_id[i], int(schema_version[i])),
+                declined_ops=ops_of(json.loads(negatives[i])),
+            )
+            rewards.append(float(report.total))
+            if self.record:
+                self.calls.append((int(chunk_id[i]) if chunk_id else -1, text, float(report.total)))
+        return rewards
