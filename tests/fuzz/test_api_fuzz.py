@@ -7,7 +7,9 @@ match the schema) and *negative* (values that violate it) — with tenant A's AP
 every scope. Two tenants are seeded: each has a subject ``fuzz-shared`` (the same external id in
 both tenants) and tenant B also ``fuzz-b-only``; every tree value and message of a tenant holds
 that tenant's canary string. Path ids are drawn from the generator, A's/B's shared id and B's
-own id. On every response:
+own id. Before that, a fixed sweep sends what the generator never does (paths no route matches,
+every method on every path, non-JSON and non-UTF-8 bodies, a body over the byte limit, HTML
+``Accept`` headers). On every response:
 
 - the status is below 500;
 - the body is JSON (``application/json`` or ``application/problem+json``, and it parses);
@@ -19,9 +21,9 @@ mode's evidence index is reported unavailable (the fast fallback path); recall i
 real Milvus Lite index is tested in ``tests/recall``. The schema has no OpenAPI links, so there
 is no stateful phase (schemathesis derives state machines from links only).
 
-Size: ``PERSONATREE_FUZZ_EXAMPLES`` examples per operation and mode (default 25: about 330
-requests in about 40 s on 2 shared cores), within ``PERSONATREE_FUZZ_BUDGET_S`` seconds (default
-75, shared equally by the operations and modes; each sends at least one request). The five
+Size: ``PERSONATREE_FUZZ_EXAMPLES`` examples per operation and mode (default 25: about 500
+requests with the sweep, in about 45 s on 2 shared cores), within ``PERSONATREE_FUZZ_BUDGET_S``
+seconds (default 60, shared equally by the operations and modes; each sends at least one). The five
 operations whose only input is the subject id in the path have no negative cases (any URL
 segment is a valid string). A long run, about 10,000 requests::
 
@@ -58,12 +60,13 @@ from serving.engines.base import Generation
 from tests.factories import ApiKeyFactory, MessageFactory, SubjectFactory, TenantFactory, TreeVersionFactory
 
 EXAMPLES = int(os.environ.get("PERSONATREE_FUZZ_EXAMPLES", "25"))
-BUDGET_S = float(os.environ.get("PERSONATREE_FUZZ_BUDGET_S", "75"))
+BUDGET_S = float(os.environ.get("PERSONATREE_FUZZ_BUDGET_S", "60"))
 
 # The budget bounds the requests; generation and the last request of each share come on top.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(int(BUDGET_S) + 300)]
 SEED = os.environ.get("PERSONATREE_FUZZ_SEED")
 REQUEST_TIMEOUT_S = 15.0
+EDGE_MAX_REQUEST_BYTES = 4096
 REPORT = Path(django_settings.BASE_DIR) / "var" / "test-results" / "fuzz.json"
 
 # Every request carries tenant A's key (negative data never drops it: an unauthenticated request
@@ -118,6 +121,7 @@ class Figures:
     by_operation: Counter = field(default_factory=Counter)
     canary_a_seen: int = 0
     skipped_over_budget: int = 0
+    edge_requests: int = 0
     request_seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
     not_applicable: list[str] = field(default_factory=list)
@@ -127,6 +131,7 @@ class Figures:
             "fuzz.requests": self.requests,
             "fuzz.5xx": self.server_errors,
             "fuzz.failures": len(self.failures),
+            "fuzz.edge_requests": self.edge_requests,
             "fuzz.seconds": round(seconds, 1),
             "fuzz.request_seconds": round(self.request_seconds, 1),
             "fuzz.examples_per_operation_and_mode": EXAMPLES,
@@ -138,21 +143,68 @@ class Figures:
         }
 
 
-def _problems(response: schemathesis.Response) -> list[str]:
+def _problems(status: int, content_type: str, content: bytes, *, head: bool = False) -> list[str]:
     problems = []
-    if response.status_code >= 500:
-        problems.append(f"server error {response.status_code}")
-    content_type = (response.headers.get("content-type") or [""])[0].split(";")[0].strip().lower()
+    if status >= 500:
+        problems.append(f"server error {status}")
+    content_type = content_type.split(";")[0].strip().lower()
     if content_type not in JSON_TYPES:
         problems.append(f"Content-Type {content_type or '(none)'} is not JSON")
-    else:
+    elif not head:  # HEAD: GET's headers without the body
         try:
-            json.loads(response.content)
+            json.loads(content)
         except ValueError:
             problems.append("body does not parse as JSON")
-    if CANARY_B.encode() in response.content:
+    if CANARY_B.encode() in content:
         problems.append("tenant B's canary in a response to tenant A's key")
     return problems
+
+
+def _edge_requests(operations) -> list[tuple[str, str, dict, bytes]]:
+    """What the generator never sends: (method, path, headers, body).
+
+    Paths no route matches (an id holding ``%2F``, an empty id, a trailing slash), every method on
+    every path, bodies that are not JSON or not UTF-8, a body over the byte limit, and ``Accept``
+    headers of a browser or of HTML only.
+    """
+    paths = sorted({op.path for op in operations})
+    posts = sorted(
+        {op.path.replace("{external_id}", SHARED_ID) for op in operations if op.method.upper() == "POST"}
+    )
+    concrete = [p.replace("{external_id}", SHARED_ID) for p in paths]
+    unrouted = [
+        *(p.replace("{external_id}", "a%2Fb") for p in paths),
+        *(p.replace("{external_id}", "") for p in paths),
+        *(p + "/" for p in concrete),
+        "/v1/",
+        "/v1/subjects/",
+        "/v1/nope",
+    ]
+    # Every method on every route, for an id no tenant has (DELETE must not erase A's subject here).
+    absent = [p.replace("{external_id}", "fuzz-absent") for p in paths]
+    edges = [
+        (method, path, {}, b"")
+        for path in absent + unrouted[:1]
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD")
+    ]
+    edges += [(method, path, {}, b"") for path in unrouted for method in ("GET", "POST")]
+    json_body = {"Content-Type": "application/json"}
+    bodies = [
+        ({"Content-Type": "text/plain"}, b'{"query": "hi"}'),
+        ({"Content-Type": "application/x-www-form-urlencoded"}, b"query=hi"),
+        ({"Content-Type": "multipart/form-data; boundary=x"}, b"--x\r\n\r\nhi\r\n--x--\r\n"),
+        ({"Content-Type": "application/xml"}, b"<query>hi</query>"),
+        ({}, b'{"query": "hi"}'),
+        ({"Content-Type": "application/json; charset=utf-16"}, b'{"query": "hi"}'),
+        ({"Content-Type": "application/json; charset=nope"}, b'{"query": "hi"}'),
+        (json_body, b'{"query": "\xff\xfe"}'),
+        (json_body, b"[" * 100_000),
+        (json_body, b'{"query": "%s"}' % (b"x" * (EDGE_MAX_REQUEST_BYTES + 1))),
+    ]
+    edges += [("POST", path, headers, body) for path in posts for headers, body in bodies]
+    accepts = ("text/html", "text/html,application/xhtml+xml,*/*;q=0.8", "application/xml")
+    edges += [("GET", path, {"Accept": a}, b"") for path in concrete[-1:] + unrouted[:1] for a in accepts]
+    return edges
 
 
 def _operations(schema) -> list:
@@ -194,7 +246,7 @@ def _fuzz(strategy, send, label: str) -> bool:
     return True
 
 
-def test_fuzz_api_with_schemathesis(live_server, monkeypatch):
+def test_fuzz_api_with_schemathesis(live_server, monkeypatch, settings):
     key_a = _seed_tenant(CANARY_A, [SHARED_ID])
     _seed_tenant(CANARY_B, [SHARED_ID, B_ONLY_ID])
     # The live server runs in a thread of this process: these doubles apply to it.
@@ -237,11 +289,39 @@ def test_fuzz_api_with_schemathesis(live_server, monkeypatch):
             figures.server_errors += 1
         if CANARY_A.encode() in response.content:
             figures.canary_a_seen += 1
-        for problem in _problems(response):
+        content_type = (response.headers.get("content-type") or [""])[0]
+        for problem in _problems(response.status_code, content_type, response.content):
             figures.failures.append(
                 f"{label}: {problem}; status {response.status_code}; "
                 f"body {response.content[:300]!r}\n    {case.as_curl_command(headers={'Authorization': 'Bearer $KEY_A'})}"
             )
+
+    max_request_bytes = settings.PERSONATREE["MAX_REQUEST_BYTES"]
+    # First the requests the generator never sends, with the same checks (the byte limit is
+    # lowered so that a body over it stays small), while tenant A's subject still exists.
+    settings.PERSONATREE = {**settings.PERSONATREE, "MAX_REQUEST_BYTES": EDGE_MAX_REQUEST_BYTES}
+    for method, path, extra, body in _edge_requests(operations):
+        response = session.request(
+            method, live_server.url + path, headers={**headers, **extra}, data=body, timeout=REQUEST_TIMEOUT_S
+        )
+        figures.requests += 1
+        figures.edge_requests += 1
+        figures.by_status[response.status_code] += 1
+        if response.status_code >= 500:
+            figures.server_errors += 1
+        problems = _problems(
+            response.status_code,
+            response.headers.get("Content-Type", ""),
+            response.content,
+            head=method == "HEAD",
+        )
+        for problem in problems:
+            figures.failures.append(
+                f"edge {method} {path} {extra} body {body[:60]!r}: {problem}; status {response.status_code}; "
+                f"body {response.content[:300]!r}"
+            )
+
+    settings.PERSONATREE = {**settings.PERSONATREE, "MAX_REQUEST_BYTES": max_request_bytes}
 
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
