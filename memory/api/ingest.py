@@ -10,13 +10,14 @@ Errors name the field: ``{"error": {"code", "message", "field": "messages[3].con
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
 from memory.services import ServiceError
 from memory.services.ingest import (
+    ROLES,
     IncomingMessage,
     ingest_status,
     messages_ingest,
@@ -27,8 +28,14 @@ MESSAGE_FIELDS = {"role", "content", "idempotency_key", "ts", "session_id"}
 BODY_FIELDS = {"messages", "recreate_erased"}
 
 
+@extend_schema_field({"type": "string", "enum": list(ROLES)})
+class RoleField(serializers.CharField):
+    """Any string here; the service answers an unknown role (400 ``invalid_role``). The schema
+    lists the roles it accepts, so clients and generated tests know them."""
+
+
 class MessageIn(serializers.Serializer):
-    role = serializers.CharField(trim_whitespace=False)
+    role = RoleField(trim_whitespace=False)
     content = serializers.CharField(trim_whitespace=False, allow_blank=True)
     idempotency_key = serializers.CharField(trim_whitespace=False, max_length=255)
     ts = serializers.DateTimeField(required=False, allow_null=True)

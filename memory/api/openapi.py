@@ -4,7 +4,7 @@ Imported from ``MemoryConfig.ready`` so the extension is registered before the
 schema is generated.
 """
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -19,3 +19,33 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "description": "A tenant API key (shown once at creation). Scopes: ingest, read, "
             "read_special, admin, erase.",
         }
+
+
+class _ClosedObject(OpenApiSerializerExtension):
+    """A request body whose unknown fields the API refuses (400): ``additionalProperties: false``.
+
+    Without it the schema allowed any extra field, and schema-driven clients (the fuzz test in
+    ``tests/fuzz``) sent bodies the ingest API must refuse.
+    """
+
+    #: Further keywords per property that the API enforces (an empty list or key is a 400).
+    property_keywords: dict[str, dict] = {}
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target_class, direction, bypass_extensions=True)
+        if direction == "request":
+            schema["additionalProperties"] = False
+            for name, keywords in self.property_keywords.items():
+                schema["properties"][name].update(keywords)
+        return schema
+
+
+class MessagesInSchema(_ClosedObject):
+    target_class = "memory.api.ingest.MessagesIn"
+    property_keywords = {"messages": {"minItems": 1}}
+
+
+class MessageInSchema(_ClosedObject):
+    target_class = "memory.api.ingest.MessageIn"
+    # Blank content or key (only whitespace) is refused as well.
+    property_keywords = {"content": {"pattern": r"\S"}, "idempotency_key": {"minLength": 1, "pattern": r"\S"}}

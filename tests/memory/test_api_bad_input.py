@@ -145,3 +145,21 @@ def test_an_html_only_accept_header_is_a_json_406(subject, make_api_client):
     response = client.get(f"/v1/subjects/{subject.external_id}/tree", HTTP_ACCEPT="text/html")
     assert response.status_code == 406 and response["Content-Type"] == "application/json"
     assert response.json()["error"]["code"] == "not_acceptable"
+
+
+def test_openapi_schema_lists_the_accepted_roles(client):
+    # Without the enum a schema-driven client (the fuzz test) sent free-text roles only: every
+    # generated ingest call was a 400 and the accepting path was never exercised.
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    assert schema["components"]["schemas"]["RoleEnum"]["enum"] == ["user", "assistant", "system"]
+
+
+def test_openapi_schema_closes_the_ingest_body(client):
+    # The ingest API refuses unknown fields, an empty message list and an empty key (400): the
+    # schema says so, so schema-driven clients send bodies it can accept.
+    schemas = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["components"]["schemas"]
+    body, message = schemas["MessagesIn"], schemas["MessageIn"]
+    assert body["additionalProperties"] is False and message["additionalProperties"] is False
+    assert body["properties"]["messages"]["minItems"] == 1
+    assert message["properties"]["idempotency_key"]["minLength"] == 1
+    assert message["properties"]["content"]["pattern"] == message["properties"]["idempotency_key"]["pattern"]
