@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -119,6 +120,7 @@ class Figures:
     server_errors: int = 0
     by_status: Counter = field(default_factory=Counter)
     by_operation: Counter = field(default_factory=Counter)
+    error_codes: Counter = field(default_factory=Counter)
     canary_a_seen: int = 0
     skipped_over_budget: int = 0
     edge_requests: int = 0
@@ -140,6 +142,7 @@ class Figures:
             "fuzz.by_status": {str(k): v for k, v in sorted(self.by_status.items())},
             "fuzz.by_operation": dict(sorted(self.by_operation.items())),
             "fuzz.no_cases": self.not_applicable,
+            "fuzz.error_codes": dict(sorted(self.error_codes.items())),
         }
 
 
@@ -158,6 +161,18 @@ def _problems(status: int, content_type: str, content: bytes, *, head: bool = Fa
     if CANARY_B.encode() in content:
         problems.append("tenant B's canary in a response to tenant A's key")
     return problems
+
+
+INDEX = re.compile(r"\[\d+\]")
+
+
+def _error_code(content: bytes) -> str:
+    try:
+        error = json.loads(content)["error"]
+        field = str(error.get("field") or "")
+        return f"{error['code']} {INDEX.sub('[i]', field)}".strip()
+    except (ValueError, KeyError, TypeError):
+        return "?"
 
 
 def _edge_requests(operations) -> list[tuple[str, str, dict, bytes]]:
@@ -290,6 +305,8 @@ def test_fuzz_api_with_schemathesis(live_server, monkeypatch, settings):
         if CANARY_A.encode() in response.content:
             figures.canary_a_seen += 1
         content_type = (response.headers.get("content-type") or [""])[0]
+        if 400 <= response.status_code < 500:
+            figures.error_codes[f"{label} {_error_code(response.content)}"] += 1
         for problem in _problems(response.status_code, content_type, response.content):
             figures.failures.append(
                 f"{label}: {problem}; status {response.status_code}; "
