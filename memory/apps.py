@@ -7,7 +7,6 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Receivers that live outside the app: evidence indexing on version_applied / subject_erased.
+        # The workers' receivers (indexing, dispatch) are connected by workers.apps.WorkersConfig.
         import memory.api.openapi  # noqa: F401  (registers the OpenAPI auth scheme)
         import memory.checks  # noqa: F401  (system checks of the PERSONATREE settings)
-        import workers.indexing  # noqa: F401

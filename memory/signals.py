@@ -11,6 +11,9 @@ Receivers (connected by other apps, e.g. ``workers`` for evidence indexing and
   never persisted by the store after erasure.
 - ``ops_pending_review(sender, subject_id:int, op_ids:list[int])`` when ops were
   held for review.
+- ``chunks_ready(sender, tenant_id:int|None)`` after chunks became ready for the
+  MemListener (ingest, flush, re-queue); ``workers`` answers by requesting a dispatch, so
+  the services never import the workers.
 """
 
 from __future__ import annotations
@@ -20,3 +23,4 @@ from django.dispatch import Signal
 version_applied = Signal()
 subject_erased = Signal()
 ops_pending_review = Signal()
+chunks_ready = Signal()

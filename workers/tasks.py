@@ -26,8 +26,10 @@ import time
 
 from django.conf import settings
 from django.db import OperationalError
+from django.dispatch import receiver
 
 from memory.services.ingest import subjects_flush_idle
+from memory.signals import chunks_ready
 from workers import metrics
 from workers.base import TransientError, pt_task, send
 from workers.dispatcher import dispatch_round
@@ -69,6 +71,11 @@ def dispatch_soon(*, tenant_id: int | None = None) -> None:
             cache = None
     if not send(dispatch, tenant_id=tenant_id) and cache is not None:
         _clear_queued_mark()  # nothing was queued: do not hold the next request back
+
+
+@receiver(chunks_ready, dispatch_uid="workers.tasks.chunks_ready")
+def _dispatch_when_chunks_are_ready(sender, tenant_id: int | None = None, **_kwargs) -> None:
+    dispatch_soon(tenant_id=tenant_id)
 
 
 def _clear_queued_mark() -> None:

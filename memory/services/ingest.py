@@ -36,6 +36,7 @@ from memory.models import Chunk, Message, Subject, Tenant, TreeVersion
 from memory.services import ServiceError
 from memory.services.subjects import subject_get_or_create
 from memory.services.tree import lock_subject
+from memory.signals import chunks_ready
 
 ROLES = ("user", "assistant", "system")
 # C0 controls other than tab, newline and carriage return, and DEL.
@@ -306,11 +307,9 @@ def chunks_requeue(*, chunk_ids: Sequence[int], enqueue: bool = True) -> int:
 
 
 def schedule_dispatch(*, tenant_id: int | None = None) -> None:
-    """Ask for the dispatcher after the current transaction commits (deduplicated while one is queued,
-    see ``workers.tasks.dispatch_soon``)."""
-    from workers.tasks import dispatch_soon
-
-    transaction.on_commit(lambda: dispatch_soon(tenant_id=tenant_id))
+    """Announce ``chunks_ready`` after the current transaction commits; the workers' receiver asks
+    for the dispatcher (deduplicated while one is queued, see ``workers.tasks.dispatch_soon``)."""
+    transaction.on_commit(lambda: chunks_ready.send(sender=schedule_dispatch, tenant_id=tenant_id))
 
 
 def ingest_status(*, subject: Subject) -> dict:

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "memory",
+    "workers.apps.WorkersConfig",
 ]
 
 MIDDLEWARE = [

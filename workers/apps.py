@@ -1,0 +1,13 @@
+"""The workers as a Django app: its receivers are connected when Django starts, so the services
+announce what happened (``memory.signals``) without importing the workers."""
+
+from django.apps import AppConfig
+
+
+class WorkersConfig(AppConfig):
+    name = "workers"
+    verbose_name = "PersonaTree workers"
+
+    def ready(self) -> None:
+        import workers.indexing  # noqa: F401  (version_applied / subject_erased -> evidence index)
+        import workers.tasks  # noqa: F401  (chunks_ready -> dispatch)
