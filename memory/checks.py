@@ -14,3 +14,26 @@ def recall_settings(app_configs=None, **kwargs):
     except ValueError as exc:
         return [Error(str(exc), hint=f"use one of: {', '.join(STRATEGIES)}", id="personatree.E001")]
     return []
+
+
+@register()
+def memlistener_settings(app_configs=None, **kwargs):
+    """The MemListener client config (backend, prompt mode, candidate settings, limits) is a pydantic
+    model: building it here turns a bad PERSONATREE_MEMLISTENER_* value into a start-up error."""
+    from pydantic import ValidationError
+
+    from serving.client import client_config_from_settings
+    from serving.config import check_engine_config
+
+    try:
+        config = client_config_from_settings()
+        check_engine_config(config.engine.model_copy(update={"kind": _engine_kind(config.backend)}))
+    except (ValidationError, ValueError) as exc:
+        return [Error(f"MemListener settings: {exc}", id="personatree.E002")]
+    return []
+
+
+def _engine_kind(backend: str) -> str:
+    from serving.client import _ENGINE_FOR_BACKEND
+
+    return _ENGINE_FOR_BACKEND.get(backend, "llamacpp")
