@@ -332,9 +332,20 @@ class EvidenceIndex:
             logger.warning("idle flush of %s failed: %s", self.collection, exc)
 
     def delete_subject(self, tenant_id: int, subject_id: int) -> int:
+        """Delete the subject's rows (erasure), then flush and ask for a compaction.
+
+        A Milvus delete only marks rows: until then their text stays on disk. The flush rewrites
+        the write-ahead log without them (on Milvus Lite the rows written since the last flush
+        live there, text included); the compaction drops them from sealed segments on a Milvus
+        server. Milvus Lite compacts on its own schedule only (its ``compact`` is a no-op), so
+        text of rows sealed before the erasure stays in its segment files until then
+        (docs/RELIABILITY.md, Erasure).
+        """
         self.ensure_collection()
         expr = Scope(tenant_id, subject_id).expr()
         res = self._call("delete", self.client.delete, self.collection, filter=expr)
+        self.flush()
+        self._call("compact", self.client.compact, self.collection)
         return int(res.get("delete_count", 0)) if isinstance(res, dict) else 0
 
     # -- reads ---------------------------------------------------------------
