@@ -25,12 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .text import content_stems, fold, number_tokens, tokens_folded, words
+from .text import content_stems, fold, folded_words, number_tokens
 
 __all__ = ["Grounding", "check_grounding", "proper_nouns", "DEFAULT_MIN_SUPPORT"]
 
 DEFAULT_MIN_SUPPORT = 0.5
-_CLAUSE_START = re.compile(r"(?:^|[.;:!?(\"]\s*)$")
+_CLAUSE_START = re.compile(r"(?:^|[.;:!?(\"]\s*)$")  # the rule; _clause_initial is its fast form
+_CLAUSE_MARKS = frozenset('.;:!?("')
+_WORD = re.compile(r"[^\W_]+(?:['\u2019\-][^\W_]+)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,25 +63,48 @@ class Grounding:
 def proper_nouns(value: str) -> list[str]:
     """Capitalised words that are not clause-initial, and all-caps words, in order."""
     found = []
-    for match in re.finditer(r"[^\W_]+(?:['\u2019\-][^\W_]+)*", value):
+    for match in _WORD.finditer(value):
         word = match.group(0)
-        if any(ch.isdigit() for ch in word) or word == "I" or word.startswith(("I'", "I\u2019")):
-            continue
-        letters = [ch for ch in word if ch.isalpha()]
-        if not letters or not letters[0].isupper():
+        if word.isalpha():  # the common case: all letters, hence no digit (none is both)
+            if not word[0].isupper():
+                continue
+            letters: str | list[str] = word
+        else:
+            if any(ch.isdigit() for ch in word):
+                continue
+            letters = [ch for ch in word if ch.isalpha()]
+            if not letters or not letters[0].isupper():
+                continue
+        if word == "I" or word.startswith(("I'", "I\u2019")):
             continue
         all_caps = len(letters) >= 2 and all(ch.isupper() for ch in letters)
-        clause_initial = bool(_CLAUSE_START.search(value[: match.start()]))
-        if all_caps or not clause_initial:
+        if all_caps or not _clause_initial(value[: match.start()]):
             found.append(word)
     return found
+
+
+def _clause_initial(prefix: str) -> bool:
+    """``bool(_CLAUSE_START.search(prefix))`` without the regex scanning every position of the
+    prefix: ``^$`` matches "" and "\\n"; the other branch, a mark followed by whitespace only (``\\s``
+    and ``str.rstrip`` strip the same characters)."""
+    if prefix in ("", "\n"):
+        return True
+    rest = prefix.rstrip()
+    return bool(rest) and rest[-1] in _CLAUSE_MARKS
 
 
 @lru_cache(maxsize=4096)
 def _profile(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """(numbers, folded words, content stems) of one source text; a chunk's turns are judged
     against many values (every op of the chunk, every sample of a training prompt)."""
-    return frozenset(number_tokens(text)), frozenset(tokens_folded([text])), frozenset(content_stems(text))
+    folded = folded_words(text)  # tokenised and folded once for the three parts
+    tokens = set(folded)
+    tokens.update([f[:-2] for f in folded if f.endswith("'s")])  # == tokens_folded([text])
+    return (
+        frozenset(number_tokens(text, folded)),
+        frozenset(tokens),
+        frozenset(content_stems(text, folded)),
+    )
 
 
 def check_grounding(
@@ -93,7 +118,8 @@ def check_grounding(
     texts = [s for s in sources if s] + ([old_value] if old_value else [])
     profiles = [_profile(t) for t in texts]
     source_numbers = set().union(*(p[0] for p in profiles))
-    missing_numbers = tuple(sorted(n for n in number_tokens(value) if n not in source_numbers))
+    folded = folded_words(value)  # tokenised and folded once for the numbers and the content words
+    missing_numbers = tuple(sorted(n for n in number_tokens(value, folded) if n not in source_numbers))
 
     source_words = set().union(*(p[1] for p in profiles))
     missing_names = []
@@ -103,12 +129,12 @@ def check_grounding(
         if f not in source_words and base not in source_words:
             missing_names.append(name)
 
-    value_stems = content_stems(value)
+    value_stems = content_stems(value, folded)
     source_stems = set().union(*(p[2] for p in profiles))
     if value_stems:
         missing_words = tuple(sorted(value_stems - source_stems))
         support = 1 - len(missing_words) / len(value_stems)
     else:
         missing_words, support = (), 1.0
-    ok = not missing_numbers and not missing_names and support >= min_support and bool(words(value))
+    ok = not missing_numbers and not missing_names and support >= min_support and bool(folded)
     return Grounding(ok, round(support, 4), missing_numbers, tuple(missing_names), missing_words)

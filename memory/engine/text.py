@@ -29,6 +29,7 @@ __all__ = [
     "stem",
     "content_stems",
     "number_tokens",
+    "folded_words",
 ]
 
 STOPWORDS = frozenset(
@@ -88,14 +89,19 @@ NUMBER_WORDS = {
     "third": "3rd",
 }
 
+_SKIP = STOPWORDS | NUMBER_WORDS.keys()
 _ABBREVIATIONS = ("dr", "mr", "mrs", "ms", "st", "e.g", "i.e", "etc", "vs", "approx", "jr", "sr", "no")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+|\s+[-\u2013\u2014]\s+(?=[A-Z])")
 _WORD = re.compile(r"[^\W_]+(?:['\u2019\-][^\W_]+)*", re.UNICODE)
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+_SUFFIXES = ("ingly", "edly", "ings", "ing", "ied", "ies", "ed", "es", "ly", "s")
+_SUFFIXES_BY_END = {end: tuple(x for x in _SUFFIXES if x[-1] == end) for end in {x[-1] for x in _SUFFIXES}}
 
 
 def fold(text: str) -> str:
     """Case-fold and strip accents ("Tomás" -> "tomas"); apostrophes become ASCII."""
+    if text.isascii():  # fast path, same result: NFKD is the identity and casefold is lower on ASCII
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.replace("\u2019", "'"))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
@@ -124,8 +130,14 @@ def words(text: str) -> list[str]:
 
 def stem(word: str) -> str:
     """A light, deterministic suffix stripper for comparing word sets (not for display)."""
-    w = fold(word).replace("'", "")
-    for suffix in ("ingly", "edly", "ings", "ing", "ied", "ies", "ed", "es", "ly", "s"):
+    return _stem_folded(fold(word))
+
+
+def _stem_folded(w: str) -> str:
+    """:func:`stem` of an already folded word."""
+    w = w.replace("'", "")
+    # only the suffixes ending in the word's last letter can match, tried in ``_SUFFIXES`` order
+    for suffix in _SUFFIXES_BY_END.get(w[-1:], ()):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: -len(suffix)]
             if suffix in ("ied", "ies"):
@@ -138,24 +150,42 @@ def stem(word: str) -> str:
     return w
 
 
-def content_stems(text: str) -> set[str]:
-    """Stems of the content words of ``text`` (stopwords and numbers left out)."""
+def folded_words(text: str) -> list[str]:
+    """``[fold(w) for w in words(text)]``; an ASCII text is lower-cased once instead (same result:
+    lower-casing ASCII moves no word boundary, and :func:`fold` of ASCII is ``lower``)."""
+    if text.isascii():
+        return _WORD.findall(text.lower())
+    return [fold(w) for w in _WORD.findall(text)]
+
+
+def content_stems(text: str, folded: list[str] | None = None) -> set[str]:
+    """Stems of the content words of ``text`` (stopwords and numbers left out).
+
+    ``folded``: ``folded_words(text)`` when the caller already has it."""
     out = set()
-    for w in words(text):
-        f = fold(w)
-        if f in STOPWORDS or f.replace("'", "") in STOPWORDS or any(ch.isdigit() for ch in f):
+    seen: set[str] = set()  # a word repeated in ``text`` is judged once (same result)
+    for f in folded_words(text) if folded is None else folded:
+        if f in seen:
             continue
-        if f in NUMBER_WORDS:
+        seen.add(f)
+        if (
+            f in _SKIP  # a stopword or a number word
+            or ("'" in f and f.replace("'", "") in STOPWORDS)
+            # no character is both alphabetic and a digit, so an all-letter word skips the scan
+            or (not f.isalpha() and any(ch.isdigit() for ch in f))
+        ):
             continue
-        out.add(stem(f))
+        # fold of an ASCII folded word is itself, so its stem skips the second fold (same result)
+        out.add(_stem_folded(f) if f.isascii() else stem(f))
     return out
 
 
-def number_tokens(text: str) -> set[str]:
-    """Numbers in ``text``, normalised: digits without thousands separators, number words as digits."""
+def number_tokens(text: str, folded: list[str] | None = None) -> set[str]:
+    """Numbers in ``text``, normalised: digits without thousands separators, number words as digits.
+
+    ``folded``: ``folded_words(text)`` when the caller already has it."""
     found = {m.group(0).replace(",", "") for m in _DIGITS.finditer(text)}
-    for w in words(text):
-        f = fold(w)
+    for f in folded_words(text) if folded is None else folded:
         if f in NUMBER_WORDS:
             found.add(NUMBER_WORDS[f])
     return found
@@ -165,8 +195,7 @@ def tokens_folded(texts: Iterable[str]) -> set[str]:
     """Every word of ``texts``, folded, with and without a trailing possessive ``'s``."""
     out = set()
     for text in texts:
-        for w in words(text):
-            f = fold(w)
+        for f in folded_words(text):
             out.add(f)
             if f.endswith("'s"):
                 out.add(f[:-2])

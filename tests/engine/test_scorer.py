@@ -306,3 +306,52 @@ def test_scoring_is_deterministic_across_calls():
     for _ in range(5):
         rnd.shuffle(pred)
         assert run(pred, GOLD) == first
+
+
+# --- pinned results (the cold path was optimised; these values come from the code before) ---------
+
+PIN_TURNS = TURNS + [
+    {"role": "user", "content": "Tomás runs 1,000 m; e.g. ten laps at the NHS gym, (Dr. Lee's) advice."}
+]
+PINNED = [
+    (
+        [
+            Op.add(CITY, "Porto, moved last year"),
+            Op.add(JOB, "Data engineer at a bank."),
+            Op.update(PETS, "cat Miso, puppy Bolt"),
+            Op.update(EXERCISE, "swims twice a week in Lisbon"),
+            Op.add("behaviour/media/music", "plays jazz piano"),
+        ],
+        {"total": 0.23721833721833718, "exact": 1, "partial": 3, "partial_credit": 1.6860916860916861},
+        {"missing": 0, "redundant": 1, "gate_rejections": 2, "gate_reasons": ["UNGROUNDED", "UNGROUNDED"]},
+        [
+            (EXERCISE, "UNGROUNDED", "names not in the source: Lisbon"),
+            (
+                "behaviour/media/music",
+                "UNGROUNDED",
+                "only 0% of its content words are in the source (missing: jaz, piano, play)",
+            ),
+        ],
+    ),
+    (
+        [
+            Op.add(CITY, "tomas RUNS 1000 m"),
+            Op.add(JOB, "runs 10 laps at the NHS gym"),
+            Op.update(PETS, "Tomás's cat; Dr. Lee advises"),
+            Op.update(EXERCISE, "runs 2,000 m with Ana"),
+        ],
+        {"total": -0.05, "exact": 0, "partial": 4, "partial_credit": 0.3},
+        {"missing": 0, "redundant": 0, "gate_rejections": 1, "gate_reasons": ["UNGROUNDED"]},
+        [(EXERCISE, "UNGROUNDED", "numbers not in the source: 2000; names not in the source: Ana")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("pred", "match", "rest", "rejections"), PINNED)
+def test_pinned_scores_and_gate_details(pred, match, rest, rejections):
+    report = score(pred, GOLD, TREE, PIN_TURNS, schema=SCHEMA).to_dict()
+    assert {k: report[k] for k in match} == pytest.approx(match, abs=1e-12)
+    assert {k: report[k] for k in rest} == rest
+    evidence = [t["content"] for t in PIN_TURNS if t["role"] == "user"]
+    rejected = gate(SCHEMA, TREE, pred, GatePolicy(grounding=True), evidence).rejected
+    assert [(r.op.path, str(r.reason), r.detail) for r in rejected] == rejections
