@@ -6,7 +6,7 @@ key prefix of its own) with a unique canary in its messages (and, in the second 
 external id). After the API erasure the canary must be in none of: any text/json column of any
 table of the test database (information_schema), the test's Redis keys and values, the Milvus
 collection, the files under the test's temporary data dir, the log records of the ``memory``,
-``workers`` and ``serving`` loggers at DEBUG. Another tenant's subject, seeded the same way with
+``workers`` and ``serving`` loggers (and ``personatree``, ``celery``, ``django``) at DEBUG. Another tenant's subject, seeded the same way with
 its own canary, must be untouched.
 """
 
@@ -32,6 +32,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 REDIS_URL = "redis://127.0.0.1:6379/5"  # scanned only under this test's own key prefix
 LOGGERS = ("memory", "workers", "serving")
+# Also captured and scanned: the task wrapper's, Celery's and Django's own records.
+MORE_LOGGERS = ("personatree", "celery", "django")
 
 
 def dialogue(canary: str) -> list[tuple[str, str]]:
@@ -160,7 +162,7 @@ def stores(settings, tmp_path, embedder, caplog):  # noqa: F811
             "KEY_PREFIX": prefix,
         }
     }
-    for name in LOGGERS:
+    for name in (*LOGGERS, *MORE_LOGGERS):
         caplog.set_level(logging.DEBUG, logger=name)
     yield prefix, tmp_path
     runtime.reset_runtime()
@@ -208,6 +210,7 @@ def test_erased_subject_leaves_no_trace_in_any_store(
     assert scan_redis(prefix, canary)[1] == []
     assert scan_milvus(canary) == []
     assert scan_files(data_dir, canary) == []
+    assert {r.name.split(".")[0] for r in caplog.records} & {"workers", "personatree"}, "logs were captured"
     assert scan_logs(caplog.records, canary) == []
     assert reader.get(reverse("subject-tree", kwargs={"external_id": external_id})).status_code == 404
 
@@ -216,3 +219,25 @@ def test_erased_subject_leaves_no_trace_in_any_store(
     assert scan_milvus(keeper_canary)
     kept = keeper_client.get(reverse("subject-tree", kwargs={"external_id": keeper_id})).json()["tree"]
     assert any(keeper_canary in v for v in kept.values()), kept
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (docs/RELIABILITY.md, Erasure): Milvus Lite keeps the text of rows sealed "
+    "before the erasure in its segment files until its own size-tiered compaction merges them",
+)
+def test_milvus_lite_rows_sealed_before_the_erasure_leave_their_text_on_disk(tmp_path):
+    from memory.recall.index import EvidenceIndex, EvidenceRow
+
+    canary = f"Zqx{uuid.uuid4().hex[:12]}"
+    index = EvidenceIndex(str(tmp_path / "sealed.db"), dim=4, collection="sealed", flush_idle_s=0)
+    try:
+        index.upsert([EvidenceRow(1, 1, 1, 2, f"user: my cat is {canary}", [0.1, 0.2, 0.3, 0.4])], flush=True)
+        index.upsert([EvidenceRow(1, 2, 1, 2, "user: another subject", [0.4, 0.3, 0.2, 0.1])], flush=True)
+        index.delete_subject(1, 1)
+        assert index.client.query(
+            "sealed", filter="tenant_id >= 0", output_fields=["text"]
+        )  # subject 2 stays
+        assert scan_files(tmp_path, canary) == []
+    finally:
+        index.close()
