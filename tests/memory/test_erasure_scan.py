@@ -12,6 +12,7 @@ its own canary, must be untouched.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from pathlib import Path
@@ -22,6 +23,7 @@ from django.urls import reverse
 
 from memory.models import OpRecord, TreeVersion
 from memory.recall import runtime
+from memory.services import query as query_service
 from memory.services.ingest import IncomingMessage, messages_ingest, subject_flush
 from serving.client import InProcessClient
 from serving.config import EngineConfig
@@ -194,6 +196,21 @@ def test_erased_subject_leaves_no_trace_in_any_store(
     assert any(canary in v for v in tree.values()), tree  # the tree holds the canary...
     assert OpRecord.objects.filter(source_text__contains=canary).exists()  # ...and so do the op records
     assert TreeVersion.objects.filter(subject__external_id=external_id).exists()
+    subject_pk = TreeVersion.objects.filter(subject__external_id=external_id).values_list(
+        "subject_id", flat=True
+    )[0]
+    for mode in (
+        "fast",
+        "deep",
+    ):  # reads fill the render cache and search the index (the query names the canary)
+        answer = reader.post(
+            reverse("subject-context", kwargs={"external_id": external_id}),
+            {"query": f"what is {canary}?", "mode": mode},
+            format="json",
+        )
+        assert answer.status_code == 200, answer.content
+        assert canary in json.dumps(answer.json()), mode
+    assert any(key[0] == subject_pk for key in query_service._render_cache)
     for needle in (canary, keeper_canary):  # the scanners see what is there
         assert scan_db(needle), needle
         assert scan_milvus(needle), needle
@@ -210,6 +227,7 @@ def test_erased_subject_leaves_no_trace_in_any_store(
     assert scan_redis(prefix, canary)[1] == []
     assert scan_milvus(canary) == []
     assert scan_files(data_dir, canary) == []
+    assert not any(key[0] == subject_pk for key in query_service._render_cache)  # this process's cache
     assert {r.name.split(".")[0] for r in caplog.records} & {"workers", "personatree"}, "logs were captured"
     assert scan_logs(caplog.records, canary) == []
     assert reader.get(reverse("subject-tree", kwargs={"external_id": external_id})).status_code == 404
