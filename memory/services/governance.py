@@ -22,7 +22,8 @@ from memory.engine.ops import Op
 from memory.engine.tree import apply
 from memory.models import OpRecord, TreeVersion
 from memory.services import ServiceError
-from memory.services.tree import lock_subject, schedule_follow_up, write_version
+from memory.services.tree import schedule_follow_up, write_version
+from memory.services.tree_locks import lock_subject
 
 
 @dataclass(frozen=True)

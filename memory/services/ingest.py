@@ -35,7 +35,7 @@ from memory.messages import IncomingMessage
 from memory.models import Chunk, Message, Subject, Tenant, TreeVersion
 from memory.services import ServiceError
 from memory.services.subjects import subject_get_or_create
-from memory.services.tree import lock_subject
+from memory.services.tree_locks import lock_subject
 from memory.signals import chunks_ready
 
 ROLES = ("user", "assistant", "system")

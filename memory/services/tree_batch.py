@@ -24,9 +24,9 @@ from memory.services.tree import (
     _plan_apply,
     _precheck,
     _replayed,
-    lock_subjects,
     tree_apply_ops,
 )
+from memory.services.tree_locks import lock_subjects
 from memory.services.tree_writes import single_statement_writes, write_applies
 
 logger = logging.getLogger(__name__)
