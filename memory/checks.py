@@ -22,18 +22,11 @@ def memlistener_settings(app_configs=None, **kwargs):
     model: building it here turns a bad PERSONATREE_MEMLISTENER_* value into a start-up error."""
     from pydantic import ValidationError
 
-    from serving.client import client_config_from_settings
+    from serving.client import client_config_from_settings, engine_config_for
     from serving.config import check_engine_config
 
     try:
-        config = client_config_from_settings()
-        check_engine_config(config.engine.model_copy(update={"kind": _engine_kind(config.backend)}))
+        check_engine_config(engine_config_for(client_config_from_settings()))
     except (ValidationError, ValueError) as exc:
         return [Error(f"MemListener settings: {exc}", id="personatree.E002")]
     return []
-
-
-def _engine_kind(backend: str) -> str:
-    from serving.client import _ENGINE_FOR_BACKEND
-
-    return _ENGINE_FOR_BACKEND.get(backend, "llamacpp")

@@ -120,11 +120,17 @@ class RayServeClient:
         self._http.close()
 
 
+def engine_config_for(config: ClientConfig) -> EngineConfig:
+    """The engine config an in-process backend runs (its kind follows the backend); for ``ray``,
+    the engine settings as given (the Ray app has its own)."""
+    kind = _ENGINE_FOR_BACKEND.get(config.backend)
+    return config.engine.model_copy(update={"kind": kind}) if kind else config.engine
+
+
 def build_client(config: ClientConfig) -> ListenerClient:
     if config.backend == "ray":
         return RayServeClient(config.url, timeout_s=config.timeout_s)
-    engine = config.engine.model_copy(update={"kind": _ENGINE_FOR_BACKEND[config.backend]})
-    return InProcessClient(engine)
+    return InProcessClient(engine_config_for(config))
 
 
 def client_config_from_settings() -> ClientConfig:

@@ -125,16 +125,18 @@ class MemListener:
     def _parse(self, prompt: Prompt, tree: Tree, text: str):
         """(ops, parse errors) of the raw model text, keeping complete ops before a cut-off."""
         if prompt.pointing is not None:
-            ops, errors = PointingStep.ops(text, prompt.pointing, tree)
-            if not ops and errors and errors[0]["message"].startswith("not JSON"):
+            notes = []
+            try:
+                items = PointingStep.items(text)
+            except ValueError as exc:  # JSON errors are ValueErrors too
                 items = salvage_items(text)
-                if items is not None:
-                    ops, more = PointingStep.ops(json.dumps({"ops": items}), prompt.pointing, tree)
-                    errors = [
-                        {"line_no": 0, "line": "", "message": f"output truncated; kept {len(items)} item(s)"}
-                    ]
-                    errors += more
-            return ops, errors
+                if items is None:
+                    return [], [{"line_no": 0, "line": text[:500], "message": f"not a JSON op list: {exc}"}]
+                notes = [
+                    {"line_no": 0, "line": "", "message": f"output truncated; kept {len(items)} item(s)"}
+                ]
+            ops, errors = PointingStep.ops(items, prompt.pointing, tree)
+            return ops, notes + errors
         parsed = parse_ops(text)
         errors = [{"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors]
         if not parsed.ops:

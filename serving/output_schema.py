@@ -51,15 +51,15 @@ def _cached(schema: Schema, max_ops: int) -> dict[str, Any]:
         "required": ["op", "path", "value"],
         "additionalProperties": False,
     }
+    return _op_list(write, delete, no_op, max_ops=max_ops)
+
+
+def _op_list(*variants: dict[str, Any], max_ops: int) -> dict[str, Any]:
+    """``{"ops": [...]}`` of 1..``max_ops`` items, each one of ``variants`` (both output schemas)."""
     return {
         "type": "object",
         "properties": {
-            "ops": {
-                "type": "array",
-                "items": {"anyOf": [write, delete, no_op]},
-                "minItems": 1,
-                "maxItems": max_ops,
-            }
+            "ops": {"type": "array", "items": {"anyOf": list(variants)}, "minItems": 1, "maxItems": max_ops}
         },
         "required": ["ops"],
         "additionalProperties": False,
@@ -102,16 +102,4 @@ def pointer_list_schema(n_sentences: int, n_leaves: int, *, max_ops: int = MAX_O
         "required": ["op"],
         "additionalProperties": False,
     }
-    return {
-        "type": "object",
-        "properties": {
-            "ops": {
-                "type": "array",
-                "items": {"anyOf": [write, delete, no_op]},
-                "minItems": 1,
-                "maxItems": max_ops,
-            }
-        },
-        "required": ["ops"],
-        "additionalProperties": False,
-    }
+    return _op_list(write, delete, no_op, max_ops=max_ops)

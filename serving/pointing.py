@@ -11,7 +11,7 @@ For one job (``PointingStep.prepare``):
    candidates under short ids with their current values; the output schema's ids are enums of
    this chunk only.
 
-After generation, ``PointingStep.ops`` parses the JSON and maps ids back to paths and sentences
+After generation, ``PointingStep.items`` reads the JSON and ``PointingStep.ops`` maps ids back to paths and sentences
 (``memory.engine.pointing.ops_from_pointers``); the listener then gates the ops (grounding on).
 """
 
@@ -114,15 +114,17 @@ class PointingStep:
         return PointingContext(sentences, candidates, budgets, skip)
 
     @staticmethod
-    def ops(text: str, context: PointingContext, tree: Tree):
-        """(ops, errors) from the model's JSON; errors in the parser's ``{line_no, line, message}`` shape."""
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, ValueError) as exc:
-            return [], [{"line_no": 0, "line": text[:500], "message": f"not JSON: {exc}"}]
+    def items(text: str) -> list:
+        """The op items of the model's JSON reply; raises ValueError when it is not ``{"ops": [...]}``."""
+        data = json.loads(text)
         items = data.get("ops") if isinstance(data, dict) else data
         if not isinstance(items, list):
-            return [], [{"line_no": 0, "line": text[:500], "message": 'expected {"ops": [...]}'}]
+            raise ValueError('expected {"ops": [...]}')
+        return items
+
+    @staticmethod
+    def ops(items: list, context: PointingContext, tree: Tree):
+        """(ops, errors) of parsed items; errors in the parser's ``{line_no, line, message}`` shape."""
         ops, errors = ops_from_pointers(
             items, context.sentences, context.candidates, tree.to_dict(), context.budgets
         )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .text import STOPWORDS, content_stems, fold, split_sentences, words
 
@@ -210,6 +211,7 @@ def retraction_targets(sentences: Sequence[UserSentence], tree: Mapping[str, str
 LEXICAL_BONUS = 0.2
 
 
+@lru_cache(maxsize=4096)
 def path_stems(path: str) -> frozenset[str]:
     """Stems of a leaf's own name ("identity/relationships/partner" -> partner; ".../screen_time" ->
     screen, tim): a sentence that names the slot outright is a strong sign it belongs there."""
