@@ -50,7 +50,6 @@ def serve_memlistener(
 
     from serving.app import ROUTE_PREFIX, build_app
 
-    port = free_port()
     # On a loaded machine the raylet can miss Ray's fixed 30 s registration wait ("The current node
     # timed out during startup", seen once in a full `make test`); a fresh start then succeeds.
     _start_with_retries(
@@ -65,13 +64,19 @@ def serve_memlistener(
         ray.shutdown,
         start_attempts,
     )
+    ports: list[int] = []
+
+    def start_serve() -> None:
+        # The port is picked only now, and afresh on every attempt: Ray's own processes take ports
+        # while the cluster starts, and a port probed before ``ray.init`` was once taken by one of
+        # them ("Failed to bind to address '127.0.0.1:38829'", a CI run).
+        ports.append(free_port())
+        serve.start(http_options={"host": "127.0.0.1", "port": ports[-1]})
+
     try:
         # Likewise Serve's proxy can miss its fixed 60 s start timeout.
-        _start_with_retries(
-            lambda: serve.start(http_options={"host": "127.0.0.1", "port": port}),
-            serve.shutdown,
-            start_attempts,
-        )
+        _start_with_retries(start_serve, serve.shutdown, start_attempts)
+        port = ports[-1]
         serve.run(build_app(config.model_dump(mode="json")), name=app_name, route_prefix=ROUTE_PREFIX)
         yield f"http://127.0.0.1:{port}{ROUTE_PREFIX}"
     finally:
