@@ -25,10 +25,6 @@ def subject_get(*, tenant: Tenant, external_id: str) -> Subject | None:
     return subject
 
 
-def subject_list(*, tenant: Tenant) -> QuerySet[Subject]:
-    return Subject.objects.filter(tenant=tenant).order_by("external_id")
-
-
 def subject_schema(subject: Subject) -> Schema:
     return get_schema(subject.schema_id, subject.schema_version)
 
@@ -38,10 +34,6 @@ def tree_current(subject: Subject) -> Tree:
     if subject.head_id is None:
         return Tree.empty()
     return Tree.from_dict(subject.head.snapshot)
-
-
-def version_get(*, subject: Subject, number: int) -> TreeVersion | None:
-    return TreeVersion.objects.filter(subject=subject, number=number).first()
 
 
 def tree_at(subject: Subject, as_of: int | datetime | None = None) -> tuple[int, Tree]:

@@ -22,8 +22,7 @@ A round (:func:`dispatch_round`):
 unreachable, timeout, transport exception: :func:`is_outage`) the model, not the chunks, is at
 fault: all chunks go back to ``pending`` with the claim's attempt refunded (``last_error`` says
 why), the report says ``outage`` and the caller backs off (``workers.dispatch`` raises
-``TransientError``: Celery retries it with exponential backoff and jitter; ``drain`` and the
-backfill stop). A retryable error in a batch where other jobs got answers is the chunk's own and
+``TransientError``: Celery retries it with exponential backoff and jitter; the backfill stops). A retryable error in a batch where other jobs got answers is the chunk's own and
 counts; a non-retryable error always counts (``failed`` at once).
 """
 
@@ -333,13 +332,6 @@ def _record_outcome(
     report.chunk_ids.append(claim.chunk_id)
 
 
-def apply_result(
-    claim: Claim, job: ListenerJob, result: ListenerResult, report: RoundReport, *, index: bool
-) -> None:
-    """Apply one result (or release its chunk): a batch of one."""
-    apply_batch([claim], [job], [result], index=index, report=report)
-
-
 def apply_batch(claims, jobs, results, *, index: bool, report: RoundReport | None = None) -> RoundReport:
     """Apply a batch's results with one ``tree_apply_ops_batch`` call: one transaction, four statements
     for the whole batch on PostgreSQL (its subjects are all different). A refused or failing chunk is
@@ -402,33 +394,3 @@ def dispatch_round(
     if report.failed:
         metrics.incr("chunks_failed", report.failed)
     return report
-
-
-def drain(
-    *, client, max_rounds: int | None = None, tenant_id: int | None = None, index: bool = True, **kwargs
-) -> RoundReport:
-    """Run rounds until nothing is ready (synchronous, in-process: backfill ``--process``, tests)."""
-    total = RoundReport()
-    rounds = 0
-    while max_rounds is None or rounds < max_rounds:
-        report = dispatch_round(client=client, tenant_id=tenant_id, index=index, **kwargs)
-        rounds += 1
-        if not report.claimed:
-            break
-        for name in (
-            "claimed",
-            "applied",
-            "versions",
-            "retried",
-            "failed",
-            "conflicts",
-            "replayed",
-            "transient",
-        ):
-            setattr(total, name, getattr(total, name) + getattr(report, name))
-        total.model_s += report.model_s
-        total.backend_s += report.backend_s
-        total.chunk_ids += report.chunk_ids
-        if report.outage:
-            break  # the model is unavailable: let the caller back off
-    return total

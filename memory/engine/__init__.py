@@ -16,8 +16,7 @@ enforces it with import-linter and an AST scan. See each module's docstring for 
 - :mod:`.scorer`  -- scores predicted ops against gold ops for training;
 - :mod:`.tree`    -- immutable trees, ``apply`` / ``diff`` / ``replay``;
 - :mod:`.render`  -- compact prompt context with tier/prefix filters and token counts;
-- :mod:`.chunker` -- windows of user/assistant pairs with deterministic chunk keys;
-- :mod:`.pipeline` -- parse -> gate -> apply in one pure call.
+- :mod:`.chunker` -- windows of user/assistant pairs with deterministic chunk keys.
 """
 
 from .chunker import Chunk, Turn, chunk_key, chunk_turns
@@ -34,7 +33,6 @@ from .gate import (
 )
 from .ops import Op, OpError, OpType
 from .parser import ParseError, ParseResult, format_ops, parse_ops
-from .pipeline import PipelineResult, process_text
 from .render import Rendered, count_tokens, estimate_tokens, render, set_token_counter, token_counter_name
 from .schema import (
     DEFAULT_SCHEMA_ID,
@@ -72,8 +70,6 @@ __all__ = [
     "ParseResult",
     "format_ops",
     "parse_ops",
-    "PipelineResult",
-    "process_text",
     "Rendered",
     "count_tokens",
     "estimate_tokens",

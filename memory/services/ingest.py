@@ -6,7 +6,8 @@
   key, unique per subject: a replayed key with the same role and content is reported as a
   duplicate and not stored again; a replayed key with different content is refused (409) and
   nothing of the batch is written. New complete windows become ``pending`` chunks in the same
-  transaction; the dispatcher is enqueued after commit.
+  transaction; after commit the service sends ``chunks_ready`` (:func:`schedule_dispatch`) and the
+  workers' receiver asks for the dispatcher.
 - :func:`chunks_build` cuts the unchunked tail of the log with the engine chunker
   (``tenant.chunk_pairs`` pairs per chunk); :func:`subject_flush` also closes a partial window.
 - A partial window also closes once the subject has been idle ``IDLE_FLUSH_SECONDS``: the

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.engine import LENIENT, Op, OpType, Reason, Tree, default_schema, gate, process_text
+from memory.engine import LENIENT, Op, OpType, Reason, Tree, apply, default_schema, gate, parse_ops
 from memory.engine.gate import GatePolicy
 
 OCCUPIED = Tree({"identity/name": "Ana", "behaviour/hobbies": "chess"})
@@ -148,7 +148,9 @@ def test_pipeline_on_default_schema(lenient):
         'ADD(identity/location/current_city, "Lisbon")\nUPDATE(identity/name/full_name, "Ana Silva")\n'
         'UPDATE(identity/family/pets, "a cat")\nthanks!\nADD(made/up, "x")'
     )
-    parsed, gated, new_tree, changes = process_text(s, tree, text, GatePolicy(lenient=lenient))
+    parsed = parse_ops(text)  # model text -> parse -> gate -> apply, as the listener and the store do
+    gated = gate(s, tree, parsed.ops, GatePolicy(lenient=lenient))
+    new_tree, changes = apply(tree, gated.accepted)
     assert len(parsed.ops) == 4 and parsed.ignored == (4,)
     expected = {"identity/location/current_city": "Lisbon", "identity/name/full_name": "Ana Silva"}
     if lenient:

@@ -28,7 +28,7 @@ from memory.services.ingest import IncomingMessage, messages_ingest, subject_flu
 from serving.client import InProcessClient
 from serving.config import EngineConfig
 from tests.recall.conftest import embedder  # noqa: F401  (session fixture: the MiniLM embedder)
-from workers.dispatcher import drain
+from tests.workers.helpers import drain
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

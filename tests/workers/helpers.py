@@ -1,4 +1,5 @@
-"""Test doubles around the real MemListener with the zero-latency stand-in engine (not a model)."""
+"""Test doubles around the real MemListener with the zero-latency stand-in engine (not a model), and
+``drain``: the dispatcher's rounds run in process until nothing is ready."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from memory.services.ingest import IncomingMessage, messages_ingest
 from serving.client import InProcessClient
 from serving.config import EngineConfig
 from serving.protocol import ListenerResult
+from workers.dispatcher import RoundReport, dispatch_round
 
 
 def standin_client(mode: str = "derived") -> InProcessClient:
@@ -70,3 +72,34 @@ def ingest_pairs(tenant, external_id: str, n_pairs: int, *, start: int = 0, enqu
         msgs.append(IncomingMessage("user", f"I like hobby number {i} a lot", f"{external_id}-u{i}"))
         msgs.append(IncomingMessage("assistant", f"Tell me more about hobby {i}", f"{external_id}-a{i}"))
     return messages_ingest(tenant=tenant, external_id=external_id, messages=msgs, enqueue=enqueue)
+
+
+def drain(
+    *, client, max_rounds: int | None = None, tenant_id: int | None = None, index: bool = True, **kwargs
+) -> RoundReport:
+    """Run ``dispatch_round`` until nothing is ready (synchronous, in process) and sum the reports; stop
+    early on an outage, as the Celery task and the backfill do."""
+    total = RoundReport()
+    rounds = 0
+    while max_rounds is None or rounds < max_rounds:
+        report = dispatch_round(client=client, tenant_id=tenant_id, index=index, **kwargs)
+        rounds += 1
+        if not report.claimed:
+            break
+        for name in (
+            "claimed",
+            "applied",
+            "versions",
+            "retried",
+            "failed",
+            "conflicts",
+            "replayed",
+            "transient",
+        ):
+            setattr(total, name, getattr(total, name) + getattr(report, name))
+        total.model_s += report.model_s
+        total.backend_s += report.backend_s
+        total.chunk_ids += report.chunk_ids
+        if report.outage:
+            break  # the model is unavailable: let the caller back off
+    return total

@@ -10,9 +10,16 @@ from django.utils import timezone
 from memory.models import Chunk, OpRecord, TreeVersion
 from memory.services.tree import Actor, leaf_edit
 from serving.protocol import ListenerResult
-from tests.workers.helpers import FailingClient, RaisingClient, WatchingClient, ingest_pairs, standin_client
+from tests.workers.helpers import (
+    FailingClient,
+    RaisingClient,
+    WatchingClient,
+    drain,
+    ingest_pairs,
+    standin_client,
+)
 from workers import requeue_chunks
-from workers.dispatcher import apply_result, build_jobs, dispatch_round, drain
+from workers.dispatcher import apply_batch, build_jobs, dispatch_round
 from workers.ordering import chunks_claim, ready_chunks
 
 pytestmark = pytest.mark.django_db
@@ -145,7 +152,7 @@ def test_expired_lease_is_reclaimed_and_the_chunk_is_applied_once(tenant, settin
     for claim in (old, new) if first == "old" else (new, old):
         jobs = build_jobs([claim])
         reports[claim.token] = RoundReport()
-        apply_result(claim, jobs[0], client.run(jobs)[0], reports[claim.token], index=False)
+        apply_batch([claim], jobs, client.run(jobs), index=False, report=reports[claim.token])
     winner, loser = (old, new) if first == "old" else (new, old)
     assert reports[winner.token].applied == 1 and reports[loser.token].replayed == 1
     assert TreeVersion.objects.filter(subject=subject).count() == 1
@@ -165,7 +172,7 @@ def test_version_conflict_requeues_without_failing(tenant):
     from workers.dispatcher import RoundReport
 
     report = RoundReport()
-    apply_result(claim, jobs[0], standin_client().run(jobs)[0], report, index=False)
+    apply_batch([claim], jobs, standin_client().run(jobs), index=False, report=report)
     assert report.conflicts == 1
     chunk = Chunk.objects.get(pk=claim.chunk_id)
     assert chunk.status == "pending" and chunk.last_error == ""

@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 
 from memory.models import Chunk, TreeVersion
-from tests.workers.helpers import WatchingClient, ingest_pairs, standin_client
-from workers.dispatcher import dispatch_round, drain
+from tests.workers.helpers import WatchingClient, drain, ingest_pairs, standin_client
+from workers.dispatcher import dispatch_round
 from workers.ordering import chunks_claim
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ from memory.services.tree import Actor, Source, tree_apply_ops
 from serving.client import InProcessClient
 from serving.config import EngineConfig
 from serving.protocol import ListenerResult
-from workers.dispatcher import drain
+from tests.workers.helpers import drain
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,7 @@ from django.db import connection, connections
 
 from memory.models import Chunk, OpRecord, TreeVersion
 from tests.factories import TenantFactory
-from tests.workers.helpers import WatchingClient, ingest_pairs
-from workers.dispatcher import drain
+from tests.workers.helpers import WatchingClient, drain, ingest_pairs
 from workers.ordering import chunks_claim
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]

@@ -6,8 +6,8 @@ import pytest
 
 from memory.models import Chunk, TreeVersion
 from serving.protocol import ListenerResult
-from tests.workers.helpers import FailingClient, RaisingClient, ingest_pairs, standin_client
-from workers.dispatcher import dispatch_round, drain
+from tests.workers.helpers import FailingClient, RaisingClient, drain, ingest_pairs, standin_client
+from workers.dispatcher import dispatch_round
 
 pytestmark = pytest.mark.django_db
 
