@@ -22,8 +22,9 @@ from memory.engine.ops import Op
 from memory.engine.tree import apply
 from memory.models import OpRecord, TreeVersion
 from memory.services import ServiceError
-from memory.services.tree import schedule_follow_up, write_version
+from memory.services.tree import write_version
 from memory.services.tree_locks import lock_subject
+from memory.services.tree_plan import schedule_follow_up
 
 
 @dataclass(frozen=True)

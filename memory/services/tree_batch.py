@@ -17,16 +17,9 @@ from django.db import DatabaseError, transaction
 from memory.engine.ops import Op
 from memory.models import Subject
 from memory.services import NotFoundError, ServiceError
-from memory.services.tree import (
-    Actor,
-    ApplyOutcome,
-    Source,
-    _plan_apply,
-    _precheck,
-    _replayed,
-    tree_apply_ops,
-)
+from memory.services.tree import tree_apply_ops
 from memory.services.tree_locks import lock_subjects
+from memory.services.tree_plan import Actor, ApplyOutcome, Source, plan_apply, precheck, replayed
 from memory.services.tree_writes import single_statement_writes, write_applies
 
 logger = logging.getLogger(__name__)
@@ -99,11 +92,11 @@ def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -
         if not all(isinstance(op, Op) for op in request.ops):
             results[i] = ServiceError("ops must be engine Op objects.", field="ops")
             continue
-        results[i] = _precheck(locked, request.base_version, chunk_id)
+        results[i] = precheck(locked, request.base_version, chunk_id)
         if results[i] is not None:
             continue
         try:
-            plan = _plan_apply(
+            plan = plan_apply(
                 locked,
                 base_version=request.base_version,
                 ops=tuple(request.ops),
@@ -123,7 +116,7 @@ def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -
     skipped = write_applies([plan.write_entry for _, plan in plans])
     for i, plan in plans:
         if plan.chunk_id in skipped:  # applied meanwhile by another holder of the chunk
-            results[i] = _replayed(plan.locked, plan.chunk_id)
+            results[i] = replayed(plan.locked, plan.chunk_id)
         else:
             results[i] = plan.written()
 

@@ -6,7 +6,7 @@ from memory import selectors
 from memory.engine.ops import Op
 from memory.models import Chunk, OpRecord, TreeVersion
 from memory.services import ServiceError, VersionConflict
-from memory.services.tree import Actor, Source, leaf_delete, leaf_edit, tree_apply_ops, tree_at, tree_revert
+from memory.services.tree import Actor, Source, leaf_delete, leaf_edit, tree_apply_ops, tree_revert
 from memory.signals import version_applied
 from tests.factories import ChunkFactory, SubjectFactory, TenantFactory
 
@@ -211,14 +211,14 @@ def test_revert_to_foreign_version_is_refused(subject, admin_user):
 @pytest.mark.django_db(transaction=True)
 def test_failure_inside_transaction_leaves_no_partial_version(subject, monkeypatch):
     """All writes have run when the failure hits (scheduling the follow-up comes last): a real rollback."""
-    from memory.services import tree as tree_service
+    from memory.services import tree_plan
 
     chunk = ChunkFactory(subject=subject)
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(tree_service, "schedule_follow_up", boom)
+    monkeypatch.setattr(tree_plan, "schedule_follow_up", boom)
     with pytest.raises(RuntimeError):
         apply_chunk(subject, [Op.add(ROLE, "nurse")], chunk=chunk)
     monkeypatch.undo()
@@ -254,11 +254,11 @@ def test_version_applied_is_sent_on_commit_only(subject, django_capture_on_commi
 def test_tree_at_version_and_datetime(subject):
     first = apply_chunk(subject, [Op.add(ROLE, "nurse")])
     apply_chunk(subject, [Op.update(ROLE, "doctor")])
-    assert tree_at(subject, 1) == (1, selectors.tree_at(subject, first.version.created_at)[1])
-    assert tree_at(subject, 0)[1].to_dict() == {}
-    assert tree_at(subject, first.version.created_at)[1].to_dict() == {ROLE: "nurse"}
+    assert selectors.tree_at(subject, 1) == (1, selectors.tree_at(subject, first.version.created_at)[1])
+    assert selectors.tree_at(subject, 0)[1].to_dict() == {}
+    assert selectors.tree_at(subject, first.version.created_at)[1].to_dict() == {ROLE: "nurse"}
     with pytest.raises(LookupError):
-        tree_at(subject, 9)
+        selectors.tree_at(subject, 9)
 
 
 def test_current_tree_read_is_one_query(subject, django_assert_num_queries):
