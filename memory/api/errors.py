@@ -3,12 +3,20 @@
 DRF exceptions, Django validation/404 errors, Django's body-size refusal
 (``RequestDataTooBig``, as the API's 413) and the store's
 :class:`~memory.services.ServiceError` all end up in this shape. Field-level
-validation errors report the first offending field in ``field`` and every
-field's messages in ``details``. :class:`ApiNotFoundView` answers every path under ``/v1/`` that
-no endpoint matches with the same shape (a JSON 404, never Django's HTML page).
+validation errors report the first offending field in ``field`` (``messages[3].ts``, found by
+:func:`first_error`, the one walker of DRF error trees) and every field's messages in
+``details``. :class:`ApiNotFoundView` answers every path under ``/v1/`` that no endpoint
+matches with the same shape (a JSON 404, never Django's HTML page).
+
+Server-side failures never show their cause: a 5xx (a backend that is down, a bug) answers a
+generic message and an ``error_id``; the cause (exception text, which may hold internal URLs,
+Milvus URIs, file paths or database text) is logged under the same id (logger
+``personatree.api``). A 503 carries ``Retry-After``.
 """
 
 from __future__ import annotations
+
+import logging
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -16,11 +24,36 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
-from rest_framework.views import APIView
+from rest_framework.settings import api_settings
+from rest_framework.views import APIView, set_rollback
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from memory.api.parsers import body_too_large
-from memory.services import ServiceError, VersionConflict
+from memory.services import ServiceError, VersionConflict, new_error_id
+
+logger = logging.getLogger("personatree.api")
+
+#: Seconds a client is told to wait (``Retry-After``) after a 503 that names no time of its own.
+DEFAULT_RETRY_AFTER_S = 30
+
+#: What a client reads for a 5xx, by code; the cause is in the log under the error id.
+PUBLIC_MESSAGES = {
+    "model_unavailable": "The responder model is unavailable; try again later.",
+    "broker_unavailable": "The task queue is unavailable, so this cannot be done now; try again later.",
+    "internal_error": "Internal error; nothing more is shown here. Quote the error_id when reporting it.",
+}
+UNAVAILABLE_MESSAGE = "A backend service is unavailable; try again later."
+
+
+class ServiceUnavailable(ServiceError):
+    """A backend this request needs is down (503 + ``Retry-After``); nothing was done."""
+
+    code = "unavailable"
+    http_status = 503
+
+    def __init__(self, message: str, *, code: str | None = None, retry_after_s: int = DEFAULT_RETRY_AFTER_S):
+        super().__init__(message, code=code)
+        self.retry_after_s = retry_after_s
 
 
 def _error(code: str, message: str, http_status: int, *, field: str | None = None, **extra) -> Response:
@@ -31,22 +64,58 @@ def _error(code: str, message: str, http_status: int, *, field: str | None = Non
     return Response({"error": body}, status=http_status)
 
 
-def _first_message(detail) -> tuple[str, str | None, str]:
-    """Return (message, field, code) of the first error in a DRF ``detail`` structure."""
+def _join(path: str, sub: str) -> str:
+    if not path or not sub:
+        return path or sub
+    return f"{path}{sub}" if sub.startswith("[") else f"{path}.{sub}"
+
+
+def _empty(detail) -> bool:
+    return detail in ({}, [], None, "")
+
+
+def first_error(detail) -> tuple[str, str, str]:
+    """``(field, message, code)`` of the first error in a DRF error tree (``exc.detail`` or a
+    serializer's ``errors``). ``field`` reads like the API's error fields: ``messages[3].ts``
+    (list items by index, ``non_field_errors`` left out); ``""`` when the error names no field."""
     if isinstance(detail, dict):
         for name, sub in detail.items():
-            message, inner_field, code = _first_message(sub)
-            field = name if name != "non_field_errors" else None
-            if inner_field and field:
-                field = f"{field}.{inner_field}"
-            return message, field or inner_field, code
-        return "Invalid input.", None, "invalid"
+            if _empty(sub):
+                continue
+            field, message, code = first_error(sub)
+            if name == api_settings.NON_FIELD_ERRORS_KEY:
+                name = ""
+            return _join(f"[{name}]" if isinstance(name, int) else str(name), field), message, code
+        return "", "Invalid input.", "invalid"
     if isinstance(detail, list):
-        for item in detail:
-            message, field, code = _first_message(item)
-            return message, field, code
-        return "Invalid input.", None, "invalid"
-    return str(detail), None, getattr(detail, "code", None) or "invalid"
+        for i, sub in enumerate(detail):
+            if _empty(sub):
+                continue
+            if isinstance(sub, dict | list):  # many=True: one entry per item, by position
+                field, message, code = first_error(sub)
+                return _join(f"[{i}]", field), message, code
+            return "", str(sub), getattr(sub, "code", None) or "invalid"
+        return "", "Invalid input.", "invalid"
+    return "", str(detail), getattr(detail, "code", None) or "invalid"
+
+
+def _server_error(
+    exc: Exception, code: str, http_status: int, *, retry_after_s: int | None = None
+) -> Response:
+    """A 5xx with a generic message and an error id; the cause goes to the log only."""
+    error_id = new_error_id()
+    cause = getattr(exc, "message", None) or str(exc)
+    if http_status >= 500 and http_status != status.HTTP_503_SERVICE_UNAVAILABLE:
+        logger.error("API error %s (%s): %s", error_id, code, cause, exc_info=exc)
+    else:
+        logger.warning("API error %s (%s): %s", error_id, code, cause)
+    message = PUBLIC_MESSAGES.get(
+        code, UNAVAILABLE_MESSAGE if http_status == 503 else PUBLIC_MESSAGES["internal_error"]
+    )
+    response = _error(code, message, http_status, error_id=error_id)
+    if http_status == status.HTTP_503_SERVICE_UNAVAILABLE:
+        response["Retry-After"] = str(retry_after_s or DEFAULT_RETRY_AFTER_S)
+    return response
 
 
 def exception_handler(exc, context):
@@ -59,6 +128,10 @@ def exception_handler(exc, context):
             exc.code, exc.message, exc.http_status, field=exc.field, current_version=exc.current_version
         )
     if isinstance(exc, ServiceError):
+        if exc.http_status >= 500:
+            return _server_error(
+                exc, exc.code, exc.http_status, retry_after_s=getattr(exc, "retry_after_s", None)
+            )
         return _error(exc.code, exc.message, exc.http_status, field=exc.field)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
@@ -70,16 +143,17 @@ def exception_handler(exc, context):
         exc = exceptions.PermissionDenied(str(exc) or None)
 
     response = drf_exception_handler(exc, context)
-    if response is None:
-        return None  # unexpected error: Django's 500 handling (and logging) applies
+    if response is None:  # not an API error: a bug or a backend failing (JSON 500, cause in the log)
+        set_rollback()
+        return _server_error(exc, "internal_error", status.HTTP_500_INTERNAL_SERVER_ERROR)
     if isinstance(exc, exceptions.ValidationError):
-        message, field, code = _first_message(exc.detail)
+        field, message, code = first_error(exc.detail)
         response.data = {"error": {"code": code, "message": message, "details": exc.detail}}
         if field:
             response.data["error"]["field"] = field
         return response
     detail = getattr(exc, "detail", None)
-    message, field, code = _first_message(detail) if detail is not None else (str(exc), None, "error")
+    field, message, code = first_error(detail) if detail is not None else ("", str(exc), "error")
     code = getattr(exc, "default_code", None) if code in (None, "invalid") else code
     body = {"code": code or "error", "message": message}
     if field:

@@ -15,6 +15,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
+from memory.api.errors import first_error
 from memory.services import ServiceError
 from memory.services.ingest import (
     ROLES,
@@ -65,24 +66,6 @@ class IngestOut(serializers.Serializer):
     chunks_created = serializers.IntegerField()
 
 
-def _first_error(errors) -> tuple[str, str, str]:
-    """(field, message, code) of the first error in a serializer's ``errors`` tree."""
-    if isinstance(errors, dict):
-        for name, sub in errors.items():
-            field, message, code = _first_error(sub)
-            name = f"[{name}]" if isinstance(name, int) else name  # list items are keyed by index
-            return (f"{name}.{field}" if field else name), message, code
-    if isinstance(errors, list):
-        for i, sub in enumerate(errors):
-            if sub in ({}, None, []):
-                continue
-            if isinstance(sub, dict | list) and sub:
-                field, message, code = _first_error(sub)
-                return (f"[{i}].{field}" if field else f"[{i}]"), message, code
-            return "", str(sub), getattr(sub, "code", "invalid")
-    return "", str(errors), getattr(errors, "code", "invalid")
-
-
 def parse_ingest_body(data) -> tuple[list[IncomingMessage], bool]:
     """Shape-check the body; raise a ServiceError naming the first bad field (``messages[3].ts``).
 
@@ -110,10 +93,29 @@ def parse_ingest_body(data) -> tuple[list[IncomingMessage], bool]:
             raise ServiceError("Each message must be a JSON object.", field=f"messages[{i}]")
     serializer = MessagesIn(data=data)
     if not serializer.is_valid():
-        field, message, code = _first_error(serializer.errors)
-        raise ServiceError(message, field=field.replace(".[", "["), code=str(code))
+        field, message, code = first_error(serializer.errors)
+        raise ServiceError(message, field=field or None, code=str(code))
     valid = serializer.validated_data
     return [IncomingMessage(**m) for m in valid["messages"]], valid["recreate_erased"]
+
+
+#: What a client reads about a troubled chunk. The chunk's own ``last_error`` holds the cause (the
+#: MemListener's URL, a model path, database text): operators see it in the admin, clients do not.
+PUBLIC_CHUNK_ERRORS = {
+    "failed": "Processing failed and the subject is blocked until an operator re-queues the chunk "
+    "(the cause is in the admin's chunk list).",
+    "pending": "A temporary error occurred; the chunk will be retried.",
+    "processing": "A temporary error occurred; the chunk is being retried.",
+}
+
+
+def public_ingest_status(status: dict) -> dict:
+    """``ingest_status`` as a client may see it: each failure's ``error`` is a generic message."""
+    failures = [
+        {**f, "error": PUBLIC_CHUNK_ERRORS.get(f["status"], PUBLIC_CHUNK_ERRORS["pending"])}
+        for f in status.get("failures", ())
+    ]
+    return {**status, "failures": failures}
 
 
 class SubjectMessagesView(TenantScopedView):
@@ -142,7 +144,9 @@ class SubjectIngestStatusView(TenantScopedView):
     @extend_schema(responses={200: dict})
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
-        return Response({"subject": subject.external_id, **ingest_status(subject=subject)})
+        return Response(
+            {"subject": subject.external_id, **public_ingest_status(ingest_status(subject=subject))}
+        )
 
 
 class SubjectFlushView(TenantScopedView):
@@ -157,6 +161,6 @@ class SubjectFlushView(TenantScopedView):
             "chunks_created": [
                 {"chunk_id": c.pk, "start_seq": c.start_seq, "end_seq": c.end_seq} for c in built
             ],
-            **ingest_status(subject=subject),
+            **public_ingest_status(ingest_status(subject=subject)),
         }
         return Response(body, status=status.HTTP_202_ACCEPTED)

@@ -7,6 +7,8 @@ the exceptions below for bad input; ``memory.api.errors`` maps them to HTTP.
 
 from __future__ import annotations
 
+import uuid
+
 
 class ServiceError(Exception):
     """A request the store refuses, with a stable machine-readable code."""
@@ -42,4 +44,9 @@ class VersionConflict(ServiceError):
         )
 
 
-__all__ = ["NotFoundError", "ServiceError", "VersionConflict"]
+def new_error_id() -> str:
+    """A short id that ties a generic error shown to a client to the log line holding its cause."""
+    return uuid.uuid4().hex[:16]
+
+
+__all__ = ["NotFoundError", "ServiceError", "VersionConflict", "new_error_id"]

@@ -48,7 +48,7 @@ from memory.recall.agentic import agentic_recall
 from memory.recall.index import IndexUnavailable, Scope
 from memory.recall.rerank import RerankerUnavailable
 from memory.recall.router import route
-from memory.services import ServiceError
+from memory.services import ServiceError, new_error_id
 from memory.signals import subject_erased
 from serving.embedder import EmbedderUnavailable
 
@@ -265,16 +265,30 @@ def _deep(
             config=runtime.recall_config(),
         )
     except (IndexUnavailable, EmbedderUnavailable, RerankerUnavailable) as exc:
-        logger.warning("deep recall unavailable for subject %s, falling back to fast: %s", subject.pk, exc)
-        notices.append(f"evidence recall unavailable ({exc}); answered in fast mode (tree only)")
+        # The cause names the Milvus URI or a model path: logged under an id, never in the body.
+        error_id = new_error_id()
+        logger.warning(
+            "deep recall unavailable for subject %s, falling back to fast (error %s): %s",
+            subject.pk,
+            error_id,
+            exc,
+        )
+        detail = f"{type(exc).__name__} (error id {error_id})"
+        notices.append(f"evidence recall unavailable ({detail}); answered in fast mode (tree only)")
         return (
-            {"status": "unavailable", "fallback": "fast", "detail": str(exc), "notices": notices},
+            {"status": "unavailable", "fallback": "fast", "detail": detail, "notices": notices},
             [],
             "fast",
         )
     expansion = result.expansion
     if expansion["status"] != "ok":
-        detail = why or expansion["detail"]
+        detail = expansion["detail"]
+        if why:  # no responder engine; the runtime logged why (its text may name a model path)
+            detail = "no expansion model available; original query only"
+        elif expansion["status"] == "unavailable":  # the engine's own error text: logged, shown by id
+            error_id = new_error_id()
+            logger.warning("query expansion unavailable (error %s): %s", error_id, detail)
+            detail = f"expansion model unavailable (error id {error_id}); original query only"
         expansion = {**expansion, "detail": detail}
         notices.append(f"query expansion skipped: {detail}")
     evidence = []
