@@ -8,9 +8,14 @@ from rest_framework.response import Response
 
 from memory import selectors
 from memory.api.base import TenantScopedView
+from memory.api.errors import ServiceUnavailable
 from memory.api.fields import AsOfField
 from memory.services import ServiceError
 from memory.services.subjects import subject_erase, subject_export
+from personatree_site.ops.readiness import erasure_broker_problem
+
+#: Seconds an erasure refused for a broker outage tells the client to wait (``Retry-After``).
+BROKER_RETRY_AFTER_S = 30
 
 
 def _tiers_for(view: TenantScopedView) -> tuple[str, ...]:
@@ -118,6 +123,18 @@ class SubjectExportView(TenantScopedView):
         return Response(subject_export(subject=subject, tiers=_tiers_for(self)))
 
 
+def broker_check() -> None:
+    """503 ``broker_unavailable`` (``Retry-After``) when an erasure could not queue its vector purge
+    now (:func:`~personatree_site.ops.readiness.erasure_broker_problem`): nothing is erased."""
+    problem = erasure_broker_problem()
+    if problem is not None:
+        raise ServiceUnavailable(
+            f"broker unreachable before an erasure ({problem})",
+            code="broker_unavailable",
+            retry_after_s=BROKER_RETRY_AFTER_S,
+        )
+
+
 class SubjectDetailView(TenantScopedView):
     """DELETE erases the subject (messages, chunks, versions, op log, vectors) leaving a tombstone."""
 
@@ -131,10 +148,13 @@ class SubjectDetailView(TenantScopedView):
                 "tombstone_id": serializers.IntegerField(),
                 "counts": serializers.DictField(child=serializers.IntegerField()),
             },
-        )
+        ),
+        description="503 broker_unavailable (with Retry-After) when the task queue that purges the "
+        "subject's vectors is down: nothing is erased, retry later.",
     )
     def delete(self, request, external_id: str):
         subject = self.get_subject(external_id)
+        broker_check()
         tombstone = subject_erase(subject=subject, erased_by=f"api_key:{self.api_key.prefix}")
         return Response(
             {"erased": True, "tombstone_id": tombstone.pk, "counts": tombstone.counts}, status=200

@@ -1,10 +1,92 @@
-"""Per-API-key rate limit (rate from ``REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']['api_key']``)."""
+"""Per-API-key rate limit (rate from ``REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']['api_key']``).
+
+The counters live in the Django cache (Redis in production), shared by every web process. When
+that cache cannot be reached the request is not failed (it used to be a 500 for every API call):
+the throttle counts in a per-process cache instead, so the limit still holds, per process (with N
+web processes a key may get up to N times its rate while Redis is down). One warning is logged
+when the shared cache is lost and one line when it is back; while it is down it is tried again
+every ``RETRY_SHARED_AFTER_S`` seconds, so requests do not each wait on a dead connection.
+"""
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+
+from django.core.cache.backends.locmem import LocMemCache
 from rest_framework.throttling import SimpleRateThrottle
 
 from memory.models import ApiKey
+
+log = logging.getLogger("personatree.throttle")
+
+#: Seconds between attempts to use the shared cache again once it failed.
+RETRY_SHARED_AFTER_S = 5.0
+
+
+def _cache_errors() -> tuple[type[BaseException], ...]:
+    """What a cache backend raises when its server is unreachable (socket errors and the clients' own)."""
+    errors: list[type[BaseException]] = [OSError]
+    try:
+        from redis.exceptions import RedisError
+
+        errors.append(RedisError)
+    except ImportError:  # pragma: no cover - redis is a dependency; kept for a cache-less install
+        pass
+    try:
+        from django_redis.exceptions import ConnectionInterrupted
+
+        errors.append(ConnectionInterrupted)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+CACHE_ERRORS = _cache_errors()
+
+_fallback = LocMemCache("personatree-throttle-fallback", {"OPTIONS": {"MAX_ENTRIES": 100_000}})
+_lock = threading.Lock()
+_failed_at: float | None = None  # time.monotonic() of the last failure of the shared cache
+
+
+def shared_cache_down() -> bool:
+    """Whether the throttle is counting per process because the shared cache failed."""
+    return _failed_at is not None
+
+
+def reset_fallback() -> None:
+    """Forget the per-process counters and the outage (tests)."""
+    global _failed_at
+    with _lock:
+        _failed_at = None
+    _fallback.clear()
+
+
+def _skip_shared() -> bool:
+    failed_at = _failed_at
+    return failed_at is not None and time.monotonic() - failed_at < RETRY_SHARED_AFTER_S
+
+
+def _shared_failed(exc: BaseException) -> None:
+    global _failed_at
+    with _lock:
+        first = _failed_at is None
+        _failed_at = time.monotonic()
+    if first:
+        log.warning(
+            "rate-limit cache unreachable (%s); counting per-process until it is back", type(exc).__name__
+        )
+
+
+def _shared_ok() -> None:
+    global _failed_at
+    if _failed_at is None:
+        return
+    with _lock:
+        was_down, _failed_at = _failed_at is not None, None
+    if was_down:
+        log.info("rate-limit cache reachable again; counting in the shared cache")
 
 
 class ApiKeyRateThrottle(SimpleRateThrottle):
@@ -18,3 +100,15 @@ class ApiKeyRateThrottle(SimpleRateThrottle):
             # Session-authenticated or anonymous requests are limited per client address.
             ident = f"ip:{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+    def allow_request(self, request, view) -> bool:
+        if not _skip_shared():
+            try:
+                allowed = super().allow_request(request, view)
+            except CACHE_ERRORS as exc:
+                _shared_failed(exc)
+            else:
+                _shared_ok()
+                return allowed
+        self.cache = _fallback
+        return super().allow_request(request, view)

@@ -155,6 +155,21 @@ def memlistener_ping() -> str:
     raise NotReady("unknown_backend")
 
 
+def erasure_broker_problem() -> str | None:
+    """Why an erasure cannot queue the purge of the subject's evidence vectors now, else None.
+
+    With evidence indexing on and Celery not eager, ``subject_erased`` queues
+    ``workers.erase_subject_vectors`` through the broker; a publish that fails is only logged, so
+    with the broker down the vectors would stay. Erasures (API and admin) ask first and refuse
+    while it is down: nothing is erased, and the retry does all of it. The answer is the error's
+    class (``OperationalError``), safe to show.
+    """
+    if settings.CELERY_TASK_ALWAYS_EAGER or not settings.PERSONATREE.get("EVIDENCE_INDEXING", True):
+        return None
+    check = _run("broker", broker_ping, required=True)
+    return None if check.status == "ok" else (check.error or "unreachable")
+
+
 # --- all of them ----------------------------------------------------------------------------------
 
 
