@@ -1,15 +1,18 @@
-"""Tenants, API keys, chunks (failed ones re-queueable) and tombstones."""
+"""Tenants, API keys, chunks (failed ones re-queueable) and tombstones.
+
+Deleting a tenant erases each of its subjects first (:mod:`memory.admin.erasure`)."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.utils import timezone
 
+from memory.admin.erasure import ErasingDeleteMixin
 from memory.models import ApiKey, Chunk, Tenant, Tombstone
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(ErasingDeleteMixin, admin.ModelAdmin):
     list_display = (
         "name",
         "is_active",

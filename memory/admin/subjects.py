@@ -1,4 +1,6 @@
-"""Subject pages: readable tree with inline leaf edit, version history + diff, revert with confirmation."""
+"""Subject pages: readable tree with inline leaf edit, version history + diff, revert with confirmation.
+
+Deleting a subject (its page or the list action) erases it (:mod:`memory.admin.erasure`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from memory import selectors
+from memory.admin.erasure import ErasingDeleteMixin
 from memory.admin.tree_view import build_nodes
 from memory.engine.tree import diff
 from memory.models import Subject, TreeVersion
@@ -26,7 +29,7 @@ class LeafForm(forms.Form):
 
 
 @admin.register(Subject)
-class SubjectAdmin(admin.ModelAdmin):
+class SubjectAdmin(ErasingDeleteMixin, admin.ModelAdmin):
     list_display = ("external_id", "tenant", "head_version", "schema_id", "schema_version", "updated_at")
     list_filter = ("tenant",)
     search_fields = ("external_id", "tenant__name")
