@@ -14,6 +14,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from memory.engine.candidates import CandidateSettings
 from memory.engine.gate import GatePolicy, gate
@@ -40,6 +41,7 @@ def _normalisation_dict(n) -> dict:
 
 
 _RAW_CONTROL = re.compile(r"[\x00-\x1f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _json_safe(text: str) -> str:
@@ -47,6 +49,44 @@ def _json_safe(text: str) -> str:
     which strict JSON forbids; in JSON output they become spaces (the gate normalises whitespace
     anyway). The line format is left alone: its newlines separate ops."""
     return _RAW_CONTROL.sub(" ", text) if text.lstrip().startswith(("{", "[")) else text
+
+
+def storable(text: str) -> str:
+    """``text`` as PostgreSQL can keep it: NUL becomes a space (the gate collapses whitespace), a
+    surrogate pair spelt as two code points is joined, a lone surrogate becomes U+FFFD. Anything
+    else is kept as the model wrote it.
+
+    Model output is not validated like the API's input: a model (or a JSON escape in its output,
+    ``\\u0000``, ``\\ud800``) can produce either, and PostgreSQL refuses NUL in text and json, and
+    anything that does not encode as UTF-8, so such an op failed the chunk's write on every retry.
+    """
+    if _SURROGATE.search(text):
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text.replace("\x00", " ")
+
+
+def storable_data(value):
+    """:func:`storable` applied to every string (keys included) of a JSON-like value."""
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, dict):
+        return {storable_data(k): storable_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable_data(v) for v in value]
+    return value
+
+
+def _storable_op(op: Op) -> Op:
+    fields = {name: getattr(op, name) for name in ("path", "value", "source")}
+    clean = {name: storable(v) for name, v in fields.items() if isinstance(v, str) and storable(v) != v}
+    return replace(op, **clean) if clean else op
+
+
+def storable_result(result: ListenerResult) -> ListenerResult:
+    """Every string of ``result`` made :func:`storable`: what leaves the listener can be written."""
+    data = result.model_dump()
+    clean = storable_data(data)
+    return result if clean == data else ListenerResult.model_validate(clean)
 
 
 def salvage_items(text: str) -> list | None:
@@ -154,7 +194,9 @@ class MemListener:
     ) -> ListenerResult:
         if gen.error is not None:
             return self._error(job.job_id, gen.error, retryable=gen.retryable, model_id=gen.model_id)
-        ops, errors = self._parse(prompt, tree, _json_safe(gen.text))
+        text = storable(gen.text)  # also what the tokenizer counts: it refuses a lone surrogate
+        ops, errors = self._parse(prompt, tree, _json_safe(text))
+        ops, errors = [_storable_op(op) for op in ops], storable_data(errors)  # JSON escapes decode late
         if not ops and not errors and prompt.pointing is not None:  # the model said NO_OP
             ops = [Op.no_op()]
         evidence = [t.content for t in job.turns if t.role == "user"]
@@ -165,11 +207,11 @@ class MemListener:
             rejections=[_rejection_dict(r) for r in judged.rejected],
             parse_errors=errors,
             normalisations=[_normalisation_dict(n) for n in judged.normalised],
-            raw_text=gen.text,
+            raw_text=text,
             model_id=gen.model_id or self.engine.model_id,
             prompt_version=prompt.prompt_version,
             prompt_tokens=gen.prompt_tokens or count_tokens(prompt.text),
-            completion_tokens=gen.completion_tokens or (count_tokens(gen.text) if gen.text else 0),
+            completion_tokens=gen.completion_tokens or (count_tokens(text) if text else 0),
             latency_ms=gen.latency_ms,
         )
 
@@ -241,7 +283,7 @@ class MemListener:
                 if not res.latency_ms:
                     res.latency_ms = elapsed_ms
                 results[i] = res
-        return [results[i] for i in range(len(jobs))]
+        return [storable_result(results[i]) for i in range(len(jobs))]
 
 
 def build_listener(config, engine: Engine | None = None, *, lenient: bool = False) -> MemListener:
