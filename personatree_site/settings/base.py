@@ -35,7 +35,9 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DATA_DIR = Path(env.str("PERSONATREE_DATA_DIR", default=str(BASE_DIR / "var")))
 
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-local-only-key-change-me")
+# The development key: production.py refuses it (and any other weak key).
+INSECURE_LOCAL_KEY = "insecure-local-only-key-change-me"
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=INSECURE_LOCAL_KEY)
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 

@@ -1,13 +1,39 @@
 """Production: Postgres, Redis broker, real Celery workers, Ray Serve MemListener, Milvus server.
 
-Secrets have no defaults here: a missing variable fails at start-up.
+Secrets have no defaults here: a missing variable fails at start-up, and so does a secret key that
+is not a real secret (the development key, Django's "django-insecure-" keys, a short one). These
+are also the settings ``wsgi.py`` and ``celery.py`` load when ``DJANGO_SETTINGS_MODULE`` is unset.
 """
 
+from django.core.exceptions import ImproperlyConfigured
+
 from .base import *  # noqa: F401,F403
-from .base import PERSONATREE, env
+from .base import INSECURE_LOCAL_KEY, PERSONATREE, env
+
+# Django's own bar for a key (`check --deploy`, security.W009), enforced here at start-up.
+_SECRET_KEY_MIN_LENGTH = 50
+_SECRET_KEY_MIN_UNIQUE_CHARACTERS = 5
+
+
+def _refuse_weak_secret_key(key: str) -> str:
+    weak = (
+        len(key) < _SECRET_KEY_MIN_LENGTH
+        or len(set(key)) < _SECRET_KEY_MIN_UNIQUE_CHARACTERS
+        or key == INSECURE_LOCAL_KEY
+        or key.startswith("django-insecure")
+    )
+    if weak:  # the value itself is never echoed
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is not a real secret (empty, the development key, a django-insecure key, "
+            f"under {_SECRET_KEY_MIN_LENGTH} characters or under {_SECRET_KEY_MIN_UNIQUE_CHARACTERS} "
+            'distinct ones); production refuses to start. Generate one with: python -c "from '
+            'django.core.management.utils import get_random_secret_key as g; print(g())"'
+        )
+    return key
+
 
 DEBUG = False
-SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+SECRET_KEY = _refuse_weak_secret_key(env.str("DJANGO_SECRET_KEY"))
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS")
 DATABASES = {"default": env.db("DATABASE_URL")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
