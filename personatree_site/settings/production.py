@@ -44,6 +44,13 @@ DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool(
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL")
 CELERY_TASK_ALWAYS_EAGER = False
 CACHES = {"default": env.cache("CACHE_URL", default="redis://127.0.0.1:6379/1")}
+# A Redis that does not answer must not hold each request for the system's connect timeout (the
+# throttle then counts per process, memory/api/throttling.py): 1 s unless CACHE_URL sets its own
+# (`?socket_connect_timeout=...&socket_timeout=...`).
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+    _cache_options = CACHES["default"].setdefault("OPTIONS", {})
+    _cache_options.setdefault("socket_connect_timeout", 1.0)
+    _cache_options.setdefault("socket_timeout", 1.0)
 PERSONATREE["MEMLISTENER_BACKEND"] = env.str("PERSONATREE_MEMLISTENER_BACKEND", default="ray")
 
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -134,3 +134,45 @@ def test_ingest_with_the_broker_and_the_cache_down_is_accepted_and_kept(
     subject = Subject.objects.get(tenant=tenant, external_id="during-outage")
     assert Message.objects.filter(subject=subject).count() == 6
     assert list(subject.chunks.values_list("status", flat=True)) == ["pending"]
+
+
+def test_production_bounds_how_long_a_dead_redis_holds_a_request(tmp_path):
+    """A Redis host that drops packets (no refusal) would hold the throttle's first request of
+    every retry window for the system's connect timeout; production sets 1 s unless the URL says."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from django.core.management.utils import get_random_secret_key
+
+    from tests.deploy.conftest import ROOT
+
+    base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    env = {
+        **base,
+        "DJANGO_SETTINGS_MODULE": "personatree_site.settings.production",
+        "DJANGO_SECRET_KEY": get_random_secret_key(),
+        "DJANGO_ALLOWED_HOSTS": "memory.example.com",
+        "DATABASE_URL": "postgres://u:p@127.0.0.1:5432/db",
+        "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
+        "PERSONATREE_DATA_DIR": str(tmp_path),
+    }
+    code = "import json; from django.conf import settings; print(json.dumps(settings.CACHES['default']))"
+
+    def caches(**extra):
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads(proc.stdout)
+
+    default = caches(CACHE_URL="redis://redis:6379/1")
+    assert default["OPTIONS"] == {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
+    own = caches(CACHE_URL="redis://redis:6379/1?socket_connect_timeout=3")
+    assert own["OPTIONS"]["socket_connect_timeout"] == 3 and own["OPTIONS"]["socket_timeout"] == 1.0
