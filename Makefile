@@ -16,7 +16,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
 help:
 	@echo "make demo   - install, migrate and run the pipeline on the embedded default"
-	@echo "make test   - install, lint (ruff, import-linter) and run the whole test suite"
+	@echo "make test   - install, lint (ruff, import-linter, mypy) and run the whole test suite"
 	@echo "make bench  - run bench/ and write bench/results/latest.json"
 	@echo "make serve  - run the Django server (admin + API) on 127.0.0.1:8008"
 
@@ -36,6 +36,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 test: venv model
 	$(MAKE) lint

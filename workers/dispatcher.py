@@ -34,6 +34,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -193,7 +194,7 @@ def _job_inputs(claims: list[Claim]) -> dict[int, tuple]:
                 "FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS c(sid, lo, hi) "
                 f"JOIN {subject} s ON s.id = c.sid LEFT JOIN {version} v ON v.id = s.head_id",
                 (
-                    Message.Role.SYSTEM.value,
+                    Message.Role.SYSTEM.value,  # type: ignore[attr-defined]  # TextChoices (no Django stubs)
                     [c.subject_id for c in claims],
                     [c.start_seq for c in claims],
                     [c.end_seq for c in claims],
@@ -231,8 +232,10 @@ def _json(value):
 def _ops_and_errors(result: ListenerResult) -> tuple[list[Op], list[dict]]:
     """The listener's accepted ops plus the ops its gate rejected: the store's gate decides again and
     records every rejection with its reason. Unreadable op objects become parse errors."""
-    ops, errors = [], list(result.parse_errors)
-    for raw in list(result.ops) + [r.get("op") for r in result.rejections]:
+    ops: list[Op] = []
+    errors = list(result.parse_errors)
+    raws: list[Any] = list(result.ops) + [r.get("op") for r in result.rejections]
+    for raw in raws:  # a None or a non-mapping is a TypeError below: a parse error
         try:
             ops.append(Op.from_dict(raw))
         except (OpError, TypeError, ValueError) as exc:

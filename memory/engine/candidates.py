@@ -152,8 +152,8 @@ def select_candidates(
         if eligible is not None and not eligible[i]:
             continue
         row = scores[i]
-        ranked = sorted(range(len(paths)), key=lambda j: (-row[j], paths[j]))[: settings.per_sentence]
-        for rank, j in enumerate(ranked):
+        top = sorted(range(len(paths)), key=lambda j: (-row[j], paths[j]))[: settings.per_sentence]
+        for rank, j in enumerate(top):
             if row[j] < settings.threshold:
                 break
             if rank == 0:

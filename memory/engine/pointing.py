@@ -73,8 +73,9 @@ def ops_from_pointers(
         if kind not in ("ADD", "UPDATE", "DELETE"):
             errors.append(PointerError(repr(dict(raw))[:200], f"unknown op {kind!r}"))
             continue
-        leaf = by_leaf.get(_as_int(raw.get("leaf")))
-        sentence = by_sentence.get(_as_int(raw.get("sentence")))
+        leaf_id, sentence_id = _as_int(raw.get("leaf")), _as_int(raw.get("sentence"))
+        leaf = by_leaf.get(leaf_id) if leaf_id is not None else None
+        sentence = by_sentence.get(sentence_id) if sentence_id is not None else None
         if leaf is None or sentence is None:
             what = "leaf" if leaf is None else "sentence"
             errors.append(PointerError(repr(dict(raw))[:200], f"{what} id is not one of this chunk's"))

@@ -91,8 +91,10 @@ def subject_get_or_create(
                 tenant=tenant, external_id=external_id, schema_id=schema_id, schema_version=schema_version
             )
         return subject, True
-    except IntegrityError:
-        return selectors.subject_get(tenant=tenant, external_id=external_id), False
+    except IntegrityError:  # created meanwhile by a concurrent request: read that row
+        subject = selectors.subject_get(tenant=tenant, external_id=external_id)
+        assert subject is not None  # the row the insert collided with
+        return subject, False
 
 
 def subject_export(*, subject: Subject, tiers: Collection[str] = selectors.ALL_TIERS) -> dict:

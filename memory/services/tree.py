@@ -119,6 +119,7 @@ def tree_apply_ops(
             )
     if refusal is not None:
         raise refusal
+    assert outcome is not None  # no refusal: the stored or the new outcome
     _refresh_caller(subject, outcome)
     return outcome
 
@@ -212,6 +213,7 @@ def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
 def _apply_locked(locked: Subject, **kwargs) -> ApplyOutcome:
     plan = plan_apply(locked, **kwargs)
     if not write_apply(*plan.write_entry):  # applied meanwhile by another holder of the chunk
+        assert plan.chunk_id is not None  # only a chunk's apply can find it applied already
         return replayed(locked, plan.chunk_id)
     return plan.written()
 

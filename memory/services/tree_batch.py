@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from django.db import DatabaseError, transaction
 
@@ -35,6 +36,10 @@ class ApplyRequest:
     actor: Actor
     source: Source | None = None
     parse_errors: Sequence = ()
+
+    @property
+    def chunk_id(self) -> int | None:
+        return self.source.chunk_id if self.source is not None else None
 
 
 def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome | Exception]:
@@ -64,7 +69,9 @@ def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome 
     try:
         with transaction.atomic():
             while waiting:  # one round per request of each subject, in request order
-                wave, later, seen = [], [], set()
+                wave: list[int] = []
+                later: list[int] = []
+                seen: set[int] = set()
                 for i in waiting:
                     (later if requests[i].subject_id in seen else wave).append(i)
                     seen.add(requests[i].subject_id)
@@ -73,19 +80,17 @@ def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome 
     except DatabaseError as exc:
         logger.warning("batch apply failed (%s); applying its %d requests one by one", exc, len(requests))
         return [_apply_alone(request) for request in requests]
-    return results
+    return cast(list[ApplyOutcome | Exception], results)  # every request has its entry now
 
 
 def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -> None:
     """Lock the subjects of ``wave`` (one request each), plan every request, write all in one statement."""
-    locked_by_id = lock_subjects(
-        {requests[i].subject_id: requests[i].source.chunk_id if requests[i].source else None for i in wave}
-    )
+    locked_by_id = lock_subjects({requests[i].subject_id: requests[i].chunk_id for i in wave})
     plans = []
     for i in wave:
         request = requests[i]
         locked = locked_by_id.get(request.subject_id)
-        chunk_id = request.source.chunk_id if request.source is not None else None
+        chunk_id = request.chunk_id
         if locked is None:
             results[i] = NotFoundError("Subject not found.")
             continue

@@ -83,7 +83,8 @@ def _lock_sql() -> tuple[str, list]:
     [(index, from_db_value)])`` for the subject, its tenant and its head version, in that order."""
     qn = connection.ops.quote_name
     parts = ((Subject, "s"), (Tenant, "t"), (TreeVersion, "v"))
-    columns, layout = [], []
+    columns: list[str] = []
+    layout: list[tuple] = []
     for model, alias in parts:
         fields = model._meta.concrete_fields
         converters = [(i, f.from_db_value) for i, f in enumerate(fields) if hasattr(f, "from_db_value")]

@@ -243,7 +243,9 @@ def plan_apply(
     }
     notes = {id(n.result): n.note for n in result.normalised}
     held_ids = {id(op) for op in held}
-    applied, pending, rejected = [], [], []
+    applied: list[OpRecord] = []
+    pending: list[OpRecord] = []
+    rejected: list[OpRecord] = []
     for op in result.accepted:
         is_held = id(op) in held_ids
         record = OpRecord(
@@ -263,18 +265,18 @@ def plan_apply(
         )
         (pending if is_held else applied).append(record)
     for rej in result.rejected:
-        op = rej.op
+        bad = rej.op
         rejected.append(
             OpRecord(
-                op_type=str(op.type) if op else "",
-                path=(op.path or "") if op else "",
-                old_value=tree.get(op.path) if op and op.path else None,
-                new_value=op.value if op and isinstance(op.value, str) else None,
+                op_type=str(bad.type) if bad else "",
+                path=(bad.path or "") if bad else "",
+                old_value=tree.get(bad.path) if bad and bad.path else None,
+                new_value=bad.value if bad and isinstance(bad.value, str) else None,
                 status=OpRecord.Status.REJECTED,
                 reason_code=str(rej.reason),
                 detail=rej.detail,
-                confidence=op.confidence if op else None,
-                source_text=(op.source or "") if op else "",
+                confidence=bad.confidence if bad else None,
+                source_text=(bad.source or "") if bad else "",
                 **common,
             )
         )

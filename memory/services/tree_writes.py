@@ -94,7 +94,7 @@ def _write_statement(entries, versions, records, now) -> tuple[list[int], set[in
         (
             "applied",
             f"SELECT id FROM {qn(Chunk._meta.db_table)} WHERE id = ANY(%s::bigint[]) AND status = %s",
-            (chunk_ids, Chunk.Status.APPLIED.value),
+            (chunk_ids, Chunk.Status.APPLIED.value),  # type: ignore[attr-defined]  # TextChoices (no Django stubs)
         )
     ]
     fresh = "(r.chunk_id IS NULL OR r.chunk_id NOT IN (SELECT id FROM applied))"
