@@ -1,0 +1,93 @@
+"""personatree-client: the Python client of the PersonaTree memory API (sync and async, on httpx).
+
+::
+
+    from personatree_client import PersonaTree
+
+    with PersonaTree("http://127.0.0.1:8008", api_key="pt_live_...") as pt:
+        pt.ingest("user-42", [{"role": "user", "content": "I moved to Lisbon last spring."}])
+        pt.wait_until_applied("user-42")
+        print(pt.context("user-42", "Where do I live?").context.text)
+"""
+
+from personatree_client._core import RetryPolicy
+from personatree_client.client import AsyncPersonaTree, PersonaTree, __version__
+from personatree_client.errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    IdempotencyConflictError,
+    IngestBlockedError,
+    ModelUnavailableError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    PersonaTreeError,
+    RateLimitError,
+    ResponseDecodeError,
+    ServerError,
+    ServiceUnavailableError,
+    SubjectErasedError,
+    WaitTimeoutError,
+)
+from personatree_client.models import (
+    Answer,
+    ChunkFailure,
+    ChunkSpan,
+    Context,
+    Erasure,
+    Export,
+    FlushResult,
+    IngestResult,
+    IngestStatus,
+    Message,
+    Receipt,
+    RenderedContext,
+    Tree,
+    Version,
+    Versions,
+)
+
+__all__ = [
+    "APIConnectionError",
+    "APIError",
+    "APITimeoutError",
+    "Answer",
+    "AsyncPersonaTree",
+    "AuthenticationError",
+    "BadRequestError",
+    "ChunkFailure",
+    "ChunkSpan",
+    "ConflictError",
+    "Context",
+    "Erasure",
+    "Export",
+    "FlushResult",
+    "IdempotencyConflictError",
+    "IngestBlockedError",
+    "IngestResult",
+    "IngestStatus",
+    "Message",
+    "ModelUnavailableError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "PersonaTree",
+    "PersonaTreeError",
+    "RateLimitError",
+    "Receipt",
+    "RenderedContext",
+    "ResponseDecodeError",
+    "RetryPolicy",
+    "ServerError",
+    "ServiceUnavailableError",
+    "SubjectErasedError",
+    "Tree",
+    "Version",
+    "Versions",
+    "WaitTimeoutError",
+    "__version__",
+]

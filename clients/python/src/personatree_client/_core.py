@@ -1,0 +1,413 @@
+"""The client's logic, without I/O: every operation is a *plan*.
+
+A plan is a generator that yields what it needs done — an :class:`ApiRequest` to send, or a
+:class:`Sleep` before a retry — receives the :class:`Response` (or :class:`NoResponse`) back, and
+finally returns the typed result or raises a typed error. Batching, retries, error mapping and
+parsing all live here, once; :class:`~personatree_client.PersonaTree` (httpx.Client, time.sleep)
+and :class:`~personatree_client.AsyncPersonaTree` (httpx.AsyncClient, asyncio.sleep) only carry
+the actions out (``client.py``).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import re
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from personatree_client.errors import (
+    APIConnectionError,
+    APIError,
+    APITimeoutError,
+    IngestBlockedError,
+    ResponseDecodeError,
+    WaitTimeoutError,
+    error_for,
+)
+from personatree_client.models import (
+    Answer,
+    AsOf,
+    Context,
+    Erasure,
+    Export,
+    FlushResult,
+    IngestResult,
+    IngestStatus,
+    Message,
+    Mode,
+    Tree,
+    Versions,
+)
+
+T = TypeVar("T")
+
+CONTENT_JSON = {"Content-Type": "application/json"}
+
+#: The server's defaults (``PERSONATREE_MAX_MESSAGES_PER_CALL``, ``..._MAX_REQUEST_BYTES``).
+SERVER_MAX_MESSAGES_PER_CALL = 500
+SERVER_MAX_REQUEST_BYTES = 500 * (4 * 20_000 + 1024)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRequest:
+    """One HTTP request of the API. ``idempotent``: safe to send again when no answer came."""
+
+    method: str
+    path: str
+    params: Mapping[str, str] | None = None
+    content: bytes | None = None
+    timeout: float | None = None
+    idempotent: bool = True
+
+    def httpx_kwargs(self) -> dict[str, Any]:
+        """The arguments of ``httpx.Client.request`` / ``httpx.AsyncClient.request``."""
+        return {
+            "method": self.method,
+            "url": self.path,
+            "params": self.params,
+            "content": self.content,
+            "headers": CONTENT_JSON if self.content is not None else None,
+            "timeout": httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    content: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class NoResponse:
+    """The transport failed (the httpx exception) before an answer came."""
+
+    error: httpx.TransportError
+
+
+Action = ApiRequest | Sleep
+Outcome = Response | NoResponse | None
+Plan = Generator[Action, Outcome, T]
+
+
+def retry_after_seconds(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """``Retry-After`` as seconds (delta-seconds or an HTTP date), ``None`` if absent or unreadable."""
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """When to send a request again, and after how long.
+
+    Retried: answers with a status in ``statuses`` (429 and 503: the server did nothing), and
+    requests that got no answer — always when the connection was never made, otherwise only
+    idempotent requests (everything but ``erase``; ingest is idempotent through its keys).
+    The wait is the server's ``Retry-After`` when it sends one (at least; never less than the
+    backoff below, so ``Retry-After: 0`` is no busy loop); a ``Retry-After`` longer than
+    ``max_wait`` is not waited for (the error is raised at once, with ``retry_after`` set). Without
+    one: exponential backoff from ``backoff`` seconds (x 0.5-1 jitter, doubling, capped at
+    ``max_wait``). At most ``max_retries`` retries per request.
+    """
+
+    max_retries: int = 3
+    max_wait: float = 10.0
+    backoff: float = 0.5
+    statuses: frozenset[int] = frozenset({429, 503})
+
+    def delay(self, outcome: Response | NoResponse, attempt: int, request: ApiRequest) -> float | None:
+        if attempt >= self.max_retries:
+            return None
+        if isinstance(outcome, NoResponse):
+            never_sent = isinstance(outcome.error, httpx.ConnectError | httpx.ConnectTimeout)
+            return self._backoff(attempt) if (never_sent or request.idempotent) else None
+        if outcome.status not in self.statuses:
+            return None
+        told = retry_after_seconds(outcome.headers)
+        if told is None:
+            return self._backoff(attempt)
+        # At least what the server said; a "0" (DRF rounds the wait down) still backs off a little.
+        return max(told, self._backoff(attempt)) if told <= self.max_wait else None
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.max_wait, self.backoff * 2.0**attempt * random.uniform(0.5, 1.0))
+
+
+def subject_path(subject: str, *rest: str) -> str:
+    if not isinstance(subject, str):
+        raise TypeError(f"subject must be a str (the external id), not {type(subject).__name__}")
+    return "/".join(["/v1/subjects", quote(subject, safe=""), *rest])
+
+
+def _as_of_json(as_of: AsOf) -> int | str:
+    if isinstance(as_of, datetime):
+        return as_of.isoformat()
+    return as_of
+
+
+# One encoder for every call: ingest encodes each message on its own (to count the batch's bytes).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _dumps(value: Any) -> bytes:
+    return _ENCODER.encode(value).encode("utf-8")
+
+
+_MESSAGE_INDEX = re.compile(r"^messages\[(\d+)\]")
+
+
+def _shift_message_index(field: str, offset: int) -> str:
+    """``messages[3].content`` of a batch starting at message ``offset`` of the call -> of the call."""
+    return _MESSAGE_INDEX.sub(lambda m: f"messages[{int(m[1]) + offset}]", field)
+
+
+class Operations:
+    """Every API operation as a plan (see the module docstring). Holds no connection."""
+
+    def __init__(
+        self,
+        *,
+        retry: RetryPolicy,
+        max_batch_messages: int = SERVER_MAX_MESSAGES_PER_CALL,
+        max_batch_bytes: int = SERVER_MAX_REQUEST_BYTES,
+    ) -> None:
+        if max_batch_messages < 1:
+            raise ValueError("max_batch_messages must be at least 1")
+        self.retry = retry
+        self.max_batch_messages = max_batch_messages
+        self.max_batch_bytes = max_batch_bytes
+
+    # --- the exchange every operation goes through -------------------------------------------
+
+    def _exchange(self, request: ApiRequest) -> Plan[Response]:
+        """Send (with retries); return a success answer or raise the typed error."""
+        attempt = 0
+        while True:
+            outcome = yield request
+            assert outcome is not None, "a transport must answer a request"
+            wait = self.retry.delay(outcome, attempt, request)
+            if wait is None:
+                break
+            attempt += 1
+            yield Sleep(wait)
+        if isinstance(outcome, NoResponse):
+            cls = APITimeoutError if isinstance(outcome.error, httpx.TimeoutException) else APIConnectionError
+            raise cls(f"{request.method} {request.path}: {outcome.error!r}") from outcome.error
+        if outcome.status >= 400:
+            raise error_for(outcome.status, outcome.content, retry_after_seconds(outcome.headers))
+        return outcome
+
+    def _call(self, request: ApiRequest, parse: Callable[[dict[str, Any]], T]) -> Plan[T]:
+        response = yield from self._exchange(request)
+        try:
+            data = json.loads(response.content)
+            if not isinstance(data, dict):
+                raise TypeError("the body is not a JSON object")
+            return parse(data)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ResponseDecodeError(
+                f"{request.method} {request.path}: unexpected answer ({exc!r})",
+                status=response.status,
+                body=response.content,
+            ) from exc
+
+    # --- ingest ----------------------------------------------------------------------------
+
+    def _batches(
+        self, messages: Iterable[Message | dict[str, Any]], recreate_erased: bool
+    ) -> Iterator[tuple[int, bytes]]:
+        """(count, body) of requests of at most ``max_batch_messages`` messages and
+        ``max_batch_bytes`` bytes.
+
+        Each message is encoded once; a message alone over the byte limit still goes (alone), so
+        the server's 413 names it. No messages: one empty body, which the server refuses (400).
+        Only the first batch asks to recreate an erased subject.
+        """
+        head = b'{"messages":['
+        tail = b'],"recreate_erased":true}' if recreate_erased else b"]}"
+        parts: list[bytes] = []
+        size = len(head) + len(tail)
+        sent = False
+        for item in messages:
+            encoded = _dumps(Message.coerce(item).to_json())
+            if parts and (
+                len(parts) >= self.max_batch_messages or size + len(encoded) + 1 > self.max_batch_bytes
+            ):
+                yield len(parts), head + b",".join(parts) + tail
+                sent, tail = True, b"]}"
+                parts, size = [], len(head) + len(tail)
+            parts.append(encoded)
+            size += len(encoded) + 1
+        if parts or not sent:
+            yield len(parts), head + b",".join(parts) + tail
+
+    def ingest(
+        self, subject: str, messages: Iterable[Message | dict[str, Any]], *, recreate_erased: bool = False
+    ) -> Plan[IngestResult]:
+        """Append ``messages`` to the subject's log, in batches the server accepts.
+
+        Messages are :class:`Message` objects or dicts with the same keys; a dict without an
+        ``idempotency_key`` gets one when its batch is built, so a retried batch goes with the same
+        keys (keep :class:`Message` objects to replay a whole call safely). Each batch is
+        all or nothing on the server; batches are sent in order and the first error stops the
+        call: it carries ``partial`` (the merged result of the batches stored before it, or
+        ``None``) and a ``field`` indexed in the whole call (``messages[730].content``).
+        ``recreate_erased`` starts a new subject under an erased subject's id (otherwise
+        :class:`~personatree_client.errors.SubjectErasedError`).
+        """
+        path = subject_path(subject, "messages")
+        result: IngestResult | None = None
+        offset = 0
+        for count, body in self._batches(messages, recreate_erased):
+            request = ApiRequest("POST", path, content=body)
+            try:
+                batch = yield from self._call(request, IngestResult.from_json)
+            except APIError as exc:
+                exc.partial = result
+                if exc.field and offset:
+                    exc.field = _shift_message_index(exc.field, offset)
+                raise
+            offset += count
+            result = batch if result is None else result.merge(batch)
+        assert result is not None
+        return result
+
+    def ingest_status(self, subject: str) -> Plan[IngestStatus]:
+        """Where the subject's messages are: chunks by status, applied seq, failures."""
+        return self._call(ApiRequest("GET", subject_path(subject, "ingest")), IngestStatus.from_json)
+
+    def flush(self, subject: str) -> Plan[FlushResult]:
+        """Close the subject's partial window now (instead of after the idle time)."""
+        return self._call(ApiRequest("POST", subject_path(subject, "flush")), FlushResult.from_json)
+
+    def wait_until_applied(
+        self,
+        subject: str,
+        *,
+        cursor: int | None = None,
+        flush: bool = True,
+        timeout: float = 60.0,
+        poll_interval: float = 0.5,
+    ) -> Plan[IngestStatus]:
+        """Poll the ingest status until the log up to ``cursor`` (default: all of it) is in the tree.
+
+        ``flush`` first closes the partial window, which otherwise waits for the server's idle
+        time. Raises :class:`~personatree_client.errors.IngestBlockedError` when a chunk failed
+        and :class:`~personatree_client.errors.WaitTimeoutError` after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        if flush:
+            yield from self.flush(subject)
+        while True:
+            status = yield from self.ingest_status(subject)
+            if status.blocked:
+                raise IngestBlockedError(f"subject {subject!r} is blocked by a failed chunk", status=status)
+            if cursor is None:
+                done = status.pending_chunks == 0 and status.unchunked_messages == 0
+            else:
+                done = status.applied_through_seq >= cursor
+            if done:
+                return status
+            if time.monotonic() + poll_interval > deadline:
+                raise WaitTimeoutError(
+                    f"subject {subject!r} not caught up after {timeout} s "
+                    f"(applied through seq {status.applied_through_seq} of {status.cursor})",
+                    status=status,
+                )
+            yield Sleep(poll_interval)
+
+    # --- the tree --------------------------------------------------------------------------
+
+    def tree(self, subject: str, *, as_of: AsOf | None = None) -> Plan[Tree]:
+        """The subject's tree at its head, or ``as_of`` a version number or a datetime."""
+        params = None if as_of is None else {"as_of": str(_as_of_json(as_of))}
+        return self._call(ApiRequest("GET", subject_path(subject, "tree"), params=params), Tree.from_json)
+
+    def versions(self, subject: str) -> Plan[Versions]:
+        """The subject's version history, newest first."""
+        return self._call(ApiRequest("GET", subject_path(subject, "versions")), Versions.from_json)
+
+    def export(self, subject: str) -> Plan[Export]:
+        """Everything the store holds about the subject (tiers filtered by the key's scopes)."""
+        return self._call(ApiRequest("GET", subject_path(subject, "export")), Export.from_json)
+
+    def erase(self, subject: str) -> Plan[Erasure]:
+        """Erase the subject (messages, chunks, versions, ops, vectors), leaving a tombstone.
+
+        Not sent again after a timeout: a second erase of the same id answers 404.
+        """
+        request = ApiRequest("DELETE", subject_path(subject), idempotent=False)
+        return self._call(request, Erasure.from_json)
+
+    # --- queries ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _query_request(
+        subject: str,
+        endpoint: str,
+        query: str,
+        mode: Mode,
+        as_of: AsOf | None,
+        token_budget: int | None,
+        timeout: float | None,
+    ) -> ApiRequest:
+        body: dict[str, Any] = {"query": query, "mode": mode}
+        if as_of is not None:
+            body["as_of"] = _as_of_json(as_of)
+        if token_budget is not None:
+            body["token_budget"] = token_budget
+        return ApiRequest("POST", subject_path(subject, endpoint), content=_dumps(body), timeout=timeout)
+
+    def context(
+        self,
+        subject: str,
+        query: str,
+        *,
+        mode: Mode = "auto",
+        as_of: AsOf | None = None,
+        token_budget: int | None = None,
+        timeout: float | None = None,
+    ) -> Plan[Context]:
+        """Memory context for ``query``: the rendered tree (+ evidence in deep mode)."""
+        request = self._query_request(subject, "context", query, mode, as_of, token_budget, timeout)
+        return self._call(request, Context.from_json)
+
+    def answer(
+        self,
+        subject: str,
+        query: str,
+        *,
+        mode: Mode = "auto",
+        as_of: AsOf | None = None,
+        token_budget: int | None = None,
+        timeout: float | None = None,
+    ) -> Plan[Answer]:
+        """The responder model's answer to ``query`` over the same context (``timeout``: per call)."""
+        request = self._query_request(subject, "answer", query, mode, as_of, token_budget, timeout)
+        return self._call(request, Answer.from_json)

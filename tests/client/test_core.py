@@ -1,0 +1,286 @@
+"""The client's sans-IO core without a server: batching, retry decisions, error mapping.
+
+A plan is driven here by hand (:func:`drive`): every request it yields is answered by a
+function of the test, every ``Sleep`` is recorded instead of slept.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import httpx
+import pytest
+from personatree_client import (
+    APIConnectionError,
+    APITimeoutError,
+    BadRequestError,
+    IdempotencyConflictError,
+    Message,
+    ModelUnavailableError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RateLimitError,
+    ResponseDecodeError,
+    ServerError,
+    ServiceUnavailableError,
+    SubjectErasedError,
+)
+from personatree_client._core import (
+    ApiRequest,
+    NoResponse,
+    Operations,
+    Response,
+    RetryPolicy,
+    Sleep,
+    retry_after_seconds,
+)
+from personatree_client.errors import error_for
+
+
+def drive(plan, answer):
+    """Run ``plan``: ``answer(request) -> Response | NoResponse``. Returns (result, requests, sleeps)."""
+    requests, sleeps, outcome = [], [], None
+    while True:
+        try:
+            action = plan.send(outcome)
+        except StopIteration as done:
+            return done.value, requests, sleeps
+        if isinstance(action, Sleep):
+            sleeps.append(action.seconds)
+            outcome = None
+        else:
+            requests.append(action)
+            outcome = answer(action)
+
+
+def ingest_answer(request: ApiRequest) -> Response:
+    """What the server answers to a batch: every message accepted, seqs continuing per call."""
+    body = json.loads(request.content)
+    ingest_answer.seq = getattr(ingest_answer, "seq", 0)
+    accepted = []
+    for m in body["messages"]:
+        ingest_answer.seq += 1
+        accepted.append({"idempotency_key": m["idempotency_key"], "seq": ingest_answer.seq})
+    data = {
+        "subject": "u",
+        "subject_created": accepted[0]["seq"] == 1,
+        "accepted": accepted,
+        "duplicates": [],
+        "cursor": ingest_answer.seq,
+        "chunks_created": 1,
+    }
+    return Response(202, {}, json.dumps(data).encode())
+
+
+def error(status: int, code: str, *, field=None, headers=None) -> Response:
+    body = {"error": {"code": code, "message": f"{code} happened", **({"field": field} if field else {})}}
+    return Response(status, headers or {}, json.dumps(body).encode())
+
+
+@pytest.fixture(autouse=True)
+def _fresh_seq():
+    ingest_answer.seq = 0
+
+
+def ops(**kw) -> Operations:
+    return Operations(retry=RetryPolicy(max_retries=kw.pop("max_retries", 3)), **kw)
+
+
+def test_ingest_splits_by_count_keeps_order_and_merges():
+    messages = [Message("user" if i % 2 == 0 else "assistant", f"turn {i}") for i in range(25)]
+    result, requests, sleeps = drive(ops(max_batch_messages=10).ingest("u", messages), ingest_answer)
+    sent = [m for r in requests for m in json.loads(r.content)["messages"]]
+    assert [len(json.loads(r.content)["messages"]) for r in requests] == [10, 10, 5]
+    assert [m["content"] for m in sent] == [f"turn {i}" for i in range(25)]
+    assert [r.idempotency_key for r in result.accepted] == [m.idempotency_key for m in messages]
+    assert [r.seq for r in result.accepted] == list(range(1, 26))
+    assert (result.batches, result.cursor, result.chunks_created, result.subject_created) == (3, 25, 3, True)
+    assert all(r.method == "POST" and r.path == "/v1/subjects/u/messages" for r in requests)
+    assert sleeps == []
+
+
+def test_ingest_splits_by_bytes_and_recreates_only_in_the_first_batch():
+    messages = [{"role": "user", "content": "é" * 300, "idempotency_key": f"k{i}"} for i in range(12)]
+    limit = 1500
+    _, requests, _ = drive(
+        ops(max_batch_bytes=limit).ingest("u", messages, recreate_erased=True), ingest_answer
+    )
+    bodies = [json.loads(r.content) for r in requests]
+    assert len(requests) > 1 and all(len(r.content) <= limit for r in requests)
+    assert [b.get("recreate_erased") for b in bodies] == [True] + [None] * (len(bodies) - 1)
+    assert [m["idempotency_key"] for b in bodies for m in b["messages"]] == [f"k{i}" for i in range(12)]
+
+
+def test_ingest_message_alone_over_the_byte_limit_is_sent_alone():
+    messages = [
+        Message("user", "x" * 50, idempotency_key="a"),
+        Message("user", "y" * 5000, idempotency_key="b"),
+    ]
+    _, requests, _ = drive(ops(max_batch_bytes=1000).ingest("u", messages), ingest_answer)
+    batches = [[m["idempotency_key"] for m in json.loads(r.content)["messages"]] for r in requests]
+    assert batches == [["a"], ["b"]]
+
+
+def test_ingest_keys_are_made_once_and_kept_by_message_objects():
+    m = Message("user", "hello")
+    assert m.idempotency_key and Message("user", "hello").idempotency_key != m.idempotency_key
+    body = m.to_json()
+    assert body == {"role": "user", "content": "hello", "idempotency_key": m.idempotency_key}
+    ts = datetime(2024, 4, 2, 10, 0, tzinfo=UTC)
+    assert Message("user", "x", "k", ts=ts, session_id="s1").to_json()["ts"] == "2024-04-02T10:00:00+00:00"
+    with pytest.raises(TypeError):
+        Message.coerce(("user", "hi"))
+
+
+def test_ingest_error_in_a_later_batch_carries_partial_and_a_call_wide_field():
+    def answer(request):
+        if ingest_answer.seq >= 4:  # the third batch
+            return error(409, "idempotency_conflict", field="messages[1].idempotency_key")
+        return ingest_answer(request)
+
+    messages = [Message("user", f"m{i}", idempotency_key=f"k{i}") for i in range(6)]
+    with pytest.raises(IdempotencyConflictError) as info:
+        drive(ops(max_batch_messages=2).ingest("u", messages), answer)
+    err = info.value
+    assert (err.status, err.code, err.field) == (409, "idempotency_conflict", "messages[5].idempotency_key")
+    assert [r.idempotency_key for r in err.partial.accepted] == ["k0", "k1", "k2", "k3"]
+
+
+def test_ingest_of_nothing_lets_the_server_refuse_it():
+    result = []
+
+    def answer(request):
+        result.append(json.loads(request.content))
+        return error(400, "empty", field="messages")
+
+    with pytest.raises(BadRequestError):
+        drive(ops().ingest("u", []), answer)
+    assert result == [{"messages": []}]
+
+
+def test_subject_ids_are_one_escaped_path_segment():
+    tree = {"subject": "a/b c?d", "version": 3, "schema_id": "s", "schema_version": 1, "tree": {"a/b": "v"}}
+    answer = Response(200, {}, json.dumps(tree).encode())
+    result, requests, _ = drive(ops().tree("a/b c?d", as_of=3), lambda r: answer)
+    assert requests[0].path == "/v1/subjects/a%2Fb%20c%3Fd/tree" and requests[0].params == {"as_of": "3"}
+    assert result.tree == {"a/b": "v"} and result.version == 3
+
+
+def test_retry_after_seconds_and_http_date():
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    assert retry_after_seconds({"retry-after": "7"}) == 7.0
+    in_12_s = format_datetime(now + timedelta(seconds=12), usegmt=True)
+    assert retry_after_seconds({"retry-after": in_12_s}, now=now) == 12
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+def test_429_and_503_are_retried_after_retry_after_then_succeed():
+    answers = iter(
+        [
+            error(429, "throttled", headers={"retry-after": "2"}),
+            error(503, "model_unavailable", headers={"retry-after": "1"}),
+            ingest_answer,
+        ]
+    )
+
+    def answer(request):
+        nxt = next(answers)
+        return nxt(request) if callable(nxt) else nxt
+
+    result, requests, sleeps = drive(ops().ingest("u", [Message("user", "hi")]), answer)
+    assert sleeps == [2.0, 1.0] and len(requests) == 3
+    assert requests[0].content == requests[2].content  # the same keys: a replay is a duplicate, never a copy
+    assert result.cursor == 1
+
+
+def test_retries_are_bounded_and_the_last_error_is_raised():
+    with pytest.raises(RateLimitError) as info:
+        drive(
+            ops(max_retries=2).versions("u"), lambda r: error(429, "throttled", headers={"retry-after": "1"})
+        )
+    assert info.value.retry_after == 1.0 and info.value.status == 429
+
+
+def test_a_retry_after_longer_than_max_wait_is_not_waited_for():
+    plan = Operations(retry=RetryPolicy(max_wait=5)).tree("u")
+    with pytest.raises(RateLimitError) as info:
+        drive(plan, lambda r: error(429, "throttled", headers={"retry-after": "60"}))
+    assert info.value.retry_after == 60.0
+
+
+def test_without_retry_after_the_wait_backs_off():
+    policy = RetryPolicy(max_retries=3, backoff=1.0, max_wait=30)
+    request = ApiRequest("GET", "/v1/x")
+    waits = [policy.delay(Response(503, {}, b""), attempt, request) for attempt in range(3)]
+    assert 0.5 <= waits[0] <= 1.0 and 1.0 <= waits[1] <= 2.0 and 2.0 <= waits[2] <= 4.0
+    assert policy.delay(Response(503, {}, b""), 3, request) is None
+    assert policy.delay(Response(500, {}, b""), 0, request) is None
+    assert policy.delay(Response(429, {"retry-after": "0"}, b""), 0, request) > 0  # "0": not a busy loop
+
+
+def test_no_answer_is_retried_only_when_it_is_safe():
+    policy = RetryPolicy()
+    read_timeout = NoResponse(httpx.ReadTimeout("slow"))
+    refused = NoResponse(httpx.ConnectError("refused"))
+    erase = ApiRequest("DELETE", "/v1/subjects/u", idempotent=False)
+    assert policy.delay(read_timeout, 0, ApiRequest("GET", "/v1/x")) is not None
+    assert policy.delay(read_timeout, 0, erase) is None  # may have erased: a second erase would 404
+    assert policy.delay(refused, 0, erase) is not None  # never reached the server
+
+
+def test_no_answer_maps_to_connection_and_timeout_errors():
+    with pytest.raises(APITimeoutError):
+        drive(ops(max_retries=1).tree("u"), lambda r: NoResponse(httpx.ReadTimeout("slow")))
+    with pytest.raises(APIConnectionError) as info:
+        drive(ops(max_retries=0).erase("u"), lambda r: NoResponse(httpx.ConnectError("refused")))
+    assert not isinstance(info.value, APITimeoutError)
+    assert isinstance(info.value.__cause__, httpx.ConnectError)
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "cls"),
+    [
+        (400, "invalid_role", BadRequestError),
+        (404, "not_found", NotFoundError),
+        (409, "subject_erased", SubjectErasedError),
+        (409, "idempotency_conflict", IdempotencyConflictError),
+        (413, "payload_too_large", PayloadTooLargeError),
+        (503, "model_unavailable", ModelUnavailableError),
+    ],
+)
+def test_error_bodies_map_to_classes(status, code, cls):
+    body = {"error": {"code": code, "message": "m", "field": "messages[0].role", "details": {"x": ["y"]}}}
+    err = error_for(status, json.dumps(body).encode())
+    assert type(err) is cls
+    assert (err.status, err.code, err.message, err.field) == (status, code, "m", "messages[0].role")
+    assert err.details == {"x": ["y"]} and str(err) == f"{status} {code}: m (messages[0].role)"
+
+
+def test_problem_details_and_non_json_errors_are_read_too():
+    problem = {
+        "type": "about:blank",
+        "title": "Not Found",
+        "status": 404,
+        "detail": "Subject not found.",
+        "code": "not_found",
+    }
+    err = error_for(404, json.dumps(problem).encode())
+    assert isinstance(err, NotFoundError) and err.message == "Subject not found." and err.code == "not_found"
+    html = error_for(502, b"<html>Bad Gateway</html>")
+    assert isinstance(html, ServerError) and html.code == "http_502" and "Bad Gateway" in html.message
+    throttled = {"error": {"code": "throttled", "message": "m", "retry_after_s": 9}}
+    assert error_for(429, json.dumps(throttled).encode()).retry_after == 9
+    down_body = {"error": {"code": "unavailable", "message": "m", "error_id": "e-1"}}
+    down = error_for(503, json.dumps(down_body).encode(), 30)
+    assert isinstance(down, ServiceUnavailableError) and (down.error_id, down.retry_after) == ("e-1", 30)
+
+
+def test_a_success_answer_that_is_not_the_expected_json_is_a_decode_error():
+    with pytest.raises(ResponseDecodeError) as info:
+        drive(ops().tree("u"), lambda r: Response(200, {}, b"<html></html>"))
+    assert info.value.status == 200
+    with pytest.raises(ResponseDecodeError):
+        drive(ops().tree("u"), lambda r: Response(200, {}, b'{"subject": "u"}'))
