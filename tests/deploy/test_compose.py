@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -24,6 +25,9 @@ SECRETS = {
     "DJANGO_ALLOWED_HOSTS": "memory.example.com",
     "POSTGRES_PASSWORD": "pg-secret",
     "MINIO_ROOT_PASSWORD": "minio-secret",
+    "REDIS_PASSWORD": "redis-secret",
+    "FLOWER_BASIC_AUTH": "ops:flower-secret",
+    "RAY_AUTH_TOKEN": "ray-secret",
 }
 TIERS = {
     "postgres",
@@ -117,7 +121,9 @@ def test_django_services_point_at_the_compose_tiers(resolved):
     assert env["PERSONATREE_MEMLISTENER_URL"] == f"http://ray-head:8000{route}"
     assert env["PERSONATREE_MILVUS_URI"] == "http://milvus:19530"
     assert env["DATABASE_URL"].endswith("@postgres:5432/personatree")
-    assert env["CELERY_BROKER_URL"].startswith("redis://redis:6379/")
+    broker = urlsplit(env["CELERY_BROKER_URL"])
+    assert (broker.scheme, broker.hostname, broker.port) == ("redis", "redis", 6379)
+    assert broker.password == SECRETS["REDIS_PASSWORD"]
 
 
 def test_one_worker_service_per_celery_queue(resolved):

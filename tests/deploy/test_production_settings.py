@@ -14,7 +14,14 @@ from tests.deploy.conftest import DOCKER_DIR, ROOT, required_production_env, set
 
 EXAMPLE = DOCKER_DIR / "production.env.example"
 # Names in the example that are read by the compose file (interpolation), not by the settings.
-COMPOSE_ONLY = {"POSTGRES_PASSWORD", "MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"}
+COMPOSE_ONLY = {
+    "POSTGRES_PASSWORD",
+    "MINIO_ROOT_USER",
+    "MINIO_ROOT_PASSWORD",
+    "REDIS_PASSWORD",
+    "FLOWER_BASIC_AUTH",
+    "RAY_AUTH_TOKEN",
+}
 
 
 def _documented() -> dict[str, str]:
