@@ -1,7 +1,8 @@
 """Export JSONL (``personatree-training/1``) -> Hugging Face datasets for the trainers.
 
-Only lines with a rebuilt ``prompt`` and a ``target`` are used (the full-enum prompt; pointing
-lines have ``target: null``). Each row has the conversational ``prompt`` (system = the prompt's
+Only lines with a ``prompt`` and a ``target`` are used: full-enum lines of the audit export, and
+teacher lines of either prompt (``memory.training.distill``); pointing lines of the audit export
+have ``target: null`` (their model reply cited ids of a prompt that is only rebuilt approximately). Each row has the conversational ``prompt`` (system = the prompt's
 static part, user = its dynamic part, as the listener sends them), the SFT ``completion`` (the
 assistant's ``target``), and for the GRPO reward the scorer's inputs as JSON strings (``gold``,
 ``negatives``, ``tree``, ``turns``) plus ``schema_id`` / ``schema_version`` / ``chunk_id``: JSON
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,15 @@ from typing import Any
 FORMAT = "personatree-training/1"
 
 
-def read_lines(path: str | Path, split: str | None = "train", max_examples: int | None = None):
-    """Usable export lines of ``split`` (``None``: all) and the counts of the lines skipped."""
+def read_lines(
+    path: str | Path,
+    split: str | None = "train",
+    max_examples: int | None = None,
+    shuffle_seed: int | None = None,
+):
+    """Usable export lines of ``split`` (``None``: all) and the counts of the lines skipped.
+    ``shuffle_seed``: shuffle the lines (deterministically) before ``max_examples`` cuts them, so
+    a small budget samples every subject instead of the file's first one."""
     rows: list[dict[str, Any]] = []
     skipped: Counter[str] = Counter()
     with open(path, encoding="utf-8") as fh:
@@ -36,6 +45,8 @@ def read_lines(path: str | Path, split: str | None = "train", max_examples: int 
                 skipped["no_prompt_or_target"] += 1
             else:
                 rows.append(line)
+    if shuffle_seed is not None:
+        random.Random(shuffle_seed).shuffle(rows)
     if max_examples is not None:
         rows = rows[:max_examples]
     return rows, dict(skipped)
@@ -59,17 +70,23 @@ def to_row(line: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load_dataset(path: str | Path, split: str | None = "train", max_examples: int | None = None):
+def load_dataset(
+    path: str | Path,
+    split: str | None = "train",
+    max_examples: int | None = None,
+    shuffle_seed: int | None = None,
+):
     """``(datasets.Dataset, info)``; ``info`` records the file's sha256, counts and prompt versions."""
     from datasets import Dataset
 
-    lines, skipped = read_lines(path, split, max_examples)
+    lines, skipped = read_lines(path, split, max_examples, shuffle_seed)
     if not lines:
         raise ValueError(f"{path}: no usable line (split={split!r}; skipped {skipped})")
     info = {
         "path": str(path),
         "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest(),
         "split": split,
+        "shuffle_seed": shuffle_seed,
         "examples": len(lines),
         "skipped": skipped,
         "prompt_versions": sorted({ln.get("prompt_version", "") for ln in lines}),

@@ -10,7 +10,7 @@ The config (keys not listed are refused):
 - ``model``: a local Hugging Face directory (no hub download: ``HF_HUB_OFFLINE=1``);
 - ``output_dir``: the run directory; the final model is written to ``<output_dir>/final``;
 - ``model_id`` / ``version``: recorded in ``final/memlistener_model.json``;
-- ``data``: ``path`` (export JSONL), ``split`` (default ``train``), ``max_examples``;
+- ``data``: ``path`` (export JSONL), ``split`` (default ``train``), ``max_examples``, ``shuffle`` (by ``seed``, before the cut);
 - ``lora``: ``r``, ``alpha``, ``dropout``, ``target_modules`` -- or ``null`` for full fine-tuning;
 - ``merge``: merge the LoRA adapter into the base weights for ``final`` (default true; the
   adapter alone is saved to ``<output_dir>/adapter`` either way);
@@ -115,6 +115,8 @@ def peft_config(lora: dict[str, Any] | None):
         lora_alpha=int(lora.get("alpha", 32)),
         lora_dropout=float(lora.get("dropout", 0.0)),
         target_modules=lora.get("target_modules", "all-linear"),
+        # Adapters on the top layers only: backward then stops there (CPU runs, docs/TRAINING.md).
+        layers_to_transform=lora.get("layers"),
         task_type="CAUSAL_LM",
     )
 
@@ -177,7 +179,12 @@ def train(cfg: dict[str, Any], *, reward: ScorerReward | None = None) -> TrainRe
     stage, out = cfg["stage"], Path(cfg["output_dir"])
     seed = int(cfg.get("seed", 0))
     data = cfg["data"]
-    dataset, data_info = load_dataset(data["path"], data.get("split", "train"), data.get("max_examples"))
+    dataset, data_info = load_dataset(
+        data["path"],
+        data.get("split", "train"),
+        data.get("max_examples"),
+        seed if data.get("shuffle") else None,
+    )
     args = trainer_args(stage, dict(cfg.get("trainer") or {}), str(out), seed)
 
     torch.manual_seed(seed)
