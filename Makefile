@@ -26,8 +26,9 @@ $(VENV)/bin/python:
 
 # torch is pinned to 2.13.0 in pyproject.toml (the recall extra); llama-cpp-python
 # compiles from source the first time (~6 min on 2 cores), then pip's wheel cache is used.
-$(STAMP): pyproject.toml | $(VENV)/bin/python
+$(STAMP): pyproject.toml clients/python/pyproject.toml | $(VENV)/bin/python
 	$(PIP) install --quiet -e '.[$(EXTRAS)]'
+	$(PIP) install --quiet -e clients/python
 	touch $@
 
 venv: $(STAMP)
