@@ -77,9 +77,10 @@ def storable_data(value):
 
 
 def _storable_op(op: Op) -> Op:
-    fields = {name: getattr(op, name) for name in ("path", "value", "source")}
-    clean = {name: storable(v) for name, v in fields.items() if isinstance(v, str) and storable(v) != v}
-    return replace(op, **clean) if clean else op
+    path, value, source = (storable(v) if isinstance(v, str) else v for v in (op.path, op.value, op.source))
+    if (path, value, source) == (op.path, op.value, op.source):
+        return op
+    return replace(op, path=path, value=value, source=source)
 
 
 def storable_result(result: ListenerResult) -> ListenerResult:
