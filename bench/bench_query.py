@@ -284,7 +284,7 @@ def _deep(tenant, subject) -> tuple[list[float], dict, float]:
             t = time.perf_counter()
             last = context_build(
                 subject=subject, query=queries[i % 3], mode="deep", token_budget=2000, tiers=tiers
-            )
+            ).to_dict()  # a plain dict: the run's notes are added to it below
             samples.append((time.perf_counter() - t) * 1000)
             assert last["mode_used"] == "deep" and last["evidence"], last["notices"]
         # The same searches (embedding included) sent each way, interleaved, for comparison (same run).

@@ -35,6 +35,7 @@ from memory.engine.chunker import Turn, chunk_turns
 from memory.messages import IncomingMessage
 from memory.models import Chunk, Message, Subject, Tenant, TreeVersion
 from memory.services import ServiceError
+from memory.services.results import IngestStatus
 from memory.services.subjects import subject_get_or_create
 from memory.services.tree_locks import lock_subject
 from memory.signals import chunks_ready
@@ -313,7 +314,7 @@ def schedule_dispatch(*, tenant_id: int | None = None) -> None:
     transaction.on_commit(lambda: chunks_ready.send(sender=schedule_dispatch, tenant_id=tenant_id))
 
 
-def ingest_status(*, subject: Subject) -> dict:
+def ingest_status(*, subject: Subject) -> IngestStatus:
     """What the pipeline knows about a subject: log cursor, chunk counts, versions, failures."""
     subject = Subject.objects.get(pk=subject.pk)
     counts = dict(Chunk.objects.filter(subject=subject).values_list("status").annotate(n=Count("id")))
@@ -343,16 +344,16 @@ def ingest_status(*, subject: Subject) -> dict:
     ]
     last_seq = msg["last"] or 0
     chunked = chunks["chunked"] or 0
-    return {
-        "cursor": last_seq,
-        "chunked_through_seq": chunked,
-        "applied_through_seq": chunks["applied"] or 0,
-        "unchunked_messages": Message.objects.filter(subject=subject, seq__gt=chunked).count(),
-        "chunks": {s: counts.get(s, 0) for s in Chunk.Status.values},
-        "pending_chunks": counts.get(Chunk.Status.PENDING, 0) + counts.get(Chunk.Status.PROCESSING, 0),
-        "head_version": subject.head_version,
-        "last_applied_version": last_chunk_version["number"] if last_chunk_version else None,
-        "last_applied_at": last_chunk_version["created_at"] if last_chunk_version else None,
-        "blocked": counts.get(Chunk.Status.FAILED, 0) > 0,
-        "failures": failures,
-    }
+    return IngestStatus(
+        cursor=last_seq,
+        chunked_through_seq=chunked,
+        applied_through_seq=chunks["applied"] or 0,
+        unchunked_messages=Message.objects.filter(subject=subject, seq__gt=chunked).count(),
+        chunks={s: counts.get(s, 0) for s in Chunk.Status.values},
+        pending_chunks=counts.get(Chunk.Status.PENDING, 0) + counts.get(Chunk.Status.PROCESSING, 0),
+        head_version=subject.head_version,
+        last_applied_version=last_chunk_version["number"] if last_chunk_version else None,
+        last_applied_at=last_chunk_version["created_at"] if last_chunk_version else None,
+        blocked=counts.get(Chunk.Status.FAILED, 0) > 0,
+        failures=failures,
+    )

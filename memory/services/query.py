@@ -49,6 +49,7 @@ from memory.recall.index import IndexUnavailable, Scope
 from memory.recall.rerank import RerankerUnavailable
 from memory.recall.router import route
 from memory.services import ServiceError, new_error_id
+from memory.services.results import AnswerResult, ContextResult
 from memory.signals import subject_erased
 from serving.embedder import EmbedderUnavailable
 
@@ -179,7 +180,7 @@ def context_build(
     as_of: int | datetime | None = None,
     token_budget: int | None = None,
     tiers: Collection[str] = selectors.PUBLIC_TIERS,
-) -> dict:
+) -> ContextResult:
     started = time.perf_counter()
     query, mode, budget = _validate(query, mode, token_budget)
     schema = selectors.subject_schema(subject)
@@ -225,21 +226,21 @@ def context_build(
         notices.extend(recall.pop("notices"))
         timings.update(recall.pop("timings_ms", {}))
     timings["total_ms"] = (time.perf_counter() - started) * 1000
-    return {
-        "subject": subject.external_id,
-        "query": query,
-        "mode": mode,
-        "mode_used": mode_used,
-        "version": number,
-        "router": router,
-        "context": {"text": rendered.text, "paths": list(rendered.paths), "tokens": rendered.token_count},
-        "evidence": evidence,
-        "recall": recall,
-        "token_budget": budget,
-        "tokens": rendered.token_count + sum(e["tokens"] for e in evidence),
-        "notices": notices,
-        "timings_ms": {k: round(v, 3) for k, v in timings.items()},
-    }
+    return ContextResult(
+        subject=subject.external_id,
+        query=query,
+        mode=mode,
+        mode_used=mode_used,
+        version=number,
+        router=router,
+        context={"text": rendered.text, "paths": list(rendered.paths), "tokens": rendered.token_count},
+        evidence=evidence,
+        recall=recall,
+        token_budget=budget,
+        tokens=rendered.token_count + sum(e["tokens"] for e in evidence),
+        notices=notices,
+        timings_ms={k: round(v, 3) for k, v in timings.items()},
+    )
 
 
 def _deep(
@@ -310,7 +311,7 @@ def _deep(
     return info, evidence, "deep"
 
 
-def answer_prompt(query: str, context: dict):
+def answer_prompt(query: str, context: Mapping):
     from serving.engines.base import Prompt
 
     parts = [f"Memory profile:\n{context['context']['text'] or '(empty)'}"]
@@ -332,7 +333,7 @@ def answer_build(
     as_of: int | datetime | None = None,
     token_budget: int | None = None,
     tiers: Collection[str] = selectors.PUBLIC_TIERS,
-) -> dict:
+) -> AnswerResult:
     from memory.recall import runtime
 
     ctx = context_build(
@@ -343,17 +344,19 @@ def answer_build(
         raise ModelUnavailable(why or "no responder model configured")
     t0 = time.perf_counter()
     try:
-        gen = engine.generate([answer_prompt(ctx["query"], ctx)], None)[0]
+        gen = engine.generate([answer_prompt(ctx.query, ctx)], None)[0]
     except Exception as exc:  # noqa: BLE001 - engine-wide failure
         raise ModelUnavailable(f"responder model failed: {exc}") from exc
     if gen.error:
         raise ModelUnavailable(f"responder model failed: {gen.error}")
-    ctx["timings_ms"]["answer_ms"] = round((time.perf_counter() - t0) * 1000, 3)
-    ctx["answer"] = gen.text.strip()
-    ctx["model"] = {
-        "model_id": gen.model_id,
-        "prompt_version": ANSWER_PROMPT_VERSION,
-        "prompt_tokens": gen.prompt_tokens,
-        "completion_tokens": gen.completion_tokens,
-    }
-    return ctx
+    ctx.timings_ms["answer_ms"] = round((time.perf_counter() - t0) * 1000, 3)
+    return AnswerResult(
+        **ctx.to_dict(),
+        answer=gen.text.strip(),
+        model={
+            "model_id": gen.model_id,
+            "prompt_version": ANSWER_PROMPT_VERSION,
+            "prompt_tokens": gen.prompt_tokens,
+            "completion_tokens": gen.completion_tokens,
+        },
+    )
