@@ -7,6 +7,7 @@ function of the test, every ``Sleep`` is recorded instead of slept.
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -17,6 +18,7 @@ from personatree_client import (
     APITimeoutError,
     BadRequestError,
     IdempotencyConflictError,
+    IngestBlockedError,
     Message,
     ModelUnavailableError,
     NotFoundError,
@@ -26,6 +28,7 @@ from personatree_client import (
     ServerError,
     ServiceUnavailableError,
     SubjectErasedError,
+    WaitTimeoutError,
 )
 from personatree_client._core import (
     ApiRequest,
@@ -132,6 +135,13 @@ def test_ingest_keys_are_made_once_and_kept_by_message_objects():
     assert Message("user", "x", "k", ts=ts, session_id="s1").to_json()["ts"] == "2024-04-02T10:00:00+00:00"
     with pytest.raises(TypeError):
         Message.coerce(("user", "hi"))
+
+
+def test_a_malformed_message_fails_before_any_batch_is_sent():
+    messages = [Message("user", f"m{i}") for i in range(5)] + [{"role": "user", "text": "typo"}]
+    with pytest.raises(TypeError, match="text"):
+        drive(ops(max_batch_messages=2).ingest("u", messages), ingest_answer)
+    assert ingest_answer.seq == 0
 
 
 def test_ingest_error_in_a_later_batch_carries_partial_and_a_call_wide_field():
@@ -284,3 +294,73 @@ def test_a_success_answer_that_is_not_the_expected_json_is_a_decode_error():
     assert info.value.status == 200
     with pytest.raises(ResponseDecodeError):
         drive(ops().tree("u"), lambda r: Response(200, {}, b'{"subject": "u"}'))
+
+
+def status_answer(cursor: int, applied: int, *, pending: int = 0, unchunked: int = 0, failed: bool = False):
+    body = {
+        "subject": "u",
+        "cursor": cursor,
+        "chunked_through_seq": cursor - unchunked,
+        "applied_through_seq": applied,
+        "unchunked_messages": unchunked,
+        "chunks": {"pending": pending, "processing": 0, "applied": 1, "failed": int(failed)},
+        "pending_chunks": pending,
+        "head_version": 1,
+        "last_applied_version": 1,
+        "last_applied_at": "2026-01-01T00:00:00Z",
+        "blocked": failed,
+        "failures": [
+            {"chunk_id": 9, "status": "failed", "start_seq": 7, "end_seq": 12, "attempts": 5, "error": "boom"}
+        ]
+        if failed
+        else [],
+    }
+    return Response(200, {}, json.dumps(body).encode())
+
+
+def test_wait_until_applied_flushes_then_polls_until_caught_up():
+    flushed = {"chunks_created": [{"chunk_id": 3, "start_seq": 5, "end_seq": 6}]}
+    answers = iter([status_answer(6, 4, pending=1), status_answer(6, 4, pending=1), status_answer(6, 6)])
+
+    def answer(request):
+        if request.path.endswith("/flush"):
+            return Response(
+                202, {}, json.dumps({**flushed, **json.loads(status_answer(6, 4).content)}).encode()
+            )
+        return next(answers)
+
+    status, requests, sleeps = drive(ops().wait_until_applied("u", poll_interval=0.2), answer)
+    assert [r.path.rsplit("/", 1)[1] for r in requests] == ["flush", "ingest", "ingest", "ingest"]
+    assert sleeps == [0.2, 0.2] and status.caught_up and status.last_applied_at.tzinfo is not None
+
+
+def test_wait_until_applied_with_a_cursor_and_no_flush():
+    status, requests, _ = drive(
+        ops().wait_until_applied("u", cursor=4, flush=False), lambda r: status_answer(6, 4, unchunked=2)
+    )
+    assert len(requests) == 1 and status.applied_through_seq == 4 and not status.caught_up
+
+
+def test_wait_until_applied_raises_on_a_blocked_subject_and_after_its_timeout():
+    with pytest.raises(IngestBlockedError) as info:
+        drive(ops().wait_until_applied("u", flush=False), lambda r: status_answer(12, 6, failed=True))
+    assert info.value.status.failures[0].error == "boom"
+
+    plan = ops().wait_until_applied("u", flush=False, timeout=0.3, poll_interval=0.1)
+    requests = []
+
+    def pending(request):
+        requests.append(request)
+        return status_answer(6, 0, pending=2)
+
+    outcome = None
+    with pytest.raises(WaitTimeoutError) as info:  # driven with real sleeps: the deadline is real time
+        while True:
+            action = plan.send(outcome)
+            if isinstance(action, Sleep):
+                time.sleep(action.seconds)
+                outcome = None
+            else:
+                outcome = pending(action)
+    assert isinstance(info.value, TimeoutError) and info.value.status.pending_chunks == 2
+    assert 2 <= len(requests) <= 4

@@ -163,6 +163,10 @@ def test_errors_are_mapped_from_the_servers_json(base_url, make_key):
         with pytest.raises(ModelUnavailableError) as info:  # RESPONDER_BACKEND=none
             PersonaTree(base_url, key, max_retries=0).answer("c", "Who am I?", mode="fast")
         assert info.value.status == 503 and info.value.code == "model_unavailable"
+        started = time.monotonic()
+        with pytest.raises(ModelUnavailableError):  # default retries stay bounded (no 3 x 30 s waits)
+            pt.answer("c", "Who am I?", mode="fast")
+        assert time.monotonic() - started < 6
 
     with pytest.raises(AuthenticationError) as info:
         PersonaTree(base_url, "pt_live_nope_nope").tree("c")

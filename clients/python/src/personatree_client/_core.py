@@ -249,13 +249,14 @@ class Operations:
         the server's 413 names it. No messages: one empty body, which the server refuses (400).
         Only the first batch asks to recreate an erased subject.
         """
+        checked = [Message.coerce(item) for item in messages]  # a bad item fails before anything is sent
         head = b'{"messages":['
         tail = b'],"recreate_erased":true}' if recreate_erased else b"]}"
         parts: list[bytes] = []
         size = len(head) + len(tail)
         sent = False
-        for item in messages:
-            encoded = _dumps(Message.coerce(item).to_json())
+        for message in checked:
+            encoded = _dumps(message.to_json())
             if parts and (
                 len(parts) >= self.max_batch_messages or size + len(encoded) + 1 > self.max_batch_bytes
             ):
@@ -272,9 +273,9 @@ class Operations:
     ) -> Plan[IngestResult]:
         """Append ``messages`` to the subject's log, in batches the server accepts.
 
-        Messages are :class:`Message` objects or dicts with the same keys; a dict without an
-        ``idempotency_key`` gets one when its batch is built, so a retried batch goes with the same
-        keys (keep :class:`Message` objects to replay a whole call safely). Each batch is
+        Messages are :class:`Message` objects or dicts with the same keys, all checked (and a dict
+        without an ``idempotency_key`` given one) before the first batch is sent; a retried batch
+        goes with the same keys (keep :class:`Message` objects to replay a whole call). Each batch is
         all or nothing on the server; batches are sent in order and the first error stops the
         call: it carries ``partial`` (the merged result of the batches stored before it, or
         ``None``) and a ``field`` indexed in the whole call (``messages[730].content``).
