@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from personatree_client import (
@@ -249,3 +250,13 @@ def test_one_client_shared_by_threads(base_url, api_key):
             t.join()
         assert errors == []
         assert [pt.ingest_status(f"t{n}").cursor for n in range(4)] == [8, 8, 8, 8]
+
+
+def test_the_readme_example_runs(base_url, api_key, capsys):
+    """The five lines README.md shows, run as written against this server."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    code = readme.split("## Python client", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert '"http://127.0.0.1:8008"' in code and '"pt_live_..."' in code
+    code = code.replace('"http://127.0.0.1:8008"', repr(base_url)).replace('"pt_live_..."', repr(api_key))
+    exec(compile(code, "README.md", "exec"), {})
+    assert "Lisbon" in capsys.readouterr().out  # the stand-in put the sentence in the tree
