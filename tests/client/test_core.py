@@ -364,3 +364,72 @@ def test_wait_until_applied_raises_on_a_blocked_subject_and_after_its_timeout():
                 outcome = pending(action)
     assert isinstance(info.value, TimeoutError) and info.value.status.pending_chunks == 2
     assert 2 <= len(requests) <= 4
+
+
+def version(number: int) -> dict:
+    return {
+        "number": number,
+        "parent": number - 1 or None,
+        "created_by": "chunk",
+        "chunk_id": number,
+        "note": "",
+    }
+
+
+def test_versions_follow_every_next_page_by_its_cursor_on_our_own_url():
+    internal = "http://10.0.0.7:8000/v1/subjects/u/versions"
+    pages = {
+        None: {"versions": [version(5), version(4)], "next": f"{internal}?cursor=c1&page_size=2"},
+        "c1": {"versions": [version(3), version(2)], "next": f"{internal}?page_size=2&cursor=c2"},
+        "c2": {"versions": [version(1)], "next": None},
+    }
+
+    def answer(request):
+        page = pages[(request.params or {}).get("cursor")]
+        return Response(200, {}, json.dumps({"subject": "u", "head_version": 5, **page}).encode())
+
+    result, requests, _ = drive(ops().versions("u", page_size=2), answer)
+    assert [v.number for v in result.versions] == [5, 4, 3, 2, 1] and result.head_version == 5
+    assert all(r.path == "/v1/subjects/u/versions" for r in requests)
+    assert [r.params for r in requests] == [
+        {"page_size": "2"},
+        {"page_size": "2", "cursor": "c1"},
+        {"page_size": "2", "cursor": "c2"},
+    ]
+
+
+def test_export_pages_are_merged_and_the_last_page_gives_the_tree():
+    pages = [
+        {
+            "head_version": 2,
+            "tree": {"a": "1"},
+            "versions": [version(1)],
+            "ops": [{"id": 1}],
+            "next": "/x?cursor=p2",
+        },
+        {
+            "head_version": 3,
+            "tree": {"a": "3"},
+            "versions": [version(2), version(3)],
+            "ops": [],
+            "next": None,
+        },
+    ]
+    answers = iter(pages)
+
+    def answer(request):
+        return Response(
+            200, {}, json.dumps({"subject": "u", "schema": {"id": "s"}, **next(answers)}).encode()
+        )
+
+    export, requests, _ = drive(ops().export("u"), answer)
+    assert [v["number"] for v in export.versions] == [1, 2, 3] and export.ops == ({"id": 1},)
+    assert (export.head_version, export.tree, export.schema) == (3, {"a": "3"}, {"id": "s"})
+    assert requests[0].params is None and requests[1].params == {"cursor": "p2"}
+
+
+@pytest.mark.parametrize("next_link", ["/x?cursor=same", "/x?page_size=2"])
+def test_a_next_link_that_repeats_or_has_no_cursor_is_a_decode_error(next_link):
+    page = {"subject": "u", "head_version": 1, "versions": [version(1)], "next": next_link}
+    with pytest.raises(ResponseDecodeError):
+        drive(ops().versions("u"), lambda r: Response(200, {}, json.dumps(page).encode()))

@@ -84,6 +84,9 @@ def test_sync_ingest_batches_status_tree_versions_export_context_erase(base_url,
 
         export = pt.export("ana")
         assert export.head_version == tree.version and export.tree == tree.tree and export.ops
+        # One item a page: a paginating server answers many pages, which the client follows and merges.
+        assert pt.versions("ana", page_size=1) == versions and len(versions.versions) > 1
+        assert pt.export("ana", page_size=1) == export
 
         leaf, value = next(iter(tree.tree.items()))
         context = pt.context("ana", "What do I do for work?", mode="fast")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 
@@ -187,6 +187,23 @@ def _shift_message_index(field: str, offset: int) -> str:
     return _MESSAGE_INDEX.sub(lambda m: f"messages[{int(m[1]) + offset}]", field)
 
 
+def _next_cursor(page: dict[str, Any]) -> str | None:
+    """The ``cursor`` of a page's ``next`` link (``None`` on the last page)."""
+    link = page.get("next")
+    if not link:
+        return None
+    cursors = parse_qs(urlsplit(str(link)).query).get("cursor")
+    if not cursors:
+        raise ValueError(f"the next link {link!r} has no cursor")
+    return cursors[0]
+
+
+def _page(page: dict[str, Any]) -> dict[str, Any]:
+    """A page, as is, once its ``next`` link reads (one without a cursor is a malformed answer)."""
+    _next_cursor(page)
+    return page
+
+
 class Operations:
     """Every API operation as a plan (see the module docstring). Holds no connection."""
 
@@ -350,13 +367,42 @@ class Operations:
         params = None if as_of is None else {"as_of": str(_as_of_json(as_of))}
         return self._call(ApiRequest("GET", subject_path(subject, "tree"), params=params), Tree.from_json)
 
-    def versions(self, subject: str) -> Plan[Versions]:
-        """The subject's version history, newest first."""
-        return self._call(ApiRequest("GET", subject_path(subject, "versions")), Versions.from_json)
+    def _pages(self, path: str, page_size: int | None, merge: Callable[[list[dict[str, Any]]], T]) -> Plan[T]:
+        """Every page of a cursor-paginated list, merged.
 
-    def export(self, subject: str) -> Plan[Export]:
-        """Everything the store holds about the subject (tiers filtered by the key's scopes)."""
-        return self._call(ApiRequest("GET", subject_path(subject, "export")), Export.from_json)
+        A page's ``next`` is the URL of the following page (``null`` on the last; a server without
+        pagination sends none). Only its ``cursor`` is taken: the client asks its own ``base_url``
+        again, so a ``next`` built with the server's internal host name behind a proxy does no harm.
+        """
+        params = {} if page_size is None else {"page_size": str(page_size)}
+        pages: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        while True:
+            request = ApiRequest("GET", path, params=params or None)
+            page = yield from self._call(request, _page)
+            pages.append(page)
+            cursor = _next_cursor(page)
+            if cursor is None:
+                break
+            if cursor in seen:
+                raise ResponseDecodeError(f"GET {path}: the next page repeats a cursor", status=200, body=b"")
+            seen.add(cursor)
+            params = {**params, "cursor": cursor}
+        try:
+            return merge(pages)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResponseDecodeError(
+                f"GET {path}: unexpected answer ({exc!r})", status=200, body=b""
+            ) from exc
+
+    def versions(self, subject: str, *, page_size: int | None = None) -> Plan[Versions]:
+        """The subject's version history, newest first: every page (``page_size`` versions each)."""
+        return self._pages(subject_path(subject, "versions"), page_size, Versions.from_pages)
+
+    def export(self, subject: str, *, page_size: int | None = None) -> Plan[Export]:
+        """Everything the store holds about the subject (tiers filtered by the key's scopes): every
+        page (``page_size`` versions and ops each) merged into one :class:`Export`."""
+        return self._pages(subject_path(subject, "export"), page_size, Export.from_pages)
 
     def erase(self, subject: str) -> Plan[Erasure]:
         """Erase the subject (messages, chunks, versions, ops, vectors), leaving a tombstone.

@@ -235,7 +235,7 @@ class Version:
 
 @dataclass(frozen=True, slots=True)
 class Versions:
-    """A subject's version history, newest first."""
+    """A subject's version history, newest first (every page of it)."""
 
     subject: str
     head_version: int
@@ -244,17 +244,23 @@ class Versions:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Versions:
+        return cls.from_pages([data])
+
+    @classmethod
+    def from_pages(cls, pages: list[dict[str, Any]]) -> Versions:
+        """The pages of a paginated answer, in order; ``raw`` is the first page."""
         return cls(
-            subject=data["subject"],
-            head_version=data["head_version"],
-            versions=tuple(Version.from_json(v) for v in data["versions"]),
-            raw=data,
+            subject=pages[0]["subject"],
+            head_version=pages[0]["head_version"],
+            versions=tuple(Version.from_json(v) for page in pages for v in page["versions"]),
+            raw=pages[0],
         )
 
 
 @dataclass(frozen=True, slots=True)
 class Export:
-    """Everything the store holds about a subject (versions and ops as the server writes them)."""
+    """Everything the store holds about a subject (versions and ops as the server writes them, every
+    page of them)."""
 
     subject: str
     head_version: int
@@ -266,14 +272,21 @@ class Export:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Export:
+        return cls.from_pages([data])
+
+    @classmethod
+    def from_pages(cls, pages: list[dict[str, Any]]) -> Export:
+        """The pages of a paginated export, in order: versions and ops are concatenated; subject,
+        schema, head and tree are the last page's (the newest, matching the last versions read)."""
+        last = pages[-1]
         return cls(
-            subject=data["subject"],
-            head_version=data["head_version"],
-            schema=dict(data.get("schema") or {}),
-            tree=dict(data.get("tree") or {}),
-            versions=tuple(data.get("versions") or ()),
-            ops=tuple(data.get("ops") or ()),
-            raw=data,
+            subject=last["subject"],
+            head_version=last["head_version"],
+            schema=dict(last.get("schema") or {}),
+            tree=dict(last.get("tree") or {}),
+            versions=tuple(v for page in pages for v in page.get("versions") or ()),
+            ops=tuple(op for page in pages for op in page.get("ops") or ()),
+            raw=last,
         )
 
 
