@@ -135,19 +135,21 @@ def replayed(locked: Subject, chunk_id: int) -> ApplyOutcome:
 
 
 def split_for_review(locked: Subject, schema, accepted: Sequence[Op]) -> tuple[list[Op], list[Op]]:
-    """``(apply_now, hold)`` per the tenant policy: special-tier leaves and mass deletes are held."""
+    """``(apply_now, hold)`` per the tenant policy: special-tier leaves and mass deletes are held.
+
+    A mass delete is a batch deleting more leaves than the tenant's threshold, every tier counted:
+    the special-tier deletes, held anyway, used to be left out of the count, so a batch deleting
+    three ordinary and two special leaves (threshold 3) applied its three ordinary deletes."""
     tenant = locked.tenant
+    mass_delete = sum(op.type is OpType.DELETE for op in accepted) > tenant.mass_delete_threshold
     now, held = [], []
     for op in accepted:
         leaf = schema.leaf(op.path) if op.path else None
-        if tenant.review_special_tier and leaf is not None and leaf.tier == REVIEW_TIER:
+        special = tenant.review_special_tier and leaf is not None and leaf.tier == REVIEW_TIER
+        if special or (mass_delete and op.type is OpType.DELETE):
             held.append(op)
         else:
             now.append(op)
-    deletes = [op for op in now if op.type is OpType.DELETE]
-    if len(deletes) > tenant.mass_delete_threshold:
-        held.extend(deletes)
-        now = [op for op in now if op.type is not OpType.DELETE]
     return now, held
 
 
@@ -256,7 +258,7 @@ def plan_apply(
             new_value=op.value,
             status=OpRecord.Status.PENDING_REVIEW if is_held else OpRecord.Status.APPLIED,
             reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
-            detail=_review_detail(op, schema)
+            detail=_review_detail(op, schema, locked.tenant.review_special_tier)
             if is_held
             else notes.get(id(op), "") or _no_op_note(op, source),
             confidence=op.confidence,
@@ -333,9 +335,9 @@ def _no_op_note(op: Op, source: Source | None) -> str:
     return source.note if op.type is OpType.NO_OP and source is not None else ""
 
 
-def _review_detail(op: Op, schema) -> str:
+def _review_detail(op: Op, schema, special_held: bool) -> str:
     leaf = schema.leaf(op.path) if op.path else None
-    if leaf is not None and leaf.tier == REVIEW_TIER:
+    if special_held and leaf is not None and leaf.tier == REVIEW_TIER:
         return "special-tier leaf: held for review"
     return "mass delete: held for review"
 
