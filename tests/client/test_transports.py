@@ -4,6 +4,7 @@ retries on 429/503 with their waits actually slept, and timeouts (the live tests
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 
@@ -121,4 +122,5 @@ def test_methods_keep_the_operations_signature_and_doc():
     assert "idempotency_key" in (PersonaTree.ingest.__doc__ or "")
     pt = PersonaTree("http://pt.test", "k")
     assert pt.ingest.__name__ == "ingest" and pt.ingest.__doc__ == PersonaTree.ingest.__doc__
+    assert list(inspect.signature(pt.ingest).parameters) == ["subject", "messages", "recreate_erased"]
     pt.close()

@@ -10,6 +10,7 @@ checkers and ``help()``.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -51,11 +52,16 @@ class _Bound(Generic[P, T]):
     def __init__(self, operation: OperationFn[P, T]) -> None:
         self.operation = operation
         self.__doc__ = operation.__doc__
+        signature = inspect.signature(operation)  # without the Operations instance and the Plan
+        self.signature = signature.replace(
+            parameters=list(signature.parameters.values())[1:], return_annotation=inspect.Signature.empty
+        )
 
     def _named(self, call: C) -> C:
-        """``call`` named and documented as the operation (``help(client.ingest)``)."""
+        """``call`` named, documented and signed as the operation (``help(client.ingest)``)."""
         call.__name__ = call.__qualname__ = self.operation.__name__
         call.__doc__ = self.operation.__doc__
+        call.__signature__ = self.signature  # type: ignore[attr-defined]
         return call
 
 
