@@ -1,10 +1,11 @@
 """The one place where an API request's tenant is resolved and enforced.
 
 Every API view subclasses :class:`TenantScopedView`: it authenticates the key,
-checks ``required_scopes`` and exposes ``self.tenant``. Subjects are fetched
-only through :meth:`TenantScopedView.get_subject`, which answers 400 for an id
-that cannot be a subject's (control characters, unpaired surrogates, length) and
-404 alike for a missing subject and for another tenant's subject. Bodies are
+checks ``required_scopes`` and exposes ``self.tenant``. Subjects are listed only
+through :meth:`TenantScopedView.subjects` and fetched only through
+:meth:`TenantScopedView.get_subject`, which answers 400 for an id that cannot be a
+subject's (control characters, unpaired surrogates, length) and 404 alike for a
+missing subject and for another tenant's subject. Bodies are
 JSON only, parsed by :class:`~memory.api.parsers.ApiJSONParser` (byte limit, text
 that can be stored), and so are answers: DRF's browsable HTML renderer is off (a browser's
 ``Accept`` holds ``*/*`` and gets JSON; ``Accept: text/html`` alone is a JSON 406).
@@ -12,6 +13,7 @@ that can be stored), and so are answers: DRF's browsable HTML renderer is off (a
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
 from rest_framework import exceptions
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
@@ -45,6 +47,10 @@ class TenantScopedView(APIView):
 
     def has_scope(self, scope: str) -> bool:
         return self.api_key.has_scopes((scope,))
+
+    def subjects(self) -> QuerySet[Subject]:
+        """The tenant's subjects (the one list of them the API reads)."""
+        return Subject.objects.filter(tenant=self.tenant)
 
     def get_subject(self, external_id: str) -> Subject:
         external_id_validate(external_id)

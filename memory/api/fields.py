@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import UTC
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from memory.services import NotFoundError, ServiceError
 
 #: Tree version numbers are stored in a PositiveIntegerField (PostgreSQL ``integer``).
 MAX_VERSION = 2**31 - 1
@@ -66,3 +69,17 @@ class AsOfField(serializers.Field):
 
     def to_representation(self, value):
         return value
+
+
+@contextmanager
+def as_of_found():
+    """Inside: reading a subject ``as_of`` a version it does not have is a 404 ``not_found``
+    naming ``as_of`` (the selectors raise ``LookupError``, the query service a 400 ServiceError)."""
+    try:
+        yield
+    except LookupError as exc:
+        raise NotFoundError(str(exc), field="as_of") from exc
+    except ServiceError as exc:
+        if exc.code == "not_found" and exc.field == "as_of" and exc.http_status != 404:
+            raise NotFoundError(exc.message, field="as_of") from exc
+        raise

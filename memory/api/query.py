@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from memory import selectors
 from memory.api.base import TenantScopedView
-from memory.api.fields import AsOfField
+from memory.api.fields import AsOfField, as_of_found
 from memory.services.query import (
     DEFAULT_TOKEN_BUDGET,
     MAX_QUERY_CHARS,
@@ -151,7 +151,9 @@ class SubjectContextView(_QueryView):
         summary="Memory context for a query (fast, deep or routed)",
     )
     def post(self, request, external_id: str):
-        return Response(context_build(**self._args(request, external_id)))
+        args = self._args(request, external_id)
+        with as_of_found():
+            return Response(context_build(**args))
 
 
 class SubjectAnswerView(_QueryView):
@@ -160,7 +162,10 @@ class SubjectAnswerView(_QueryView):
         responses={200: AnswerOut},
         examples=[*REQUEST_EXAMPLES],
         summary="Answer a query with the responder model over [query, tree, evidence]",
-        description="503 model_unavailable when no responder model can be reached.",
+        description="404 not_found (field as_of) when the subject has no version as_of; "
+        "503 model_unavailable when no responder model can be reached.",
     )
     def post(self, request, external_id: str):
-        return Response(answer_build(**self._args(request, external_id)))
+        args = self._args(request, external_id)
+        with as_of_found():
+            return Response(answer_build(**args))

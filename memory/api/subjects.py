@@ -1,24 +1,27 @@
-"""Subject endpoints: current tree, version list, export, erasure. Thin views over selectors/services."""
+"""Subject endpoints: subject list, current tree, version list, export, erasure. Thin views over
+selectors/services; the lists are cursor-paginated (:mod:`memory.api.pagination`)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from django.db.models import Q
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from memory import selectors
 from memory.api.base import TenantScopedView
 from memory.api.errors import ServiceUnavailable
-from memory.api.fields import AsOfField
-from memory.services import ServiceError
-from memory.services.subjects import subject_erase, subject_export
+from memory.api.fields import AsOfField, as_of_found
+from memory.api.pagination import PageParams, Pager, next_field
+from memory.engine.tree import Tree
+from memory.services.subjects import subject_erase
 from personatree_site.ops.readiness import erasure_broker_problem
 
 #: Seconds an erasure refused for a broker outage tells the client to wait (``Retry-After``).
 BROKER_RETRY_AFTER_S = 30
 
 
-def _tiers_for(view: TenantScopedView) -> tuple[str, ...]:
+def tiers_for(view: TenantScopedView) -> tuple[str, ...]:
     return selectors.ALL_TIERS if view.has_scope("read_special") else selectors.PUBLIC_TIERS
 
 
@@ -26,7 +29,7 @@ class TreeParams(serializers.Serializer):
     as_of = AsOfField(required=False, allow_null=True, default=None)
 
 
-def _tree_params(query_params) -> dict:
+def tree_params(query_params) -> dict:
     """``?as_of=`` (empty = head) checked by the same field as the query API's body."""
     raw = query_params.get("as_of")
     data = TreeParams(data={"as_of": raw} if raw else {})
@@ -46,81 +49,209 @@ class SubjectTreeView(TenantScopedView):
         schema_version = serializers.IntegerField()
         tree = serializers.DictField(child=serializers.CharField())
 
-    @extend_schema(parameters=[TreeParams], responses=TreeOut)
+    @extend_schema(
+        parameters=[TreeParams],
+        responses=TreeOut,
+        description="404 not_found (field as_of) when the subject has no version as_of.",
+    )
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
-        as_of = _tree_params(request.query_params)["as_of"]
-        try:
+        as_of = tree_params(request.query_params)["as_of"]
+        with as_of_found():
             number, tree = selectors.tree_at(subject, as_of)
-        except LookupError as exc:
-            raise ServiceError(str(exc), field="as_of", code="not_found") from exc
         schema = selectors.subject_schema(subject)
         data = {
             "subject": subject.external_id,
             "version": number,
             "schema_id": subject.schema_id,
             "schema_version": subject.schema_version,
-            "tree": selectors.tree_visible(tree, schema, tiers=_tiers_for(self)).to_dict(),
+            "tree": selectors.tree_visible(tree, schema, tiers=tiers_for(self)).to_dict(),
         }
         return Response(self.TreeOut(data).data)
 
 
-class SubjectVersionsView(TenantScopedView):
-    """GET the subject's version history, newest first (at most 500)."""
+class SubjectListView(TenantScopedView):
+    """GET the tenant's subjects, by external id, a page at a time."""
 
     required_scopes = ("read",)
 
-    class VersionOut(serializers.Serializer):
-        number = serializers.IntegerField()
-        parent = serializers.IntegerField(source="parent.number", allow_null=True, default=None)
-        created_by = serializers.CharField()
-        chunk_id = serializers.IntegerField(allow_null=True)
-        note = serializers.CharField()
+    class SubjectOut(serializers.Serializer):
+        external_id = serializers.CharField()
+        schema_id = serializers.CharField()
+        schema_version = serializers.IntegerField()
+        head_version = serializers.IntegerField()
         created_at = serializers.DateTimeField()
+        updated_at = serializers.DateTimeField()
 
     @extend_schema(
+        parameters=[PageParams],
+        responses=inline_serializer("SubjectList", {"subjects": SubjectOut(many=True), "next": next_field()}),
+        operation_id="v1_subjects_list",
+    )
+    def get(self, request):
+        pager = Pager(request, "subjects", {"after": str})
+        subjects, more = pager.take(self.subjects(), "external_id", key="after")
+        return Response(
+            {
+                "subjects": self.SubjectOut(subjects, many=True).data,
+                "next": pager.next_link({"after": subjects[-1].external_id} if more else None),
+            }
+        )
+
+
+class VersionOut(serializers.Serializer):
+    number = serializers.IntegerField()
+    parent = serializers.IntegerField(source="parent.number", allow_null=True, default=None)
+    created_by = serializers.CharField()
+    chunk_id = serializers.IntegerField(allow_null=True)
+    note = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class SubjectVersionsView(TenantScopedView):
+    """GET the subject's version history, newest first, a page at a time."""
+
+    required_scopes = ("read",)
+
+    @extend_schema(
+        parameters=[PageParams],
         responses=inline_serializer(
             "SubjectVersions",
             {
                 "subject": serializers.CharField(),
                 "head_version": serializers.IntegerField(),
                 "versions": VersionOut(many=True),
+                "next": next_field(),
             },
-        )
+        ),
     )
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
-        versions = selectors.versions_list(subject=subject).select_related("parent")[:500]
+        pager = Pager(request, "versions", {"before": int})
+        versions, more = pager.take(
+            selectors.versions_list(subject=subject).select_related("parent"),
+            "number",
+            key="before",
+            descending=True,
+        )
         return Response(
             {
                 "subject": subject.external_id,
                 "head_version": subject.head_version,
-                "versions": self.VersionOut(versions, many=True).data,
+                "versions": VersionOut(versions, many=True).data,
+                "next": pager.next_link({"before": versions[-1].number} if more else None),
             }
         )
 
 
+class _Visible:
+    """The part of a tree a key may see (its tiers of the subject's schema)."""
+
+    def __init__(self, schema, tiers):
+        self.schema, self.tiers = schema, tiers
+        self.paths = [leaf.path for leaf in schema.leaves if leaf.tier in tiers]
+
+    def tree(self, snapshot: dict) -> dict:
+        return selectors.tree_visible(Tree.from_dict(snapshot), self.schema, tiers=self.tiers).to_dict()
+
+
+class ExportVersionOut(VersionOut):
+    tree = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.DictField(child=serializers.CharField()))
+    def get_tree(self, version) -> dict:
+        return self.context["visible"].tree(version.snapshot)
+
+
+class ExportOpOut(serializers.Serializer):
+    class ActorOut(serializers.Serializer):
+        kind = serializers.CharField(source="actor_kind")
+        name = serializers.CharField(source="actor_name")
+        model_id = serializers.CharField()
+        model_version = serializers.CharField()
+        prompt_version = serializers.CharField()
+
+    class SourceOut(serializers.Serializer):
+        chunk_id = serializers.IntegerField(allow_null=True)
+        start_seq = serializers.IntegerField(source="source_start_seq", allow_null=True)
+        end_seq = serializers.IntegerField(source="source_end_seq", allow_null=True)
+
+    id = serializers.IntegerField()
+    version = serializers.IntegerField(source="version.number", allow_null=True, default=None)
+    base_version = serializers.IntegerField(allow_null=True)
+    op = serializers.CharField(source="op_type")
+    path = serializers.CharField()
+    old_value = serializers.CharField(allow_null=True)
+    new_value = serializers.CharField(allow_null=True)
+    status = serializers.CharField()
+    reason = serializers.CharField(source="reason_code")
+    detail = serializers.CharField()
+    actor = ActorOut(source="*")
+    source = SourceOut(source="*")
+    confidence = serializers.FloatField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+    decision_note = serializers.CharField()
+
+
 class SubjectExportView(TenantScopedView):
-    """Everything the store holds about the subject, as JSON (tiers filtered by scope)."""
+    """Everything the store holds about the subject, as JSON (tiers filtered by scope), a page at a time.
+
+    Every page holds the subject, its schema, head version and current tree, and the next
+    ``page_size`` versions (oldest first) and ``page_size`` op records (in write order); ``next``
+    is null once both are exhausted.
+    """
 
     required_scopes = ("read",)
 
+    class SchemaOut(serializers.Serializer):
+        id = serializers.CharField()
+        version = serializers.IntegerField()
+
     @extend_schema(
+        parameters=[PageParams],
         responses=inline_serializer(
             "SubjectExport",
             {
                 "subject": serializers.CharField(),
-                "schema": serializers.DictField(),
+                "schema": SchemaOut(),
                 "head_version": serializers.IntegerField(),
                 "tree": serializers.DictField(child=serializers.CharField()),
-                "versions": serializers.ListField(child=serializers.DictField()),
-                "ops": serializers.ListField(child=serializers.DictField()),
+                "versions": ExportVersionOut(many=True),
+                "ops": ExportOpOut(many=True),
+                "next": next_field(),
             },
-        )
+        ),
     )
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
-        return Response(subject_export(subject=subject, tiers=_tiers_for(self)))
+        pager = Pager(request, "export", {"version": int, "op": int})
+        visible = _Visible(selectors.subject_schema(subject), tiers_for(self))
+        versions, more_versions = pager.take(
+            selectors.versions_list(subject=subject).select_related("parent"), "number", key="version"
+        )
+        ops, more_ops = pager.take(
+            selectors.ops_list(subject=subject)
+            .filter(Q(path="") | Q(path__in=visible.paths))
+            .select_related("version"),
+            "id",
+            key="op",
+        )
+        position = {
+            "version": versions[-1].number if versions else pager.after("version", 0),
+            "op": ops[-1].pk if ops else pager.after("op", 0),
+        }
+        return Response(
+            {
+                "subject": subject.external_id,
+                "schema": {"id": subject.schema_id, "version": subject.schema_version},
+                "head_version": subject.head_version,
+                "tree": visible.tree(subject.head.snapshot if subject.head_id else {}),
+                "versions": ExportVersionOut(versions, many=True, context={"visible": visible}).data,
+                "ops": ExportOpOut(ops, many=True).data,
+                "next": pager.next_link(position if more_versions or more_ops else None),
+            }
+        )
 
 
 def broker_check() -> None:

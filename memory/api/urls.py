@@ -6,7 +6,8 @@ from memory.api import ingest, query, subjects
 from memory.api.errors import ApiNotFoundView
 
 urlpatterns = [
-    # --- subjects: tree, versions, export, erase (issue 3) ---
+    # --- subjects: list, tree, versions, export, erase (issue 3; list and pages: issue 17) ---
+    path("subjects", subjects.SubjectListView.as_view(), name="subject-list"),
     path("subjects/<str:external_id>/tree", subjects.SubjectTreeView.as_view(), name="subject-tree"),
     path(
         "subjects/<str:external_id>/versions", subjects.SubjectVersionsView.as_view(), name="subject-versions"

@@ -43,7 +43,7 @@ def test_tree_as_of_version_and_bad_as_of(filled, make_api_client):
     bad = client.get(url("subject-tree", filled), {"as_of": "yesterday"})
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "as_of"
     missing = client.get(url("subject-tree", filled), {"as_of": 99})
-    assert missing.status_code == 400 and missing.json()["error"]["code"] == "not_found"
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
 
 
 def test_versions_list(filled, make_api_client):
@@ -125,7 +125,7 @@ def test_good_as_of_forms_still_work(filled, make_api_client):
     for as_of, version in [("", 2), ("0", 0), (" 1 ", 1), ("2147483647", None), ("2999-01-01T00:00", 2)]:
         response = client.get(url("subject-tree", filled), {"as_of": as_of})
         if version is None:
-            assert response.status_code == 400 and response.json()["error"]["code"] == "not_found"
+            assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
         else:
             assert response.status_code == 200 and response.json()["version"] == version, (as_of, response)
 

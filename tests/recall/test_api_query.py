@@ -159,7 +159,7 @@ def test_crafted_queries_do_not_cross_subjects(world, query):
         ({"query": "ok", "mode": "slow"}, "mode"),
         ({"query": "ok", "as_of": "yesterday"}, "as_of"),
         ({"query": "ok", "as_of": -1}, "as_of"),
-        ({"query": "ok", "as_of": 99}, "as_of"),
+        # as_of naming a version the subject lacks is a 404: tests/memory/test_api_pages.py
         ({"query": "ok", "token_budget": 0}, "token_budget"),
         ({"query": "ok", "token_budget": "lots"}, "token_budget"),
     ],
