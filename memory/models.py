@@ -62,7 +62,8 @@ class Tenant(models.Model):
 class ApiKey(models.Model):
     """An API key. Only its SHA-256 is stored; the raw key is shown once at creation."""
 
-    SCOPES = ("ingest", "read", "read_special", "admin", "erase")
+    #: ``write``: set and empty single leaves through the API; ``admin``: manage the tenant's keys.
+    SCOPES = ("ingest", "read", "read_special", "write", "admin", "erase")
     PREFIX = "pt_live_"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")

@@ -132,7 +132,7 @@ def exception_handler(exc, context):
             return _server_error(
                 exc, exc.code, exc.http_status, retry_after_s=getattr(exc, "retry_after_s", None)
             )
-        return _error(exc.code, exc.message, exc.http_status, field=exc.field)
+        return _error(exc.code, exc.message, exc.http_status, field=exc.field, **getattr(exc, "extra", {}))
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

@@ -83,3 +83,14 @@ def as_of_found():
         if exc.code == "not_found" and exc.field == "as_of" and exc.http_status != 404:
             raise NotFoundError(exc.message, field="as_of") from exc
         raise
+
+
+class TextField(serializers.CharField):
+    """A JSON string and nothing else: a number or a boolean is a 400, not its text."""
+
+    default_error_messages = {"not_a_string": "Must be a JSON string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)

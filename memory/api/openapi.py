@@ -17,7 +17,7 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "bearerFormat": "pt_live_<prefix>_<secret>",
             "description": "A tenant API key (shown once at creation). Scopes: ingest, read, "
-            "read_special, admin, erase.",
+            "read_special, write (single-leaf edits), admin (key management), erase.",
         }
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from memory.api import ingest, query, subjects
+from memory.api import ingest, leaves, query, subjects
 from memory.api.errors import ApiNotFoundView
 
 urlpatterns = [
@@ -14,6 +14,12 @@ urlpatterns = [
     ),
     path("subjects/<str:external_id>/export", subjects.SubjectExportView.as_view(), name="subject-export"),
     path("subjects/<str:external_id>", subjects.SubjectDetailView.as_view(), name="subject-detail"),
+    # --- single leaves: read, set, empty (issue 17) ---
+    path(
+        "subjects/<str:external_id>/tree/leaves/<path:leaf_path>",
+        leaves.SubjectLeafView.as_view(),
+        name="subject-leaf",
+    ),
     # --- ingest (issue 5) ---
     path(
         "subjects/<str:external_id>/messages", ingest.SubjectMessagesView.as_view(), name="subject-messages"

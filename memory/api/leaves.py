@@ -1,0 +1,190 @@
+"""One leaf of a subject's tree: read (scope ``read``), set and empty (scope ``write``).
+
+``GET|PUT|DELETE /v1/subjects/<external_id>/tree/leaves/<path>``, ``<path>`` a leaf of the
+subject's schema (``identity/occupation/current_role``; its slashes as they are or as ``%2F``).
+
+Writes go through the one write path (:func:`memory.services.tree.leaf_edit` /
+:func:`~memory.services.tree.leaf_delete`) as the API key's actor: the gate judges the value
+(budget, emptiness), every attempt is an op record naming the key, and what the tenant's policy
+holds for review (special-tier leaves) is held, answered ``202 pending_review``. Answers:
+
+- a path the schema does not have: 404 ``unknown_leaf`` (nothing is written);
+- a special-tier leaf for a key without ``read_special``: 403, whatever the method;
+- the gate's refusal: 400 ``gate_rejected`` with the gate's ``reason`` (``OVER_BUDGET``,
+  ``EMPTY_VALUE``, ...), its message and the audit row's ``op_id``; emptying an empty leaf is a
+  404 ``leaf_empty``; setting the value the leaf holds is 200 ``unchanged`` (no version);
+- a stale ``base_version``: 409 ``version_conflict`` with ``current_version``.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.response import Response
+
+from memory import selectors
+from memory.api.base import TenantScopedView
+from memory.api.fields import MAX_VERSION, TextField, as_of_found
+from memory.api.subjects import TreeParams, tiers_for, tree_params
+from memory.engine.gate import Reason
+from memory.engine.schema import Leaf
+from memory.models import Subject
+from memory.services import ServiceError
+from memory.services.tree import Actor, ApplyOutcome, leaf_delete, leaf_edit
+
+#: Longest value the API passes to the gate; every leaf's budget is far below it (the gate
+#: answers OVER_BUDGET with the leaf's budget), this only bounds what an audit row may hold.
+MAX_VALUE_CHARS = 4000
+
+LEAF_PATH = OpenApiParameter(
+    "leaf_path",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    description="A leaf of the subject's schema, e.g. identity/occupation/current_role.",
+    examples=[OpenApiExample("a public leaf", value="body/appearance/style")],
+)
+
+
+class GateRejected(ServiceError):
+    """The gate refused the op (its reason and the audit row's id go in the error body)."""
+
+    code = "gate_rejected"
+
+    def __init__(self, message: str, *, reason: str, op_id: int, http_status: int = 400, code=None):
+        super().__init__(message, field="value" if reason != Reason.DELETE_ON_EMPTY else None, code=code)
+        self.http_status = http_status
+        self.extra = {"reason": reason, "op_id": op_id}
+
+
+class LeafOut(serializers.Serializer):
+    subject = serializers.CharField()
+    path = serializers.CharField()
+    tier = serializers.CharField()
+    budget = serializers.IntegerField(help_text="Longest value the leaf holds, in characters.")
+    value = serializers.CharField(allow_null=True, help_text="null: the leaf is empty.")
+    version = serializers.IntegerField(help_text="The tree version read (as_of or head).")
+
+
+class LeafWriteOut(LeafOut):
+    status = serializers.ChoiceField(
+        choices=["applied", "unchanged", "pending_review"],
+        help_text="pending_review: held for a moderator (the value is not set yet).",
+    )
+    op_id = serializers.IntegerField(help_text="The op record auditing this write.")
+
+
+class BaseVersionIn(serializers.Serializer):
+    base_version = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0,
+        max_value=MAX_VERSION,
+        help_text="The head version the write is based on; 409 version_conflict if the subject moved on.",
+    )
+
+
+class LeafIn(BaseVersionIn):
+    value = TextField(max_length=MAX_VALUE_CHARS, trim_whitespace=False)
+
+
+def _write_schema(summary: str, description: str, **kwargs):
+    return extend_schema(
+        responses={200: LeafWriteOut, 202: LeafWriteOut}, summary=summary, description=description, **kwargs
+    )
+
+
+class SubjectLeafView(TenantScopedView):
+    required_scopes = {"GET": ("read",), "PUT": ("write",), "DELETE": ("write",)}
+
+    def _leaf(self, subject: Subject, leaf_path: str) -> Leaf:
+        leaf = selectors.subject_schema(subject).leaf(leaf_path)
+        if leaf is None:  # the path is not echoed: it may hold anything a URL can
+            raise exceptions.NotFound("The subject's schema has no leaf at this path.", code="unknown_leaf")
+        if leaf.tier not in tiers_for(self):
+            raise exceptions.PermissionDenied(
+                f"This leaf is in the {leaf.tier} tier: it needs scope read_special."
+            )
+        return leaf
+
+    def _body(self, subject: Subject, leaf: Leaf, value: str | None, version: int) -> dict:
+        return {
+            "subject": subject.external_id,
+            "path": leaf.path,
+            "tier": leaf.tier,
+            "budget": leaf.budget,
+            "value": value,
+            "version": version,
+        }
+
+    @extend_schema(
+        parameters=[LEAF_PATH, TreeParams],
+        responses=LeafOut,
+        summary="Read one leaf",
+        description="404 unknown_leaf for a path the schema lacks; 404 not_found (field as_of) for a "
+        "version the subject does not have; 403 for a special-tier leaf without read_special.",
+    )
+    def get(self, request, external_id: str, leaf_path: str):
+        subject = self.get_subject(external_id)
+        leaf = self._leaf(subject, leaf_path)
+        as_of = tree_params(request.query_params)["as_of"]
+        with as_of_found():
+            number, tree = selectors.tree_at(subject, as_of)
+        return Response(LeafOut(self._body(subject, leaf, tree.get(leaf.path), number)).data)
+
+    @_write_schema(
+        "Set one leaf (through the gate, audited as this API key)",
+        "400 gate_rejected with the gate's reason (OVER_BUDGET, EMPTY_VALUE, ...); 202 when the "
+        "tenant's policy holds the edit for review; 409 version_conflict.",
+        parameters=[LEAF_PATH],
+        request=LeafIn,
+    )
+    def put(self, request, external_id: str, leaf_path: str):
+        return self._write(external_id, leaf_path, LeafIn(data=request.data), leaf_edit)
+
+    @_write_schema(
+        "Empty one leaf (through the gate, audited as this API key)",
+        "404 leaf_empty when the leaf holds nothing; 202 when the tenant's policy holds the delete "
+        "for review; 409 version_conflict.",
+        parameters=[LEAF_PATH, BaseVersionIn],
+    )
+    def delete(self, request, external_id: str, leaf_path: str):
+        return self._write(external_id, leaf_path, BaseVersionIn(data=request.query_params), leaf_delete)
+
+    def _write(self, external_id: str, leaf_path: str, data: serializers.Serializer, service) -> Response:
+        """Run ``service`` (leaf_edit / leaf_delete) on the leaf with the validated ``data``."""
+        subject = self.get_subject(external_id)
+        leaf = self._leaf(subject, leaf_path)
+        data.is_valid(raise_exception=True)
+        outcome = service(
+            subject=subject, path=leaf.path, actor=Actor.for_api_key(self.api_key), **data.validated_data
+        )
+        return self._written(subject, leaf, outcome)
+
+    def _written(self, subject: Subject, leaf: Leaf, outcome: ApplyOutcome) -> Response:
+        (record,) = outcome.records  # one op in, one audit row out
+        if outcome.rejected:
+            if record.reason_code == Reason.NO_CHANGE:
+                status, http_status = "unchanged", 200
+            elif record.reason_code == Reason.DELETE_ON_EMPTY:
+                raise GateRejected(
+                    "The leaf is already empty.",
+                    reason=record.reason_code,
+                    op_id=record.pk,
+                    http_status=404,
+                    code="leaf_empty",
+                )
+            else:
+                raise GateRejected(record.detail, reason=record.reason_code, op_id=record.pk)
+        elif outcome.pending_review:
+            status, http_status = "pending_review", 202
+        else:
+            status, http_status = "applied", 200
+        value = selectors.tree_current(subject).get(leaf.path)
+        body = {
+            **self._body(subject, leaf, value, outcome.head_version),
+            "status": status,
+            "op_id": record.pk,
+        }
+        return Response(LeafWriteOut(body).data, status=http_status)
