@@ -328,3 +328,22 @@ class Tombstone(models.Model):
         return salted_hmac(
             "personatree.tombstone", f"{tenant_id}:{external_id}", algorithm="sha256"
         ).hexdigest()
+
+
+class TenantStaff(models.Model):
+    """A staff user's grant to one tenant in the Django admin: staff see only the tenants they are
+    granted (superusers see every tenant). Special-tier leaf values are shown only to users with the
+    ``memory.view_special_tier`` permission (defined here; superusers have it)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant_grants")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="staff_grants")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="tenant_staff_unique")]
+        ordering = ["tenant", "user"]
+        permissions = [("view_special_tier", "Can see special-tier leaf values in the admin")]
+        verbose_name = "tenant staff grant"
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.tenant}"

@@ -1,4 +1,8 @@
-"""Op log and review queue, with bulk approve / decline (decline asks why)."""
+"""Op log and review queue, with bulk approve / decline (decline asks why).
+
+Staff see the op records of their granted tenants only; without ``memory.view_special_tier`` the
+values, source sentences and details of special-tier records are masked, those records cannot be
+decided, and the op log cannot be searched by the user's words (:mod:`memory.admin.access`)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.template.response import TemplateResponse
 
+from memory.admin.access import TenantScopedAdmin, masked_record, record_is_special, sees_special
 from memory.models import OpRecord, ReviewItem
 from memory.services import ServiceError
 from memory.services.governance import ops_review_approve, ops_review_decline
@@ -16,9 +21,26 @@ class DeclineForm(forms.Form):
     note = forms.CharField(label="Why are these ops declined?", widget=forms.Textarea(attrs={"rows": 3}))
 
 
+def decidable(modeladmin, request, queryset):
+    """The held ops of ``queryset`` that ``request.user`` may decide: without the special-tier
+    permission, those on special-tier leaves are left out (with a message)."""
+    held = list(queryset.filter(status=OpRecord.Status.PENDING_REVIEW).select_related("subject"))
+    if sees_special(request.user):
+        return held
+    allowed = [r for r in held if not record_is_special(r)]
+    if len(allowed) < len(held):
+        modeladmin.message_user(
+            request,
+            f"{len(held) - len(allowed)} op(s) on special-tier leaves left undecided: "
+            "deciding them needs the permission to see special-tier values.",
+            messages.WARNING,
+        )
+    return allowed
+
+
 @admin.action(description="Approve selected ops (apply on top of the current tree)", permissions=["review"])
 def approve_ops(modeladmin, request, queryset):
-    ids = list(queryset.filter(status=OpRecord.Status.PENDING_REVIEW).values_list("pk", flat=True))
+    ids = [r.pk for r in decidable(modeladmin, request, queryset)]
     if not ids:
         modeladmin.message_user(request, "None of the selected ops is waiting for review.", messages.WARNING)
         return None
@@ -35,7 +57,7 @@ def approve_ops(modeladmin, request, queryset):
 
 @admin.action(description="Decline selected ops…", permissions=["review"])
 def decline_ops(modeladmin, request, queryset):
-    queryset = queryset.filter(status=OpRecord.Status.PENDING_REVIEW)
+    queryset = queryset.filter(pk__in=[r.pk for r in decidable(modeladmin, request, queryset)])
     form = DeclineForm(request.POST if "confirm_decline" in request.POST else None)
     if "confirm_decline" in request.POST and form.is_valid():
         try:
@@ -60,7 +82,8 @@ def decline_ops(modeladmin, request, queryset):
     return TemplateResponse(request, "admin/memory/decline_confirm.html", context)
 
 
-class OpRecordAdmin(admin.ModelAdmin):
+class OpRecordAdmin(TenantScopedAdmin):
+    tenant_lookup = "subject__tenant"
     list_display = (
         "created_at",
         "subject",
@@ -75,7 +98,14 @@ class OpRecordAdmin(admin.ModelAdmin):
         "version_number",
         "chunk_id",
     )
-    list_filter = ("status", "reason_code", "op_type", "actor_kind", "model_id", "subject__tenant")
+    list_filter = (
+        "status",
+        "reason_code",
+        "op_type",
+        "actor_kind",
+        "model_id",
+        ("subject__tenant", admin.RelatedOnlyFieldListFilter),
+    )
     search_fields = ("path", "actor_name", "model_id", "subject__external_id", "source_text")
     list_select_related = ("subject", "subject__tenant", "version")
     readonly_fields = [f.name for f in OpRecord._meta.fields]
@@ -94,6 +124,36 @@ class OpRecordAdmin(admin.ModelAdmin):
     @admin.display(description="from the user's words")
     def short_source(self, obj):
         return _short(obj.source_text) if obj.source_text else ""
+
+    @admin.display(description="old")
+    def masked_old(self, obj):
+        return _short(masked_record(obj).old_value)
+
+    @admin.display(description="new")
+    def masked_new(self, obj):
+        return _short(masked_record(obj).new_value)
+
+    @admin.display(description="from the user's words")
+    def masked_source(self, obj):
+        return self.short_source(masked_record(obj))
+
+    MASKED_COLUMNS = {"short_old": "masked_old", "short_new": "masked_new", "short_source": "masked_source"}
+
+    def get_list_display(self, request):
+        columns = super().get_list_display(request)
+        if sees_special(request.user):
+            return columns
+        return [self.MASKED_COLUMNS.get(c, c) for c in columns]
+
+    def get_search_fields(self, request):
+        fields = super().get_search_fields(request)
+        return fields if sees_special(request.user) else [f for f in fields if f != "source_text"]
+
+    def get_object(self, request, object_id, from_field=None):
+        record = super().get_object(request, object_id, from_field)
+        if record is None or sees_special(request.user):
+            return record
+        return masked_record(record)
 
     @admin.display(description="actor")
     def actor(self, obj):
@@ -129,7 +189,7 @@ admin.site.register(OpRecord, OpRecordAdmin)
 class ReviewQueueAdmin(OpRecordAdmin):
     """Only what waits for a moderator."""
 
-    list_filter = ("reason_code", "op_type", "subject__tenant")
+    list_filter = ("reason_code", "op_type", ("subject__tenant", admin.RelatedOnlyFieldListFilter))
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(status=OpRecord.Status.PENDING_REVIEW)

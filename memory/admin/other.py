@@ -1,18 +1,21 @@
-"""Tenants, API keys, chunks (failed ones re-queueable) and tombstones.
+"""Tenants, API keys, chunks (failed ones re-queueable), tombstones and staff grants.
 
-Deleting a tenant erases each of its subjects first (:mod:`memory.admin.erasure`)."""
+Deleting a tenant erases each of its subjects first (:mod:`memory.admin.erasure`). Staff see only
+their granted tenants' rows; only superusers manage the grants (:mod:`memory.admin.access`)."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.utils import timezone
 
+from memory.admin.access import TenantScopedAdmin
 from memory.admin.erasure import ErasingDeleteMixin
-from memory.models import ApiKey, Chunk, Tenant, Tombstone
+from memory.models import ApiKey, Chunk, Tenant, TenantStaff, Tombstone
 
 
 @admin.register(Tenant)
-class TenantAdmin(ErasingDeleteMixin, admin.ModelAdmin):
+class TenantAdmin(ErasingDeleteMixin, TenantScopedAdmin):
+    tenant_lookup = ""
     list_display = (
         "name",
         "is_active",
@@ -31,11 +34,11 @@ def revoke_keys(modeladmin, request, queryset):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(TenantScopedAdmin):
     """Keys are created with ``manage.py create_tenant`` (the raw key is shown once there)."""
 
     list_display = ("prefix", "tenant", "name", "scopes", "created_at", "revoked_at")
-    list_filter = ("tenant",)
+    list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("prefix", "name", "tenant__name")
     readonly_fields = ("tenant", "prefix", "scopes", "created_at", "last_used_at", "revoked_at")
     fields = ("tenant", "name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at")
@@ -67,7 +70,8 @@ def requeue_failed(modeladmin, request, queryset):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(TenantScopedAdmin):
+    tenant_lookup = "subject__tenant"
     list_display = (
         "id",
         "subject",
@@ -78,7 +82,7 @@ class ChunkAdmin(admin.ModelAdmin):
         "short_error",
         "produced_version",
     )
-    list_filter = ("status", "subject__tenant")
+    list_filter = ("status", ("subject__tenant", admin.RelatedOnlyFieldListFilter))
     search_fields = ("subject__external_id", "chunk_key", "last_error")
     list_select_related = ("subject", "subject__tenant", "produced_version")
     readonly_fields = [f.name for f in Chunk._meta.fields]
@@ -96,10 +100,35 @@ class ChunkAdmin(admin.ModelAdmin):
 
 
 @admin.register(Tombstone)
-class TombstoneAdmin(admin.ModelAdmin):
+class TombstoneAdmin(TenantScopedAdmin):
     list_display = ("tenant", "external_id_hash", "counts", "erased_by", "erased_at")
-    list_filter = ("tenant",)
+    list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
     readonly_fields = ("tenant", "external_id_hash", "counts", "erased_by", "erased_at")
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(TenantStaff)
+class TenantStaffAdmin(admin.ModelAdmin):
+    """Which tenants each staff user sees. Superusers only: a staff user who could add grants
+    would grant themselves every tenant."""
+
+    list_display = ("user", "tenant", "created_at")
+    list_filter = ("tenant",)
+    search_fields = ("user__username", "tenant__name")
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_add_permission(self, request):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_active and request.user.is_superuser

@@ -1,8 +1,12 @@
 """Subject pages: readable tree with inline leaf edit, version history + diff, revert with confirmation.
 
-Deleting a subject (its page or the list action) erases it (:mod:`memory.admin.erasure`)."""
+Deleting a subject (its page or the list action) erases it (:mod:`memory.admin.erasure`). Staff see
+only their granted tenants' subjects, and special-tier values masked without the permission
+(:mod:`memory.admin.access`)."""
 
 from __future__ import annotations
+
+import copy
 
 from django import forms
 from django.contrib import admin, messages
@@ -13,6 +17,14 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from memory import selectors
+from memory.admin.access import (
+    TenantScopedAdmin,
+    is_special,
+    masked_changes,
+    masked_tree,
+    sees_special,
+    special_paths,
+)
 from memory.admin.erasure import ErasingDeleteMixin
 from memory.admin.tree_view import build_nodes
 from memory.engine.tree import diff
@@ -29,9 +41,9 @@ class LeafForm(forms.Form):
 
 
 @admin.register(Subject)
-class SubjectAdmin(ErasingDeleteMixin, admin.ModelAdmin):
+class SubjectAdmin(ErasingDeleteMixin, TenantScopedAdmin):
     list_display = ("external_id", "tenant", "head_version", "schema_id", "schema_version", "updated_at")
-    list_filter = ("tenant",)
+    list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("external_id", "tenant__name")
     list_select_related = ("tenant",)
     ordering = ("tenant__name", "external_id")
@@ -53,7 +65,14 @@ class SubjectAdmin(ErasingDeleteMixin, admin.ModelAdmin):
     def _subject(self, request, object_id) -> Subject:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        return get_object_or_404(Subject.objects.select_related("tenant", "head"), pk=object_id)
+        return get_object_or_404(self.get_queryset(request).select_related("tenant", "head"), pk=object_id)
+
+    @staticmethod
+    def _shown(request, subject, changes):
+        """A diff as ``request.user`` may see it (special-tier values masked without the permission)."""
+        if sees_special(request.user):
+            return changes
+        return masked_changes(changes, selectors.subject_schema(subject))
 
     def _context(self, request, subject, title):
         return {
@@ -70,10 +89,14 @@ class SubjectAdmin(ErasingDeleteMixin, admin.ModelAdmin):
         schema = selectors.subject_schema(subject)
         tree = selectors.tree_current(subject)
         context = self._context(request, subject, f"Memory of {subject}")
+        mask = not sees_special(request.user)
+        hidden = special_paths(schema) if mask else frozenset()
         context.update(
-            nodes=build_nodes(tree, schema, selectors.leaf_last_changes(subject=subject)),
+            nodes=build_nodes(tree, schema, selectors.leaf_last_changes(subject=subject), mask_special=mask),
             leaf_count=len(tree),
-            empty_paths=[leaf.path for leaf in schema.leaves if leaf.path not in tree],
+            empty_paths=[
+                leaf.path for leaf in schema.leaves if leaf.path not in tree and leaf.path not in hidden
+            ],
             pending=selectors.ops_pending_review().filter(subject=subject).count(),
         )
         return TemplateResponse(request, "admin/memory/subject_tree.html", context)
@@ -88,6 +111,8 @@ class SubjectAdmin(ErasingDeleteMixin, admin.ModelAdmin):
             messages.error(request, f"Invalid edit: {form.errors.as_text()}")
             return HttpResponseRedirect(back)
         data = form.cleaned_data
+        if is_special(selectors.subject_schema(subject), data["path"]) and not sees_special(request.user):
+            raise PermissionDenied  # a value one may not see is not edited blind either
         actor = Actor.for_admin(request.user)
         try:
             if data["action"] == "delete":
@@ -129,7 +154,9 @@ class SubjectAdmin(ErasingDeleteMixin, admin.ModelAdmin):
         _, tree_a = selectors.tree_at(subject, a)
         _, tree_b = selectors.tree_at(subject, b)
         context = self._context(request, subject, f"Versions of {subject}")
-        context.update(versions=versions, a=a, b=b, changes=diff(tree_a, tree_b))
+        context.update(
+            versions=versions, a=a, b=b, changes=self._shown(request, subject, diff(tree_a, tree_b))
+        )
         return TemplateResponse(request, "admin/memory/subject_versions.html", context)
 
     def revert_view(self, request, object_id, number):
@@ -159,7 +186,8 @@ class SubjectAdmin(ErasingDeleteMixin, admin.ModelAdmin):
             return HttpResponseRedirect(reverse("admin:memory_subject_change", args=[subject.pk]))
         _, target = selectors.tree_at(subject, number)
         context = self._context(request, subject, f"Revert {subject} to v{number}?")
-        context.update(number=number, changes=diff(selectors.tree_current(subject), target))
+        changes = diff(selectors.tree_current(subject), target)
+        context.update(number=number, changes=self._shown(request, subject, changes))
         return TemplateResponse(request, "admin/memory/subject_revert_confirm.html", context)
 
 
@@ -176,12 +204,21 @@ def _report(request, outcome: ApplyOutcome, path: str) -> None:
 
 
 @admin.register(TreeVersion)
-class TreeVersionAdmin(admin.ModelAdmin):
+class TreeVersionAdmin(TenantScopedAdmin):
+    tenant_lookup = "subject__tenant"
     list_display = ("subject", "number", "created_by", "chunk", "note", "created_at")
-    list_filter = ("created_by", "subject__tenant")
+    list_filter = ("created_by", ("subject__tenant", admin.RelatedOnlyFieldListFilter))
     search_fields = ("subject__external_id",)
     list_select_related = ("subject", "subject__tenant", "chunk")
     readonly_fields = [f.name for f in TreeVersion._meta.fields]
+
+    def get_object(self, request, object_id, from_field=None):
+        version = super().get_object(request, object_id, from_field)
+        if version is None or sees_special(request.user):
+            return version
+        shown = copy.copy(version)  # never saved: versions are read-only here
+        shown.snapshot = masked_tree(version.snapshot or {}, selectors.subject_schema(version.subject))
+        return shown
 
     def has_add_permission(self, request):
         return False

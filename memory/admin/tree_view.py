@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memory.admin.access import MASK, SPECIAL_TIER
 from memory.models import OpRecord
 
 
@@ -15,6 +16,7 @@ class LeafRow:
     tier: str
     budget: int
     last: OpRecord | None
+    masked: bool = False
 
 
 @dataclass
@@ -33,8 +35,11 @@ class Node:
         return len(self.leaves) + sum(c.count for c in self.children.values())
 
 
-def build_nodes(tree, schema, last_changes: dict[str, OpRecord]) -> list[Node]:
-    """Nest the filled leaves of ``tree`` under their schema prefixes (schema order)."""
+def build_nodes(tree, schema, last_changes: dict[str, OpRecord], *, mask_special: bool = False) -> list[Node]:
+    """Nest the filled leaves of ``tree`` under their schema prefixes (schema order).
+
+    ``mask_special``: special-tier values are shown as a mask, without the user's words they came
+    from (the template offers no edit form for them)."""
     root = Node("", "")
     for leaf in schema.leaves:
         value = tree.get(leaf.path)
@@ -45,8 +50,17 @@ def build_nodes(tree, schema, last_changes: dict[str, OpRecord]) -> list[Node]:
         for i, part in enumerate(parts[:-1]):
             prefix = "/".join(parts[: i + 1])
             node = node.children.setdefault(part, Node(part, prefix))
+        masked = mask_special and leaf.tier == SPECIAL_TIER
         node.leaves.append(
-            LeafRow(leaf.path, parts[-1], value, leaf.tier, leaf.budget, last_changes.get(leaf.path))
+            LeafRow(
+                leaf.path,
+                parts[-1],
+                MASK if masked else value,
+                leaf.tier,
+                leaf.budget,
+                last_changes.get(leaf.path),
+                masked,
+            )
         )
     # Paths no longer in the schema are still shown, under "(not in schema)".
     for path in sorted(set(tree) - set(schema.paths)):

@@ -1,0 +1,113 @@
+"""What the admin shows to which staff.
+
+- **Tenants.** A staff user sees only the tenants granted to them (:class:`~memory.models.TenantStaff`
+  rows, managed by superusers in the admin) and the rows that belong to those tenants: subjects,
+  versions, op records, the review queue, chunks, API keys and tombstones. Superusers see every
+  tenant. Django's model permissions still decide what a user may do with the rows they see.
+- **Special tier.** Values of special-tier leaves (schema tier ``special``: health, religion,
+  sexuality, politics...) are masked in the tree, the version diff, the revert page, the op log,
+  the review queue and the version snapshots for users without ``memory.view_special_tier``
+  (superusers have it). Such users cannot edit those leaves, decide held ops on them, or search
+  the op log by the user's words (a search would tell which subject said what).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+from django.contrib import admin
+
+from memory import selectors
+from memory.engine.schema import Schema
+from memory.engine.tree import Change
+from memory.models import OpRecord, Subject, TenantStaff
+
+SPECIAL_TIER = "special"
+SPECIAL_PERM = "memory.view_special_tier"
+MASK = "•••• (special tier)"
+
+
+def sees_special(user) -> bool:
+    return bool(user.has_perm(SPECIAL_PERM))
+
+
+def granted_tenants(user):
+    """Ids of the tenants ``user`` may see in the admin, as a subquery; None for every tenant."""
+    if user.is_superuser:
+        return None
+    return TenantStaff.objects.filter(user_id=user.pk).values("tenant_id")
+
+
+def special_paths(schema: Schema) -> frozenset[str]:
+    return frozenset(leaf.path for leaf in schema.leaves if leaf.tier == SPECIAL_TIER)
+
+
+def is_special(schema: Schema, path: str) -> bool:
+    leaf = schema.leaf(path) if path else None
+    return leaf is not None and leaf.tier == SPECIAL_TIER
+
+
+def masked_tree(tree: dict, schema: Schema) -> dict:
+    """``tree`` (path -> value) with every special-tier value replaced by the mask."""
+    hidden = special_paths(schema)
+    return {path: (MASK if path in hidden and value is not None else value) for path, value in tree.items()}
+
+
+def record_is_special(record: OpRecord) -> bool:
+    """Does the op record touch a special-tier leaf of its subject's schema? A record without a
+    path (a parse error) counts when its raw line names a special-tier leaf."""
+    schema = selectors.subject_schema(record.subject)
+    if record.path:
+        return is_special(schema, record.path)
+    line = record.new_value or ""
+    return any(path in line for path in special_paths(schema))
+
+
+MASKED_RECORD_FIELDS = ("old_value", "new_value", "source_text", "detail")
+
+
+def masked_record(record: OpRecord) -> OpRecord:
+    """The record as shown to a user without the special-tier permission (an unsaved copy when
+    masked; the admin never saves op records)."""
+    if not record_is_special(record):
+        return record
+    shown = copy.copy(record)
+    for name in MASKED_RECORD_FIELDS:
+        if getattr(shown, name):
+            setattr(shown, name, MASK)
+    return shown
+
+
+def masked_changes(changes: tuple[Change, ...], schema: Schema) -> list[Change]:
+    """A diff with the old and new values of special-tier leaves masked (the change itself shows)."""
+    hidden = special_paths(schema)
+    return [
+        replace(c, old=None if c.old is None else MASK, new=None if c.new is None else MASK)
+        if c.path in hidden
+        else c
+        for c in changes
+    ]
+
+
+class TenantScopedAdmin(admin.ModelAdmin):
+    """A ModelAdmin whose rows are limited to the user's granted tenants.
+
+    ``tenant_lookup``: the lookup from the model to its tenant ("" for the Tenant model itself)."""
+
+    tenant_lookup = "tenant"
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        tenants = granted_tenants(request.user)
+        if tenants is None:
+            return qs
+        field = f"{self.tenant_lookup}__in" if self.tenant_lookup else "pk__in"
+        return qs.filter(**{field: tenants})
+
+
+def scoped_subjects(request):
+    """The subjects ``request.user`` may see."""
+    qs = Subject.objects.all()
+    tenants = granted_tenants(request.user)
+    return qs if tenants is None else qs.filter(tenant__in=tenants)
