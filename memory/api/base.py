@@ -5,13 +5,16 @@ checks ``required_scopes`` and exposes ``self.tenant``. Subjects are listed only
 through :meth:`TenantScopedView.subjects` and fetched only through
 :meth:`TenantScopedView.get_subject`, which answers 400 for an id that cannot be a
 subject's (control characters, unpaired surrogates, length) and 404 alike for a
-missing subject and for another tenant's subject. Bodies are
+missing subject and for another tenant's subject; API keys likewise through
+:meth:`~TenantScopedView.api_keys` and :meth:`~TenantScopedView.get_api_key`. Bodies are
 JSON only, parsed by :class:`~memory.api.parsers.ApiJSONParser` (byte limit, text
 that can be stored), and so are answers: DRF's browsable HTML renderer is off (a browser's
 ``Accept`` holds ``*/*`` and gets JSON; ``Accept: text/html`` alone is a JSON 406).
 """
 
 from __future__ import annotations
+
+import re
 
 from django.db.models import QuerySet
 from rest_framework import exceptions
@@ -24,6 +27,9 @@ from memory.api.auth import ApiKeyAuthentication, HasScope
 from memory.api.parsers import ApiJSONParser
 from memory.models import ApiKey, Subject, Tenant
 from memory.services.ingest import external_id_validate
+
+#: What a key's public prefix looks like (:meth:`ApiKey.generate`); anything else names no key.
+KEY_PREFIX = re.compile(rf"{re.escape(ApiKey.PREFIX)}[0-9a-f]{{8}}")
 
 
 class TenantScopedView(APIView):
@@ -51,6 +57,19 @@ class TenantScopedView(APIView):
     def subjects(self) -> QuerySet[Subject]:
         """The tenant's subjects (the one list of them the API reads)."""
         return Subject.objects.filter(tenant=self.tenant)
+
+    def api_keys(self) -> QuerySet[ApiKey]:
+        """The tenant's API keys, revoked ones included."""
+        return ApiKey.objects.filter(tenant=self.tenant)
+
+    def get_api_key(self, prefix: str) -> ApiKey:
+        """The tenant's key named by its public prefix; 404 alike for a missing and a foreign key."""
+        key = (
+            self.api_keys().filter(prefix=prefix).order_by().first() if KEY_PREFIX.fullmatch(prefix) else None
+        )
+        if key is None:
+            raise exceptions.NotFound("API key not found.")
+        return key
 
     def get_subject(self, external_id: str) -> Subject:
         external_id_validate(external_id)

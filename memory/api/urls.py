@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from memory.api import ingest, leaves, query, subjects
+from memory.api import ingest, keys, leaves, query, subjects
 from memory.api.errors import ApiNotFoundView
 
 urlpatterns = [
@@ -31,6 +31,10 @@ urlpatterns = [
     # --- query (issue 6) ---
     path("subjects/<str:external_id>/context", query.SubjectContextView.as_view(), name="subject-context"),
     path("subjects/<str:external_id>/answer", query.SubjectAnswerView.as_view(), name="subject-answer"),
+    # --- API keys of one's own tenant, scope admin (issue 17) ---
+    path("keys", keys.ApiKeyListView.as_view(), name="api-keys"),
+    path("keys/<str:prefix>", keys.ApiKeyDetailView.as_view(), name="api-key"),
+    path("keys/<str:prefix>/rotate", keys.ApiKeyRotateView.as_view(), name="api-key-rotate"),
 ]
 
 # Anything else under /v1/ (an empty id, an id holding "/", a trailing slash, an unknown path) is the

@@ -1,0 +1,137 @@
+"""Key management for one's own tenant (scope ``admin``): list, create, rotate, revoke.
+
+- ``GET /v1/keys`` the tenant's keys, revoked ones included (cursor-paginated, oldest first);
+- ``POST /v1/keys`` ``{name?, scopes}`` -> 201 the new key with its raw ``key``, shown this once;
+- ``GET /v1/keys/<prefix>`` one key; ``DELETE`` revokes it (idempotent; the row stays, with
+  ``revoked_at``, so what it did stays attributable);
+- ``POST /v1/keys/<prefix>/rotate`` -> 201 a new key with the same name and scopes, its raw
+  ``key`` shown once; the old key is revoked in the same transaction.
+
+Keys are named by their public prefix (``pt_live_xxxxxxxx``), never by the secret; only the
+SHA-256 of a key is stored (:func:`memory.services.subjects.api_key_create`). A key hands out no
+scope it does not hold itself: creating or rotating a key with a scope the calling key lacks is a
+403 (an ``admin`` key without ``erase`` cannot mint an erasing key). Any key of the tenant may be
+revoked (that is how a leaked one is cut off). Another tenant's prefix is a 404, like a missing one.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import exceptions, serializers
+from rest_framework.response import Response
+
+from memory.api.base import TenantScopedView
+from memory.api.pagination import PageParams, Pager, next_field
+from memory.models import ApiKey
+from memory.services import ServiceError
+from memory.services.subjects import api_key_create
+
+
+class KeyRevoked(ServiceError):
+    code = "key_revoked"
+    http_status = 409
+
+
+class KeyOut(serializers.Serializer):
+    prefix = serializers.CharField(help_text="The key's public part: how it is named here and in logs.")
+    name = serializers.CharField()
+    scopes = serializers.ListField(child=serializers.ChoiceField(choices=ApiKey.SCOPES))
+    created_at = serializers.DateTimeField()
+    last_used_at = serializers.DateTimeField(allow_null=True, help_text="To the minute.")
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class KeyCreatedOut(KeyOut):
+    key = serializers.CharField(help_text="The raw key: shown in this answer only, never again.")
+
+
+class KeyIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=ApiKey.SCOPES), min_length=1, max_length=len(ApiKey.SCOPES)
+    )
+
+
+class _KeyView(TenantScopedView):
+    required_scopes = ("admin",)
+
+    def grantable(self, scopes) -> list[str]:
+        """``scopes`` (sorted, unique), if the calling key holds each of them; else a 403."""
+        missing = sorted(set(scopes) - set(self.api_key.scopes or ()))
+        if missing:
+            raise exceptions.PermissionDenied(
+                f"This API key cannot hand out scope(s) it does not hold: {', '.join(missing)}."
+            )
+        return sorted(set(scopes))
+
+    def created(self, key: ApiKey, raw: str) -> Response:
+        return Response(KeyCreatedOut({**KeyOut(key).data, "key": raw}).data, status=201)
+
+
+class ApiKeyListView(_KeyView):
+    @extend_schema(
+        parameters=[PageParams],
+        responses=inline_serializer("ApiKeyList", {"keys": KeyOut(many=True), "next": next_field()}),
+        summary="List the tenant's API keys (revoked ones too)",
+        operation_id="v1_keys_list",
+    )
+    def get(self, request):
+        pager = Pager(request, "keys", {"after": int})
+        keys, more = pager.take(self.api_keys(), "id", key="after")
+        return Response(
+            {
+                "keys": KeyOut(keys, many=True).data,
+                "next": pager.next_link({"after": keys[-1].pk} if more else None),
+            }
+        )
+
+    @extend_schema(
+        request=KeyIn,
+        responses={201: KeyCreatedOut},
+        summary="Create an API key (the raw key is in this answer only)",
+        description="403 when asking for a scope the calling key does not hold.",
+    )
+    def post(self, request):
+        data = KeyIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        scopes = self.grantable(data.validated_data["scopes"])
+        key, raw = api_key_create(tenant=self.tenant, scopes=scopes, name=data.validated_data["name"])
+        return self.created(key, raw)
+
+
+class ApiKeyDetailView(_KeyView):
+    @extend_schema(responses=KeyOut, summary="One API key")
+    def get(self, request, prefix: str):
+        return Response(KeyOut(self.get_api_key(prefix)).data)
+
+    @extend_schema(
+        responses=KeyOut,
+        summary="Revoke an API key (idempotent; the key stays listed with revoked_at)",
+    )
+    def delete(self, request, prefix: str):
+        key = self.get_api_key(prefix)
+        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        key.refresh_from_db(fields=["revoked_at", "last_used_at"])
+        return Response(KeyOut(key).data)
+
+
+class ApiKeyRotateView(_KeyView):
+    @extend_schema(
+        request=None,
+        responses={201: KeyCreatedOut},
+        summary="Replace an API key by a new one with the same name and scopes; the old one is revoked",
+        description="409 key_revoked for a revoked key; 403 when the key has a scope the calling key "
+        "does not hold.",
+    )
+    def post(self, request, prefix: str):
+        key = self.get_api_key(prefix)
+        scopes = self.grantable(key.scopes or ())
+        with transaction.atomic():
+            locked = ApiKey.objects.select_for_update().get(pk=key.pk)
+            if locked.revoked_at is not None:
+                raise KeyRevoked("A revoked key cannot be rotated; create a new one.")
+            new, raw = api_key_create(tenant=self.tenant, scopes=scopes, name=locked.name)
+            ApiKey.objects.filter(pk=locked.pk).update(revoked_at=timezone.now())
+        return self.created(new, raw)
