@@ -7,7 +7,9 @@
 - **Special tier.** Values of special-tier leaves (schema tier ``special``: health, religion,
   sexuality, politics...) are masked in the tree, the version diff, the revert page, the op log,
   the review queue and the version snapshots for users without ``memory.view_special_tier``
-  (superusers have it). Such users cannot edit those leaves, decide held ops on them, or search
+  (superusers have it); so are the values of paths that are no leaf of the subject's schema
+  (rejected unknown paths, parse errors' raw lines, leaves dropped from the schema), whose
+  intended leaf cannot be told. Such users cannot edit those leaves, decide held ops on them, or search
   the op log by the user's words (a search would tell which subject said what).
 """
 
@@ -44,24 +46,26 @@ def special_paths(schema: Schema) -> frozenset[str]:
 
 
 def is_special(schema: Schema, path: str) -> bool:
+    """Is ``path``'s value shown only with the permission: a special-tier leaf, or not a leaf of
+    ``schema`` at all (what it was meant for cannot be told)?"""
     leaf = schema.leaf(path) if path else None
-    return leaf is not None and leaf.tier == SPECIAL_TIER
+    return leaf is None or leaf.tier == SPECIAL_TIER
 
 
 def masked_tree(tree: dict, schema: Schema) -> dict:
-    """``tree`` (path -> value) with every special-tier value replaced by the mask."""
-    hidden = special_paths(schema)
-    return {path: (MASK if path in hidden and value is not None else value) for path, value in tree.items()}
+    """``tree`` (path -> value) with every special-tier (or unknown) leaf's value replaced by the mask."""
+    return {
+        path: (MASK if value is not None and is_special(schema, path) else value)
+        for path, value in tree.items()
+    }
 
 
 def record_is_special(record: OpRecord) -> bool:
-    """Does the op record touch a special-tier leaf of its subject's schema? A record without a
-    path (a parse error) counts when its raw line names a special-tier leaf."""
-    schema = selectors.subject_schema(record.subject)
-    if record.path:
-        return is_special(schema, record.path)
-    line = record.new_value or ""
-    return any(path in line for path in special_paths(schema))
+    """Does the op record touch a special-tier leaf of its subject's schema, or a path that is none
+    of its leaves (a rejected unknown path, a parse error's raw line)? A NO_OP touches nothing."""
+    if not record.path and record.op_type == "NO_OP":
+        return False
+    return is_special(selectors.subject_schema(record.subject), record.path)
 
 
 MASKED_RECORD_FIELDS = ("old_value", "new_value", "source_text", "detail")
@@ -81,10 +85,9 @@ def masked_record(record: OpRecord) -> OpRecord:
 
 def masked_changes(changes: tuple[Change, ...], schema: Schema) -> list[Change]:
     """A diff with the old and new values of special-tier leaves masked (the change itself shows)."""
-    hidden = special_paths(schema)
     return [
         replace(c, old=None if c.old is None else MASK, new=None if c.new is None else MASK)
-        if c.path in hidden
+        if is_special(schema, c.path)
         else c
         for c in changes
     ]

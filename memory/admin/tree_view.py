@@ -65,5 +65,9 @@ def build_nodes(tree, schema, last_changes: dict[str, OpRecord], *, mask_special
     # Paths no longer in the schema are still shown, under "(not in schema)".
     for path in sorted(set(tree) - set(schema.paths)):
         orphan = root.children.setdefault("(not in schema)", Node("(not in schema)", ""))
-        orphan.leaves.append(LeafRow(path, path, tree[path], "?", 0, last_changes.get(path)))
+        orphan.leaves.append(
+            LeafRow(
+                path, path, MASK if mask_special else tree[path], "?", 0, last_changes.get(path), mask_special
+            )
+        )
     return root.child_nodes

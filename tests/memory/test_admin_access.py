@@ -228,3 +228,26 @@ def test_only_superusers_manage_the_grants(client, world, admin_user):
         response.status_code == 302
         and TenantStaff.objects.filter(user=world["ada"], tenant=world["b"]).exists()
     )
+
+
+def test_values_whose_leaf_cannot_be_told_are_masked_too(client, world):
+    """A rejected op on a path that is no leaf (a misspelt special leaf) and a parse error's raw line
+    may hold a special-tier value: without the permission they are masked like one."""
+    alice = world["alice"]
+    chunk = ChunkFactory(subject=alice)
+    tree_apply_ops(
+        subject=alice, base_version=alice.head_version, ops=[Op.add("identity/beliefs/religon", "Zoroastrian priest")],
+        actor=MODEL, source=Source(chunk.pk, chunk.start_seq, chunk.end_seq),
+        parse_errors=[{"line_no": 2, "line": "{'op': 'ADD', 'leaf': 3, 'value': 'Zoroastrian convert'}", "message": "leaf id"}],
+    )  # fmt: skip
+    records = OpRecord.objects.filter(subject=alice, chunk=chunk)
+    assert sorted(r.reason_code for r in records) == ["PARSE_ERROR", "UNKNOWN_PATH"]
+    ada = logged_in(client, world["ada"])
+    _, oplog = page(ada, "admin:memory_oprecord_changelist")
+    assert "Zoroastrian" not in oplog and "identity/beliefs/religon" in oplog
+    for record in records:
+        _, html = page(ada, "admin:memory_oprecord_change", record.pk)
+        assert "Zoroastrian" not in html and "•••• (special tier)" in html
+    bea_sees = logged_in(client, world["bea"])  # not granted tenant A: nothing of it at all
+    _, other = page(bea_sees, "admin:memory_oprecord_changelist")
+    assert "religon" not in other
