@@ -4,16 +4,39 @@ Clients send ``Authorization: Bearer pt_live_xxxxxxxx_<secret>``. Only the
 SHA-256 of a key is stored; lookup is one indexed query on that hash.
 ``request.user`` becomes an :class:`ApiKeyPrincipal` and ``request.auth`` the
 :class:`~memory.models.ApiKey` (with its tenant loaded).
+
+``ApiKey.last_used_at`` is kept to the minute (:data:`LAST_USED_RESOLUTION`): a request whose
+key was marked used less than a minute ago writes nothing; otherwise one conditional UPDATE (by
+primary key, only if the stored time is still older than that), so concurrent requests of a key
+write it at most once per minute between them and a busy key costs one statement a minute.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Q
+from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
 from memory.models import ApiKey, Tenant
+
+#: How stale ``ApiKey.last_used_at`` may be: it is written at most once per this span per key.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def mark_used(key: ApiKey) -> None:
+    """Record that ``key`` was used now, unless it was already marked within the last minute."""
+    now = timezone.now()
+    stale = now - LAST_USED_RESOLUTION
+    if key.last_used_at is not None and key.last_used_at > stale:
+        return
+    ApiKey.objects.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lte=stale), pk=key.pk).update(
+        last_used_at=now
+    )
+    key.last_used_at = now
 
 
 @dataclass(frozen=True)
@@ -63,6 +86,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         key = next(iter(found), None)
         if key is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
+        mark_used(key)
         return ApiKeyPrincipal(key), key
 
     def authenticate_header(self, request) -> str:
