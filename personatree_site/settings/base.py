@@ -50,6 +50,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    # Swagger UI's files for /api/docs/, served as static files: no CDN, so the page works on an
+    # air-gapped install.
+    "drf_spectacular_sidecar",
     "memory",
     "workers.apps.WorkersConfig",
 ]
@@ -116,6 +119,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Long-term memory backend: ingest conversations, read a versioned PersonaTree, recall evidence.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 CACHES = {
     "default": env.cache("CACHE_URL", default="locmemcache://personatree"),
