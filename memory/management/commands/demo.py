@@ -2,7 +2,8 @@
 
 It creates a tenant and an API key, sends the bundled conversation
 (`memory/demo/conversation.json`, written for the project) through the ingest
-API one chunk-sized batch at a time, prints each new tree version with its
+API one chunk-sized batch at a time with the Python client (`personatree-client`,
+clients/python; over HTTP with --url, else through the WSGI app in process), prints each new tree version with its
 ops and rejections, then asks the query API a few questions in fast, auto and
 deep mode and prints the answers, evidence and router decisions. Everything
 goes through the same HTTP views, services, workers and models as production;
@@ -20,7 +21,6 @@ from pathlib import Path
 import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.test import Client
 
 from memory.models import OpRecord, Subject, Tenant
 from memory.services.subjects import api_key_create, subject_erase, tenant_create
@@ -29,7 +29,16 @@ CONVERSATION = Path(__file__).resolve().parents[2] / "demo" / "conversation.json
 TENANT_NAME = "demo"
 # Library chatter that would drown the demo's own output (task traces, model loaders, Milvus Lite's
 # embedded gRPC server). Warnings and errors of our own code still show.
-QUIET_LOGGERS = ("celery", "personatree.tasks", "faiss", "milvus_lite", "grpc", "kombu", "memory.recall")
+QUIET_LOGGERS = (
+    "celery",
+    "personatree.tasks",
+    "faiss",
+    "milvus_lite",
+    "grpc",
+    "kombu",
+    "memory.recall",
+    "httpx",
+)
 
 
 class Command(BaseCommand):
@@ -69,17 +78,22 @@ class Command(BaseCommand):
         if old is not None:
             subject_erase(subject=old, erased_by="demo restart")
             self.stdout.write(f"(erased the previous demo subject {external_id!r}; a tombstone remains)")
-        self.client = Api(raw_key, url)
-        self.wait = wait
-        self.base = f"/v1/subjects/{external_id}"
+        from personatree_client import PersonaTreeError
 
-        self.ingest(data, tenant, external_id)
-        self.ask(data.get("questions", []), answers=not no_answers)
+        self.client, self.remote = client_for(raw_key, url), bool(url)
+        self.wait = wait
+        self.subject = external_id
+        try:
+            with self.client:
+                self.ingest(data, tenant, external_id)
+                self.ask(data.get("questions", []), answers=not no_answers)
+        except PersonaTreeError as exc:
+            raise CommandError(f"the API refused a demo call: {exc}") from exc
         self.say(
             "Where to look next",
             "make serve, then http://127.0.0.1:8008/admin/ (create a login: manage.py createsuperuser)",
             "API docs: http://127.0.0.1:8008/api/docs/  (schema at /api/schema/)",
-            f"this subject's tree: GET {self.base}/tree with an API key (manage.py create_tenant)",
+            f"this subject's tree: GET /v1/subjects/{external_id}/tree with an API key (manage.py create_tenant)",
         )
 
     # --- ingestion ---------------------------------------------------------------------------
@@ -103,19 +117,19 @@ class Command(BaseCommand):
                     batch = []
         self.stdout.write(self.style.HTTP_INFO("\n-> flushing the last partial window"))
         started = time.perf_counter()
-        self.check_response(self.client.post(f"{self.base}/flush"), 202)
+        self.client.flush(self.subject)
         self.wait_idle()
         self.report_changes(tenant, external_id, last_op, time.perf_counter() - started)
         subject = Subject.objects.get(tenant=tenant, external_id=external_id)
-        status = self.check_response(self.client.get(f"{self.base}/ingest"), 200)
+        status = self.client.ingest_status(self.subject)
         self.say(f"Final tree (version {subject.head_version}, as the API returns it to a read key)")
-        tree = self.check_response(self.client.get(f"{self.base}/tree"), 200)
+        tree = self.client.tree(self.subject)
         sources = leaf_sources(subject)
-        for path, value in tree["tree"].items():
+        for path, value in tree.tree.items():
             self.stdout.write(f"  {path}: {value}")
             for sentence in sources.get(path, []):
                 self.stdout.write(f'      <- "{sentence}"')
-        self.stdout.write(f"ingest status: {json.dumps(status.get('chunks', status))}")
+        self.stdout.write(f"ingest status: {json.dumps(status.chunks)}")
 
     def post_batch(self, batch, tenant, external_id, last_op) -> int:
         started = time.perf_counter()
@@ -130,11 +144,10 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
         # The previous demo run's subject was erased above; re-creating an erased subject must be asked for.
-        payload = {"messages": batch, "recreate_erased": True}
-        body = self.check_response(self.client.post(f"{self.base}/messages", payload), 202)
+        result = self.client.ingest(self.subject, batch, recreate_erased=True)
         self.wait_idle()
         self.stdout.write(
-            f"   {len(body['accepted'])} accepted, {body['chunks_created']} chunk(s) closed, cursor {body['cursor']}"
+            f"   {len(result.accepted)} accepted, {result.chunks_created} chunk(s) closed, cursor {result.cursor}"
         )
         return self.report_changes(tenant, external_id, last_op, time.perf_counter() - started)
 
@@ -163,48 +176,45 @@ class Command(BaseCommand):
 
     # --- queries -------------------------------------------------------------------------------
     def ask(self, questions: list[dict], *, answers: bool) -> None:
+        from personatree_client import APIError
+
         for q in questions:
             endpoint = "answer" if answers else "context"
             self.say(f"Q ({q['mode']}): {q['query']}")
             self.stdout.write(f"   calling /{endpoint} ...")
             self.stdout.flush()
-            payload = {"query": q["query"], "mode": q["mode"]}
-            response = self.client.post(f"{self.base}/{endpoint}", payload)
-            if response[0] != 200 and answers:
-                self.stdout.write(self.style.WARNING(f"   /answer failed ({response[1]}); showing /context"))
-                response = self.client.post(f"{self.base}/context", payload)
-            body = self.check_response(response, 200)
-            router = body.get("router") or {}
-            self.stdout.write(f"   router: {body['mode_used']} ({router.get('reason')})")
+            try:
+                ask = self.client.answer if answers else self.client.context
+                body = ask(self.subject, q["query"], mode=q["mode"])
+            except APIError as exc:
+                if not answers:
+                    raise
+                self.stdout.write(self.style.WARNING(f"   /answer failed ({exc}); showing /context"))
+                body = self.client.context(self.subject, q["query"], mode=q["mode"])
+            self.stdout.write(f"   router: {body.mode_used} ({body.router.get('reason')})")
             self.stdout.write(
-                f"   tree context: {body['context']['tokens']} tokens, {len(body['context']['paths'])} leaves"
+                f"   tree context: {body.context.tokens} tokens, {len(body.context.paths)} leaves"
             )
-            for ev in body.get("evidence", [])[:3]:
+            for ev in body.evidence[:3]:
                 text = ev.get("text", "").replace("\n", " ")[:110]
                 src = ev.get("source") or {}
                 self.stdout.write(
                     f"   evidence {ev.get('score', 0):.3f} msgs {src.get('start_seq')}-{src.get('end_seq')}: {text}"
                 )
-            for notice in body.get("notices", []):
+            for notice in body.notices:
                 self.stdout.write(self.style.WARNING(f"   note: {notice}"))
-            if "answer" in body:
-                self.stdout.write(self.style.SUCCESS(f"   answer: {body['answer']}"))
-            self.stdout.write(f"   timings: {body['timings_ms']}")
+            if getattr(body, "answer", ""):
+                self.stdout.write(self.style.SUCCESS(f"   answer: {body.answer}"))
+            self.stdout.write(f"   timings: {body.timings_ms}")
 
     # --- helpers --------------------------------------------------------------------------------
-    def check_response(self, response: tuple[int, dict], expected: int) -> dict:
-        status, body = response
-        if status != expected:
-            raise CommandError(f"expected HTTP {expected}, got {status}: {json.dumps(body)[:500]}")
-        return body
-
     def wait_idle(self) -> None:
         """With a real worker (--url), wait until the subject has no pending or processing chunk."""
-        if not self.client.remote:
+        if not self.remote:
             return  # eager Celery: the chunks were applied inside the request
         deadline = time.monotonic() + self.wait
         while time.monotonic() < deadline:
-            chunks = self.check_response(self.client.get(f"{self.base}/ingest"), 200).get("chunks", {})
+            chunks = self.client.ingest_status(self.subject).chunks
             if not chunks.get("pending") and not chunks.get("processing"):
                 return
             time.sleep(0.5)
@@ -216,27 +226,16 @@ class Command(BaseCommand):
             self.stdout.write(f"   {line}")
 
 
-class Api:
-    """The same calls in process (Django test client, eager Celery) or over HTTP (``--url``)."""
+def client_for(raw_key: str, url: str = ""):
+    """The Python client over HTTP (``--url``), or through this process's WSGI app (eager Celery:
+    each chunk is applied inside its request, as before)."""
+    from django.core.wsgi import get_wsgi_application
+    from personatree_client import PersonaTree
 
-    def __init__(self, raw_key: str, url: str = "") -> None:
-        self.remote = bool(url)
-        headers = {"Authorization": f"Bearer {raw_key}"}
-        if url:
-            self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=600.0)
-        else:
-            self.local = Client(HTTP_AUTHORIZATION=headers["Authorization"], HTTP_HOST="127.0.0.1")
-
-    def post(self, path: str, payload: dict | None = None) -> tuple[int, dict]:
-        if self.remote:
-            r = self.http.post(path, json=payload or {})
-            return r.status_code, r.json()
-        r = self.local.post(path, data=payload or {}, content_type="application/json")
-        return r.status_code, r.json()
-
-    def get(self, path: str) -> tuple[int, dict]:
-        r = self.http.get(path) if self.remote else self.local.get(path)
-        return r.status_code, r.json()
+    if url:
+        return PersonaTree(url, raw_key, timeout=600.0)
+    transport = httpx.WSGITransport(app=get_wsgi_application())
+    return PersonaTree("http://127.0.0.1", raw_key, timeout=600.0, transport=transport)
 
 
 def leaf_sources(subject: Subject) -> dict[str, list[str]]:
