@@ -51,7 +51,7 @@ class ApiKeyAdmin(TenantScopedAdmin):
 def requeue(chunk_ids: list[int]) -> int:
     """Hand failed chunks back to ingestion: ``workers.requeue_chunks`` when available, else mark pending."""
     try:
-        from workers import requeue_chunks  # provided by the ingestion workers (see CONTRACTS.md)
+        from workers import requeue_chunks  # the workers provide it (docs/ARCHITECTURE.md)
     except ImportError:
         return Chunk.objects.filter(pk__in=chunk_ids, status=Chunk.Status.FAILED).update(
             status=Chunk.Status.PENDING, last_error="", updated_at=timezone.now()
