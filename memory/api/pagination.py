@@ -28,7 +28,10 @@ _MAX_POSITION = 2**63 - 1
 
 class PageParams(serializers.Serializer):
     cursor = serializers.CharField(
-        required=False, max_length=1000, help_text="The `next` link's cursor; absent for the first page."
+        # A position may hold a 255-character subject id, escaped and base64-encoded: about 2 kB.
+        required=False,
+        max_length=4096,
+        help_text="The `next` link's cursor; absent for the first page.",
     )
     page_size = serializers.IntegerField(
         required=False,

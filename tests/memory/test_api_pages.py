@@ -1,5 +1,7 @@
 """Cursor pagination (issue 17): the subject list, the version list and the export, a page at a time."""
 
+import random
+
 import pytest
 from django.core import signing
 from django.urls import reverse
@@ -67,6 +69,18 @@ def test_subject_list_pages_through_the_tenants_subjects_in_id_order(tenant, oth
     # One page holding everything has no next link.
     whole = client.get(reverse("subject-list")).json()
     assert [s["external_id"] for s in whole["subjects"]] == sorted(ids) and whole["next"] is None
+
+
+def test_a_cursor_after_the_longest_non_ascii_subject_id_still_works(tenant, make_api_client):
+    # Ids of 255 distinct-looking CJK characters: escaped in JSON and barely compressible, so the
+    # cursor after one is over 1,000 characters.
+    rng = random.Random(17)
+    ids = ["".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(255)) for _ in range(3)]
+    for external_id in ids:
+        SubjectFactory(tenant=tenant, external_id=external_id)
+    client, _ = make_api_client(tenant, scopes=["read"])
+    pages, subjects = follow(client, reverse("subject-list"), {"page_size": 1}, "subjects")
+    assert len(pages) == 3 and [s["external_id"] for s in subjects] == sorted(ids)
 
 
 def test_subject_list_needs_read_and_is_empty_for_a_new_tenant(other_tenant, make_api_client):
