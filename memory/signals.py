@@ -11,6 +11,10 @@ Receivers (connected by other apps, e.g. ``workers`` for evidence indexing and
   never persisted by the store after erasure.
 - ``ops_pending_review(sender, subject_id:int, op_ids:list[int])`` when ops were
   held for review.
+- ``review_decided(sender, subject_id:int, decision:str, approved:int, rejected:int, declined:int,
+  version:int|None)`` after a moderator decided held ops of one subject (``decision`` is
+  ``"approved"`` or ``"declined"``; ``rejected`` counts approved ops the re-gate refused;
+  ``version`` is the version an approval produced, which also sends ``version_applied``).
 - ``chunks_ready(sender, tenant_id:int|None)`` after chunks became ready for the
   MemListener (ingest, flush, re-queue); ``workers`` answers by requesting a dispatch, so
   the services never import the workers.
@@ -23,4 +27,5 @@ from django.dispatch import Signal
 version_applied = Signal()
 subject_erased = Signal()
 ops_pending_review = Signal()
+review_decided = Signal()
 chunks_ready = Signal()

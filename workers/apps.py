@@ -11,3 +11,4 @@ class WorkersConfig(AppConfig):
     def ready(self) -> None:
         import workers.indexing  # noqa: F401  (version_applied / subject_erased -> evidence index)
         import workers.tasks  # noqa: F401  (chunks_ready -> dispatch)
+        import workers.webhooks  # noqa: F401  (version_applied / review_decided / subject_erased -> webhooks)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
@@ -24,7 +25,8 @@ from memory.models import OpRecord, TreeVersion
 from memory.services import ServiceError
 from memory.services.tree import write_version
 from memory.services.tree_locks import lock_subject
-from memory.services.tree_plan import schedule_follow_up
+from memory.services.tree_plan import _send, schedule_follow_up
+from memory.signals import review_decided
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,18 @@ def ops_review_approve(*, op_ids: Iterable[int], user, note: str = "") -> list[R
                 + ["decided_by", "decided_at", "decision_note"],
             )
             schedule_follow_up(locked.pk, version, None, [])
+            transaction.on_commit(
+                partial(
+                    _send,
+                    review_decided,
+                    subject_id=locked.pk,
+                    decision="approved",
+                    approved=len(approved),
+                    rejected=len(refused),
+                    declined=0,
+                    version=version.number if version is not None else None,
+                )
+            )
             outcomes.append(ReviewOutcome(subject_id, version, tuple(approved), tuple(refused)))
     return outcomes
 
@@ -118,7 +132,7 @@ def ops_review_decline(*, op_ids: Iterable[int], user, note: str) -> int:
     for subject_id, ids in _grouped(op_ids).items():
         with transaction.atomic():
             lock_subject(subject_id)
-            declined += OpRecord.objects.filter(
+            here = OpRecord.objects.filter(
                 pk__in=ids, subject_id=subject_id, status=OpRecord.Status.PENDING_REVIEW
             ).update(
                 status=OpRecord.Status.DECLINED,
@@ -126,4 +140,18 @@ def ops_review_decline(*, op_ids: Iterable[int], user, note: str) -> int:
                 decided_at=timezone.now(),
                 decision_note=note,
             )
+            declined += here
+            if here:
+                transaction.on_commit(
+                    partial(
+                        _send,
+                        review_decided,
+                        subject_id=subject_id,
+                        decision="declined",
+                        approved=0,
+                        rejected=0,
+                        declined=here,
+                        version=None,
+                    )
+                )
     return declined

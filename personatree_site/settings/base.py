@@ -237,6 +237,11 @@ PERSONATREE = {
     # Governance defaults (a tenant's policy overrides them).
     "REVIEW_SPECIAL_TIER": env.bool("PERSONATREE_REVIEW_SPECIAL_TIER", default=True),
     "REVIEW_MASS_DELETE_OVER": env.int("PERSONATREE_REVIEW_MASS_DELETE_OVER", default=3),
+    # Webhooks (docs/WEBHOOKS.md): attempts per delivery, per-attempt timeout, and whether endpoints
+    # may target loopback/private/link-local addresses (off: SSRF; on only for trusted networks, tests).
+    "WEBHOOK_MAX_ATTEMPTS": env.int("PERSONATREE_WEBHOOK_MAX_ATTEMPTS", default=6),
+    "WEBHOOK_TIMEOUT_S": env.float("PERSONATREE_WEBHOOK_TIMEOUT_S", default=10.0),
+    "WEBHOOK_ALLOW_PRIVATE_TARGETS": env.bool("PERSONATREE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False),
     # Operations (personatree_site/ops, docs/DEPLOY.md "Operations"): /metrics is off unless enabled
     # (local.py turns it on); with a token set it also needs `Authorization: Bearer <token>`.
     "METRICS_ENABLED": env.bool("PERSONATREE_METRICS_ENABLED", default=False),
