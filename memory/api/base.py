@@ -6,7 +6,8 @@ through :meth:`TenantScopedView.subjects` and fetched only through
 :meth:`TenantScopedView.get_subject`, which answers 400 for an id that cannot be a
 subject's (control characters, unpaired surrogates, length) and 404 alike for a
 missing subject and for another tenant's subject; API keys likewise through
-:meth:`~TenantScopedView.api_keys` and :meth:`~TenantScopedView.get_api_key`. Bodies are
+:meth:`~TenantScopedView.api_keys` and :meth:`~TenantScopedView.get_api_key`, webhook endpoints
+through :meth:`~TenantScopedView.webhook_endpoints` and :meth:`~TenantScopedView.get_webhook_endpoint`. Bodies are
 JSON only, parsed by :class:`~memory.api.parsers.ApiJSONParser` (byte limit, text
 that can be stored), and so are answers: DRF's browsable HTML renderer is off (a browser's
 ``Accept`` holds ``*/*`` and gets JSON; ``Accept: text/html`` alone is a JSON 406).
@@ -25,7 +26,7 @@ from rest_framework.views import APIView
 from memory import selectors
 from memory.api.auth import ApiKeyAuthentication, HasScope
 from memory.api.parsers import ApiJSONParser
-from memory.models import ApiKey, Subject, Tenant
+from memory.models import ApiKey, Subject, Tenant, WebhookEndpoint
 from memory.services.ingest import external_id_validate
 
 #: What a key's public prefix looks like (:meth:`ApiKey.generate`); anything else names no key.
@@ -70,6 +71,17 @@ class TenantScopedView(APIView):
         if key is None:
             raise exceptions.NotFound("API key not found.")
         return key
+
+    def webhook_endpoints(self) -> QuerySet[WebhookEndpoint]:
+        """The tenant's webhook endpoints."""
+        return WebhookEndpoint.objects.filter(tenant=self.tenant)
+
+    def get_webhook_endpoint(self, public_id) -> WebhookEndpoint:
+        """The tenant's endpoint by its public id; 404 alike for a missing and a foreign one."""
+        endpoint = self.webhook_endpoints().filter(public_id=public_id).order_by().first()
+        if endpoint is None:
+            raise exceptions.NotFound("Webhook endpoint not found.")
+        return endpoint
 
     def get_subject(self, external_id: str) -> Subject:
         external_id_validate(external_id)

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from memory.api import ingest, keys, leaves, query, subjects
+from memory.api import ingest, keys, leaves, query, subjects, webhooks
 from memory.api.errors import ApiNotFoundView
 
 urlpatterns = [
@@ -35,6 +35,19 @@ urlpatterns = [
     path("keys", keys.ApiKeyListView.as_view(), name="api-keys"),
     path("keys/<str:prefix>", keys.ApiKeyDetailView.as_view(), name="api-key"),
     path("keys/<str:prefix>/rotate", keys.ApiKeyRotateView.as_view(), name="api-key-rotate"),
+    # --- webhook endpoints of one's own tenant and their deliveries, scope admin (issue 17) ---
+    path("webhooks", webhooks.WebhookListView.as_view(), name="webhooks"),
+    path("webhooks/<uuid:public_id>", webhooks.WebhookDetailView.as_view(), name="webhook"),
+    path(
+        "webhooks/<uuid:public_id>/rotate-secret",
+        webhooks.WebhookRotateSecretView.as_view(),
+        name="webhook-rotate-secret",
+    ),
+    path(
+        "webhooks/<uuid:public_id>/deliveries",
+        webhooks.WebhookDeliveriesView.as_view(),
+        name="webhook-deliveries",
+    ),
 ]
 
 # Anything else under /v1/ (an empty id, an id holding "/", a trailing slash, an unknown path) is the

@@ -1,0 +1,158 @@
+"""Webhook endpoints of one's own tenant (scope ``admin``) and their delivery log (docs/WEBHOOKS.md).
+
+- ``GET /v1/webhooks`` the tenant's endpoints (cursor-paginated, oldest first);
+- ``POST /v1/webhooks`` ``{url, event_types, is_active?, description?}`` -> 201 the endpoint with its
+  ``secret``, shown this once;
+- ``GET /v1/webhooks/<id>``; ``PATCH`` changes url, event_types, is_active or description;
+  ``DELETE`` removes it and its log (204);
+- ``POST /v1/webhooks/<id>/rotate-secret`` -> the endpoint with a new ``secret``, shown once;
+- ``GET /v1/webhooks/<id>/deliveries`` the endpoint's deliveries, newest first, with every attempt.
+
+A URL that is not http(s), holds credentials or targets a non-public address is a 400
+``invalid_url`` (:func:`memory.services.webhooks.url_check`). Another tenant's endpoint is a 404.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from memory.api.base import TenantScopedView
+from memory.api.pagination import PageParams, Pager, next_field
+from memory.models import WebhookDelivery, WebhookEndpoint
+from memory.services import webhooks as service
+
+EVENT_TYPES = WebhookEndpoint.EVENT_TYPES
+
+
+class EndpointOut(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    url = serializers.CharField()
+    event_types = serializers.ListField(child=serializers.ChoiceField(choices=EVENT_TYPES))
+    is_active = serializers.BooleanField()
+    description = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class EndpointWithSecretOut(EndpointOut):
+    secret = serializers.CharField(help_text="Signs every delivery; shown in this answer only.")
+
+
+class EndpointIn(serializers.Serializer):
+    url = serializers.CharField(max_length=2000, help_text="http(s) URL of a public host.")
+    event_types = serializers.ListField(
+        child=serializers.ChoiceField(choices=EVENT_TYPES), min_length=1, max_length=len(EVENT_TYPES)
+    )
+    is_active = serializers.BooleanField(required=False, default=True)
+    description = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class EndpointPatch(EndpointIn):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, partial=True, **kwargs)
+
+
+class AttemptOut(serializers.Serializer):
+    number = serializers.IntegerField()
+    status_code = serializers.IntegerField(allow_null=True)
+    error = serializers.CharField()
+    duration_ms = serializers.FloatField()
+    created_at = serializers.DateTimeField()
+
+
+class DeliveryOut(serializers.Serializer):
+    event_id = serializers.UUIDField()
+    event_type = serializers.CharField()
+    status = serializers.ChoiceField(choices=WebhookDelivery.Status.choices)
+    attempts = AttemptOut(source="attempt_log.all", many=True)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class _WebhookView(TenantScopedView):
+    required_scopes = ("admin",)
+
+
+class WebhookListView(_WebhookView):
+    @extend_schema(
+        parameters=[PageParams],
+        responses=inline_serializer(
+            "WebhookList", {"webhooks": EndpointOut(many=True), "next": next_field()}
+        ),
+        summary="List the tenant's webhook endpoints",
+        operation_id="v1_webhooks_list",
+    )
+    def get(self, request):
+        pager = Pager(request, "webhooks", {"after": int})
+        endpoints, more = pager.take(self.webhook_endpoints(), "id", key="after")
+        return Response(
+            {
+                "webhooks": EndpointOut(endpoints, many=True).data,
+                "next": pager.next_link({"after": endpoints[-1].pk} if more else None),
+            }
+        )
+
+    @extend_schema(
+        request=EndpointIn,
+        responses={201: EndpointWithSecretOut},
+        summary="Register a webhook endpoint (its secret is in this answer only)",
+        description="400 invalid_url for a URL that is not http(s) or does not reach a public address.",
+    )
+    def post(self, request):
+        data = EndpointIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        endpoint, _secret = service.webhook_endpoint_create(tenant=self.tenant, **data.validated_data)
+        return Response(EndpointWithSecretOut(endpoint).data, status=201)
+
+
+class WebhookDetailView(_WebhookView):
+    @extend_schema(responses=EndpointOut, summary="One webhook endpoint")
+    def get(self, request, public_id):
+        return Response(EndpointOut(self.get_webhook_endpoint(public_id)).data)
+
+    @extend_schema(request=EndpointPatch, responses=EndpointOut, summary="Change a webhook endpoint")
+    def patch(self, request, public_id):
+        endpoint = self.get_webhook_endpoint(public_id)
+        data = EndpointPatch(data=request.data)
+        data.is_valid(raise_exception=True)
+        endpoint = service.webhook_endpoint_update(endpoint=endpoint, **data.validated_data)
+        return Response(EndpointOut(endpoint).data)
+
+    @extend_schema(request=None, responses={204: None}, summary="Delete a webhook endpoint and its log")
+    def delete(self, request, public_id):
+        service.webhook_endpoint_delete(endpoint=self.get_webhook_endpoint(public_id))
+        return Response(status=204)
+
+
+class WebhookRotateSecretView(_WebhookView):
+    @extend_schema(
+        request=None, responses=EndpointWithSecretOut, summary="Give the endpoint a new secret (shown once)"
+    )
+    def post(self, request, public_id):
+        endpoint = self.get_webhook_endpoint(public_id)
+        service.webhook_endpoint_rotate_secret(endpoint=endpoint)
+        return Response(EndpointWithSecretOut(endpoint).data)
+
+
+class WebhookDeliveriesView(_WebhookView):
+    @extend_schema(
+        parameters=[PageParams],
+        responses=inline_serializer(
+            "WebhookDeliveryList", {"deliveries": DeliveryOut(many=True), "next": next_field()}
+        ),
+        summary="The endpoint's deliveries, newest first, with every attempt",
+    )
+    def get(self, request, public_id):
+        endpoint = self.get_webhook_endpoint(public_id)
+        pager = Pager(request, "deliveries", {"before": int})
+        deliveries, more = pager.take(
+            endpoint.deliveries.prefetch_related("attempt_log"), "id", key="before", descending=True
+        )
+        return Response(
+            {
+                "deliveries": DeliveryOut(deliveries, many=True).data,
+                "next": pager.next_link({"before": deliveries[-1].pk} if more else None),
+            }
+        )
