@@ -1,0 +1,110 @@
+"""Webhook endpoints and their delivery log (docs/WEBHOOKS.md).
+
+Endpoints are registered by tenants through the API (``/v1/webhooks``, scope ``admin``), which is
+where the secret is shown once; here staff see them (never the secret), switch them on or off, and
+read every delivery with its attempts. Staff see only their granted tenants' rows."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+from memory.admin.access import TenantScopedAdmin
+from memory.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from memory.services.webhooks import webhook_endpoint_update
+
+
+def _set_active(modeladmin, request, queryset, active: bool) -> None:
+    changed = 0
+    for endpoint in queryset.exclude(is_active=active):
+        webhook_endpoint_update(endpoint=endpoint, is_active=active)
+        changed += 1
+    state = "Activated" if active else "Deactivated"
+    modeladmin.message_user(request, f"{state} {changed} endpoint(s).", messages.SUCCESS)
+
+
+@admin.action(description="Activate selected endpoints", permissions=["change"])
+def activate(modeladmin, request, queryset):
+    _set_active(modeladmin, request, queryset, True)
+
+
+@admin.action(
+    description="Deactivate selected endpoints (nothing more is sent to them)", permissions=["change"]
+)
+def deactivate(modeladmin, request, queryset):
+    _set_active(modeladmin, request, queryset, False)
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(TenantScopedAdmin):
+    list_display = ("url", "tenant", "event_types", "is_active", "created_at")
+    list_filter = ("is_active", ("tenant", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("url", "description", "tenant__name")
+    fields = (
+        "public_id",
+        "tenant",
+        "url",
+        "event_types",
+        "is_active",
+        "description",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+    actions = [activate, deactivate]
+
+    def has_add_permission(self, request):
+        return False
+
+
+class WebhookAttemptInline(admin.TabularInline):
+    model = WebhookAttempt
+    fields = ("number", "status_code", "error", "duration_ms", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(TenantScopedAdmin):
+    """The delivery log: one row per event and endpoint, its attempts inline. Read-only."""
+
+    tenant_lookup = "endpoint__tenant"
+    list_display = (
+        "event_id",
+        "event_type",
+        "endpoint",
+        "status",
+        "attempts",
+        "last_status_code",
+        "created_at",
+    )
+    list_filter = ("status", "event_type", ("endpoint__tenant", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("endpoint__tenant",)
+    search_fields = ("=event_id", "=subject_key")
+    fields = (
+        "event_id",
+        "endpoint",
+        "event_type",
+        "subject_key",
+        "payload",
+        "status",
+        "attempts",
+        "last_status_code",
+        "last_error",
+        "created_at",
+        "finished_at",
+    )
+    readonly_fields = fields
+    inlines = [WebhookAttemptInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
