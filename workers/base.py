@@ -97,6 +97,7 @@ def pt_task(
     max_retries: int = 8,
     retry_for: tuple[type[BaseException], ...] = (TransientError,),
     backoff_max: int = 300,
+    backoff: int = 1,
 ) -> Callable:
     """Register ``fn(self, *ids)`` as the task ``name`` with the project's policy (see module docstring)."""
 
@@ -111,7 +112,7 @@ def pt_task(
             soft_time_limit=soft_time_limit,
             time_limit=time_limit or soft_time_limit + 30,
             autoretry_for=retry_for,
-            retry_backoff=True,
+            retry_backoff=backoff,  # seconds before the first retry, doubled for each next one
             retry_backoff_max=backoff_max,
             retry_jitter=True,
             max_retries=max_retries,

@@ -9,7 +9,7 @@ receiver never raises into the write that sent the signal: a failure is logged.
 ``workers.deliver_webhook`` POSTs the signed event with httpx (no redirects followed, timeout
 ``WEBHOOK_TIMEOUT_S``), records the attempt, and on a 5xx/408/429 answer, a timeout or a
 connection error raises :class:`WebhookRetry`, which Celery's autoretry retries with exponential
-backoff and jitter (``retry_backoff``, capped at ``BACKOFF_MAX_S``) until ``WEBHOOK_MAX_ATTEMPTS``
+backoff and jitter (``retry_backoff`` of ``BACKOFF_S``, capped at ``BACKOFF_MAX_S``) until ``WEBHOOK_MAX_ATTEMPTS``
 attempts were made; the attempt count kept in the database decides when it gives up, so a
 redelivered task (``acks_late``) never exceeds it. Any other answer ends the delivery. Receivers
 must de-duplicate on the event id (``PersonaTree-Delivery``): a worker that dies after the POST
@@ -31,6 +31,9 @@ from workers.base import pt_task, send
 
 logger = logging.getLogger("personatree.webhooks")
 
+#: Retry n waits up to BACKOFF_S * 2**(n-1) seconds (full jitter), at most BACKOFF_MAX_S: with the
+#: default 6 attempts a receiver may be down for several minutes without losing an event.
+BACKOFF_S = 30
 BACKOFF_MAX_S = 600
 
 
@@ -48,6 +51,7 @@ def _max_retries() -> int:
     soft_time_limit=120,
     max_retries=_max_retries(),
     retry_for=(WebhookRetry,),
+    backoff=BACKOFF_S,
     backoff_max=BACKOFF_MAX_S,
 )
 def deliver_webhook(self, delivery_id: int) -> str:

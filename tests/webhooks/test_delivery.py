@@ -263,3 +263,18 @@ def test_a_private_target_is_refused_at_delivery_when_not_allowed(receiver, comm
     delivery = WebhookDelivery.objects.get(endpoint=endpoint)
     assert delivery.status == "failed" and delivery.attempts == 1
     assert WebhookAttempt.objects.get(delivery=delivery).error.startswith("refused:")
+
+
+def test_the_task_retries_through_celery_with_exponential_backoff():
+    from celery.utils.time import get_exponential_backoff_interval
+
+    from workers.webhooks import WebhookRetry, deliver_webhook
+
+    assert deliver_webhook.autoretry_for == (WebhookRetry,) and deliver_webhook.max_retries == 5
+    waits = [
+        get_exponential_backoff_interval(
+            deliver_webhook.retry_backoff, n, deliver_webhook.retry_backoff_max, full_jitter=False
+        )
+        for n in range(5)
+    ]
+    assert waits == [30, 60, 120, 240, 480]  # seconds before retries 1..5 (jitter draws below them)
