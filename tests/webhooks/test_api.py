@@ -82,6 +82,10 @@ def test_create_shows_the_secret_once(admin_client, tenant):
         "http://0.0.0.0/hook",
         "https://hooks.example.com:99999/",
         "http://metadata.google.internal/",
+        "http://exa mple.com/",
+        "http://[::1/",
+        "http://-bad-.example.com/",
+        "http://a..b.example.com/",
     ],
 )
 def test_bad_urls_are_refused_with_a_json_400(admin_client, url):
@@ -183,3 +187,16 @@ def test_the_delivery_log_shows_each_attempt(
     assert delivery["event_id"] == receiver.requests[0].headers["personatree-delivery"]
     assert [(a["number"], a["status_code"]) for a in delivery["attempts"]] == [(1, 502), (2, 200)]
     assert "subject" not in json.dumps(delivery)
+
+
+def test_good_urls_are_accepted(admin_client, settings):
+    for url in (
+        "https://bücher.example/hook",
+        "http://hooks.example.com:8080/a?b=c",
+        "https://93.184.215.14/x",
+    ):
+        assert create(admin_client, url=url).status_code == 201, url
+    # A name is resolved and checked at each delivery, not here.
+    assert create(admin_client, url="http://receiver_1:8080/hook").status_code == 201
+    settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_ALLOW_PRIVATE_TARGETS": True}
+    assert create(admin_client, url="http://localhost:8080/hook").status_code == 201

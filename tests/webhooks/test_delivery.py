@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import socket
-import time
+from pathlib import Path
 
 import pytest
 
@@ -26,12 +24,16 @@ HEALTH = "body/health/conditions"  # special tier
 ALL = ["version.applied", "review.decided", "subject.erased"]
 
 
-def verify(secret: str, header: str, body: bytes, tolerance_s: int = 300) -> bool:
-    """The receiver's check, as docs/WEBHOOKS.md shows it."""
-    fields = dict(part.split("=", 1) for part in header.split(","))
-    expected = hmac.new(secret.encode(), f"{fields['t']}.".encode() + body, hashlib.sha256).hexdigest()
-    fresh = abs(time.time() - int(fields["t"])) <= tolerance_s
-    return hmac.compare_digest(expected, fields.get("v1", "")) and fresh
+def documented_verify():
+    """The receiver's check exactly as docs/WEBHOOKS.md shows it (its first Python block, run here)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "WEBHOOKS.md").read_text(encoding="utf-8")
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "docs/WEBHOOKS.md", "exec"), namespace)
+    return namespace["verify"]
+
+
+verify = documented_verify()
 
 
 @pytest.fixture
@@ -278,3 +280,15 @@ def test_the_task_retries_through_celery_with_exponential_backoff():
         for n in range(5)
     ]
     assert waits == [30, 60, 120, 240, 480]  # seconds before retries 1..5 (jitter draws below them)
+
+
+def test_the_documented_check_refuses_stale_or_tampered_signatures():
+    import time
+
+    from memory.services.webhooks import signature
+
+    body, now = b'{"id":"x"}', int(time.time())
+    assert verify("whsec_k", signature("whsec_k", now, body), body)
+    assert not verify("whsec_k", signature("whsec_k", now - 3600, body), body)  # a replay an hour later
+    assert not verify("whsec_k", signature("whsec_k", now, body).replace(f"t={now}", f"t={now + 1}"), body)
+    assert not verify("whsec_other", signature("whsec_k", now, body), body)
