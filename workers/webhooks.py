@@ -55,32 +55,34 @@ def _max_retries() -> int:
     backoff_max=BACKOFF_MAX_S,
 )
 def deliver_webhook(self, delivery_id: int) -> str:
-    """POST delivery ``delivery_id`` once; returns ``delivered``, ``failed`` or ``skipped``."""
+    """POST delivery ``delivery_id`` once; returns ``delivered``, ``failed`` or ``skipped`` (nothing
+    to send: delivered already, given up, or its endpoint deleted or deactivated)."""
     outgoing = service.webhook_delivery_prepare(delivery_id=int(delivery_id))
     if outgoing is None:
         return "skipped"
-    status_code, error, retryable = None, "", False
+    status_code: int | None = None
+    error, retryable = "", False
     started = time.monotonic()
     try:
         service.url_check(outgoing.url, resolve=True)
-        response = httpx.post(
+        # Streamed and closed unread: only the status matters, and a receiver's body can be any size.
+        with httpx.stream(
+            "POST",
             outgoing.url,
             content=outgoing.body,
             headers=outgoing.headers,
             timeout=service.timeout_s(),
             follow_redirects=False,
-        )
+        ) as response:
+            status_code = response.status_code
+            retryable = service.retryable_status(status_code)
+            error = "" if response.is_success else f"HTTP {status_code}"
     except service.WebhookUrlRefused as exc:
         error = f"refused: {exc.message}"
     except httpx.TimeoutException as exc:
         error, retryable = f"timeout: {type(exc).__name__}", True
     except httpx.TransportError as exc:
         error, retryable = f"connection error: {type(exc).__name__}: {exc}", True
-    else:
-        status_code = response.status_code
-        retryable = service.retryable_status(status_code)
-        if not response.is_success:
-            error = f"HTTP {status_code}"
     duration_ms = (time.monotonic() - started) * 1000
     outcome = service.webhook_attempt_record(
         delivery_id=int(delivery_id),

@@ -361,9 +361,12 @@ def webhook_attempt_record(
     *, delivery_id: int, status_code: int | None, error: str, duration_ms: float, retryable: bool
 ) -> str:
     """Log one attempt and settle the delivery: ``"delivered"`` (a 2xx), ``"retry"`` (a retryable
-    failure with attempts left) or ``"failed"`` (not retryable, or the last attempt)."""
+    failure with attempts left), ``"failed"`` (not retryable, or the last attempt) or ``"skipped"``
+    (the delivery was deleted with its endpoint meanwhile)."""
     with transaction.atomic():
-        delivery = WebhookDelivery.objects.select_for_update().get(pk=delivery_id)
+        delivery = WebhookDelivery.objects.select_for_update().filter(pk=delivery_id).first()
+        if delivery is None:
+            return "skipped"
         number = delivery.attempts + 1
         error = error[:MAX_ERROR_CHARS]
         WebhookAttempt.objects.create(

@@ -1,12 +1,13 @@
 """A real HTTP receiver on 127.0.0.1 (a ``http.server`` thread) for webhook deliveries.
 
-``receiver.script`` lists the status codes to answer, in order (200 once it is used up); every
-request is kept in ``receiver.requests`` (path, headers, body). Private targets are allowed here
-(``WEBHOOK_ALLOW_PRIVATE_TARGETS``) because the receiver is on loopback."""
+``receiver.script`` lists the status codes to answer, in order (200 once it is used up), after
+``receiver.delay_s`` seconds; every request is kept in ``receiver.requests`` (path, headers, body).
+Private targets are allowed here (``WEBHOOK_ALLOW_PRIVATE_TARGETS``): the receiver is on loopback."""
 
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +26,7 @@ class Received:
 class Receiver:
     url: str
     script: list[int] = field(default_factory=list)
+    delay_s: float = 0.0  # before answering
     requests: list[Received] = field(default_factory=list)
 
 
@@ -57,10 +59,14 @@ def _serving():
             body = self.rfile.read(length)
             state.requests.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
             status = state.script.pop(0) if state.script else 200
-            self.send_response(status)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
+            time.sleep(state.delay_s)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+            except (BrokenPipeError, ConnectionResetError):  # the sender timed out and hung up
+                pass
 
         def log_message(self, *args):
             pass

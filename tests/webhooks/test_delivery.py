@@ -292,3 +292,18 @@ def test_the_documented_check_refuses_stale_or_tampered_signatures():
     assert not verify("whsec_k", signature("whsec_k", now - 3600, body), body)  # a replay an hour later
     assert not verify("whsec_k", signature("whsec_k", now, body).replace(f"t={now}", f"t={now + 1}"), body)
     assert not verify("whsec_other", signature("whsec_k", now, body), body)
+
+
+def test_a_receiver_slower_than_the_timeout_is_retried_then_given_up(receiver, commit, settings):
+    settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_ATTEMPTS": 2, "WEBHOOK_TIMEOUT_S": 0.2}
+    tenant = TenantFactory()
+    subject = SubjectFactory(tenant=tenant)
+    endpoint, _ = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    receiver.delay_s = 1.0
+
+    apply_seed(subject, commit)
+
+    delivery = WebhookDelivery.objects.get(endpoint=endpoint)
+    assert delivery.status == "failed" and delivery.attempts == 2 and delivery.last_status_code is None
+    errors = list(delivery.attempt_log.values_list("error", flat=True))
+    assert errors == ["timeout: ReadTimeout", "timeout: ReadTimeout"]
