@@ -63,7 +63,8 @@ class Tenant(models.Model):
 class ApiKey(models.Model):
     """An API key. Only its SHA-256 is stored; the raw key is shown once at creation."""
 
-    #: ``write``: set and empty single leaves through the API; ``admin``: manage the tenant's keys.
+    #: ``write``: set and empty single leaves through the API; ``admin``: manage the tenant's keys and
+    #: webhook endpoints.
     SCOPES = ("ingest", "read", "read_special", "write", "admin", "erase")
     PREFIX = "pt_live_"
 
