@@ -24,7 +24,7 @@ from memory.engine.ops import Op
 from memory.engine.schema import get_schema
 from memory.engine.scorer import score
 from memory.training.data import FORMAT
-from memory.training.gold import ops_of
+from memory.training.reward import ops_of
 
 
 def lines_of(path: str, split: str | None, max_lines: int | None) -> list[dict[str, Any]]:
