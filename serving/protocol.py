@@ -45,8 +45,8 @@ class ListenerResult(BaseModel):
     ``{"op": {...}, "reason": <gate Reason>, "detail": str}``, ``parse_errors`` carry
     ``{"line_no", "line", "message"}``. ``error`` is set when no model output could be obtained
     at all (engine down, timeout, auth, unknown recording); then ``retryable`` tells the caller
-    whether trying the same job later can help. ``model_id`` and ``prompt_version`` go into the
-    audit log with every applied op.
+    whether trying the same job later can help. ``model_id``, ``model_version`` and
+    ``prompt_version`` go into the audit log with every applied op.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -58,6 +58,7 @@ class ListenerResult(BaseModel):
     normalisations: list[dict] = Field(default_factory=list)
     raw_text: str = ""
     model_id: str = ""
+    model_version: str = ""  # a trained checkpoint's version (its model card); "" otherwise
     prompt_version: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0

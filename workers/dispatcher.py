@@ -294,7 +294,9 @@ def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> Ap
         base_version=job.base_version,  # the head the job saw: a moved head is a VersionConflict
         ops=ops,
         actor=Actor.for_model(
-            model_id=result.model_id or "memlistener", prompt_version=result.prompt_version
+            model_id=result.model_id or "memlistener",
+            model_version=result.model_version,
+            prompt_version=result.prompt_version,
         ),
         source=Source(
             chunk_id=claim.chunk_id,

@@ -55,6 +55,7 @@ class RecordingEngine:
     def __init__(self, engine) -> None:
         self.engine = engine
         self.model_id = engine.model_id
+        self.model_version = getattr(engine, "model_version", "")
         self.calls: list[tuple[Prompt, Generation]] = []
 
     def generate(self, prompts: Sequence[Prompt], json_schema: dict[str, Any] | None) -> list[Generation]:

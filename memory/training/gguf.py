@@ -10,6 +10,8 @@ directory. Both directions use maintained code:
   the file matches the runtime that loads it. The source archive comes from the package registry
   (``pip download``) once and is unpacked under ``--cache`` (default ``var/cache/llama-cpp-src``).
   ``--outtype`` is one the converter writes directly (``q8_0``, ``f16``, ``bf16``, ``f32``).
+  The run's model card (``memlistener_model.json``) is copied beside the file as ``<file>.json``
+  with the file's SHA-256: the llama.cpp engine then records the trained model id and version.
 
     python -m memory.training.gguf to-hf var/models/memlistener.gguf var/models/hf/qwen2.5-coder-0.5b
     python -m memory.training.gguf to-gguf var/training/runs/sft-cpu/final var/models/trained.gguf
@@ -18,6 +20,8 @@ directory. Both directions use maintained code:
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -94,7 +98,26 @@ def hf_to_gguf(
         check=True,
         env=env,
     )
+    write_card(Path(hf_dir), out, outtype)
     return out
+
+
+def write_card(hf_dir: Path, out: Path, outtype: str) -> Path | None:
+    """Copy the training run's model card beside the GGUF (``<file>.json``), so the llama.cpp
+    engine records the trained ``model_id`` and ``version`` in the audit log
+    (``serving.engines.llamacpp.registered_identity``). None when ``hf_dir`` has no card."""
+    source = hf_dir / "memlistener_model.json"
+    if not source.is_file():
+        return None
+    card = json.loads(source.read_text(encoding="utf-8"))
+    digest = hashlib.sha256()
+    with open(out, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    card["gguf"] = {"file": out.name, "outtype": outtype, "sha256": digest.hexdigest()}
+    target = out.with_name(out.name + ".json")
+    target.write_text(json.dumps(card, indent=2, sort_keys=True), encoding="utf-8")
+    return target
 
 
 def main(argv: list[str] | None = None) -> int:

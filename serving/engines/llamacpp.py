@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from serving.config import EngineConfig
-from serving.engines.base import EngineUnavailable, Generation, Prompt
+from serving.engines.base import EngineError, EngineUnavailable, Generation, Prompt
 
 _LOAD_LOCK = threading.Lock()
 
@@ -70,6 +70,30 @@ def chat_messages(prompt: Prompt, chat_format: str | None) -> list[dict[str, str
     return prompt.messages()
 
 
+def registered_identity(path: Path) -> tuple[str | None, str, str | None]:
+    """(model id, version, chat format) the audit log records for a GGUF file.
+
+    A pinned packaged model is named by its size (``make model`` verified its SHA-256). A trained
+    checkpoint is named by the card ``python -m memory.training.gguf to-gguf`` writes beside it
+    (``<file>.json``: ``model_id``, ``version``). Otherwise ``(None, "", None)``: the file name.
+    """
+    from serving.models import MODELS
+
+    size = path.stat().st_size if path.is_file() else -1
+    for m in MODELS.values():
+        if size == m.size:
+            return m.model_id, "", m.chat_format
+    card = path.with_name(path.name + ".json")
+    if card.is_file():
+        try:
+            data = json.loads(card.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise EngineError(f"unreadable model card {card.name}: {exc}", retryable=False) from exc
+        if isinstance(data, dict) and isinstance(data.get("model_id"), str) and data["model_id"]:
+            return data["model_id"], str(data.get("version") or ""), None
+    return None, "", None
+
+
 class LlamaCppEngine:
     def __init__(
         self,
@@ -111,6 +135,7 @@ class LlamaCppEngine:
             self._llm.set_cache(LlamaDiskCache(cache_dir=str(cache_dir), capacity_bytes=2 << 30))
         self.chat_format = chat_format
         self.model_id = model_id or path.stem
+        self.model_version = ""
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._grammars: dict[str, Any] = {}
@@ -122,17 +147,8 @@ class LlamaCppEngine:
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> LlamaCppEngine:
-        from serving.models import MODELS
-
-        model_id = chat_format = None
-        path = Path(config.model_path)
-        # Name the pinned model in the audit log when the file is one of ours (size identifies it;
-        # `make model` has verified its SHA-256).
-        size = path.stat().st_size if path.is_file() else -1
-        for m in MODELS.values():
-            if size == m.size:
-                model_id, chat_format = m.model_id, m.chat_format
-        return cls(
+        model_id, model_version, chat_format = registered_identity(Path(config.model_path))
+        engine = cls(
             config.model_path,
             model_id=model_id,
             n_ctx=config.n_ctx,
@@ -142,6 +158,8 @@ class LlamaCppEngine:
             temperature=config.temperature,
             prompt_cache_dir=config.prompt_cache_dir or None,
         )
+        engine.model_version = model_version
+        return engine
 
     def _grammar(self, json_schema: dict[str, Any]):
         from llama_cpp import LlamaGrammar

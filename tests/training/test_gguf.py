@@ -69,3 +69,37 @@ def test_an_archive_without_the_converter_is_an_error(tmp_path):
 def test_outtypes_the_converter_cannot_write_are_refused(tmp_path):
     with pytest.raises(ValueError, match="outtype"):
         hf_to_gguf(tmp_path, tmp_path / "m.gguf", outtype="q4_k_m", cache=tmp_path)
+
+
+def test_the_run_card_goes_beside_the_gguf_and_names_the_model_in_the_audit_log(tmp_path):
+    from serving.engines.llamacpp import registered_identity
+
+    cache = tmp_path / "cache"
+    _archive(
+        cache,
+        {
+            "vendor/llama.cpp/convert_hf_to_gguf.py": FAKE_CONVERTER,
+            "vendor/llama.cpp/conversion/__init__.py": "",
+            "vendor/llama.cpp/gguf-py/gguf/__init__.py": "",
+        },
+    )
+    hf = tmp_path / "final"
+    hf.mkdir()
+    (hf / "memlistener_model.json").write_text(json.dumps({"model_id": "memlistener-sft", "version": "3"}))
+    out = hf_to_gguf(hf, tmp_path / "m.gguf", cache=cache)
+    card = json.loads((tmp_path / "m.gguf.json").read_text())
+    assert card["model_id"] == "memlistener-sft" and card["gguf"]["file"] == "m.gguf"
+    assert len(card["gguf"]["sha256"]) == 64
+    assert registered_identity(out) == ("memlistener-sft", "3", None)
+
+
+def test_files_without_a_card_keep_their_name_and_a_broken_card_is_an_error(tmp_path):
+    from serving.engines.base import EngineError
+    from serving.engines.llamacpp import registered_identity
+
+    plain = tmp_path / "plain.gguf"
+    plain.write_bytes(b"GGUF")
+    assert registered_identity(plain) == (None, "", None)
+    (tmp_path / "plain.gguf.json").write_text("{not json")
+    with pytest.raises(EngineError, match="model card"):
+        registered_identity(plain)
