@@ -337,15 +337,21 @@ def score(
     raw_text: str | None = None,
     similarity: Similarity | None = None,
     policy: GatePolicy = DEFAULT_POLICY,
+    parse_errors: int = 0,
 ) -> ScoreReport:
     """Score one chunk's prediction against its gold and declined ops; see the module docstring.
 
     ``predicted_ops``: ops, or the raw model text (or pass the text as ``raw_text`` with
     ``predicted_ops=None``). ``tree``: the subject's tree the prediction was made against.
     ``turns``: the chunk's turns (mappings or objects with ``role`` and ``content``).
+    ``parse_errors``: unreadable items of a prediction given as ops (pointer items the pointing
+    map refused), each worth ``PARSE_ERROR`` like an unreadable line of raw text.
     """
+    if parse_errors < 0:
+        raise ValueError("parse_errors must be >= 0")
     sim = similarity or token_f1
     preds, n_errors = _read_prediction(predicted_ops, raw_text)
+    n_errors += parse_errors
     golds = [op for op in gold_ops if op.type is not OpType.NO_OP] or [Op.no_op()]
     if preds is None:
         return ScoreReport(-1.0, False, 0, len(golds), n_errors, raw=-1.0)

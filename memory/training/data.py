@@ -64,6 +64,7 @@ def to_row(line: dict[str, Any]) -> dict[str, Any]:
         "negatives": json.dumps(line.get("negatives") or [], ensure_ascii=False),
         "tree": json.dumps(line.get("tree") or {}, ensure_ascii=False),
         "turns": json.dumps(line.get("turns") or [], ensure_ascii=False),
+        "pointing": json.dumps(line.get("pointing") or {}, ensure_ascii=False),
         "schema_id": line["schema_id"],
         "schema_version": int(line["schema_version"]),
         "chunk_id": int(line.get("chunk_id") or 0),

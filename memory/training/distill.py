@@ -15,7 +15,9 @@ What a line holds beyond the audit export:
 - ``target``: what the student must write -- the teacher's reply **reduced to the items whose op
   the gate accepted** (a teacher op the gate refused is not taught); ``{"ops": []}`` when nothing
   passed (the pointing listener's NO_OP);
-- ``gold``: the accepted ops with ``origin: "teacher"``; ``rejected``: the gate's refusals.
+- ``gold``: the accepted ops with ``origin: "teacher"``; ``rejected``: the gate's refusals;
+- ``pointing`` (pointing prompts): the numbered sentences and candidate slots of the prompt, so
+  the GRPO reward maps a sampled reply to ops exactly as the listener would, without the embedder.
 
 Chunks the listener answered without a model call (no candidate leaf, no self-disclosure) are not
 written: a student running the same pipeline is never asked about them either. The split is by
@@ -43,6 +45,7 @@ from memory.engine.ops import Op
 from memory.engine.schema import Schema, default_schema
 from memory.engine.tree import Tree, apply
 from memory.training.data import FORMAT
+from memory.training.pointing import context_json
 from memory.training.split import split_of
 from serving.engines.base import Generation, Prompt
 
@@ -156,7 +159,9 @@ def distill_subject(
             stats.skipped["no_model_call"] += 1
         else:
             prompt, gen = recorder.calls[0]
+            pointing = None
             if prompt.pointing is not None:
+                pointing = context_json(prompt.pointing)
                 items, dropped = kept_items(gen.text, prompt, tree, accepted)
                 stats.items_kept += len(items)
                 stats.items_dropped += dropped
@@ -184,6 +189,7 @@ def distill_subject(
                 "prompt": {"static": prompt.static, "dynamic": prompt.dynamic},
                 "prompt_note": "captured from the teacher's engine call",
                 "target": target,
+                "pointing": pointing,
                 "gold": [{**op.to_dict(), "origin": TEACHER_ORIGIN} for op in accepted]
                 or [{**Op.no_op().to_dict(), "origin": TEACHER_ORIGIN}],
                 "negatives": [],

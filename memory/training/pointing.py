@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from memory.engine.candidates import CandidateSettings
+from memory.engine.candidates import Candidate, Candidates, CandidateSettings, UserSentence
+from memory.engine.ops import Op
+from memory.engine.pointing import ops_from_pointers
 from memory.engine.schema import Schema
 from memory.engine.tree import Tree
 from serving.engines.base import Prompt
@@ -45,3 +47,31 @@ def pointing_prompt_builder(embed: Embed | None = None) -> PointingBuilder:
         return build_pointing_prompt(context, dict(tree), turns), ""
 
     return build
+
+
+def context_json(context) -> dict:
+    """What the reward needs to map a pointing reply to ops without the embedder: the numbered
+    sentences, the candidate slots (id, path, value shown) and their budgets."""
+    return {
+        "sentences": [[s.id, s.text, s.turn] for s in context.sentences],
+        "slots": [[c.id, c.path, c.value] for c in context.candidates.leaves],
+        "budgets": {c.path: context.budgets[c.path] for c in context.candidates.leaves},
+    }
+
+
+def reply_ops(text: str, pointing: Mapping, tree: Mapping[str, str]) -> tuple[list[Op] | None, int]:
+    """(ops, unreadable items) of a pointing reply, mapped as the listener maps it
+    (``serving.pointing.PointingStep``); ops None when the reply is not ``{"ops": [...]}`` or no
+    item could be read. ``{"ops": []}`` is the listener's NO_OP."""
+    try:
+        items = PointingStep.items(text)
+    except ValueError:
+        return None, 0
+    sentences = [UserSentence(int(i), str(t), int(turn)) for i, t, turn in pointing["sentences"]]
+    slots = tuple(Candidate(int(i), str(path), 0.0, value) for i, path, value in pointing["slots"])
+    ops, errors = ops_from_pointers(
+        items, sentences, Candidates(slots, {}), dict(tree), dict(pointing.get("budgets") or {})
+    )
+    if not ops and not errors:
+        return [Op.no_op()], 0
+    return (ops or None), len(errors)

@@ -4,7 +4,12 @@ TRL's ``GRPOTrainer`` calls a reward function with ``prompts``, ``completions``,
 and every other dataset column as a keyword argument (one value per completion; the installed TRL
 1.16 also passes ``trainer_state``, ``log_extra`` and ``log_metric``). The columns used here are
 the ones :mod:`memory.training.data` writes: ``gold``, ``negatives`` (the declined ops),
-``tree``, ``turns`` (JSON strings), ``schema_id`` and ``schema_version``.
+``tree``, ``turns``, ``pointing`` (JSON strings), ``schema_id`` and ``schema_version``.
+
+A completion of a **pointing** prompt (the row's ``pointing`` holds its sentences and slots) is
+mapped to ops the way the listener maps it (:func:`memory.training.pointing.reply_ops`); items
+it cannot map count as unreadable (``PARSE_ERROR`` each), a reply that is not ``{"ops": [...]}``
+scores -1. Any other completion is read as the full-enum op text.
 """
 
 from __future__ import annotations
@@ -56,18 +61,28 @@ class ScorerReward:
         schema_id: list[str],
         schema_version: list[int],
         chunk_id: list[int] | None = None,
+        pointing: list[str] | None = None,
         **_: Any,
     ) -> list[float]:
         rewards = []
         for i, completion in enumerate(completions):
             text = completion_text(completion)
+            context = json.loads(pointing[i]) if pointing else None
+            subject_tree = json.loads(tree[i])
+            predicted: Any = text
+            errors = 0
+            if context:
+                from memory.training.pointing import reply_ops
+
+                predicted, errors = reply_ops(text, context, subject_tree)
             report = score(
-                text,
+                predicted,
                 ops_of(json.loads(gold[i])),
-                json.loads(tree[i]),
+                subject_tree,
                 json.loads(turns[i]),
                 schema=get_schema(schema_id[i], int(schema_version[i])),
                 declined_ops=ops_of(json.loads(negatives[i])),
+                parse_errors=errors,
             )
             rewards.append(float(report.total))
             if self.record:

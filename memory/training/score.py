@@ -4,7 +4,8 @@ For each line of the chosen split the listener gets the job the line records (it
 turns), runs its whole pipeline (pointing or full enum, as configured), and its **own ops** --
 accepted and gate-rejected alike, so the gate's rules count -- are scored with
 :func:`memory.engine.scorer.score` against the line's gold and negatives. A chunk the listener
-answers without a model call is scored as its ``NO_OP``. Reported: the mean and median score,
+answers without a model call is scored as its ``NO_OP``; each unreadable item of a reply costs
+what an unreadable line costs in the reward (``PARSE_ERROR``). Reported: the mean and median score,
 the share of chunks with a perfect score, and the gate's ``UNGROUNDED`` share of the ops.
 
     python -m memory.training.score --data var/training/distilled.jsonl --split val \\
@@ -59,7 +60,8 @@ def score_lines(listener, lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
             predicted = [Op.from_dict(o) for o in res.ops] + [Op.from_dict(r["op"]) for r in res.rejections]
         ops_n += sum(op.path is not None for op in predicted)
         ungrounded += sum(r["reason"] == "UNGROUNDED" for r in res.rejections)
-        parse_errors += len(res.parse_errors)
+        unreadable = sum(not e["message"].startswith("output truncated") for e in res.parse_errors)
+        parse_errors += unreadable
         report = score(
             predicted,
             ops_of(line.get("gold") or []),
@@ -67,6 +69,7 @@ def score_lines(listener, lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
             line["turns"],
             schema=schema,
             declined_ops=ops_of(line.get("negatives") or []),
+            parse_errors=unreadable,
         )
         totals.append(report.total)
     n = len(totals)

@@ -119,3 +119,30 @@ def test_each_chunk_sees_the_tree_the_teacher_built_so_far():
     first = [Op.from_dict({k: v for k, v in g.items() if k != "origin"}) for g in lines[0]["gold"]]
     assert first and lines[1]["tree"] == apply(Tree.empty(), first)[0].to_dict()
     assert lines[1]["schema_id"] == default_schema().id
+
+
+def test_the_reward_maps_pointing_replies_like_the_listener():
+    from memory.training.data import to_row
+    from memory.training.reward import ScorerReward
+
+    line = run(ExtractiveEngine())[0][0]
+    row = to_row(line)
+    columns = {
+        k: [row[k]] * 4
+        for k in ("gold", "negatives", "tree", "turns", "pointing", "schema_id", "schema_version")
+    }
+    first = json.loads(line["target"])["ops"][0]
+    replies = [
+        line["target"],  # what the teacher wrote, reduced to its accepted items
+        "I think the user lives in Porto.",  # not the JSON the prompt asks for
+        json.dumps({"ops": [{**first, "value": "astronaut on Mars"}]}),  # invented value
+        json.dumps(
+            {
+                "ops": json.loads(line["target"])["ops"]
+                + [{"op": "ADD", "sentence": 99, "leaf": 1, "value": "x"}]
+            }
+        ),
+    ]
+    rewards = ScorerReward()([None] * 4, replies, **columns)
+    assert rewards[0] == 1.0 and rewards[1] == -1.0
+    assert rewards[2] < 0 and 0 < rewards[3] < 1.0  # an unreadable item costs a parse error
