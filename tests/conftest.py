@@ -50,3 +50,18 @@ def api_client(tenant, make_api_client):
 @pytest.fixture
 def admin_user(db, django_user_model):
     return django_user_model.objects.create_superuser("moderator", "moderator@example.test", "pw-moderator")
+
+
+@pytest.fixture(autouse=True)
+def _celery_join_flag_reset():
+    """Eager Celery runs each task inside ``denied_join_result()``, which saves and restores one
+    process-wide flag. Two server threads running eager tasks at once (the live-server tests of
+    tests/client and tests/fuzz) can restore it in the wrong order and leave it set, after which
+    every later ``AsyncResult.get()`` in the process raises "Never call result.get() within a
+    task!" (seen in CI: tests/recall/test_indexing.py after tests/client/test_live.py).
+    Each test starts and ends with the flag cleared."""
+    from celery._state import _set_task_join_will_block
+
+    _set_task_join_will_block(False)
+    yield
+    _set_task_join_will_block(False)
