@@ -20,6 +20,7 @@ from personatree_client import (
     AsyncPersonaTree,
     AuthenticationError,
     BadRequestError,
+    ConflictError,
     IdempotencyConflictError,
     Message,
     ModelUnavailableError,
@@ -263,3 +264,31 @@ def test_the_readme_example_runs(base_url, api_key, capsys):
     code = code.replace('"http://127.0.0.1:8008"', repr(base_url)).replace('"pt_live_..."', repr(api_key))
     exec(compile(code, "README.md", "exec"), {})
     assert "Lisbon" in capsys.readouterr().out  # the stand-in put the sentence in the tree
+
+
+def test_subject_list_and_single_leaves(base_url, make_key):
+    key = make_key(scopes=("ingest", "read", "write"))
+    city = "identity/location/current_city"
+    with PersonaTree(base_url, key) as pt:
+        for name in ("cy", "ab", "bx"):
+            pt.ingest(name, conversation(1, name))
+        listed = pt.subjects(page_size=2)  # two pages, merged
+        assert [s.external_id for s in listed] == ["ab", "bx", "cy"]
+        assert all(s.schema_id == "personatree-default" and s.created_at.tzinfo for s in listed)
+
+        empty = pt.leaf("ab", city)
+        assert (empty.value, empty.status, empty.op_id) == (None, None, None) and empty.budget > 0
+        written = pt.set_leaf("ab", city, "Lisbon", base_version=empty.version)
+        assert (written.value, written.status) == ("Lisbon", "applied") and written.op_id
+        assert pt.leaf("ab", city).value == "Lisbon" and pt.tree("ab").tree[city] == "Lisbon"
+        assert pt.set_leaf("ab", city, "Lisbon").status == "unchanged"
+        with pytest.raises(ConflictError):
+            pt.set_leaf("ab", city, "Porto", base_version=empty.version)  # the subject moved on
+        assert pt.delete_leaf("ab", city).value is None
+        with pytest.raises(NotFoundError) as info:
+            pt.delete_leaf("ab", city)
+        assert info.value.code == "leaf_empty"
+        with pytest.raises(NotFoundError):
+            pt.leaf("ab", "identity/no/such_leaf")
+    with PersonaTree(base_url, make_key(scopes=("read",))) as other:
+        assert other.subjects() == ()  # another tenant's key sees none of them

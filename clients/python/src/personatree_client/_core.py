@@ -41,8 +41,10 @@ from personatree_client.models import (
     FlushResult,
     IngestResult,
     IngestStatus,
+    Leaf,
     Message,
     Mode,
+    SubjectSummary,
     Tree,
     Versions,
 )
@@ -403,6 +405,41 @@ class Operations:
         """Everything the store holds about the subject (tiers filtered by the key's scopes): every
         page (``page_size`` versions and ops each) merged into one :class:`Export`."""
         return self._pages(subject_path(subject, "export"), page_size, Export.from_pages)
+
+    def subjects(self, *, page_size: int | None = None) -> Plan[tuple[SubjectSummary, ...]]:
+        """Every subject of the key's tenant, by external id: every page merged."""
+        return self._pages(
+            "/v1/subjects",
+            page_size,
+            lambda pages: tuple(SubjectSummary.from_json(s) for page in pages for s in page["subjects"]),
+        )
+
+    @staticmethod
+    def _leaf_path(subject: str, path: str) -> str:
+        if not isinstance(path, str) or not path:
+            raise ValueError("path must be a leaf path such as 'identity/location/current_city'")
+        return subject_path(subject, "tree", "leaves", quote(path, safe="/"))
+
+    def leaf(self, subject: str, path: str) -> Plan[Leaf]:
+        """One leaf at the subject's head (``value`` None when empty); unknown path: NotFoundError."""
+        return self._call(ApiRequest("GET", self._leaf_path(subject, path)), Leaf.from_json)
+
+    def set_leaf(self, subject: str, path: str, value: str, *, base_version: int | None = None) -> Plan[Leaf]:
+        """Set one leaf through the server's gate and audit log (needs the ``write`` scope).
+        ``base_version``: refuse (ConflictError) if the subject moved on since that version.
+        Sent again after a lost answer: setting the value it already holds is ``unchanged``."""
+        body: dict[str, Any] = {"value": value}
+        if base_version is not None:
+            body["base_version"] = base_version
+        request = ApiRequest("PUT", self._leaf_path(subject, path), content=_dumps(body))
+        return self._call(request, Leaf.from_json)
+
+    def delete_leaf(self, subject: str, path: str, *, base_version: int | None = None) -> Plan[Leaf]:
+        """Empty one leaf (``write`` scope). Not sent again after a lost answer: emptying an empty
+        leaf answers NotFoundError (``leaf_empty``)."""
+        params = None if base_version is None else {"base_version": str(base_version)}
+        request = ApiRequest("DELETE", self._leaf_path(subject, path), params=params, idempotent=False)
+        return self._call(request, Leaf.from_json)
 
     def erase(self, subject: str) -> Plan[Erasure]:
         """Erase the subject (messages, chunks, versions, ops, vectors), leaving a tombstone.

@@ -179,6 +179,10 @@ class PersonaTree(_Client[httpx.Client, httpx.BaseTransport]):
     versions = _SyncOperation(Operations.versions)
     export = _SyncOperation(Operations.export)
     erase = _SyncOperation(Operations.erase)
+    subjects = _SyncOperation(Operations.subjects)
+    leaf = _SyncOperation(Operations.leaf)
+    set_leaf = _SyncOperation(Operations.set_leaf)
+    delete_leaf = _SyncOperation(Operations.delete_leaf)
     context = _SyncOperation(Operations.context)
     answer = _SyncOperation(Operations.answer)
 
@@ -231,6 +235,10 @@ class AsyncPersonaTree(_Client[httpx.AsyncClient, httpx.AsyncBaseTransport]):
     versions = _AsyncOperation(Operations.versions)
     export = _AsyncOperation(Operations.export)
     erase = _AsyncOperation(Operations.erase)
+    subjects = _AsyncOperation(Operations.subjects)
+    leaf = _AsyncOperation(Operations.leaf)
+    set_leaf = _AsyncOperation(Operations.set_leaf)
+    delete_leaf = _AsyncOperation(Operations.delete_leaf)
     context = _AsyncOperation(Operations.context)
     answer = _AsyncOperation(Operations.answer)
 

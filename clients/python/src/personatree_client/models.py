@@ -370,3 +370,57 @@ class Answer(Context):
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Answer:
         return cls(**cls._fields(data), answer=data["answer"], model=dict(data.get("model") or {}))
+
+
+@dataclass(frozen=True)
+class SubjectSummary:
+    """One subject of the key's tenant, as ``GET /v1/subjects`` lists it."""
+
+    external_id: str
+    schema_id: str
+    schema_version: int
+    head_version: int
+    created_at: datetime | None
+    updated_at: datetime | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SubjectSummary:
+        return cls(
+            external_id=data["external_id"],
+            schema_id=data["schema_id"],
+            schema_version=int(data["schema_version"]),
+            head_version=int(data["head_version"]),
+            created_at=_dt(data.get("created_at")),
+            updated_at=_dt(data.get("updated_at")),
+        )
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One leaf of a subject's tree. After a write, ``status`` is ``applied``, ``unchanged`` or
+    ``pending_review`` (held for a moderator: ``value`` is not set yet) and ``op_id`` names the
+    audit record; both are None on a read."""
+
+    subject: str
+    path: str
+    tier: str
+    budget: int
+    value: str | None
+    version: int
+    status: str | None = None
+    op_id: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Leaf:
+        return cls(
+            subject=data["subject"],
+            path=data["path"],
+            tier=data["tier"],
+            budget=int(data["budget"]),
+            value=data["value"],
+            version=int(data["version"]),
+            status=data.get("status"),
+            op_id=data.get("op_id"),
+            raw=data,
+        )
