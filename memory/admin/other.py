@@ -11,6 +11,7 @@ from django.utils import timezone
 from memory.admin.access import TenantScopedAdmin
 from memory.admin.erasure import ErasingDeleteMixin
 from memory.models import ApiKey, Chunk, Tenant, TenantStaff, Tombstone
+from memory.services.subjects import api_keys_revoke
 
 
 @admin.register(Tenant)
@@ -29,7 +30,7 @@ class TenantAdmin(ErasingDeleteMixin, TenantScopedAdmin):
 
 @admin.action(description="Revoke selected keys")
 def revoke_keys(modeladmin, request, queryset):
-    count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    count = api_keys_revoke(keys=queryset)
     modeladmin.message_user(request, f"Revoked {count} key(s).", messages.SUCCESS)
 
 

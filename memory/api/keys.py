@@ -16,8 +16,6 @@ revoked (that is how a leaked one is cut off). Another tenant's prefix is a 404,
 
 from __future__ import annotations
 
-from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
@@ -25,13 +23,7 @@ from rest_framework.response import Response
 from memory.api.base import TenantScopedView
 from memory.api.pagination import PageParams, Pager, next_field
 from memory.models import ApiKey
-from memory.services import ServiceError
-from memory.services.subjects import api_key_create
-
-
-class KeyRevoked(ServiceError):
-    code = "key_revoked"
-    http_status = 409
+from memory.services.subjects import api_key_create, api_key_rotate, api_keys_revoke
 
 
 class KeyOut(serializers.Serializer):
@@ -112,7 +104,7 @@ class ApiKeyDetailView(_KeyView):
     )
     def delete(self, request, prefix: str):
         key = self.get_api_key(prefix)
-        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        api_keys_revoke(keys=[key])
         key.refresh_from_db(fields=["revoked_at", "last_used_at"])
         return Response(KeyOut(key).data)
 
@@ -127,11 +119,5 @@ class ApiKeyRotateView(_KeyView):
     )
     def post(self, request, prefix: str):
         key = self.get_api_key(prefix)
-        scopes = self.grantable(key.scopes or ())
-        with transaction.atomic():
-            locked = ApiKey.objects.select_for_update().get(pk=key.pk)
-            if locked.revoked_at is not None:
-                raise KeyRevoked("A revoked key cannot be rotated; create a new one.")
-            new, raw = api_key_create(tenant=self.tenant, scopes=scopes, name=locked.name)
-            ApiKey.objects.filter(pk=locked.pk).update(revoked_at=timezone.now())
+        new, raw = api_key_rotate(key=key, scopes=self.grantable(key.scopes or ()))
         return self.created(new, raw)

@@ -7,6 +7,7 @@ from collections.abc import Collection, Iterable
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from memory import selectors
 from memory.engine.schema import DEFAULT_SCHEMA_ID, DEFAULT_SCHEMA_VERSION, get_schema
@@ -44,6 +45,30 @@ def api_key_create(*, tenant: Tenant, scopes: Iterable[str], name: str = "") -> 
     raw, prefix, hashed = ApiKey.generate()
     key = ApiKey.objects.create(tenant=tenant, name=name, prefix=prefix, hashed=hashed, scopes=scopes)
     return key, raw
+
+
+class KeyRevoked(ServiceError):
+    code = "key_revoked"
+    http_status = 409
+
+
+def api_keys_revoke(*, keys: Iterable[ApiKey]) -> int:
+    """Revoke the keys not revoked yet (idempotent; a revoked key stays listed, so what it did
+    stays attributable). Returns how many were revoked now."""
+    ids = [key.pk for key in keys]
+    return ApiKey.objects.filter(pk__in=ids, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def api_key_rotate(*, key: ApiKey, scopes: Iterable[str]) -> tuple[ApiKey, str]:
+    """A new key with ``key``'s tenant and name and ``scopes``; ``key`` is revoked in the same
+    transaction. A revoked key cannot be rotated (:class:`KeyRevoked`)."""
+    with transaction.atomic():
+        locked = ApiKey.objects.select_for_update().get(pk=key.pk)
+        if locked.revoked_at is not None:
+            raise KeyRevoked("A revoked key cannot be rotated; create a new one.")
+        new, raw = api_key_create(tenant=locked.tenant, scopes=scopes, name=locked.name)
+        ApiKey.objects.filter(pk=locked.pk).update(revoked_at=timezone.now())
+    return new, raw
 
 
 def subject_get_or_create(

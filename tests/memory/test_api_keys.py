@@ -151,3 +151,13 @@ def test_rotating_a_key_with_a_scope_the_caller_lacks_is_refused(admin, tenant):
         ApiKey.objects.get(pk=eraser.pk).revoked_at is None
         and ApiKey.objects.filter(tenant=tenant).count() == 2
     )
+
+
+def test_the_revoke_service_is_idempotent_and_leaves_other_keys_alone(tenant):
+    from memory.services.subjects import api_key_create, api_keys_revoke
+
+    first, _ = api_key_create(tenant=tenant, scopes=["read"])
+    second, _ = api_key_create(tenant=tenant, scopes=["read"])
+    assert api_keys_revoke(keys=ApiKey.objects.filter(pk=first.pk)) == 1
+    assert api_keys_revoke(keys=[first]) == 0  # already revoked: nothing changes
+    assert ApiKey.objects.get(pk=second.pk).revoked_at is None
