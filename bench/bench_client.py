@@ -33,7 +33,6 @@ import importlib.util
 import json
 import logging
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.scratch import scratch_db  # noqa: E402
+from serving.testing import free_port  # noqa: E402
 
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_CLIENT_DB", "bench_pt_client")
 BATCH = 100
@@ -56,19 +58,6 @@ SENTENCES = [
     "I am allergic to peanuts, so I check every label.",
     "I play the cello in an amateur orchestra on Thursdays.",
 ]
-
-
-def _setup():
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "personatree_site.settings.test")
-    import django
-
-    django.setup()
-    from django.db import connection
-
-    old_name = connection.settings_dict["NAME"]
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = SCRATCH_DB
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    return connection, old_name
 
 
 def _api_key() -> str:
@@ -89,17 +78,11 @@ def _messages(tag: str, n: int) -> list[dict]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """The project's WSGI app in its own process on 127.0.0.1, stopped by its PID."""
 
     def __init__(self, db_name: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {
             **os.environ,
@@ -247,12 +230,9 @@ def _measure(key: str, db_name: str) -> dict:
 
 
 def run() -> dict[str, dict]:
-    connection, old_name = _setup()
-    try:
+    with scratch_db(SCRATCH_DB) as connection:
         key = _api_key()
         m = _measure(key, connection.settings_dict["NAME"])
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
     cpu_client, cpu_raw = _cpu_per_batch_ms()
     total = ROUNDS * PER_CALL
     client_rate, raw_rate = total / sum(m["client_s"]), total / sum(m["raw_s"])

@@ -37,6 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.scratch import scratch_db  # noqa: E402
+
 SCRATCH_DB = "bench_pt_ingest"
 SUBJECTS = 32
 CHUNKS_PER_SUBJECT = 12
@@ -47,22 +49,6 @@ FAIR_BACKLOG = 10_000
 FAIR_SUBJECTS = 1_000
 FAIR_MAX_ROUNDS = 20  # oldest-first would need ~FAIR_BACKLOG / BATCH rounds: stop counting here
 FAIR_MIN_ROUNDS = 8  # rounds run in any case, for the claim statement's median time
-
-
-def _setup():
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "personatree_site.settings.test")
-    import django
-    from django.conf import settings
-
-    django.setup()
-    from django.db import connection
-
-    settings.PERSONATREE["EVIDENCE_INDEXING"] = False  # the recall benchmark measures indexing
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = SCRATCH_DB
-    old_name = connection.settings_dict["NAME"]
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = SCRATCH_DB
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    return connection, old_name
 
 
 def _ingest(tenant, prefix: str, subjects: int, chunks: int) -> list[float]:
@@ -301,11 +287,11 @@ def _measure() -> dict[str, dict]:
 
 
 def run() -> dict[str, dict]:
-    connection, old_name = _setup()
-    try:
+    with scratch_db(SCRATCH_DB):
+        from django.conf import settings
+
+        settings.PERSONATREE["EVIDENCE_INDEXING"] = False  # the recall benchmark measures indexing
         return _measure()
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 if __name__ == "__main__":

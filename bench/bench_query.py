@@ -40,24 +40,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.scratch import scratch_db  # noqa: E402
+
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_QUERY_DB", "bench_pt_query")
 BULK_ROWS = 50_000
 OWN_ROWS = 200
 N_FAST = 300
 N_DEEP = 15
-
-
-def _setup():
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "personatree_site.settings.test")
-    import django
-
-    django.setup()
-    from django.db import connection
-
-    old_name = connection.settings_dict["NAME"]
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = SCRATCH_DB
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    return connection, old_name
 
 
 def _tree(schema) -> dict:
@@ -319,15 +308,12 @@ def _p(samples, q):
 
 
 def run() -> dict[str, dict]:
-    connection, old_name = _setup()
-    try:
+    with scratch_db(SCRATCH_DB) as connection:
         tenant, raw, subject = _world()
         service = _service_fast(tenant)
         service_cold = _service_fast(tenant, cold=True)
         http, server = _http_fast(raw, connection.settings_dict["NAME"])
         deep, last, fill_s = _deep(tenant, subject)
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
     sp, hp, dp = statistics.median(service), statistics.median(http), statistics.median(deep)
     load = f"; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     timing_keys = ("recall_expansion_ms", "recall_search_ms", "recall_rerank_ms")

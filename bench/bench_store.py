@@ -23,24 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.scratch import scratch_db  # noqa: E402
+
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_STORE_DB", "bench_personatree")
 N_SUBJECTS = 20
 ROUNDS = 10  # chunks per subject
-
-
-def _setup():
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "personatree_site.settings.test")
-    import django
-    from django.conf import settings
-
-    django.setup()  # a no-op when another benchmark already set Django up
-    from django.db import connection
-
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = SCRATCH_DB
-    old_name = connection.settings_dict["NAME"]
-    connection.settings_dict.setdefault("TEST", {})["NAME"] = SCRATCH_DB
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
-    return connection, old_name
 
 
 def _chunk_pairs(schema, round_no: int) -> list[tuple[str, str]]:
@@ -155,11 +142,8 @@ def _nothing():
 
 
 def run() -> dict[str, dict]:
-    connection, old_name = _setup()
-    try:
+    with scratch_db(SCRATCH_DB):
         return _measure()
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.engine.ops import Op
 from memory.models import OpRecord
 
 S = OpRecord.Status
@@ -56,11 +55,6 @@ def op_dict(record: OpRecord, *, value: Any = ..., origin: str = "") -> dict[str
     if origin:
         d["origin"] = origin
     return d
-
-
-def ops_of(items: Iterable[dict[str, Any]]) -> list[Op]:
-    """Engine ops from an example's ``gold`` / ``negatives`` list (``origin`` dropped)."""
-    return [Op.from_dict({k: v for k, v in item.items() if k != "origin"}) for item in items]
 
 
 class PathHistory:

@@ -14,7 +14,7 @@ from memory.models import TreeVersion
 from memory.services.subjects import subject_erase
 from memory.services.tree import Actor, leaf_edit
 from memory.training.export import Exporter, ExportOptions, chunk_turns
-from memory.training.gold import ops_of
+from memory.training.reward import ops_of
 from memory.training.split import split_of
 from serving.prompt import build_prompt
 from tests.factories import TenantFactory
