@@ -8,12 +8,18 @@ a malformed body is a 422 with the validation errors, engine failures are per-jo
 
 Configuration is ``serving.config.AppConfig`` (pydantic), passed explicitly as the application
 args (``serve run serving/config/cpu.yaml``), so this module never imports Django.
+
+The model loads in the constructor (Serve routes no request to a replica before it returns), under
+a lock, never in ``check_health``: a health check that loaded a model for minutes outlived Serve's
+health-check timeout and had the replica restarted. ``POST <route>/v1/chat/completions`` answers
+OpenAI chat requests with the same engine (``serving.chat_compat``): the web tier's responder.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,8 +27,9 @@ from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from serving import chat_compat
 from serving.config import AppConfig
-from serving.engines.base import EngineUnavailable
+from serving.engines.base import EngineError, EngineUnavailable
 from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult
 
 log = logging.getLogger(__name__)
@@ -32,28 +39,34 @@ ROUTE_PREFIX = "/memlistener"
 @serve.deployment(name="MemListener")
 class MemListenerDeployment:
     def __init__(self, config: dict[str, Any]) -> None:
-        # Cheap: validate only. The engine (model load) starts in start(), awaited lazily.
         self.config = AppConfig.model_validate(config)
         self._listener = None
         self._start_error: Exception | None = None
+        self._load_lock = threading.Lock()
         self._run_batch.set_max_batch_size(self.config.max_batch_size)
         self._run_batch.set_batch_wait_timeout_s(self.config.batch_wait_timeout_s)
+        self._load()  # the model load: here, so the replica takes traffic only once it is loaded
+
+    def _load(self) -> None:
+        """Build the engine and listener once (the lock: concurrent callers wait, never load twice)."""
+        with self._load_lock:
+            if self._listener is not None or self._start_error is not None:
+                return
+            from serving.engines import build_engine
+            from serving.listener import build_listener
+
+            try:
+                engine = build_engine(self.config.engine)
+            except Exception as exc:  # reported by check_health and per job
+                log.exception("memlistener engine failed to start")
+                self._start_error = exc
+                return
+            # One factory for every path: max_ops, the prompt mode and the candidate settings of the
+            # YAML's engine config all reach the listener.
+            self._listener = build_listener(self.config.engine, engine, lenient=self.config.lenient_gate)
 
     async def start(self) -> None:
-        if self._listener is not None or self._start_error is not None:
-            return
-        from serving.engines import build_engine
-        from serving.listener import build_listener
-
-        try:
-            engine = await asyncio.to_thread(build_engine, self.config.engine)
-        except Exception as exc:  # reported by check_health and per job
-            log.exception("memlistener engine failed to start")
-            self._start_error = exc
-            return
-        # One factory for every path: max_ops, the prompt mode and the candidate settings of the
-        # YAML's engine config all reach the listener.
-        self._listener = build_listener(self.config.engine, engine, lenient=self.config.lenient_gate)
+        await asyncio.to_thread(self._load)
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.05)
     async def _run_batch(self, jobs: list[ListenerJob]) -> list[ListenerResult]:
@@ -70,6 +83,8 @@ class MemListenerDeployment:
         return [r.model_dump(mode="json") for r in results]
 
     async def __call__(self, request: Request) -> JSONResponse:
+        if request.url.path.rstrip("/").endswith(chat_compat.CHAT_PATH):
+            return await self._chat(request)
         try:
             batch = ListenerBatch.model_validate(await request.json())
         except ValidationError as exc:
@@ -81,8 +96,26 @@ class MemListenerDeployment:
         results = await asyncio.gather(*(self._run_batch(j) for j in batch.jobs))
         return JSONResponse(ListenerBatchResult(results=list(results)).model_dump(mode="json"))
 
-    async def check_health(self) -> None:
+    async def _chat(self, request: Request) -> JSONResponse:
+        try:
+            prompt, schema = chat_compat.parse(await request.json())
+        except ValueError as exc:  # bad JSON or a request the engine cannot take
+            return JSONResponse(chat_compat.error_body(str(exc), "invalid_request_error"), status_code=400)
         await self.start()
+        if self._listener is None:
+            message = f"memlistener engine unavailable: {self._start_error}"
+            return JSONResponse(chat_compat.error_body(message, "engine_unavailable"), status_code=503)
+        engine = self._listener.engine
+        try:
+            (gen,) = await asyncio.to_thread(engine.generate, [prompt], schema)
+        except EngineError as exc:  # engine-wide: dead (retryable) or refusing
+            kind, status = ("engine_unavailable", 503) if exc.retryable else ("engine_error", 500)
+            return JSONResponse(chat_compat.error_body(str(exc), kind), status_code=status)
+        status, body = chat_compat.completion(gen)
+        return JSONResponse(body, status_code=status)
+
+    async def check_health(self) -> None:
+        """Never loads: reports a failed load, or asks the loaded engine."""
         if self._listener is None:
             raise EngineUnavailable(f"memlistener engine failed to start: {self._start_error}")
         self._listener.engine.check_health()
@@ -92,7 +125,7 @@ def build_app(args: dict[str, Any] | None = None) -> serve.Application:
     """Application builder for ``serve run`` / ``serve deploy``; ``args`` is an AppConfig dict."""
     config = AppConfig.model_validate(args or {})
     return MemListenerDeployment.options(
-        num_replicas=config.num_replicas,
+        **config.replica_options(),
         max_ongoing_requests=config.max_ongoing_requests,
         ray_actor_options={"num_cpus": config.num_cpus, "num_gpus": config.num_gpus},
     ).bind(config.model_dump(mode="json"))

@@ -6,9 +6,9 @@ Ray deployment so nothing in ``serving.app`` needs Django.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 EngineKind = Literal["llamacpp", "openai", "vllm", "recorded", "standin", "extractive"]
 PromptMode = Literal["pointing", "full_enum"]
@@ -57,6 +57,25 @@ class EngineConfig(BaseModel):
     standin_latency_ms: float = Field(default=0.0, ge=0)
 
 
+class Autoscaling(BaseModel):
+    """Ray Serve's ``autoscaling_config`` of the deployment (the fields this app sets)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_replicas: int = Field(default=1, ge=0)
+    max_replicas: int = Field(default=1, ge=1)
+    # Requests in flight per replica Serve aims for: about one @serve.batch of work.
+    target_ongoing_requests: float = Field(default=4.0, gt=0)
+    upscale_delay_s: float = Field(default=30.0, ge=0)
+    downscale_delay_s: float = Field(default=600.0, ge=0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Autoscaling:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError("autoscaling.min_replicas is above max_replicas")
+        return self
+
+
 class AppConfig(BaseModel):
     """The Ray Serve MemListener application."""
 
@@ -65,11 +84,27 @@ class AppConfig(BaseModel):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     max_batch_size: int = Field(default=16, ge=1, le=256)
     batch_wait_timeout_s: float = Field(default=0.05, ge=0)
+    # A fixed replica count, or (``autoscaling`` set) Serve scales between its bounds by load.
     num_replicas: int = Field(default=1, ge=1)
+    autoscaling: Autoscaling | None = None
     num_cpus: float = Field(default=1.0, gt=0)
     num_gpus: float = Field(default=0.0, ge=0)
     max_ongoing_requests: int = Field(default=64, ge=1)
     lenient_gate: bool = False
+
+    @model_validator(mode="after")
+    def _scaling(self) -> AppConfig:
+        if self.autoscaling and self.max_ongoing_requests < self.autoscaling.target_ongoing_requests:
+            raise ValueError(
+                "max_ongoing_requests is below autoscaling.target_ongoing_requests: it would never scale"
+            )
+        return self
+
+    def replica_options(self) -> dict[str, Any]:
+        """``num_replicas`` or ``autoscaling_config`` for ``Deployment.options`` (Serve takes one)."""
+        if self.autoscaling is None:
+            return {"num_replicas": self.num_replicas}
+        return {"autoscaling_config": self.autoscaling.model_dump()}
 
 
 def prompt_mode_for(config: EngineConfig) -> PromptMode:
