@@ -29,15 +29,19 @@ COPY serving/ serving/
 RUN pip install --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "gunicorn==27.0.1"
 
 # collectstatic imports the production settings, which refuse to start without their
-# secrets: build-time placeholders only, never present at run time.
-RUN DJANGO_SECRET_KEY=build-only-collectstatic DJANGO_ALLOWED_HOSTS=localhost \
+# secrets (a key of 50+ characters): build-time placeholders only, never present at run time
+# (tests/deploy/test_static_files.py runs this step). WhiteNoise serves the
+# collected files (compressed, content-hashed names) from /app/static under gunicorn.
+RUN DJANGO_SECRET_KEY=build-only-placeholder-for-collectstatic-never-used-at-run-time \
+    DJANGO_ALLOWED_HOSTS=localhost \
     DATABASE_URL=sqlite:////tmp/build.sqlite3 CELERY_BROKER_URL=memory:// \
     python manage.py collectstatic --noinput \
     && mkdir -p /data && chown -R app:app /data
 
 USER 10001:10001
 EXPOSE 8000
-# A TCP probe: an HTTP probe would meet the HTTPS redirect and the ALLOWED_HOSTS check.
-HEALTHCHECK --interval=30s --timeout=5s --retries=3 \
-    CMD ["python", "-c", "import socket; socket.create_connection(('127.0.0.1', 8000), 4).close()"]
+# /healthz is answered before the HTTPS redirect and the ALLOWED_HOSTS check (personatree_site/ops)
+# and touches no other service: it fails when the workers hang though the port still accepts.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
 CMD ["gunicorn", "personatree_site.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "60", "--access-logfile", "-"]

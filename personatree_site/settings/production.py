@@ -8,7 +8,7 @@ are also the settings ``wsgi.py`` and ``celery.py`` load when ``DJANGO_SETTINGS_
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F401,F403
-from .base import INSECURE_LOCAL_KEY, PERSONATREE, env
+from .base import INSECURE_LOCAL_KEY, MIDDLEWARE, PERSONATREE, env
 
 # Django's own bar for a key (`check --deploy`, security.W009), enforced here at start-up.
 _SECRET_KEY_MIN_LENGTH = 50
@@ -52,6 +52,19 @@ if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
     _cache_options.setdefault("socket_connect_timeout", 1.0)
     _cache_options.setdefault("socket_timeout", 1.0)
 PERSONATREE["MEMLISTENER_BACKEND"] = env.str("PERSONATREE_MEMLISTENER_BACKEND", default="ray")
+
+# Static files (admin, API docs) served by the web process itself, no proxy needed: WhiteNoise
+# right after the security middleware, from STATIC_ROOT collected into the image at build time
+# (docker/web.Dockerfile), compressed and under content-hashed names (cached for a year).
+MIDDLEWARE = list(MIDDLEWARE)
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
