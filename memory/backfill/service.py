@@ -14,6 +14,10 @@ With ``process=False`` the chunks are left ``pending`` and one dispatcher task i
 the end (the Celery workers apply them; with eager Celery -- the embedded demo -- nothing is
 enqueued: use ``process=True``); with ``process=True`` the MemListener runs here, synchronously, in
 cross-subject batches, after every ``BATCH_MAX_JOBS`` subjects and at the end.
+
+The model phase has its own progress (:mod:`memory.backfill.progress`): chunks applied / pending /
+failed of the run's subjects, rate and ETA, while this process drains them (``process=True``) or,
+with ``wait=True``, while the workers do (polled until none is pending or processing).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from django.conf import settings
 from django.utils import timezone
 from tqdm import tqdm
 
+from memory.backfill.progress import ChunkCounts, ModelPhaseBar, backfill_chunk_counts, backfill_wait
 from memory.backfill.records import BackfillFormatError, SubjectHistory
 from memory.engine.chunker import chunk_turns
 from memory.models import Tenant
@@ -57,6 +62,12 @@ class BackfillReport:
     elapsed_s: float = 0.0
     dry_run: bool = False
     subject_ids: list[int] = field(default_factory=list)
+    # The model phase: the run's chunks by status when it ended (None: not observed), how long the
+    # run waited for the workers, and why it did not wait when it was asked to.
+    model: ChunkCounts | None = None
+    waited_s: float = 0.0
+    wait_timed_out: bool = False
+    wait_skipped: str = ""
 
     @property
     def chunks_per_s(self) -> float:
@@ -140,6 +151,9 @@ def backfill_run(
     progress: bool = True,
     index: bool = True,
     reclaim: bool = True,
+    wait: bool = False,
+    wait_timeout_s: float | None = None,
+    poll_s: float = 2.0,
 ) -> BackfillReport:
     """Import ``histories`` for ``tenant``; see the module docstring.
 
@@ -165,7 +179,7 @@ def backfill_run(
     total = min(total, limit) if (total is not None and limit) else (limit or total)
     bar = tqdm(total=total, unit="subject", disable=not progress, dynamic_ncols=True, desc="backfill")
 
-    def process_ready() -> None:
+    def process_ready(model_bar: ModelPhaseBar | None = None) -> None:
         while True:
             r = dispatch_round(client=client, max_jobs=batch, max_wait_ms=0, tenant_id=tenant.pk, index=index)
             if not r.claimed:
@@ -176,6 +190,9 @@ def backfill_run(
             report.versions += r.versions
             pacer.wait(r.claimed)
             _postfix()
+            if model_bar is not None:
+                report.model = backfill_chunk_counts(tenant_id=tenant.pk, subject_ids=report.subject_ids)
+                model_bar.show(report.model)
             if r.transient == r.claimed:
                 return  # model unavailable: leave the chunks pending for the workers / a re-run
 
@@ -214,11 +231,50 @@ def backfill_run(
                     pending_subjects = 0
             bar.update(1)
             _postfix()
+        bar.close()
         if process and not dry_run:
-            process_ready()
-        elif not dry_run and report.chunks and not settings.CELERY_TASK_ALWAYS_EAGER:
-            schedule_dispatch()  # one dispatcher for the whole import; the workers fan out from there
+            model_bar = ModelPhaseBar(enabled=progress)
+            try:
+                model_bar.show(backfill_chunk_counts(tenant_id=tenant.pk, subject_ids=report.subject_ids))
+                process_ready(model_bar)
+                report.model = backfill_chunk_counts(tenant_id=tenant.pk, subject_ids=report.subject_ids)
+                model_bar.show(report.model)
+            finally:
+                model_bar.close()
+        elif not dry_run:
+            _hand_to_workers(
+                tenant, report, wait=wait, timeout_s=wait_timeout_s, poll_s=poll_s, progress=progress
+            )
     finally:
         report.elapsed_s = time.monotonic() - started
         bar.close()
     return report
+
+
+def _hand_to_workers(
+    tenant: Tenant,
+    report: BackfillReport,
+    *,
+    wait: bool,
+    timeout_s: float | None,
+    poll_s: float,
+    progress: bool,
+) -> None:
+    """Enqueue one dispatcher for the whole import (the workers fan out from there) and, with
+    ``wait``, follow the workers until the run's chunks are applied."""
+    eager = settings.CELERY_TASK_ALWAYS_EAGER
+    if (report.chunks or wait) and not eager:
+        schedule_dispatch()  # also on a re-run that only waits: pending chunks of a killed run
+    if not wait:
+        return
+    if eager:
+        report.wait_skipped = "Celery runs eagerly here (no workers): chunks stay pending; use --process"
+        return
+    result = backfill_wait(
+        tenant_id=tenant.pk,
+        subject_ids=report.subject_ids,
+        poll_s=poll_s,
+        timeout_s=timeout_s,
+        progress=progress,
+    )
+    report.model, report.waited_s, report.wait_timed_out = result.counts, result.waited_s, result.timed_out

@@ -54,6 +54,18 @@ class Command(BaseCommand):
             action="store_true",
             help="With --process: do not queue evidence indexing (tests, benchmarks).",
         )
+        parser.add_argument(
+            "--no-wait",
+            action="store_true",
+            help="Without --process: return once the chunks are enqueued (default: follow the workers "
+            "until the run's chunks are applied, with rate and ETA).",
+        )
+        parser.add_argument(
+            "--wait-timeout",
+            type=float,
+            default=None,
+            help="Stop following the workers after this many seconds.",
+        )
 
     def handle(self, *args, **opts):
         path: Path = opts["path"]
@@ -63,6 +75,8 @@ class Command(BaseCommand):
             raise CommandError("--speaker applies to --format locomo only")
         if opts["limit"] is not None and opts["limit"] < 1:
             raise CommandError("--limit must be at least 1")
+        if opts["wait_timeout"] is not None and opts["wait_timeout"] <= 0:
+            raise CommandError("--wait-timeout must be positive")
         tenant = Tenant.objects.filter(name=opts["tenant"]).first()
         if tenant is None:
             raise CommandError(f"unknown tenant {opts['tenant']!r} (create it: manage.py create_tenant)")
@@ -80,6 +94,8 @@ class Command(BaseCommand):
                 progress=not opts["no_progress"],
                 index=not opts["no_index"],
                 reclaim=not opts["no_reclaim"],
+                wait=not (opts["no_wait"] or opts["dry_run"]),
+                wait_timeout_s=opts["wait_timeout"],
             )
         except BackfillFormatError as exc:
             raise CommandError(
@@ -101,3 +117,11 @@ class Command(BaseCommand):
             )
             + f" in {report.elapsed_s:.1f}s"
         )
+        if report.model is not None and not opts["process"]:
+            m = report.model
+            self.stdout.write(
+                f"model phase: {m.applied}/{m.total} chunks applied, {m.failed} failed, {m.remaining} pending"
+                + (" (stopped waiting: --wait-timeout; the workers go on)" if report.wait_timed_out else "")
+            )
+        if report.wait_skipped:
+            self.stdout.write(f"not waiting for the model phase: {report.wait_skipped}")
