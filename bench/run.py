@@ -3,6 +3,7 @@
 Each `bench/bench_<area>.py` exposes `run() -> dict[name, {value, unit, target, note}]`.
 Metric names are fixed (the issues name them); a module that fails is reported
 as a failure row and does not stop the others. Usage: `python bench/run.py [area ...]`.
+`bench_gpu.py` (a GPU box with vLLM) runs only when named: `python bench/run.py gpu`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
+OPT_IN = {"bench_gpu"}
 sys.path.insert(0, str(HERE.parent))
 
 
@@ -42,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     modules = sorted(HERE.glob("bench_*.py"))
     if args.areas:
         modules = [m for m in modules if m.stem.removeprefix("bench_") in args.areas]
+    else:  # opt-in modules run only when named (bench_gpu needs a GPU box and vLLM)
+        modules = [m for m in modules if m.stem not in OPT_IN]
     results: dict[str, dict] = {}
     failures: list[str] = []
     for path in modules:

@@ -34,6 +34,9 @@ from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, Li
 
 log = logging.getLogger(__name__)
 ROUTE_PREFIX = "/memlistener"
+# Groups in the engine at once when it batches across calls (``concurrent_generate``: the async
+# vLLM engine, where they join its running batch). Other engines take one group at a time.
+CONCURRENT_BATCHES = 8
 
 
 @serve.deployment(name="MemListener")
@@ -43,8 +46,9 @@ class MemListenerDeployment:
         self._listener = None
         self._start_error: Exception | None = None
         self._load_lock = threading.Lock()
-        self._run_batch.set_max_batch_size(self.config.max_batch_size)
-        self._run_batch.set_batch_wait_timeout_s(self.config.batch_wait_timeout_s)
+        for batcher in (self._run_batch, self._run_batch_concurrent):
+            batcher.set_max_batch_size(self.config.max_batch_size)
+            batcher.set_batch_wait_timeout_s(self.config.batch_wait_timeout_s)
         self._load()  # the model load: here, so the replica takes traffic only once it is loaded
 
     def _load(self) -> None:
@@ -68,8 +72,22 @@ class MemListenerDeployment:
     async def start(self) -> None:
         await asyncio.to_thread(self._load)
 
+    def _submit(self, job: ListenerJob):
+        """Queue one job in the batcher that suits the engine."""
+        engine = self._listener.engine if self._listener is not None else None
+        if getattr(engine, "concurrent_generate", False):
+            return self._run_batch_concurrent(job)
+        return self._run_batch(job)
+
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.05, max_concurrent_batches=CONCURRENT_BATCHES)
+    async def _run_batch_concurrent(self, jobs: list[ListenerJob]) -> list[ListenerResult]:
+        return await self._run_group(jobs)
+
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.05)
     async def _run_batch(self, jobs: list[ListenerJob]) -> list[ListenerResult]:
+        return await self._run_group(jobs)
+
+    async def _run_group(self, jobs: list[ListenerJob]) -> list[ListenerResult]:
         await self.start()
         if self._listener is None:
             msg = f"memlistener engine unavailable: {self._start_error}"
@@ -79,7 +97,7 @@ class MemListenerDeployment:
     async def run(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Handle entry point: plain dicts in and out (only plain data crosses the RPC boundary)."""
         parsed = ListenerBatch.model_validate({"jobs": jobs}).jobs
-        results = await asyncio.gather(*(self._run_batch(j) for j in parsed))
+        results = await asyncio.gather(*(self._submit(j) for j in parsed))
         return [r.model_dump(mode="json") for r in results]
 
     async def __call__(self, request: Request) -> JSONResponse:
@@ -93,7 +111,7 @@ class MemListenerDeployment:
             )
         except ValueError as exc:
             return JSONResponse({"error": f"body is not JSON: {exc}"}, status_code=400)
-        results = await asyncio.gather(*(self._run_batch(j) for j in batch.jobs))
+        results = await asyncio.gather(*(self._submit(j) for j in batch.jobs))
         return JSONResponse(ListenerBatchResult(results=list(results)).model_dump(mode="json"))
 
     async def _chat(self, request: Request) -> JSONResponse:

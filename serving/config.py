@@ -46,10 +46,12 @@ class EngineConfig(BaseModel):
     model: str = ""
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
-    # vLLM (in-process AsyncLLMEngine / LLM).
+    # vLLM (in-process async engine, serving/engines/vllm_engine.py).
     vllm_model: str = ""
     vllm_max_model_len: int = Field(default=4096, ge=256)
     vllm_gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
+    vllm_enable_prefix_caching: bool = True  # the static prompt prefix computed once per replica
+    vllm_max_num_seqs: int = Field(default=128, ge=1)  # sequences decoding at once (continuous batching)
     # Recorded engine (replays a recording file; see serving/engines/recorded.py).
     recording_path: str = ""
     # Stand-in (benchmarks of the backend only; see serving/engines/standin.py).

@@ -1,0 +1,158 @@
+"""Plumbing of the async vLLM engine that needs no vLLM: its event-loop thread and its scheduler stats.
+
+``EngineLoop`` runs one asyncio loop in a daemon thread. vLLM's ``AsyncLLM`` lives on that loop;
+the synchronous ``Engine.generate`` of ``serving.engines.vllm_engine`` (called from Ray Serve's
+worker threads, one per ``@serve.batch`` group) submits coroutines to it, so calls from several
+threads feed one running engine and their sequences share the scheduler's batches.
+
+``SchedulerStats`` accumulates what the engine's scheduler reports after each step (a vLLM stat
+logger feeds it): running and waiting sequences, their peak, and the prefix-cache hit rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class EngineLoop:
+    """An asyncio event loop in its own daemon thread, for objects that must live on one loop."""
+
+    def __init__(self, name: str = "vllm-async") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive() and not self.loop.is_closed()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Schedule ``coro`` on the loop from any other thread; its result is the future's."""
+        if not self.alive:
+            coro.close()
+            raise RuntimeError("the engine loop is stopped")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for it (never call this from the loop's own thread)."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("EngineLoop.run called from the loop thread (would deadlock)")
+        return self.submit(coro).result(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Cancel what is still pending, stop the loop and join the thread. Idempotent."""
+        if self.loop.is_closed():
+            return
+        if self._thread.is_alive():
+
+            async def _cancel_rest() -> None:
+                current = asyncio.current_task()
+                rest = [t for t in asyncio.all_tasks() if t is not current]
+                for task in rest:
+                    task.cancel()
+                await asyncio.gather(*rest, return_exceptions=True)
+
+            try:
+                self.submit(_cancel_rest()).result(timeout)
+            except Exception:  # a task that refuses to die must not block shutdown
+                pass
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+@dataclass
+class StatsSnapshot:
+    steps: int
+    running: int
+    waiting: int
+    peak_running: int
+    prefix_cache_queries: int
+    prefix_cache_hits: int
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        """Cached prompt tokens over prompt tokens looked up; None before any lookup."""
+        if not self.prefix_cache_queries:
+            return None
+        return self.prefix_cache_hits / self.prefix_cache_queries
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "prefix_cache_hit_rate": self.prefix_cache_hit_rate}
+
+
+class SchedulerStats:
+    """Totals of the scheduler's per-step reports; thread-safe (written on the engine loop, read anywhere).
+
+    ``record`` takes the fields of vLLM's ``SchedulerStats`` (``num_running_reqs``,
+    ``num_waiting_reqs``, ``prefix_cache_stats.queries/hits``), read by attribute so a renamed
+    field shows as zero rather than breaking generation.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._steps = self._running = self._waiting = self._peak = 0
+        self._queries = self._hits = 0
+
+    def record(self, scheduler_stats: Any) -> None:
+        if scheduler_stats is None:
+            return
+        running = int(getattr(scheduler_stats, "num_running_reqs", 0) or 0)
+        waiting = int(getattr(scheduler_stats, "num_waiting_reqs", 0) or 0)
+        prefix = getattr(scheduler_stats, "prefix_cache_stats", None)
+        with self._lock:
+            self._steps += 1
+            self._running, self._waiting = running, waiting
+            self._peak = max(self._peak, running)
+            if prefix is not None:
+                self._queries += int(getattr(prefix, "queries", 0) or 0)
+                self._hits += int(getattr(prefix, "hits", 0) or 0)
+
+    def snapshot(self) -> StatsSnapshot:
+        with self._lock:
+            return StatsSnapshot(
+                steps=self._steps,
+                running=self._running,
+                waiting=self._waiting,
+                peak_running=self._peak,
+                prefix_cache_queries=self._queries,
+                prefix_cache_hits=self._hits,
+            )
+
+    def reset(self) -> None:
+        """Zero everything (a benchmark or a test measures from here; the next step refills it)."""
+        with self._lock:
+            self._steps = self._running = self._waiting = self._peak = self._queries = self._hits = 0
+
+
+def stat_logger_factory(stats: SchedulerStats) -> Any:
+    """A vLLM per-engine stat-logger factory ``(vllm_config, engine_index) -> logger`` feeding ``stats``.
+
+    Imports vLLM: call it only where vLLM is installed.
+    """
+    from vllm.v1.metrics.loggers import StatLoggerBase
+
+    class _Recorder(StatLoggerBase):
+        def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
+            self.engine_index = engine_index
+
+        def record(self, scheduler_stats, iteration_stats, mm_cache_stats=None, engine_idx=0) -> None:
+            stats.record(scheduler_stats)
+
+        def log_engine_initialized(self) -> None:
+            pass
+
+    return _Recorder
