@@ -21,6 +21,10 @@ from tqdm import tqdm
 from memory.models import Chunk
 
 SUBJECTS_PER_QUERY = 2000  # keeps `subject_id IN (...)` well under the databases' parameter limits
+# Between polls the wait sleeps at least this many times what the last count took: a count that
+# grows with the run (~0.1-0.4 s per 100k chunks measured on Postgres, loaded 2-core host) never
+# takes more than a sixth of the database's time for one session.
+POLL_COST_FACTOR = 5.0
 
 
 @dataclass(frozen=True)
@@ -159,17 +163,20 @@ def backfill_wait(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] | None = None,
 ) -> WaitResult:
-    """Poll the run's chunk counts until none is pending or processing (or ``timeout_s`` passes)."""
+    """Poll the run's chunk counts until none is pending or processing (or ``timeout_s`` passes);
+    every ``poll_s`` seconds, or ``POLL_COST_FACTOR`` times the last count's duration if longer."""
     started = clock()
     bar = ModelPhaseBar(enabled=progress, clock=clock)
     try:
         while True:
+            polled = clock()
             counts = backfill_chunk_counts(tenant_id=tenant_id, subject_ids=subject_ids)
+            cost = clock() - polled
             bar.show(counts)
             if counts.remaining == 0:
                 return WaitResult(counts, clock() - started, timed_out=False)
             if timeout_s is not None and clock() - started >= timeout_s:
                 return WaitResult(counts, clock() - started, timed_out=True)
-            (sleep or _sleep)(poll_s)
+            (sleep or _sleep)(max(poll_s, POLL_COST_FACTOR * cost))
     finally:
         bar.close()

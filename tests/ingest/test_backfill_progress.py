@@ -166,6 +166,27 @@ def test_waiting_stops_at_the_timeout_and_reports_what_is_left(tenant):
     assert result.counts == ChunkCounts(pending=report.chunks)
 
 
+def test_polling_backs_off_when_counting_is_slow(monkeypatch):
+    """A count that takes 1 s makes the wait sleep 5 s (the database's share stays small); a
+    fast one keeps the requested interval."""
+    clock = Clock()
+    slept: list[float] = []
+    costs = iter([1.0, 1.0, 0.01, 0.0])
+
+    def slow_count(**_kw):
+        clock.now += next(costs)
+        return ChunkCounts(pending=1) if len(slept) < 3 else ChunkCounts(applied=1)
+
+    def sleep(seconds):
+        slept.append(seconds)
+        clock.now += seconds
+
+    monkeypatch.setattr(progress_mod, "backfill_chunk_counts", slow_count)
+    result = backfill_wait(tenant_id=1, subject_ids=[1], poll_s=2, progress=False, clock=clock, sleep=sleep)
+    assert slept == [5.0, 5.0, 2]
+    assert result.counts == ChunkCounts(applied=1) and not result.timed_out
+
+
 def test_eager_celery_does_not_wait_and_says_why(tenant):
     report = backfill_run(
         tenant=tenant, histories=JsonlSource(FIXTURES / "history.jsonl"), wait=True, progress=False
