@@ -12,12 +12,13 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_AUTH_MODE := disabled
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: help venv lint test test-unit test-integration bench demo serve migrate clean
+.PHONY: help venv lint test test-unit test-integration bench soak demo serve migrate clean
 
 help:
 	@echo "make demo   - install, migrate and run the pipeline on the embedded default"
 	@echo "make test   - install, lint (ruff, import-linter, mypy) and run the whole test suite"
 	@echo "make bench  - run bench/ and write bench/results/latest.json"
+	@echo "make soak   - chaos soak (faults under a 2,000-chunk backfill); reliability.* into latest.json"
 	@echo "make serve  - run the Django server (admin + API) on 127.0.0.1:8008"
 
 $(VENV)/bin/python:
@@ -51,6 +52,11 @@ test-integration: venv model
 
 bench: venv model
 	$(PY) bench/run.py
+
+# Chaos soak (issue 15, docs/RELIABILITY.md): 2,000 chunks under >= 100 injected faults, all on
+# loopback with private redis-server / PostgreSQL; not part of `make test` (its short form is).
+soak: venv
+	$(PY) -m tests.soak.run --results bench/results/latest.json
 
 migrate: venv
 	$(PY) manage.py migrate --noinput

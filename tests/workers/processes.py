@@ -1,12 +1,16 @@
-"""Real processes for the end-to-end tests: a Celery worker and a private redis-server.
+"""Real processes for the end-to-end tests and the chaos soak: a Celery worker, a private
+redis-server, a private PostgreSQL cluster (initdb + pg_ctl in a temporary directory) and a
+stand-in MemListener HTTP server.
 
-Every process is started in its own session and stopped by its PID (process group), never by
-name. The worker uses the pytest-django test database (passed as ``DATABASE_URL``).
+Every process is started in its own session and stopped by its PID (process group; PostgreSQL
+by ``pg_ctl`` on its own data directory), never by name. The worker uses the pytest-django test
+database (passed as ``DATABASE_URL``) unless it is given another one.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -105,14 +109,27 @@ class RedisServer:
 
 
 class CeleryWorker:
-    """``celery -A personatree_site worker -B`` (embedded beat runs ``workers.sweep``)."""
+    """``celery -A personatree_site worker -B`` (embedded beat runs ``workers.sweep``; ``beat=False``
+    leaves it out, for a second worker). ``database_url`` defaults to the pytest-django database."""
 
-    def __init__(self, *, broker_url: str, listener_url: str, workdir: Path, concurrency: int = 2, env=None):
+    def __init__(
+        self,
+        *,
+        broker_url: str,
+        listener_url: str,
+        workdir: Path,
+        concurrency: int = 2,
+        env=None,
+        database_url: str | None = None,
+        beat: bool = True,
+    ):
         self.broker_url = broker_url
         self.listener_url = listener_url
         self.workdir = workdir
         self.concurrency = concurrency
         self.extra_env = dict(env or {})
+        self.database_url = database_url
+        self.beat = beat
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
 
@@ -120,7 +137,7 @@ class CeleryWorker:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "personatree_site.settings.test",
-            "DATABASE_URL": live_database_url(),
+            "DATABASE_URL": self.database_url or live_database_url(),
             "CELERY_BROKER_URL": self.broker_url,
             "CELERY_TASK_ALWAYS_EAGER": "false",
             "CELERY_VISIBILITY_TIMEOUT": "8",
@@ -136,41 +153,49 @@ class CeleryWorker:
         env.update(self.extra_env)
         return env
 
-    def start(self) -> CeleryWorker:
-        name = f"pt-ingest-test-{uuid.uuid4().hex[:8]}@%h"
-        self.log_path = self.workdir / f"worker-{uuid.uuid4().hex[:6]}.log"
-        log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [
-                str(CELERY),
-                "-A",
-                "personatree_site",
-                "worker",
-                "-Q",
-                "ingest",
-                "-c",
-                str(self.concurrency),
-                "-B",
-                "-s",
-                str(self.workdir / "beat-schedule"),
-                "-l",
-                "INFO",
-                "-n",
-                name,
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            cwd=ROOT,
-            env=self.env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        wait_for(
-            lambda: self._ready(), timeout=60, interval=0.25, what=f"celery worker (log {self.log_path})"
-        )
+    def start(self, *, wait: bool = True) -> CeleryWorker:
+        """Start the worker; with ``wait=False`` return at once (see :meth:`wait_ready`)."""
+        tag = uuid.uuid4().hex[:8]
+        self.log_path = self.workdir / f"worker-{tag}.log"
+        # A fresh beat schedule file per start: a SIGKILL can leave the last one half written.
+        beat = ["-B", "-s", str(self.workdir / f"beat-schedule-{tag}")] if self.beat else []
+        with self.log_path.open("w") as log:
+            self.proc = subprocess.Popen(
+                [
+                    str(CELERY),
+                    "-A",
+                    "personatree_site",
+                    "worker",
+                    "-Q",
+                    "ingest",
+                    "-c",
+                    str(self.concurrency),
+                    *beat,
+                    "-l",
+                    "INFO",
+                    "-n",
+                    f"pt-ingest-test-{tag}@%h",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--without-heartbeat",
+                ],
+                cwd=ROOT,
+                env=self.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        if wait:
+            self.wait_ready()
         return self
+
+    def wait_ready(self, timeout: float = 60) -> CeleryWorker:
+        wait_for(self._ready, timeout=timeout, interval=0.25, what=f"celery worker (log {self.log_path})")
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def _ready(self) -> bool:
         if self.proc.poll() is not None:
@@ -194,4 +219,140 @@ class CeleryWorker:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self.proc = None
+
+
+class PostgresServer:
+    """A private PostgreSQL cluster: ``initdb`` + ``pg_ctl`` into a temporary directory, listening on a
+    free 127.0.0.1 port (and a socket in that directory). Never the machine's shared server.
+
+    Run as root, the commands run as the ``postgres`` user (initdb refuses root). ``stop(mode=...)``
+    is ``pg_ctl stop -m fast`` (clean) or ``-m immediate`` (a crash: recovery on the next start).
+    """
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.dir: Path | None = None
+        self.up = False
+
+    @staticmethod
+    def unavailable_reason() -> str | None:
+        """Why no private cluster can be made here (None when it can)."""
+        for exe in ("initdb", "pg_ctl"):
+            if shutil.which(exe) is None:
+                return f"{exe} is not on PATH"
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam("postgres")
+            except KeyError:
+                return "running as root and there is no 'postgres' user to run initdb as"
+        return None
+
+    def _run(self, *args: str, timeout: float = 60) -> None:
+        assert self.dir is not None
+        as_user = {"user": "postgres", "group": pwd.getpwnam("postgres").pw_gid} if os.geteuid() == 0 else {}
+        done = subprocess.run(
+            args, cwd=self.dir, capture_output=True, text=True, timeout=timeout, check=False, **as_user
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(args[:2])} failed ({done.returncode}): {done.stderr[-2000:]}")
+
+    @property
+    def datadir(self) -> str:
+        assert self.dir is not None
+        return str(self.dir / "data")
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def init(self) -> PostgresServer:
+        import tempfile
+
+        self.dir = Path(tempfile.mkdtemp(prefix="pt-private-pg-"))
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam("postgres")
+            os.chown(self.dir, entry.pw_uid, entry.pw_gid)
+        self._run("initdb", "-D", self.datadir, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
+        return self
+
+    def start(self) -> PostgresServer:
+        options = (
+            # fsync=off only risks data on an OS crash; commits stay synchronous (WAL written before
+            # COMMIT returns), so an immediate stop (a crash of PostgreSQL) loses no committed row.
+            f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        )
+        log = str(Path(self.datadir).parent / "postgres.log")
+        self._run("pg_ctl", "-D", self.datadir, "-l", log, "-w", "-t", "60", "-o", options, "start")
+        self.up = True
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        if self.up:
+            self._run("pg_ctl", "-D", self.datadir, "-m", mode, "-w", "-t", "60", "stop")
+            self.up = False
+
+    def destroy(self) -> None:
+        """Stop the cluster (if up) and delete its directory."""
+        if self.dir is None:
+            return
+        try:
+            self.stop(mode="immediate")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+
+class StandinListenerServer:
+    """The stand-in MemListener (``tests/workers/listener_server.py``: the real MemListener on the
+    ``standin`` engine in ``derived`` mode, which writes ADD/UPDATE ops) behind the Ray Serve app's
+    HTTP protocol, as its own process on a fixed 127.0.0.1 port. ``stop()`` SIGKILLs it (callers
+    see connection refused, an outage); ``start()`` again serves on the same port."""
+
+    def __init__(self, workdir: Path, *, latency_ms: float = 150.0, mode: str = "derived") -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.latency_ms = latency_ms
+        self.mode = mode
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/memlistener"
+
+    def start(self) -> StandinListenerServer:
+        with (self.workdir / "listener.log").open("a") as log:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.workers.listener_server",
+                    "--port",
+                    str(self.port),
+                    "--latency-ms",
+                    str(self.latency_ms),
+                    "--mode",
+                    self.mode,
+                ],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+        def up() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"stand-in listener exited with {self.proc.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return True
+            except OSError:
+                return False
+
+        wait_for(up, timeout=60, interval=0.1, what="stand-in listener")
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
         self.proc = None
