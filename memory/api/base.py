@@ -7,7 +7,9 @@ through :meth:`TenantScopedView.subjects` and fetched only through
 subject's (control characters, unpaired surrogates, length) and 404 alike for a
 missing subject and for another tenant's subject; API keys likewise through
 :meth:`~TenantScopedView.api_keys` and :meth:`~TenantScopedView.get_api_key`, webhook endpoints
-through :meth:`~TenantScopedView.webhook_endpoints` and :meth:`~TenantScopedView.get_webhook_endpoint`. Bodies are
+through :meth:`~TenantScopedView.webhook_endpoints` and :meth:`~TenantScopedView.get_webhook_endpoint`. Once the
+key is known, the tenant id and the hashed subject are bound to the request's log lines
+(:mod:`personatree_site.ops.logging`; the middleware restores them after the request). Bodies are
 JSON only, parsed by :class:`~memory.api.parsers.ApiJSONParser` (byte limit, text
 that can be stored), and so are answers: DRF's browsable HTML renderer is off (a browser's
 ``Accept`` holds ``*/*`` and gets JSON; ``Accept: text/html`` alone is a JSON 406).
@@ -28,6 +30,7 @@ from memory.api.auth import ApiKeyAuthentication, HasScope
 from memory.api.parsers import ApiJSONParser
 from memory.models import ApiKey, Subject, Tenant, WebhookEndpoint
 from memory.services.ingest import external_id_validate
+from personatree_site.ops import logging as logs
 
 #: What a key's public prefix looks like (:meth:`ApiKey.generate`); anything else names no key.
 KEY_PREFIX = re.compile(rf"{re.escape(ApiKey.PREFIX)}[0-9a-f]{{8}}")
@@ -40,6 +43,17 @@ class TenantScopedView(APIView):
     renderer_classes = [JSONRenderer]
     #: Scopes the key must hold: a tuple, or a dict keyed by HTTP method. Subclasses must set it.
     required_scopes: tuple[str, ...] | dict[str, tuple[str, ...]] | None = None
+
+    def perform_authentication(self, request) -> None:
+        """Authenticate, then bind the tenant and the hashed subject to the request's log lines."""
+        super().perform_authentication(request)
+        key = request.auth
+        if isinstance(key, ApiKey):
+            external_id = self.kwargs.get("external_id")
+            logs.bind(
+                tenant_id=key.tenant_id,
+                subject=logs.subject_hash(key.tenant_id, external_id) if external_id is not None else None,
+            )
 
     @property
     def api_key(self) -> ApiKey:

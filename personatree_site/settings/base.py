@@ -10,6 +10,8 @@ from pathlib import Path
 
 import environ
 
+from personatree_site.ops.logging import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
@@ -55,12 +57,16 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "memory",
     "workers.apps.WorkersConfig",
+    # Logging context (request id into Celery headers) and tracing, set up once per process.
+    "personatree_site.ops.apps.OpsConfig",
 ]
 
 MIDDLEWARE = [
     # First: answers /healthz, /readyz, /metrics before the HTTPS redirect and the host check
     # (probes call by pod IP over HTTP), and times every other request (docs/DEPLOY.md, "Operations").
     "personatree_site.ops.middleware.OpsMiddleware",
+    # The request id (X-Request-ID) of every log line and the access log (docs/DEPLOY.md, "Logs").
+    "personatree_site.ops.logging.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -139,6 +145,8 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
 # Queues come from each task's @pt_task(queue=...) through one router.
 CELERY_TASK_ROUTES = ["workers.base.route_task"]
+# Workers log through LOGGING above (JSON in production), not through Celery's own root handler.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Periodic sweep (run beat, or `celery worker -B`): flushes idle windows, re-dispatches pending/expired chunks.
 CELERY_BEAT_SCHEDULE = {
     "personatree-sweep": {
@@ -250,11 +258,8 @@ PERSONATREE = {
     "READYZ_TIMEOUT_S": env.float("PERSONATREE_READYZ_TIMEOUT_S", default=1.0),
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("DJANGO_LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
+# Logs: plain lines here, one JSON object a line with PERSONATREE_LOG_FORMAT=json (production's
+# default); every line carries the request id, tenant id and hashed subject (personatree_site/ops/logging.py).
+LOGGING = logging_config(
+    env.str("PERSONATREE_LOG_FORMAT", default="plain"), env.str("DJANGO_LOG_LEVEL", default="INFO")
+)

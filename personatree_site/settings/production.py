@@ -7,6 +7,8 @@ are also the settings ``wsgi.py`` and ``celery.py`` load when ``DJANGO_SETTINGS_
 
 from django.core.exceptions import ImproperlyConfigured
 
+from personatree_site.ops.logging import logging_config
+
 from .base import *  # noqa: F401,F403
 from .base import INSECURE_LOCAL_KEY, MIDDLEWARE, PERSONATREE, env
 
@@ -52,6 +54,10 @@ if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
     _cache_options.setdefault("socket_connect_timeout", 1.0)
     _cache_options.setdefault("socket_timeout", 1.0)
 PERSONATREE["MEMLISTENER_BACKEND"] = env.str("PERSONATREE_MEMLISTENER_BACKEND", default="ray")
+# One JSON object a line (request id, tenant id, hashed subject); PERSONATREE_LOG_FORMAT=plain for text.
+LOGGING = logging_config(
+    env.str("PERSONATREE_LOG_FORMAT", default="json"), env.str("DJANGO_LOG_LEVEL", default="INFO")
+)
 
 # Static files (admin, API docs) served by the web process itself, no proxy needed: WhiteNoise
 # right after the security middleware, from STATIC_ROOT collected into the image at build time

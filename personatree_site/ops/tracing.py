@@ -1,0 +1,113 @@
+"""OpenTelemetry tracing: off by default, on with ``PERSONATREE_OTEL=1`` (docs/DEPLOY.md, "Tracing").
+
+When on, :func:`install` (called once per process by :class:`~personatree_site.ops.apps.OpsConfig`,
+so in the web server, the Celery workers and beat alike) instruments
+
+- Django: one server span per request, named by method and route pattern; ``/healthz``,
+  ``/readyz`` and ``/metrics`` are not traced;
+- Celery: a span per task publish and per task run, the trace context carried in the task's
+  headers, so a request's trace continues in the worker (an eager task is a child of the request);
+- httpx: the calls to the Ray Serve MemListener (and webhook deliveries), with the
+  ``traceparent`` header, so a Ray Serve deployment that reads it continues the trace.
+
+Spans go where the standard variables say: ``OTEL_TRACES_EXPORTER`` (``otlp``, the default;
+``console``; ``none``), ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
+``OTEL_SERVICE_NAME`` (default ``personatree``), ``OTEL_TRACES_SAMPLER``... The packages are the
+``otel`` extra (``pip install -e '.[otel]'``); without them, or without the flag, nothing here
+imports OpenTelemetry and tracing costs nothing.
+
+External ids stay out of spans as out of logs: a server span's URL attributes are replaced by the
+route pattern (``/v1/subjects/<str:external_id>/tree``) once the route is resolved.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+log = logging.getLogger("personatree.tracing")
+
+ENV_FLAG = "PERSONATREE_OTEL"
+NOT_TRACED = "healthz,readyz,metrics"
+_URL_ATTRIBUTES = ("http.target", "url.path")
+_FULL_URL_ATTRIBUTES = ("http.url", "url.full")
+
+_instrumentors: list = []
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_FLAG, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def installed() -> bool:
+    return bool(_instrumentors)
+
+
+def _scrub_url(span, request, response) -> None:
+    """Django's response hook: the span's URL becomes the route pattern (no external id)."""
+    if not span.is_recording():
+        return
+    match = getattr(request, "resolver_match", None)
+    path = "/" + match.route if match is not None and match.route else "/-"
+    for name in _URL_ATTRIBUTES:
+        span.set_attribute(name, path)
+    for name in _FULL_URL_ATTRIBUTES:
+        span.set_attribute(name, f"{request.scheme}://{request.get_host()}{path}")
+
+
+def _default_provider():
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "personatree"}
+    provider = TracerProvider(resource=Resource.create(attributes))
+    exporter_name = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
+    if exporter_name == "console":
+        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+    elif exporter_name == "otlp":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    elif exporter_name != "none":
+        log.warning("OTEL_TRACES_EXPORTER=%s is not supported here (otlp, console, none)", exporter_name)
+    return provider
+
+
+def install(*, tracer_provider=None, force: bool = False) -> bool:
+    """Instrument Django, Celery and httpx when ``PERSONATREE_OTEL`` is on (or ``force``).
+
+    ``tracer_provider`` (tests: one with an in-memory exporter) is used instead of the global one
+    built from the ``OTEL_*`` variables. Returns whether tracing is on; a second call does nothing.
+    """
+    if _instrumentors:
+        return True
+    if not (force or enabled()):
+        return False
+    try:
+        from opentelemetry import trace
+        from opentelemetry.instrumentation.celery import CeleryInstrumentor
+        from opentelemetry.instrumentation.django import DjangoInstrumentor
+        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+
+        if tracer_provider is None:
+            tracer_provider = _default_provider()
+            trace.set_tracer_provider(tracer_provider)
+    except ImportError as exc:
+        log.warning("%s is set but the otel extra is not installed (%s): no tracing", ENV_FLAG, exc)
+        return False
+    django = DjangoInstrumentor()
+    django.instrument(tracer_provider=tracer_provider, excluded_urls=NOT_TRACED, response_hook=_scrub_url)
+    celery = CeleryInstrumentor()
+    celery.instrument(tracer_provider=tracer_provider)
+    httpx = HTTPXClientInstrumentor()
+    httpx.instrument(tracer_provider=tracer_provider)
+    _instrumentors.extend([django, celery, httpx])
+    log.info("OpenTelemetry tracing on (Django, Celery, httpx)")
+    return True
+
+
+def uninstall() -> None:
+    """Undo :func:`install` (tests)."""
+    while _instrumentors:
+        _instrumentors.pop().uninstrument()
