@@ -139,3 +139,35 @@ def test_an_engine_that_batches_across_calls_gets_several_groups_at_once():
 def test_other_engines_get_one_group_at_a_time():
     results = _run_two("sequential")
     assert all(r["error"] and r["retryable"] for r in results), results
+
+
+def _bench_module(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench_gpu():
+    return _bench_module("bench_gpu")
+
+
+def test_bench_gpu_without_a_gpu_measures_nothing_and_says_so(bench_gpu, monkeypatch, capsys):
+    monkeypatch.setattr(bench_gpu, "gpu_name", lambda: None)
+    assert bench_gpu.main([]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report == {"measured": False, "note": report["note"]} and "no GPU" in report["note"]
+    assert bench_gpu.run() == {}  # no rows: nothing pretends to be a number
+    with pytest.raises(SystemExit):
+        bench_gpu.parse_args(["--concurrency", "0"])
+
+
+def test_bench_gpu_chunks_are_distinct_and_it_is_not_in_the_default_run(bench_gpu, monkeypatch, tmp_path):
+    monkeypatch.setenv("PERSONATREE_LOCOMO_PATH", str(tmp_path / "absent.json"))  # the test chunks
+    chunks = bench_gpu.load_chunks(10)
+    assert len(chunks) == 10 and len({json.dumps(c) for c in chunks}) == 10
+    assert "bench_gpu" in _bench_module("run").OPT_IN  # bench/run.py runs it only when named
