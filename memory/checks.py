@@ -1,32 +1,32 @@
-"""System checks (`manage.py check`, run at every server and worker start) for settings that would
-otherwise only fail on the first request that reads them."""
+"""System check (`manage.py check`, runserver, migrate) of the PERSONATREE settings: the typed
+settings of :mod:`memory.conf` are built here, so a bad value is a start-up error, not a failure on
+the first request or chunk that reads it. Errors: ``personatree.E001`` recall, ``E002`` MemListener
+(and model locations), ``E003`` every other section."""
 
 from django.core.checks import Error, register
 
-
-@register()
-def recall_settings(app_configs=None, **kwargs):
-    from memory.recall import runtime
-    from memory.recall.search import STRATEGIES
-
-    try:
-        runtime.recall_config()
-    except ValueError as exc:
-        return [Error(str(exc), hint=f"use one of: {', '.join(STRATEGIES)}", id="personatree.E001")]
-    return []
+_IDS = {"recall": "personatree.E001", "listener": "personatree.E002", "models": "personatree.E002"}
 
 
 @register()
-def memlistener_settings(app_configs=None, **kwargs):
-    """The MemListener client config (backend, prompt mode, candidate settings, limits) is a pydantic
-    model: building it here turns a bad PERSONATREE_MEMLISTENER_* value into a start-up error."""
-    from pydantic import ValidationError
+def personatree_settings(app_configs=None, **kwargs) -> list[Error]:
+    from django.conf import settings
 
-    from serving.client import client_config_from_settings, engine_config_for
-    from serving.config import check_engine_config
+    from memory import conf
 
     try:
-        check_engine_config(engine_config_for(client_config_from_settings()))
-    except (ValidationError, ValueError) as exc:
-        return [Error(f"MemListener settings: {exc}", id="personatree.E002")]
+        conf.build(settings.PERSONATREE)
+    except conf.SettingsError as exc:
+        return [
+            Error(msg, hint=_hint(section, msg), id=_IDS.get(section, "personatree.E003"))
+            for section, msg in exc.problems
+        ]
     return []
+
+
+def _hint(section: str, msg: str) -> str | None:
+    if "RECALL_STRATEGY" in msg:
+        from memory.recall.search import STRATEGIES
+
+        return f"use one of: {', '.join(STRATEGIES)}"
+    return f"set the PERSONATREE_* environment variable ({section} settings, memory/conf.py)"

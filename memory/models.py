@@ -15,17 +15,19 @@ from django.conf import settings
 from django.db import models
 from django.utils.crypto import salted_hmac
 
+from memory import conf
+
 
 def _default_review_special() -> bool:
-    return bool(settings.PERSONATREE.get("REVIEW_SPECIAL_TIER", True))
+    return conf.get().review.special_tier
 
 
 def _default_mass_delete() -> int:
-    return int(settings.PERSONATREE.get("REVIEW_MASS_DELETE_OVER", 3))
+    return conf.get().review.mass_delete_over
 
 
 def _default_chunk_pairs() -> int:
-    return int(settings.PERSONATREE.get("CHUNK_PAIRS", 3))
+    return conf.get().ingest.chunk_pairs
 
 
 class Tenant(models.Model):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from ray import serve
@@ -31,6 +31,9 @@ from serving import chat_compat
 from serving.config import AppConfig
 from serving.engines.base import EngineError, EngineUnavailable
 from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult
+
+if TYPE_CHECKING:
+    from serving.listener import MemListener
 
 log = logging.getLogger(__name__)
 ROUTE_PREFIX = "/memlistener"
@@ -43,7 +46,7 @@ CONCURRENT_BATCHES = 8
 class MemListenerDeployment:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = AppConfig.model_validate(config)
-        self._listener = None
+        self._listener: MemListener | None = None
         self._start_error: Exception | None = None
         self._load_lock = threading.Lock()
         for batcher in (self._run_batch, self._run_batch_concurrent):
@@ -142,7 +145,7 @@ class MemListenerDeployment:
 def build_app(args: dict[str, Any] | None = None) -> serve.Application:
     """Application builder for ``serve run`` / ``serve deploy``; ``args`` is an AppConfig dict."""
     config = AppConfig.model_validate(args or {})
-    return MemListenerDeployment.options(
+    return MemListenerDeployment.options(  # type: ignore[attr-defined]  # a Deployment (ray is not analysed)
         **config.replica_options(),
         max_ongoing_requests=config.max_ongoing_requests,
         ray_actor_options={"num_cpus": config.num_cpus, "num_gpus": config.num_gpus},

@@ -1,6 +1,6 @@
 """How the rest of the project calls the MemListener.
 
-``get_listener_client()`` returns an object with ``run(jobs) -> list[ListenerResult]``:
+``get_listener_client(config)`` returns an object with ``run(jobs) -> list[ListenerResult]``:
 
 - ``local``    : in-process MemListener on the llama.cpp engine (the embedded default);
 - ``openai``   : in-process MemListener on an OpenAI-compatible endpoint;
@@ -8,8 +8,8 @@
 - ``standin``  : in-process MemListener on the zero-latency stand-in (backend benchmarks only);
 - ``ray``      : HTTP client of the Ray Serve MemListener app (``serving.app``).
 
-Only ``client_config_from_settings`` touches Django, and only when called; everything else takes
-its configuration explicitly, so Ray workers import this module without Django.
+Nothing here touches Django: the configuration is passed in (the Django side builds it from its
+settings in ``memory.conf.listener_client_config``), so Ray workers import this module without Django.
 """
 
 from __future__ import annotations
@@ -133,44 +133,13 @@ def build_client(config: ClientConfig) -> ListenerClient:
     return InProcessClient(engine_config_for(config))
 
 
-def client_config_from_settings() -> ClientConfig:
-    """Read ``settings.PERSONATREE`` (Django) into a ClientConfig. Imports Django lazily."""
-    from django.conf import settings
-
-    pt = settings.PERSONATREE
-    engine = EngineConfig(
-        model_path=pt.get("LOCAL_MODEL_PATH", ""),
-        max_tokens=pt.get("MEMLISTENER_MAX_TOKENS", 256),
-        max_ops=pt.get("MEMLISTENER_MAX_OPS", EngineConfig().max_ops),
-        prompt_cache_dir=pt.get("MEMLISTENER_PROMPT_CACHE_DIR", ""),
-        base_url=pt.get("OPENAI_BASE_URL", ""),
-        api_key=pt.get("OPENAI_API_KEY", ""),
-        model=pt.get("OPENAI_MODEL", ""),
-        timeout_s=pt.get("MEMLISTENER_TIMEOUT_S", 300.0),
-        recording_path=pt.get("MEMLISTENER_RECORDING_PATH", ""),
-        standin_mode=pt.get("MEMLISTENER_STANDIN_MODE", "no_op"),
-        standin_latency_ms=pt.get("MEMLISTENER_STANDIN_LATENCY_MS", 0.0),
-        prompt_mode=pt.get("MEMLISTENER_PROMPT_MODE") or None,
-        candidate_k=pt.get("MEMLISTENER_CANDIDATE_K", EngineConfig().candidate_k),
-        candidate_threshold=pt.get("MEMLISTENER_CANDIDATE_THRESHOLD", EngineConfig().candidate_threshold),
-        embedder=pt.get("EMBEDDER", "minilm"),
-        embedder_path=pt.get("EMBEDDER_PATH", ""),
-    )
-    return ClientConfig(
-        backend=pt.get("MEMLISTENER_BACKEND", "local"),
-        url=pt.get("MEMLISTENER_URL", ClientConfig().url),
-        timeout_s=pt.get("MEMLISTENER_TIMEOUT_S", 300.0),
-        engine=engine,
-    )
-
-
 _clients: dict[str, ListenerClient] = {}
 _clients_lock = threading.Lock()
 
 
-def get_listener_client(config: ClientConfig | None = None) -> ListenerClient:
-    """The MemListener client for ``config`` (default: from Django settings); cached per config."""
-    config = config or client_config_from_settings()
+def get_listener_client(config: ClientConfig) -> ListenerClient:
+    """The MemListener client for ``config`` (from Django settings: ``memory.conf.listener_client_config()``),
+    cached per config."""
     key = config.model_dump_json()
     with _clients_lock:
         if key not in _clients:

@@ -171,9 +171,10 @@ class MemListener:
             try:
                 items = PointingStep.items(text)
             except ValueError as exc:  # JSON errors are ValueErrors too
-                items = salvage_items(text)
-                if items is None:
+                salvaged = salvage_items(text)
+                if salvaged is None:
                     return [], [{"line_no": 0, "line": text[:500], "message": f"not a JSON op list: {exc}"}]
+                items = salvaged
                 notes = [
                     {"line_no": 0, "line": "", "message": f"output truncated; kept {len(items)} item(s)"}
                 ]

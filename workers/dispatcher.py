@@ -36,17 +36,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
+from memory import conf
 from memory.engine.ops import Op, OpError
-from memory.models import Chunk, Message, Subject, TreeVersion
+from memory.models import Message, Subject, TreeVersion
 from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, Source
 from memory.services.tree_batch import ApplyRequest, tree_apply_ops_batch
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
 from workers import metrics
+from workers.caps import bound_turns, record_notices
 from workers.ordering import Claim, chunk_release, chunks_claim
 
 logger = logging.getLogger("personatree.dispatcher")
@@ -70,10 +71,6 @@ class RoundReport:
     chunk_ids: list[int] = field(default_factory=list)
 
 
-def _setting(name: str) -> int:
-    return int(settings.PERSONATREE[name])
-
-
 def gather(
     *, max_jobs: int, max_wait_ms: float, tenant_id: int | None = None, sleep=time.sleep
 ) -> list[Claim]:
@@ -89,62 +86,10 @@ def gather(
     return claims
 
 
-MAX_TURN_CHARS = 6_000  # defaults of PERSONATREE["MEMLISTENER_MAX_TURN_CHARS"] / ["..._CHUNK_CHARS"]
-MAX_CHUNK_CHARS = 16_000
-CUT_MARK = " [...]"  # no count: grounding reads these turns, a number here could "ground" a value
-
-
-def input_caps() -> tuple[int, int]:
-    """``(per-turn, per-chunk)`` character caps of what a job may carry; 0 = no cap."""
-    conf = settings.PERSONATREE
-    return (
-        int(conf.get("MEMLISTENER_MAX_TURN_CHARS", MAX_TURN_CHARS)),
-        int(conf.get("MEMLISTENER_MAX_CHUNK_CHARS", MAX_CHUNK_CHARS)),
-    )
-
-
-def bound_turns(turns: list[ListenerTurn]) -> tuple[list[ListenerTurn], str]:
-    """Cut over-long turns so the job fits the MemListener's context: each turn to the per-turn cap,
-    then, if the chunk is still over its cap, the longest turns down to an equal share of it (short
-    turns keep their length). A cut keeps the turn's beginning and says how much was left out. The
-    messages stay whole in the log and the evidence index. Returns the turns and a notice ("" when
-    nothing was cut)."""
-    turn_cap, chunk_cap = input_caps()
-    lengths = [len(t.content) for t in turns]
-    caps = [min(n, turn_cap) if turn_cap else n for n in lengths]
-    if chunk_cap and sum(caps) > chunk_cap:
-        remaining, order = chunk_cap, sorted(range(len(caps)), key=lambda i: caps[i])
-        for k, i in enumerate(order):  # water-filling: short turns whole, long ones share the rest
-            caps[i] = min(caps[i], remaining // (len(order) - k))
-            remaining -= caps[i]
-    if caps == lengths:
-        return turns, ""
-    bounded, cuts = [], []
-    for turn, n, cap in zip(turns, lengths, caps, strict=True):
-        if cap >= n:
-            bounded.append(turn)
-            continue
-        cuts.append(f"{turn.role} turn {len(bounded) + 1}: {n} -> {cap}")
-        content = turn.content[: max(cap, 1)] + CUT_MARK
-        bounded.append(ListenerTurn(role=turn.role, content=content))
-    notice = f"input cut to the MemListener caps ({turn_cap}/turn, {chunk_cap}/chunk chars): " + "; ".join(
-        cuts
-    )
-    return bounded, notice[:500]
-
-
-def _record_notices(notices: dict[int, str]) -> None:
-    """Keep what was cut on the chunk (``Chunk.notice``); rare: one UPDATE per cut chunk."""
-    for chunk_id, notice in notices.items():
-        Chunk.objects.filter(pk=chunk_id).update(notice=notice)
-        logger.warning("chunk %s: %s", chunk_id, notice)
-        metrics.incr("chunks_input_cut")
-
-
 def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
     """One job per claim: the subject's head tree and version, and the chunk's turns (with the last
     system message at or before the chunk, if any), cut to the MemListener's caps
-    (:func:`bound_turns`; the chunk's ``notice`` says what was cut). One query for the whole batch on
+    (:func:`workers.caps.bound_turns`; the chunk's ``notice`` says what was cut). One query for the whole batch on
     PostgreSQL."""
     inputs = _job_inputs(claims)
     jobs, notices = [], {}
@@ -172,7 +117,7 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
                 turns=turns,
             )
         )
-    _record_notices(notices)
+    record_notices(notices)
     return jobs
 
 
@@ -249,7 +194,7 @@ def _index_unversioned_on_commit(claim: Claim) -> None:
     Chunks that produced a version are indexed by ``workers.indexing``'s ``version_applied``
     receiver; this covers the rest, so every applied chunk's messages reach the evidence index.
     """
-    if not settings.PERSONATREE.get("EVIDENCE_INDEXING", True):
+    if not conf.get().recall.evidence_indexing:
         return
     try:
         from workers.indexing import index_messages
@@ -367,8 +312,9 @@ def dispatch_round(
     """Gather, call the MemListener once, apply every result; see the module docstring."""
     report = RoundReport()
     started = time.monotonic()
-    max_jobs = _setting("BATCH_MAX_JOBS") if max_jobs is None else max_jobs
-    max_wait_ms = _setting("BATCH_MAX_WAIT_MS") if max_wait_ms is None else max_wait_ms
+    limits = conf.get().dispatch
+    max_jobs = limits.batch_max_jobs if max_jobs is None else max_jobs
+    max_wait_ms = limits.batch_max_wait_ms if max_wait_ms is None else max_wait_ms
     claims = gather(max_jobs=max_jobs, max_wait_ms=max_wait_ms, tenant_id=tenant_id, sleep=sleep)
     report.claimed = len(claims)
     if not claims:

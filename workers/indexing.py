@@ -13,7 +13,7 @@
 
 Receivers: `version_applied` (a chunk's version committed -> index that chunk's
 messages) and `subject_erased`. Both are connected at import; `memory.apps`
-imports this module in `ready()`. `PERSONATREE["EVIDENCE_INDEXING"]` (env
+imports this module in `ready()`. `conf.get().recall.evidence_indexing` (env
 PERSONATREE_EVIDENCE_INDEXING) switches the receivers off, e.g. for test runs
 that do not exercise the index.
 """
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.dispatch import receiver
 
+from memory import conf
 from memory.recall.index import IndexUnavailable
 from memory.signals import subject_erased, version_applied
 from workers.base import TransientError, pt_task, send
@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 
 def _enabled() -> bool:
-    return bool(settings.PERSONATREE.get("EVIDENCE_INDEXING", True))
+    return conf.get().recall.evidence_indexing
 
 
 @pt_task(name="workers.index_messages", queue="index", soft_time_limit=300)

@@ -40,12 +40,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from memory import conf
 from memory.models import Chunk, Subject
 
 OPEN = (Chunk.Status.PENDING, Chunk.Status.PROCESSING, Chunk.Status.FAILED)
@@ -61,7 +61,7 @@ class Claim:
 
 
 def lease_seconds() -> int:
-    return int(settings.PERSONATREE.get("CHUNK_LEASE_SECONDS", 600))
+    return conf.get().dispatch.chunk_lease_seconds
 
 
 def _older_open():
@@ -222,7 +222,7 @@ def chunk_release(
     that still act, and this holder lets go here; any later claim takes a token above every stale
     holder's. Returns the new status, or ``""`` when the lease had already been lost.
     """
-    max_attempts = int(settings.PERSONATREE.get("CHUNK_MAX_ATTEMPTS", 5))
+    max_attempts = conf.get().dispatch.chunk_max_attempts
     give_up = count_attempt and not refund and (not retryable or claim.token >= max_attempts)
     status = Chunk.Status.FAILED if give_up else Chunk.Status.PENDING
     fields = {"status": status, "updated_at": timezone.now()}

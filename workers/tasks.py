@@ -24,10 +24,10 @@ from __future__ import annotations
 import logging
 import time
 
-from django.conf import settings
 from django.db import OperationalError
 from django.dispatch import receiver
 
+from memory import conf
 from memory.services.ingest import subjects_flush_idle
 from memory.signals import chunks_ready
 from workers import metrics
@@ -88,7 +88,7 @@ def _clear_queued_mark() -> None:
 
 
 def _model_timeout() -> float:
-    return float(settings.PERSONATREE.get("MEMLISTENER_TIMEOUT_S", 300.0))
+    return conf.get().listener.timeout_s
 
 
 @pt_task(
@@ -101,7 +101,7 @@ def dispatch(self) -> dict:
     from serving.client import get_listener_client
 
     _clear_queued_mark()  # before the first claim: requests from now on get a task of their own
-    client = get_listener_client()
+    client = get_listener_client(conf.listener_client_config())
     started = time.monotonic()
     totals = {"rounds": 0, "applied": 0, "failed": 0}
     while True:

@@ -22,9 +22,9 @@ import logging
 import time
 
 import httpx
-from django.conf import settings
 from django.dispatch import receiver
 
+from memory import conf
 from memory.services import webhooks as service
 from memory.signals import review_decided, subject_erased, version_applied
 from workers.base import pt_task, send
@@ -42,7 +42,7 @@ class WebhookRetry(Exception):
 
 
 def _max_retries() -> int:
-    return max(0, int(settings.PERSONATREE.get("WEBHOOK_MAX_ATTEMPTS", 6)) - 1)
+    return conf.get().webhooks.max_attempts - 1
 
 
 @pt_task(

@@ -20,12 +20,13 @@ from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
+from memory import conf
 from memory.services import ServiceError
 from memory.services.ingest import PayloadTooLarge
 
 
 def max_request_bytes() -> int:
-    return int(settings.PERSONATREE["MAX_REQUEST_BYTES"])
+    return conf.get().ingest.max_request_bytes
 
 
 def body_too_large(size: int | None) -> PayloadTooLarge:

@@ -31,6 +31,7 @@ from django.conf import settings
 from django.utils import timezone
 from tqdm import tqdm
 
+from memory import conf
 from memory.backfill.progress import ChunkCounts, ModelPhaseBar, backfill_chunk_counts, backfill_wait
 from memory.backfill.records import BackfillFormatError, SubjectHistory
 from memory.engine.chunker import chunk_turns
@@ -169,13 +170,13 @@ def backfill_run(
     started = time.monotonic()
     run_started_at = timezone.now()  # chunks this run claims are newer: never taken back by it
     pacer = Pacer(max_chunks_per_s)
-    batch = int(settings.PERSONATREE["BATCH_MAX_JOBS"])
+    batch = conf.get().dispatch.batch_max_jobs
     if max_chunks_per_s:
         batch = max(1, min(batch, int(max_chunks_per_s)))
     if process and client is None and not dry_run:
         from serving.client import get_listener_client
 
-        client = get_listener_client()
+        client = get_listener_client(conf.listener_client_config())
     total = min(total, limit) if (total is not None and limit) else (limit or total)
     bar = tqdm(total=total, unit="subject", disable=not progress, dynamic_ncols=True, desc="backfill")
 

@@ -13,7 +13,8 @@ Spec forms (the default for both is `local`, the settings' local GGUF):
 
 from __future__ import annotations
 
-from serving.client import ClientConfig, client_config_from_settings
+from memory import conf
+from serving.client import ClientConfig
 
 KINDS = ("local", "extractive", "recorded", "openai", "ray", "standin")
 
@@ -37,7 +38,7 @@ def parse_spec(spec: str | None) -> tuple[str, str]:
 def memlistener_config(spec: str | None) -> ClientConfig:
     """The MemListener client config for `spec`, starting from the settings (so limits stay as configured)."""
     kind, rest = parse_spec(spec)
-    base = client_config_from_settings()
+    base = conf.listener_client_config()
     engine = base.engine
     if kind == "ray":
         return base.model_copy(update={"backend": "ray", "url": rest})

@@ -1,12 +1,12 @@
-"""Process-wide recall components built from `settings.PERSONATREE` (lazily, once per process).
+"""Process-wide recall components built from the typed settings (`memory.conf`: lazily, once per process).
 
-- embedder: `EMBEDDER` (minilm | bge-m3) + `EMBEDDER_PATH`;
-- evidence index: `MILVUS_URI` (a Milvus Lite file, one process per file, or a
-  server URI), `MILVUS_TOKEN`, `MILVUS_COLLECTION`;
-- reranker: `RERANKER_PATH` (empty = no reranker: fused ranks stand);
-- recall config: `RECALL_STRATEGY` (how the hybrid searches are sent, see search.py);
-- responder engine (query expansion and answers): `RESPONDER_BACKEND`
-  (local | openai | recorded | none) through `serving.engines.build_engine`.
+- embedder: `recall.embedder` (minilm | bge-m3) + `recall.embedder_path`;
+- evidence index: `recall.milvus_uri` (a Milvus Lite file, one process per file, or a
+  server URI), `milvus_token`, `milvus_collection`, `milvus_timeout_s`;
+- reranker: `recall.reranker_path` (empty = no reranker: fused ranks stand);
+- recall config: `recall.strategy` (how the hybrid searches are sent, see search.py);
+- responder engine (query expansion and answers): `answer.backend`
+  (local | openai | recorded | standin | none) through `serving.engines.build_engine`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 import threading
 
+from memory import conf
 from serving.embedder import Embedder, get_embedder
 
 from .agentic import RecallConfig
 from .index import EvidenceIndex
 from .rerank import Reranker, get_reranker
-from .search import STRATEGIES
 
 logger = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -28,54 +28,48 @@ _state: dict = {}
 _ENGINE_KIND = {"local": "llamacpp", "openai": "openai", "recorded": "recorded", "standin": "standin"}
 
 
-def _pt() -> dict:
-    from django.conf import settings
-
-    return settings.PERSONATREE
-
-
 def configured_embedder() -> Embedder:
-    pt = _pt()
-    return get_embedder(pt.get("EMBEDDER", "minilm"), pt.get("EMBEDDER_PATH", ""))
+    rc = conf.get().recall
+    return get_embedder(rc.embedder, rc.embedder_path)
 
 
 def configured_index() -> EvidenceIndex:
-    pt = _pt()
-    key = ("index", pt["MILVUS_URI"], pt.get("MILVUS_COLLECTION", "evidence"))
+    rc = conf.get().recall
+    key = ("index", rc.milvus_uri, rc.milvus_collection)
     with _lock:
         if key not in _state:
             from pathlib import Path
 
-            uri = pt["MILVUS_URI"]
-            if "://" not in uri:
-                Path(uri).parent.mkdir(parents=True, exist_ok=True)
+            if "://" not in rc.milvus_uri:
+                Path(rc.milvus_uri).parent.mkdir(parents=True, exist_ok=True)
             _state[key] = EvidenceIndex(
-                uri,
+                rc.milvus_uri,
                 dim=configured_embedder().dim,
-                collection=pt.get("MILVUS_COLLECTION", "evidence"),
-                token=pt.get("MILVUS_TOKEN", ""),
-                timeout=float(pt.get("MILVUS_TIMEOUT_S", 10.0)),
-                flush_idle_s=float(pt.get("EVIDENCE_FLUSH_IDLE_S", 10.0)),
+                collection=rc.milvus_collection,
+                token=rc.milvus_token,
+                timeout=rc.milvus_timeout_s,
+                flush_idle_s=rc.flush_idle_s,
             )
         return _state[key]
 
 
 def configured_reranker() -> Reranker | None:
-    path = _pt().get("RERANKER_PATH", "")
+    path = conf.get().recall.reranker_path
     return get_reranker(path) if path else None
 
 
 def recall_config() -> RecallConfig:
-    strategy = _pt().get("RECALL_STRATEGY", RecallConfig.strategy)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"PERSONATREE_RECALL_STRATEGY={strategy!r}: expected one of {', '.join(STRATEGIES)}")
-    return RecallConfig(strategy=strategy)
+    """The recall configuration; a bad ``PERSONATREE_RECALL_STRATEGY`` is a ``conf.SettingsError``."""
+    return RecallConfig(strategy=conf.get().recall.strategy)
 
 
 def responder_engine():
     """The engine for expansion and answers, or None with the reason (never raises)."""
-    pt = _pt()
-    backend = pt.get("RESPONDER_BACKEND", "local")
+    try:
+        s = conf.get()
+    except conf.SettingsError as exc:
+        return None, f"responder unavailable: {exc}"
+    backend = s.answer.backend
     if backend == "none":
         return None, "no responder model configured (PERSONATREE_RESPONDER_BACKEND=none)"
     key = ("engine", backend)
@@ -86,17 +80,14 @@ def responder_engine():
             from serving.config import EngineConfig
             from serving.engines import build_engine
 
-            kind = _ENGINE_KIND.get(backend)
-            if kind is None:
-                raise ValueError(f"unknown RESPONDER_BACKEND {backend!r}")
             config = EngineConfig(
-                kind=kind,
-                max_tokens=pt.get("RESPONDER_MAX_TOKENS", 256),
-                model_path=pt.get("LOCAL_MODEL_PATH", ""),
-                base_url=pt.get("OPENAI_BASE_URL", ""),
-                api_key=pt.get("OPENAI_API_KEY", ""),
-                model=pt.get("OPENAI_MODEL", ""),
-                recording_path=pt.get("RESPONDER_RECORDING_PATH", ""),
+                kind=_ENGINE_KIND[backend],
+                max_tokens=s.answer.max_tokens,
+                model_path=s.models.model_path,
+                base_url=s.models.base_url,
+                api_key=s.models.api_key,
+                model=s.models.model,
+                recording_path=s.answer.recording_path,
             )
             engine = build_engine(config)
         except Exception as exc:  # noqa: BLE001 - a missing model degrades the response, never crashes it

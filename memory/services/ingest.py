@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, F, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from memory import conf
 from memory.engine.chunker import Turn, chunk_turns
 from memory.messages import IncomingMessage
 from memory.models import Chunk, Message, Subject, Tenant, TreeVersion
@@ -66,10 +66,6 @@ class IngestResult:
     chunks_created: int
 
 
-def _limit(name: str) -> int:
-    return int(settings.PERSONATREE[name])
-
-
 def _text_problem(value: str) -> str | None:
     try:
         value.encode("utf-8")
@@ -92,8 +88,9 @@ def external_id_validate(external_id: str) -> None:
 
 def messages_validate(messages: Sequence[IncomingMessage], *, max_messages: int | None = None) -> None:
     """Raise :class:`ServiceError` (400) or :class:`PayloadTooLarge` (413) naming the first bad field."""
-    max_messages = _limit("MAX_MESSAGES_PER_CALL") if max_messages is None else max_messages
-    max_chars = _limit("MAX_MESSAGE_CHARS")
+    limits = conf.get().ingest
+    max_messages = limits.max_messages_per_call if max_messages is None else max_messages
+    max_chars = limits.max_message_chars
     if not messages:
         raise ServiceError("messages must be a non-empty list.", field="messages", code="empty")
     if max_messages and len(messages) > max_messages:
@@ -188,7 +185,7 @@ def messages_ingest(
             idle_flush
             and fresh
             and last
-            and now - last["created_at"] >= timedelta(seconds=_limit("IDLE_FLUSH_SECONDS"))
+            and now - last["created_at"] >= timedelta(seconds=conf.get().ingest.idle_flush_seconds)
         ):
             built += len(_build_locked(locked, include_partial=True))  # the old window went idle
         rows = [
@@ -280,7 +277,7 @@ def subject_flush(*, subject: Subject, enqueue: bool = True) -> list[Chunk]:
 def subjects_flush_idle(*, now: datetime | None = None, limit: int = 500) -> int:
     """Flush subjects whose log has an unchunked tail and no new message for IDLE_FLUSH_SECONDS."""
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=_limit("IDLE_FLUSH_SECONDS"))
+    cutoff = now - timedelta(seconds=conf.get().ingest.idle_flush_seconds)
     last_msg = Message.objects.filter(subject=OuterRef("pk")).order_by("-seq")
     last_chunk = Chunk.objects.filter(subject=OuterRef("pk")).order_by("-end_seq").values("end_seq")[:1]
     idle = (

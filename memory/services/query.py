@@ -38,10 +38,9 @@ from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
 
-from django.conf import settings
 from django.db.models import Max
 
-from memory import selectors
+from memory import conf, selectors
 from memory.engine.render import Rendered, render, token_counter_name
 from memory.models import Chunk, Subject
 from memory.recall.agentic import agentic_recall
@@ -196,8 +195,7 @@ def context_build(
     timings = {"tree_ms": (time.perf_counter() - started) * 1000}
 
     if mode == "auto":
-        threshold = float(settings.PERSONATREE.get("ROUTER_THRESHOLD", 0.5))
-        decision = route(query, visible, threshold=threshold)
+        decision = route(query, visible, threshold=conf.get().recall.router_threshold)
         router = decision.to_dict()
         mode_used = decision.mode
         logger.info("router subject=%s version=%s -> %s", subject.pk, number, mode_used)

@@ -27,11 +27,11 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from memory import conf
 from memory.models import (
     OpRecord,
     Subject,
@@ -59,15 +59,15 @@ class WebhookUrlRefused(ServiceError):
 
 
 def allow_private_targets() -> bool:
-    return bool(settings.PERSONATREE.get("WEBHOOK_ALLOW_PRIVATE_TARGETS", False))
+    return conf.get().webhooks.allow_private_targets
 
 
 def max_attempts() -> int:
-    return max(1, int(settings.PERSONATREE.get("WEBHOOK_MAX_ATTEMPTS", 6)))
+    return conf.get().webhooks.max_attempts
 
 
 def timeout_s() -> float:
-    return float(settings.PERSONATREE.get("WEBHOOK_TIMEOUT_S", 10.0))
+    return conf.get().webhooks.timeout_s
 
 
 def _public(address: str) -> bool:

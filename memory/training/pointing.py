@@ -3,7 +3,7 @@
 The pointing prompt lists the chunk's candidate leaves, which ``serving.pointing.PointingStep``
 chooses by embedding the user's sentences and every leaf of the schema. Rebuilding it therefore
 loads the embedder and uses the candidate settings (``k``, threshold, embedder) configured *now*
-(``settings.PERSONATREE`` via ``serving.client.client_config_from_settings``), the same way
+(``settings.PERSONATREE`` via ``memory.conf.listener_client_config``), the same way
 ``serving.listener.build_listener`` builds them. The audit log does not record the candidates or
 the settings a past call used, so a rebuilt prompt equals the original only while those settings
 and the embedder are unchanged; the exporter says so in each example's ``prompt_note``.
@@ -30,9 +30,9 @@ PointingBuilder = Callable[
 def pointing_prompt_builder(embed: Embed | None = None) -> PointingBuilder:
     """``build(schema, tree, turns) -> (prompt, "")``, or ``(None, why)`` when the listener would
     have made no model call for the chunk. ``embed`` replaces the configured embedder (tests)."""
-    from serving.client import client_config_from_settings
+    from memory import conf
 
-    config = client_config_from_settings().engine
+    config = conf.listener_client_config().engine
     settings = CandidateSettings(
         k=config.candidate_k,
         threshold=config.candidate_threshold,

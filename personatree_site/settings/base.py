@@ -174,6 +174,8 @@ _MAX_REQUEST_BYTES = env.int(
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = _MAX_REQUEST_BYTES + 1024 * 1024 if _MAX_REQUEST_BYTES > 0 else None
 
+# Validated into typed sections by memory/conf.py (`memory.conf.get()`), the only reader; the
+# defaults below are the only defaults (a missing key is a start-up error, personatree.E00x).
 PERSONATREE = {
     # Chunking: user/assistant pairs per chunk (the paper's best w), idle flush seconds.
     "CHUNK_PAIRS": env.int("PERSONATREE_CHUNK_PAIRS", default=3),
@@ -225,10 +227,12 @@ PERSONATREE = {
     "OPENAI_MODEL": env.str("PERSONATREE_OPENAI_MODEL", default=""),
     # Responder (answers queries): same backends as the MemListener.
     "RESPONDER_BACKEND": env.str("PERSONATREE_RESPONDER_BACKEND", default="local"),
+    "RESPONDER_MAX_TOKENS": env.int("PERSONATREE_RESPONDER_MAX_TOKENS", default=256),
     # Evidence index.
     "MILVUS_URI": env.str("PERSONATREE_MILVUS_URI", default=str(DATA_DIR / "milvus.db")),
     "MILVUS_TOKEN": env.str("PERSONATREE_MILVUS_TOKEN", default=""),
     "MILVUS_COLLECTION": env.str("PERSONATREE_MILVUS_COLLECTION", default="evidence"),
+    "MILVUS_TIMEOUT_S": env.float("PERSONATREE_MILVUS_TIMEOUT_S", default=10.0),
     # Small indexing batches are flushed (growing segments sealed) after this many idle seconds in the
     # writing process (0 = never); the beat task below flushes every EVIDENCE_FLUSH_SECONDS as a backstop.
     "EVIDENCE_FLUSH_IDLE_S": env.float("PERSONATREE_EVIDENCE_FLUSH_IDLE_S", default=10.0),

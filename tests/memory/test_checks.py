@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from memory.checks import memlistener_settings
+from memory.checks import personatree_settings
 
 
 def test_default_settings_pass():
-    assert memlistener_settings() == []
+    assert personatree_settings() == []
 
 
 def test_bad_prompt_mode_and_threshold_fail_at_start(settings):
     settings.PERSONATREE = {**settings.PERSONATREE, "MEMLISTENER_PROMPT_MODE": "pointy"}
-    errors = memlistener_settings()
-    assert errors and errors[0].id == "personatree.E002" and "prompt_mode" in errors[0].msg
+    errors = personatree_settings()
+    assert errors and errors[0].id == "personatree.E002" and "MEMLISTENER_PROMPT_MODE" in errors[0].msg
     settings.PERSONATREE = {
         **settings.PERSONATREE,
         "MEMLISTENER_PROMPT_MODE": "",
         "MEMLISTENER_CANDIDATE_THRESHOLD": 7.0,
     }
-    assert "candidate_threshold" in memlistener_settings()[0].msg
+    assert "MEMLISTENER_CANDIDATE_THRESHOLD" in personatree_settings()[0].msg
 
 
 def test_extractive_with_full_enum_fails_at_start(settings):
@@ -27,4 +27,4 @@ def test_extractive_with_full_enum_fails_at_start(settings):
         "MEMLISTENER_BACKEND": "extractive",
         "MEMLISTENER_PROMPT_MODE": "full_enum",
     }
-    assert "pointing" in memlistener_settings()[0].msg
+    assert "pointing" in personatree_settings()[0].msg

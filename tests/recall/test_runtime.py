@@ -55,9 +55,9 @@ def test_recall_strategy_comes_from_settings_and_is_checked(pt):
 
 
 def test_system_check_refuses_an_unknown_recall_strategy(pt):
-    from memory.checks import recall_settings
+    from memory.checks import personatree_settings
 
-    assert recall_settings() == []
+    assert personatree_settings() == []
     pt["RECALL_STRATEGY"] = "psychic"
-    (error,) = recall_settings()
+    (error,) = personatree_settings()
     assert error.id == "personatree.E001" and "overlap" in error.hint

@@ -1,42 +1,13 @@
-"""Client selection from settings, and the Ray Serve HTTP client's error mapping (real local server)."""
+"""Client selection from a ClientConfig, and the Ray Serve HTTP client's error mapping (real local server)."""
 
 from __future__ import annotations
 
 import pytest
 
-from serving.client import (
-    ClientConfig,
-    InProcessClient,
-    RayServeClient,
-    build_client,
-    client_config_from_settings,
-    get_listener_client,
-    reset_listener_clients,
-)
+from serving.client import ClientConfig, RayServeClient, build_client
 from serving.protocol import ListenerBatchResult, ListenerResult
 from serving.testing import free_port
 from tests.serving.conftest import make_job
-
-
-def test_settings_select_the_backend(settings, tmp_path):
-    settings.PERSONATREE = {
-        **settings.PERSONATREE,
-        "MEMLISTENER_BACKEND": "standin",
-        "MEMLISTENER_STANDIN_MODE": "derived",
-    }
-    cfg = client_config_from_settings()
-    assert cfg.backend == "standin" and cfg.engine.standin_mode == "derived"
-    reset_listener_clients()
-    client = get_listener_client()
-    assert isinstance(client, InProcessClient) and client.engine_config.kind == "standin"
-    assert get_listener_client() is client
-    settings.PERSONATREE = {
-        **settings.PERSONATREE,
-        "MEMLISTENER_BACKEND": "ray",
-        "MEMLISTENER_URL": "http://127.0.0.1:1/x",
-    }
-    assert isinstance(get_listener_client(), RayServeClient)
-    reset_listener_clients()
 
 
 def test_unknown_backend_is_refused():

@@ -7,11 +7,11 @@ import hashlib
 import numpy as np
 import pytest
 
+from memory import conf
 from memory.engine.candidates import CandidateSettings
 from memory.engine.schema import get_schema
 from memory.engine.tree import Tree
 from memory.training.pointing import pointing_prompt_builder
-from serving.client import client_config_from_settings
 from serving.listener import MemListener
 from serving.pointing import LeafIndex, PointingStep
 from serving.protocol import ListenerJob
@@ -41,7 +41,7 @@ def fake_embed(texts):
 def test_rebuilt_pointing_prompt_equals_the_listeners(turns):
     schema = get_schema("personatree-default", 1)
     tree = {"identity/family/pets": "a cat called Miso"}
-    config = client_config_from_settings().engine
+    config = conf.listener_client_config().engine
     step = PointingStep(
         LeafIndex(fake_embed),
         CandidateSettings(

@@ -9,7 +9,8 @@ from memory.models import Chunk, TreeVersion
 from memory.services.ingest import IncomingMessage, messages_ingest
 from serving.protocol import ListenerResult, ListenerTurn
 from tests.workers.helpers import drain, ingest_pairs, standin_client
-from workers.dispatcher import bound_turns, build_jobs
+from workers.caps import bound_turns
+from workers.dispatcher import build_jobs
 from workers.ordering import chunks_claim
 
 pytestmark = pytest.mark.django_db

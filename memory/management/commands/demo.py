@@ -22,6 +22,7 @@ import httpx
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from memory import conf
 from memory.models import OpRecord, Subject, Tenant
 from memory.services.subjects import api_key_create, subject_erase, tenant_create
 
@@ -60,14 +61,14 @@ class Command(BaseCommand):
         for name in QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.ERROR if name == "grpc" else logging.WARNING)
         logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
-        cfg = settings.PERSONATREE
+        cfg = conf.get()
         db = settings.DATABASES["default"]
         self.say(
             "PersonaTree demo",
             f"database: {db['ENGINE'].rsplit('.', 1)[-1]} {db.get('NAME')}",
             f"celery: {'eager (in process)' if settings.CELERY_TASK_ALWAYS_EAGER else settings.CELERY_BROKER_URL}",
             f"memlistener: {describe_backend(cfg)}",
-            f"evidence index: Milvus at {cfg['MILVUS_URI']}",
+            f"evidence index: Milvus at {cfg.recall.milvus_uri}",
         )
         tenant = Tenant.objects.filter(name=TENANT_NAME).first() or tenant_create(name=TENANT_NAME)
         # The demo plays the subject's own assistant: read_special lets it see evidence (raw dialogue
@@ -251,20 +252,20 @@ def leaf_sources(subject: Subject) -> dict[str, list[str]]:
     return out
 
 
-def describe_backend(cfg: dict) -> str:
-    backend = cfg["MEMLISTENER_BACKEND"]
+def describe_backend(cfg: conf.Settings) -> str:
+    backend = cfg.listener.backend
     if backend == "extractive":
         return (
             "extractive listener (no language model: each self-disclosing user sentence into its best leaf)"
         )
     if backend == "local":
-        return f"llama.cpp in process, model {cfg['LOCAL_MODEL_PATH']}"
+        return f"llama.cpp in process, model {cfg.models.model_path}"
     if backend == "standin":
         return "STAND-IN engine (no model: emits NO_OP/deterministic ops; for smoke runs only)"
     if backend == "recorded":
         return "RECORDED model outputs (replayed from a recording file, no live model)"
-    return f"{backend} at {cfg['MEMLISTENER_URL'] if backend == 'ray' else cfg['OPENAI_BASE_URL']}"
+    return f"{backend} at {cfg.listener.url if backend == 'ray' else cfg.models.base_url}"
 
 
 def cfg_pairs(tenant: Tenant) -> int:
-    return tenant.chunk_pairs or settings.PERSONATREE["CHUNK_PAIRS"]
+    return tenant.chunk_pairs or conf.get().ingest.chunk_pairs

@@ -1,0 +1,154 @@
+"""Typed settings (memory/conf.py): built once from settings.PERSONATREE, validated with messages that
+name the environment variable, rebuilt when the settings change, and reported by the system check."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+from django.test import override_settings
+
+from memory import conf
+from memory.checks import personatree_settings
+from memory.recall.search import STRATEGIES
+from personatree_site.settings import base
+from serving.client import InProcessClient, RayServeClient, get_listener_client, reset_listener_clients
+from serving.config import PromptMode
+
+
+def test_defaults_validate_and_come_from_base_py_only():
+    typed, client = conf.build(base.PERSONATREE)
+    assert typed.dispatch.batch_max_jobs == base.PERSONATREE["BATCH_MAX_JOBS"]
+    assert typed.listener.max_ops == base.PERSONATREE["MEMLISTENER_MAX_OPS"] == client.engine.max_ops
+    assert typed.recall.milvus_timeout_s == base.PERSONATREE["MILVUS_TIMEOUT_S"]
+    assert typed.answer.max_tokens == base.PERSONATREE["RESPONDER_MAX_TOKENS"]
+    # No second default: a key missing from the dict is an error, not a silent fallback.
+    raw = {k: v for k, v in base.PERSONATREE.items() if k != "CHUNK_PAIRS"}
+    with pytest.raises(conf.SettingsError, match="PERSONATREE_CHUNK_PAIRS: missing"):
+        conf.build(raw)
+
+
+def test_every_key_of_base_py_is_read_by_a_section():
+    aliases = {
+        info.alias
+        for section in conf.Settings.model_fields.values()
+        for info in section.annotation.model_fields.values()  # type: ignore[union-attr]
+    }
+    assert aliases == set(base.PERSONATREE)
+
+
+def test_choices_match_the_modules_that_use_them():
+    assert get_args(conf.RecallStrategy) == STRATEGIES
+    assert get_args(conf.PromptModeSetting) == (*get_args(PromptMode), "")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("CHUNK_PAIRS", 0, "PERSONATREE_CHUNK_PAIRS=0: Input should be greater than 0"),
+        ("BATCH_MAX_JOBS", "many", "PERSONATREE_BATCH_MAX_JOBS='many'"),
+        ("MEMLISTENER_BACKEND", "telepathy", "PERSONATREE_MEMLISTENER_BACKEND='telepathy'"),
+        ("RESPONDER_BACKEND", "extractive", "PERSONATREE_RESPONDER_BACKEND='extractive'"),
+        ("MEMLISTENER_URL", "127.0.0.1:8000/x", "http:// or https:// URL"),
+        ("OPENAI_BASE_URL", "localhost:8080", "http:// or https:// URL"),
+        ("EMBEDDER", "bge", "PERSONATREE_EMBEDDER='bge'"),
+        ("ROUTER_THRESHOLD", 1.5, "PERSONATREE_ROUTER_THRESHOLD=1.5"),
+        ("WEBHOOK_MAX_ATTEMPTS", 0, "PERSONATREE_WEBHOOK_MAX_ATTEMPTS=0"),
+        ("MEMLISTENER_MAX_OPS", 0, "PERSONATREE_MEMLISTENER_MAX_OPS=0"),  # EngineConfig's own range
+        ("MEMLISTENER_MAX_TOKENS", 10_000, "PERSONATREE_MEMLISTENER_MAX_TOKENS=10000"),
+        ("MILVUS_COLLECTION", "evi-dence", "PERSONATREE_MILVUS_COLLECTION='evi-dence'"),
+        ("READYZ_TIMEOUT_S", 0, "PERSONATREE_READYZ_TIMEOUT_S=0"),
+    ],
+)
+def test_bad_values_name_their_variable(key, value, message):
+    with pytest.raises(conf.SettingsError) as caught:
+        conf.build({**base.PERSONATREE, key: value})
+    assert message in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_every_bad_value_is_reported_at_once():
+    raw = {**base.PERSONATREE, "CHUNK_PAIRS": -1, "WEBHOOK_TIMEOUT_S": 0, "RECALL_STRATEGY": "psychic"}
+    with pytest.raises(conf.SettingsError) as caught:
+        conf.build(raw)
+    assert {section for section, _ in caught.value.problems} == {"ingest", "webhooks", "recall"}
+
+
+def test_built_once_and_rebuilt_when_the_settings_change(settings):
+    first = conf.get()
+    assert conf.get() is first  # cached
+    settings.PERSONATREE = {**settings.PERSONATREE, "BATCH_MAX_JOBS": 3}  # setting_changed
+    assert conf.get() is not first and conf.get().dispatch.batch_max_jobs == 3
+    settings.PERSONATREE["BATCH_MAX_JOBS"] = 5  # changed in place: noticed too
+    assert conf.get().dispatch.batch_max_jobs == 5
+    with override_settings(PERSONATREE={**settings.PERSONATREE, "CHUNK_LEASE_SECONDS": 42}):
+        assert conf.get().dispatch.chunk_lease_seconds == 42
+    assert conf.get().dispatch.chunk_lease_seconds == settings.PERSONATREE["CHUNK_LEASE_SECONDS"]
+
+
+def test_invalid_settings_raise_on_read_and_recover(settings):
+    settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_MAX_ATTEMPTS": 0}
+    with pytest.raises(conf.SettingsError, match="PERSONATREE_CHUNK_MAX_ATTEMPTS=0"):
+        conf.get()
+    settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_MAX_ATTEMPTS": 2}
+    assert conf.get().dispatch.chunk_max_attempts == 2
+
+
+def test_system_check_reports_each_bad_value_with_its_section_id(settings):
+    assert personatree_settings() == []
+    settings.PERSONATREE = {
+        **settings.PERSONATREE,
+        "RECALL_STRATEGY": "psychic",
+        "MEMLISTENER_STANDIN_MODE": "sometimes",
+        "WEBHOOK_MAX_ATTEMPTS": 0,
+    }
+    errors = {e.id: e for e in personatree_settings()}
+    assert set(errors) == {"personatree.E001", "personatree.E002", "personatree.E003"}
+    assert "overlap" in errors["personatree.E001"].hint
+    assert "PERSONATREE_MEMLISTENER_STANDIN_MODE='sometimes'" in errors["personatree.E002"].msg
+    assert "PERSONATREE_WEBHOOK_MAX_ATTEMPTS=0" in errors["personatree.E003"].msg
+
+
+def test_listener_client_config_carries_every_listener_setting(settings):
+    settings.PERSONATREE = {
+        **settings.PERSONATREE,
+        "MEMLISTENER_BACKEND": "standin",
+        "MEMLISTENER_STANDIN_MODE": "derived",
+        "MEMLISTENER_MAX_OPS": 4,
+        "MEMLISTENER_PROMPT_MODE": "",
+        "MEMLISTENER_CANDIDATE_K": 5,
+        "MEMLISTENER_TIMEOUT_S": 12.5,
+    }
+    cfg = conf.listener_client_config()
+    assert cfg.backend == "standin" and cfg.timeout_s == 12.5
+    engine = cfg.engine
+    assert (engine.standin_mode, engine.max_ops, engine.candidate_k, engine.prompt_mode) == (
+        "derived",
+        4,
+        5,
+        None,
+    )
+    assert engine.timeout_s == 12.5 and engine.embedder == settings.PERSONATREE["EMBEDDER"]
+
+
+def test_settings_select_the_client_and_max_ops_reaches_the_listener(settings):
+    settings.PERSONATREE = {
+        **settings.PERSONATREE,
+        "MEMLISTENER_BACKEND": "standin",
+        "MEMLISTENER_STANDIN_MODE": "derived",
+        "MEMLISTENER_MAX_OPS": 3,
+    }
+    reset_listener_clients()
+    try:
+        client = get_listener_client(conf.listener_client_config())
+        assert isinstance(client, InProcessClient) and client.engine_config.kind == "standin"
+        assert get_listener_client(conf.listener_client_config()) is client  # cached per config
+        assert client.listener.max_ops == 3  # the one factory (serving.listener.build_listener)
+        settings.PERSONATREE = {
+            **settings.PERSONATREE,
+            "MEMLISTENER_BACKEND": "ray",
+            "MEMLISTENER_URL": "http://127.0.0.1:1/x",
+        }
+        assert isinstance(get_listener_client(conf.listener_client_config()), RayServeClient)
+    finally:
+        reset_listener_clients()
