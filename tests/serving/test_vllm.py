@@ -40,8 +40,7 @@ def tiny_schema():
 
 @pytest.fixture(scope="module")
 def engine():
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the async engine core is its own process
     from serving.engines.vllm_engine import VLLMEngine
     from serving.vllm_cpu.tiny_model import build
 
