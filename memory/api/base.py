@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 
 from memory import selectors
 from memory.api.auth import ApiKeyAuthentication, HasScope
+from memory.api.openapi import ProblemAutoSchema
 from memory.api.parsers import ApiJSONParser
 from memory.models import ApiKey, Subject, Tenant, WebhookEndpoint
 from memory.services.ingest import external_id_validate
@@ -43,6 +44,8 @@ class TenantScopedView(APIView):
     renderer_classes = [JSONRenderer]
     #: Scopes the key must hold: a tuple, or a dict keyed by HTTP method. Subclasses must set it.
     required_scopes: tuple[str, ...] | dict[str, tuple[str, ...]] | None = None
+    #: The OpenAPI description adds the problem responses (400/401/403/404/413/429) it can answer.
+    schema = ProblemAutoSchema()
 
     def perform_authentication(self, request) -> None:
         """Authenticate, then bind the tenant and the hashed subject to the request's log lines."""

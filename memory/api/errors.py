@@ -1,12 +1,12 @@
-"""One JSON error shape for the whole API: ``{"error": {"code", "message", "field"?}}``.
+"""The API's one exception handler: every error is an RFC 9457 problem (:mod:`memory.api.problems`).
 
-DRF exceptions, Django validation/404 errors, Django's body-size refusal
-(``RequestDataTooBig``, as the API's 413) and the store's
-:class:`~memory.services.ServiceError` all end up in this shape. Field-level
-validation errors report the first offending field in ``field`` (``messages[3].ts``, found by
-:func:`first_error`, the one walker of DRF error trees) and every field's messages in
-``details``. :class:`ApiNotFoundView` answers every path under ``/v1/`` that no endpoint
-matches with the same shape (a JSON 404, never Django's HTML page).
+DRF exceptions (400 validation and JSON parse errors, 401, 403, 405, 406, 415, 429 throttling),
+Django validation/404 errors, Django's body-size refusal (``RequestDataTooBig``, as the API's
+413) and the store's :class:`~memory.services.ServiceError` all end up as
+``application/problem+json`` here. Field-level validation errors report the first offending field
+in ``field`` (``messages[3].ts``) and every one in ``errors``, both found by :func:`iter_errors`,
+the one walker of DRF error trees. :class:`ApiNotFoundView` answers every path under ``/v1/``
+that no endpoint matches with the same shape (a JSON 404, never Django's HTML page).
 
 Server-side failures never show their cause: a 5xx (a backend that is down, a bug) answers a
 generic message and an ``error_id``; the cause (exception text, which may hold internal URLs,
@@ -17,6 +17,7 @@ Milvus URIs, file paths or database text) is logged under the same id (logger
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -29,6 +30,7 @@ from rest_framework.views import APIView, set_rollback
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from memory.api.parsers import body_too_large
+from memory.api.problems import problem_response
 from memory.services import ServiceError, VersionConflict, new_error_id
 
 logger = logging.getLogger("personatree.api")
@@ -56,12 +58,10 @@ class ServiceUnavailable(ServiceError):
         self.retry_after_s = retry_after_s
 
 
-def _error(code: str, message: str, http_status: int, *, field: str | None = None, **extra) -> Response:
-    body: dict = {"code": code, "message": message}
-    if field:
-        body["field"] = field
-    body.update({k: v for k, v in extra.items() if v is not None})
-    return Response({"error": body}, status=http_status)
+def _error(
+    request, code: str, message: str, http_status: int, *, field: str | None = None, **extra
+) -> Response:
+    return problem_response(request, code, message, http_status, field=field, **extra)
 
 
 def _join(path: str, sub: str) -> str:
@@ -74,33 +74,39 @@ def _empty(detail) -> bool:
     return detail in ({}, [], None, "")
 
 
-def first_error(detail) -> tuple[str, str, str]:
-    """``(field, message, code)`` of the first error in a DRF error tree (``exc.detail`` or a
-    serializer's ``errors``). ``field`` reads like the API's error fields: ``messages[3].ts``
-    (list items by index, ``non_field_errors`` left out); ``""`` when the error names no field."""
+def iter_errors(detail) -> Iterator[tuple[str, str, str]]:
+    """Every ``(field, message, code)`` of a DRF error tree (``exc.detail`` or a serializer's
+    ``errors``), in order. ``field`` reads like the API's error fields: ``messages[3].ts`` (list
+    items by index, ``non_field_errors`` left out); ``""`` when the error names no field."""
     if isinstance(detail, dict):
         for name, sub in detail.items():
             if _empty(sub):
                 continue
-            field, message, code = first_error(sub)
             if name == api_settings.NON_FIELD_ERRORS_KEY:
                 name = ""
-            return _join(f"[{name}]" if isinstance(name, int) else str(name), field), message, code
-        return "", "Invalid input.", "invalid"
-    if isinstance(detail, list):
+            prefix = f"[{name}]" if isinstance(name, int) else str(name)
+            for field, message, code in iter_errors(sub):
+                yield _join(prefix, field), message, code
+    elif isinstance(detail, list):
         for i, sub in enumerate(detail):
             if _empty(sub):
                 continue
             if isinstance(sub, dict | list):  # many=True: one entry per item, by position
-                field, message, code = first_error(sub)
-                return _join(f"[{i}]", field), message, code
-            return "", str(sub), getattr(sub, "code", None) or "invalid"
-        return "", "Invalid input.", "invalid"
-    return "", str(detail), getattr(detail, "code", None) or "invalid"
+                for field, message, code in iter_errors(sub):
+                    yield _join(f"[{i}]", field), message, code
+            else:
+                yield "", str(sub), getattr(sub, "code", None) or "invalid"
+    else:
+        yield "", str(detail), getattr(detail, "code", None) or "invalid"
+
+
+def first_error(detail) -> tuple[str, str, str]:
+    """The first ``(field, message, code)`` of a DRF error tree (:func:`iter_errors`)."""
+    return next(iter_errors(detail), ("", "Invalid input.", "invalid"))
 
 
 def _server_error(
-    exc: Exception, code: str, http_status: int, *, retry_after_s: int | None = None
+    request, exc: Exception, code: str, http_status: int, *, retry_after_s: int | None = None
 ) -> Response:
     """A 5xx with a generic message and an error id; the cause goes to the log only."""
     error_id = new_error_id()
@@ -112,27 +118,35 @@ def _server_error(
     message = PUBLIC_MESSAGES.get(
         code, UNAVAILABLE_MESSAGE if http_status == 503 else PUBLIC_MESSAGES["internal_error"]
     )
-    response = _error(code, message, http_status, error_id=error_id)
+    response = _error(request, code, message, http_status, error_id=error_id)
     if http_status == status.HTTP_503_SERVICE_UNAVAILABLE:
         response["Retry-After"] = str(retry_after_s or DEFAULT_RETRY_AFTER_S)
     return response
 
 
 def exception_handler(exc, context):
+    """DRF's ``EXCEPTION_HANDLER``: every API error, as problem details (:mod:`memory.api.problems`)."""
+    request = context.get("request")
     if isinstance(exc, RequestDataTooBig):  # Django's own body limit, hit before our parser runs
-        request = context.get("request")
         size = request.META.get("CONTENT_LENGTH") if request is not None else None
         exc = body_too_large(int(size) if size and size.isdigit() else None)
     if isinstance(exc, VersionConflict):
         return _error(
-            exc.code, exc.message, exc.http_status, field=exc.field, current_version=exc.current_version
+            request,
+            exc.code,
+            exc.message,
+            exc.http_status,
+            field=exc.field,
+            current_version=exc.current_version,
         )
     if isinstance(exc, ServiceError):
         if exc.http_status >= 500:
             return _server_error(
-                exc, exc.code, exc.http_status, retry_after_s=getattr(exc, "retry_after_s", None)
+                request, exc, exc.code, exc.http_status, retry_after_s=getattr(exc, "retry_after_s", None)
             )
-        return _error(exc.code, exc.message, exc.http_status, field=exc.field, **getattr(exc, "extra", {}))
+        return _error(
+            request, exc.code, exc.message, exc.http_status, field=exc.field, **getattr(exc, "extra", {})
+        )
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
@@ -145,25 +159,25 @@ def exception_handler(exc, context):
     response = drf_exception_handler(exc, context)
     if response is None:  # not an API error: a bug or a backend failing (JSON 500, cause in the log)
         set_rollback()
-        return _server_error(exc, "internal_error", status.HTTP_500_INTERNAL_SERVER_ERROR)
+        return _server_error(request, exc, "internal_error", status.HTTP_500_INTERNAL_SERVER_ERROR)
+    members: dict = {}
     if isinstance(exc, exceptions.ValidationError):
         field, message, code = first_error(exc.detail)
-        response.data = {"error": {"code": code, "message": message, "details": exc.detail}}
-        if field:
-            response.data["error"]["field"] = field
-        return response
-    detail = getattr(exc, "detail", None)
-    field, message, code = first_error(detail) if detail is not None else ("", str(exc), "error")
-    code = getattr(exc, "default_code", None) if code in (None, "invalid") else code
-    body = {"code": code or "error", "message": message}
-    if field:
-        body["field"] = field
-    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-        body["retry_after_s"] = int(exc.wait)
-    response.data = {"error": body}
-    if response.status_code == status.HTTP_401_UNAUTHORIZED and "WWW-Authenticate" not in response:
-        response["WWW-Authenticate"] = 'Bearer realm="api"'
-    return response
+        members["errors"] = [{"field": f, "code": c, "detail": m} for f, m, c in iter_errors(exc.detail)]
+        members["details"] = exc.detail
+    else:
+        detail = getattr(exc, "detail", None)
+        field, message, code = first_error(detail) if detail is not None else ("", str(exc), "error")
+        code = getattr(exc, "default_code", None) if code in (None, "invalid") else code
+        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+            members["retry_after_s"] = int(exc.wait)
+    problem = _error(request, code or "error", message, response.status_code, field=field or None, **members)
+    for header, value in response.items():  # DRF's own headers: Retry-After, WWW-Authenticate, Allow
+        if header.lower() != "content-type":
+            problem[header] = value
+    if problem.status_code == status.HTTP_401_UNAUTHORIZED and "WWW-Authenticate" not in problem:
+        problem["WWW-Authenticate"] = 'Bearer realm="api"'
+    return problem
 
 
 class ApiNotFoundView(APIView):

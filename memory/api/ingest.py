@@ -5,7 +5,7 @@
 - ``GET  /v1/subjects/<external_id>/ingest``   -> 200 status (chunks by status, versions, failures)
 - ``POST /v1/subjects/<external_id>/flush``    -> 202 chunks closed now
 
-Errors name the field: ``{"error": {"code", "message", "field": "messages[3].content"}}``.
+Errors are problem details naming the field: ``{"code", "detail", "field": "messages[3].content", ...}``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
 from memory.api.errors import first_error
+from memory.api.openapi import problems
 from memory.services import ServiceError
 from memory.services.ingest import (
     ROLES,
@@ -118,10 +119,53 @@ def public_ingest_status(status: dict) -> dict:
     return {**status, "failures": failures}
 
 
+class ChunkFailureOut(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    status = serializers.CharField()
+    start_seq = serializers.IntegerField()
+    end_seq = serializers.IntegerField()
+    attempts = serializers.IntegerField()
+    error = serializers.CharField(help_text="A generic message; the cause is in the admin's chunk list.")
+
+
+class IngestStatusOut(serializers.Serializer):
+    subject = serializers.CharField()
+    cursor = serializers.IntegerField(help_text="Highest message seq of the subject's log.")
+    chunked_through_seq = serializers.IntegerField()
+    applied_through_seq = serializers.IntegerField()
+    unchunked_messages = serializers.IntegerField()
+    chunks = serializers.DictField(child=serializers.IntegerField(), help_text="Chunk count per status.")
+    pending_chunks = serializers.IntegerField(help_text="Pending and processing chunks.")
+    head_version = serializers.IntegerField()
+    last_applied_version = serializers.IntegerField(allow_null=True)
+    last_applied_at = serializers.DateTimeField(allow_null=True)
+    blocked = serializers.BooleanField(help_text="A failed chunk holds the subject's later chunks back.")
+    failures = ChunkFailureOut(many=True)
+
+
+class FlushOut(IngestStatusOut):
+    class ChunkOut(serializers.Serializer):
+        chunk_id = serializers.IntegerField()
+        start_seq = serializers.IntegerField()
+        end_seq = serializers.IntegerField()
+
+    chunks_created = ChunkOut(many=True, help_text="The chunks this flush closed.")
+
+
 class SubjectMessagesView(TenantScopedView):
     required_scopes = ("ingest",)
 
-    @extend_schema(request=MessagesIn, responses={202: IngestOut})
+    @extend_schema(
+        request=MessagesIn,
+        responses={
+            202: IngestOut,
+            **problems(
+                409,
+                d409="subject_erased (send recreate_erased) or idempotency_conflict (a key "
+                "replayed with other content).",
+            ),
+        },
+    )
     def post(self, request, external_id: str):
         messages, recreate_erased = parse_ingest_body(request.data)
         result = messages_ingest(
@@ -141,7 +185,7 @@ class SubjectMessagesView(TenantScopedView):
 class SubjectIngestStatusView(TenantScopedView):
     required_scopes = {"GET": ("read",)}
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: IngestStatusOut})
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
         return Response(
@@ -152,7 +196,7 @@ class SubjectIngestStatusView(TenantScopedView):
 class SubjectFlushView(TenantScopedView):
     required_scopes = {"POST": ("ingest",)}
 
-    @extend_schema(request=None, responses={202: dict})
+    @extend_schema(request=None, responses={202: FlushOut})
     def post(self, request, external_id: str):
         subject = self.get_subject(external_id)
         built = subject_flush(subject=subject)

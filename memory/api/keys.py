@@ -21,6 +21,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
+from memory.api.openapi import problems
 from memory.api.pagination import PageParams, Pager, next_field
 from memory.models import ApiKey
 from memory.services.subjects import api_key_create, api_key_rotate, api_keys_revoke
@@ -99,7 +100,7 @@ class ApiKeyDetailView(_KeyView):
         return Response(KeyOut(self.get_api_key(prefix)).data)
 
     @extend_schema(
-        responses=KeyOut,
+        responses={200: KeyOut},
         summary="Revoke an API key (idempotent; the key stays listed with revoked_at)",
     )
     def delete(self, request, prefix: str):
@@ -112,7 +113,7 @@ class ApiKeyDetailView(_KeyView):
 class ApiKeyRotateView(_KeyView):
     @extend_schema(
         request=None,
-        responses={201: KeyCreatedOut},
+        responses={201: KeyCreatedOut, **problems(409, d409="key_revoked: the key was revoked.")},
         summary="Replace an API key by a new one with the same name and scopes; the old one is revoked",
         description="409 key_revoked for a revoked key; 403 when the key has a scope the calling key "
         "does not hold.",

@@ -26,6 +26,7 @@ from rest_framework.response import Response
 from memory import selectors
 from memory.api.base import TenantScopedView
 from memory.api.fields import MAX_VERSION, TextField, as_of_found
+from memory.api.openapi import problems
 from memory.api.subjects import TreeParams, tiers_for, tree_params
 from memory.engine.gate import Reason
 from memory.engine.schema import Leaf
@@ -91,7 +92,14 @@ class LeafIn(BaseVersionIn):
 
 def _write_schema(summary: str, description: str, **kwargs):
     return extend_schema(
-        responses={200: LeafWriteOut, 202: LeafWriteOut}, summary=summary, description=description, **kwargs
+        responses={
+            200: LeafWriteOut,
+            202: LeafWriteOut,
+            **problems(409, d409="version_conflict: base_version is not the head (current_version)."),
+        },
+        summary=summary,
+        description=description,
+        **kwargs,
     )
 
 

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from memory import selectors
 from memory.api.base import TenantScopedView
 from memory.api.fields import AsOfField, as_of_found
+from memory.api.openapi import problems
 from memory.services.query import (
     DEFAULT_TOKEN_BUDGET,
     MAX_QUERY_CHARS,
@@ -38,6 +39,63 @@ class QueryIn(serializers.Serializer):
     )
 
 
+class RouterOut(serializers.Serializer):
+    class SignalsOut(serializers.Serializer):
+        cue = serializers.FloatField(required=False)
+        cues_matched = serializers.ListField(child=serializers.CharField(), required=False)
+        overlap = serializers.FloatField(required=False)
+        gap = serializers.FloatField(required=False)
+        query_words = serializers.IntegerField(required=False)
+        covered_words = serializers.ListField(child=serializers.CharField(), required=False)
+        leaves = serializers.IntegerField(required=False)
+
+    mode = serializers.CharField(help_text="fast or deep")
+    score = serializers.FloatField(allow_null=True, help_text="null when the caller chose the mode")
+    threshold = serializers.FloatField(required=False)
+    reason = serializers.CharField()
+    signals = SignalsOut(required=False)
+
+
+class RenderedOut(serializers.Serializer):
+    text = serializers.CharField()
+    paths = serializers.ListField(child=serializers.CharField())
+    tokens = serializers.IntegerField()
+
+
+class EvidenceOut(serializers.Serializer):
+    class EvidenceSourceOut(serializers.Serializer):
+        start_seq = serializers.IntegerField()
+        end_seq = serializers.IntegerField()
+        ts = serializers.DateTimeField(allow_null=True)
+        session = serializers.CharField(allow_null=True)
+
+    id = serializers.CharField()
+    source = EvidenceSourceOut()
+    text = serializers.CharField()
+    score = serializers.FloatField()
+    fused_score = serializers.FloatField()
+    rerank_score = serializers.FloatField(allow_null=True)
+    queries = serializers.ListField(child=serializers.CharField())
+    tokens = serializers.IntegerField()
+
+
+class RecallOut(serializers.Serializer):
+    class ExpansionOut(serializers.Serializer):
+        status = serializers.CharField(help_text="ok, unavailable or unreadable")
+        detail = serializers.CharField(required=False)
+        model_id = serializers.CharField(required=False)
+        tree_paths = serializers.ListField(child=serializers.CharField(), required=False)
+
+    status = serializers.CharField(help_text="ok, unavailable (index down) or withheld (no read_special)")
+    fallback = serializers.CharField(required=False, help_text="fast: answered from the tree only")
+    detail = serializers.CharField(required=False)
+    queries = serializers.ListField(child=serializers.CharField(), required=False)
+    expansion = ExpansionOut(required=False)
+    reranked = serializers.BooleanField(required=False)
+    candidates = serializers.IntegerField(required=False)
+    evidence_cutoff_seq = serializers.IntegerField(required=False, allow_null=True)
+
+
 class ContextOut(serializers.Serializer):
     subject = serializers.CharField()
     query = serializers.CharField()
@@ -46,21 +104,25 @@ class ContextOut(serializers.Serializer):
         help_text="fast or deep (deep falls back to fast when the index is down)"
     )
     version = serializers.IntegerField(help_text="Tree version used (as_of or head)")
-    router = serializers.DictField()
-    context = serializers.DictField(help_text="{text, paths, tokens}: rendered leaves visible to this key")
-    evidence = serializers.ListField(
-        child=serializers.DictField(), help_text="Raw-dialogue snippets: only for keys with read_special"
-    )
-    recall = serializers.DictField(allow_null=True)
+    router = RouterOut()
+    context = RenderedOut(help_text="The rendered leaves visible to this key")
+    evidence = EvidenceOut(many=True, help_text="Raw-dialogue snippets: only for keys with read_special")
+    recall = RecallOut(allow_null=True, help_text="Deep mode's recall; null in fast mode")
     token_budget = serializers.IntegerField()
     tokens = serializers.IntegerField()
     notices = serializers.ListField(child=serializers.CharField())
-    timings_ms = serializers.DictField()
+    timings_ms = serializers.DictField(child=serializers.FloatField(), help_text="Milliseconds per stage")
 
 
 class AnswerOut(ContextOut):
+    class ModelOut(serializers.Serializer):
+        model_id = serializers.CharField()
+        prompt_version = serializers.CharField()
+        prompt_tokens = serializers.IntegerField(allow_null=True)
+        completion_tokens = serializers.IntegerField(allow_null=True)
+
     answer = serializers.CharField()
-    model = serializers.DictField()
+    model = ModelOut()
 
 
 REQUEST_EXAMPLES = [
@@ -159,7 +221,10 @@ class SubjectContextView(_QueryView):
 class SubjectAnswerView(_QueryView):
     @extend_schema(
         request=QueryIn,
-        responses={200: AnswerOut},
+        responses={
+            200: AnswerOut,
+            **problems(503, d503="model_unavailable: no responder model can be reached."),
+        },
         examples=[*REQUEST_EXAMPLES],
         summary="Answer a query with the responder model over [query, tree, evidence]",
         description="404 not_found (field as_of) when the subject has no version as_of; "

@@ -12,6 +12,7 @@ from memory import selectors
 from memory.api.base import TenantScopedView
 from memory.api.errors import ServiceUnavailable
 from memory.api.fields import AsOfField, as_of_found
+from memory.api.openapi import problems
 from memory.api.pagination import PageParams, Pager, next_field
 from memory.engine.tree import Tree
 from memory.services.subjects import subject_erase
@@ -272,14 +273,17 @@ class SubjectDetailView(TenantScopedView):
     required_scopes = {"DELETE": ("erase",)}
 
     @extend_schema(
-        responses=inline_serializer(
-            "SubjectErased",
-            {
-                "erased": serializers.BooleanField(),
-                "tombstone_id": serializers.IntegerField(),
-                "counts": serializers.DictField(child=serializers.IntegerField()),
-            },
-        ),
+        responses={
+            200: inline_serializer(
+                "SubjectErased",
+                {
+                    "erased": serializers.BooleanField(),
+                    "tombstone_id": serializers.IntegerField(),
+                    "counts": serializers.DictField(child=serializers.IntegerField()),
+                },
+            ),
+            **problems(503, d503="broker_unavailable: the task queue is down; nothing was erased."),
+        },
         description="503 broker_unavailable (with Retry-After) when the task queue that purges the "
         "subject's vectors is down: nothing is erased, retry later.",
     )

@@ -288,6 +288,35 @@ def test_problem_details_and_non_json_errors_are_read_too():
     assert isinstance(down, ServiceUnavailableError) and (down.error_id, down.retry_after) == ("e-1", 30)
 
 
+def test_problem_members_win_over_the_deprecated_error_alias_and_the_request_id_is_kept():
+    errors = [{"field": "messages[0].role", "code": "invalid_role", "detail": "Unknown role."}]
+    problem = {
+        "type": "https://personatree.dev/problems/invalid_role",
+        "title": "Unknown message role",
+        "status": 400,
+        "detail": "Unknown role.",
+        "instance": "/v1/subjects/u/messages",
+        "code": "invalid_role",
+        "field": "messages[0].role",
+        "errors": errors,
+        "error": {"code": "old", "message": "old message", "details": {"messages": ["tree"]}},
+    }
+    err = error_for(400, json.dumps(problem).encode(), request_id="rid-1")
+    assert type(err) is BadRequestError
+    assert (err.code, err.message, err.field, err.details) == (
+        "invalid_role",
+        "Unknown role.",
+        "messages[0].role",
+        errors,
+    )
+    assert (err.type, err.title, err.instance, err.request_id) == (
+        problem["type"],
+        "Unknown message role",
+        "/v1/subjects/u/messages",
+        "rid-1",
+    )
+
+
 def test_a_success_answer_that_is_not_the_expected_json_is_a_decode_error():
     with pytest.raises(ResponseDecodeError) as info:
         drive(ops().tree("u"), lambda r: Response(200, {}, b"<html></html>"))

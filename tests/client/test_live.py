@@ -159,6 +159,10 @@ def test_errors_are_mapped_from_the_servers_json(base_url, make_key):
         with pytest.raises(NotFoundError) as info:
             pt.ingest_status("nobody")
         assert info.value.code == "not_found"
+        # RFC 9457 problem details, and the request id the server logged the request under.
+        assert info.value.type == "https://personatree.dev/problems/not_found"
+        assert info.value.instance == "/v1/subjects/nobody/ingest" and info.value.title == "Not found"
+        assert info.value.request_id and len(info.value.request_id) == 32
         with pytest.raises(BadRequestError) as info:
             pt.tree("c", as_of="month 13")
         assert info.value.field == "as_of"

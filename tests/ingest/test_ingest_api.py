@@ -221,7 +221,7 @@ def test_a_body_over_the_byte_limit_is_a_json_413(api_client, settings):
     raw = json.dumps({"messages": _long_messages(60, 20_000)})
     resp = api_client.post(URL.format("huge"), raw, content_type="application/json")
     assert resp.status_code == 413, resp.content[:300]
-    assert resp["Content-Type"] == "application/json"
+    assert resp["Content-Type"] == "application/problem+json"
     error = resp.json()["error"]
     assert error["code"] == "payload_too_large" and "1000000 bytes" in error["message"]
     assert not Subject.objects.filter(external_id="huge").exists()

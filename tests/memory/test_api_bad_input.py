@@ -112,7 +112,7 @@ def test_paths_no_endpoint_matches_are_a_json_404(subject, make_api_client, path
     client, _ = make_api_client(subject.tenant, scopes=["read"])
     response = getattr(client, method)(path, HTTP_ACCEPT="text/html")
     assert response.status_code == 404, response.content[:300]
-    assert response["Content-Type"] == "application/json"
+    assert response["Content-Type"] == "application/problem+json"
     assert response.json()["error"]["code"] == "not_found"
 
 
@@ -139,15 +139,16 @@ def test_browser_accept_headers_get_json(subject, make_api_client, accept, exter
     external_id = subject.external_id if external_id == "mine" else "missing"
     headers = {} if accept is None else {"HTTP_ACCEPT": accept}
     response = client.get(f"/v1/subjects/{external_id}/tree", **headers)
-    assert response.status_code == (200 if external_id == subject.external_id else 404)
-    assert response["Content-Type"] == "application/json"
+    found = external_id == subject.external_id
+    assert response.status_code == (200 if found else 404)
+    assert response["Content-Type"] == ("application/json" if found else "application/problem+json")
     response.json()
 
 
 def test_an_html_only_accept_header_is_a_json_406(subject, make_api_client):
     client, _ = make_api_client(subject.tenant, scopes=["read"])
     response = client.get(f"/v1/subjects/{subject.external_id}/tree", HTTP_ACCEPT="text/html")
-    assert response.status_code == 406 and response["Content-Type"] == "application/json"
+    assert response.status_code == 406 and response["Content-Type"] == "application/problem+json"
     assert response.json()["error"]["code"] == "not_acceptable"
 
 

@@ -43,7 +43,7 @@ def test_an_unexpected_error_is_a_json_500_with_an_id_and_the_cause_only_in_the_
     with caplog.at_level(logging.ERROR, logger="personatree.api"):
         response = api_client.get(f"/v1/subjects/{subject.external_id}/export")
     assert response.status_code == 500
-    assert response["Content-Type"] == "application/json"
+    assert response["Content-Type"] == "application/problem+json"
     error = response.json()["error"]
     assert error["code"] == "internal_error" and error["error_id"]
     assert_no_internals(response)
@@ -118,7 +118,12 @@ def test_client_errors_keep_their_message():
     """4xx bodies are about the client's own input: they keep saying what was wrong."""
     response = errors.exception_handler(errors.ServiceError("mode must be fast.", field="mode"), {})
     assert response.status_code == 400
-    assert response.data == {"error": {"code": "invalid", "message": "mode must be fast.", "field": "mode"}}
+    assert response.data["error"] == {"code": "invalid", "message": "mode must be fast.", "field": "mode"}
+    assert (response.data["detail"], response.data["code"], response.data["field"]) == (
+        "mode must be fast.",
+        "invalid",
+        "mode",
+    )
 
 
 class Item(serializers.Serializer):

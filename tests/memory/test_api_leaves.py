@@ -155,7 +155,7 @@ def test_the_gates_refusal_is_a_400_with_its_reason_and_is_audited(filled, make_
 def test_bad_bodies_are_json_400s(filled, make_api_client, body):
     client, _ = make_api_client(filled.tenant, scopes=["write"])
     response = client.put(leaf_url(filled, STYLE), body, format="json")
-    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    assert response.status_code == 400 and response["Content-Type"] == "application/problem+json"
     assert response.json()["error"]["field"] in ("value", "base_version")
 
 

@@ -117,7 +117,7 @@ def test_bad_as_of_is_a_json_400_naming_the_parameter(filled, make_api_client, a
     client, _ = make_api_client(filled.tenant, scopes=["read"])
     response = client.get(url("subject-tree", filled), {"as_of": as_of})
     assert response.status_code == 400, response.content[:300]
-    assert response["Content-Type"] == "application/json"
+    assert response["Content-Type"] == "application/problem+json"
     assert response.json()["error"]["field"] == "as_of"
 
 

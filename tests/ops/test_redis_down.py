@@ -63,7 +63,7 @@ def test_the_limit_still_holds_per_process_with_the_cache_down(redis_down, subje
     codes = [api_client.get(f"/v1/subjects/{subject.external_id}/tree").status_code for _ in range(4)]
     assert codes == [200, 200, 200, 429]
     last = api_client.get(f"/v1/subjects/{subject.external_id}/tree")
-    assert last["Content-Type"] == "application/json"
+    assert last["Content-Type"] == "application/problem+json"
     assert last.json()["error"]["code"] == "throttled" and "Retry-After" in last
 
 
@@ -107,7 +107,7 @@ def test_erasure_with_the_broker_down_is_a_503_and_erases_nothing(broker_down, t
     client, _ = make_api_client(tenant, scopes=["erase"])
     response = client.delete("/v1/subjects/erase-me")
     assert response.status_code == 503, response.content[:300]
-    assert response["Content-Type"] == "application/json"
+    assert response["Content-Type"] == "application/problem+json"
     assert int(response["Retry-After"]) > 0
     error = response.json()["error"]
     assert error["code"] == "broker_unavailable"

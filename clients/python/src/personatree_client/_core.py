@@ -239,7 +239,12 @@ class Operations:
             cls = APITimeoutError if isinstance(outcome.error, httpx.TimeoutException) else APIConnectionError
             raise cls(f"{request.method} {request.path}: {outcome.error!r}") from outcome.error
         if outcome.status >= 400:
-            raise error_for(outcome.status, outcome.content, retry_after_seconds(outcome.headers))
+            raise error_for(
+                outcome.status,
+                outcome.content,
+                retry_after_seconds(outcome.headers),
+                request_id=outcome.headers.get("x-request-id"),
+            )
         return outcome
 
     def _call(self, request: ApiRequest, parse: Callable[[dict[str, Any]], T]) -> Plan[T]:

@@ -1,9 +1,11 @@
-"""Typed errors, mapped from the server's JSON error bodies.
+"""Typed errors, mapped from the server's error bodies.
 
-The API answers every error with ``{"error": {"code", "message", "field"?, "details"?, ...}}``;
-an RFC 9457 problem body (``{"type", "title", "status", "detail", "code"?, ...}``) is read too.
-:func:`error_for` picks the class by the error's ``code`` first (``subject_erased``,
-``idempotency_conflict``, ``model_unavailable``), then by HTTP status::
+The API answers every error with RFC 9457 problem details (``application/problem+json``:
+``{"type", "title", "status", "detail", "instance", "code", "field"?, "errors"?, "error_id"?, ...}``);
+the older body ``{"error": {"code", "message", "field"?, "details"?, ...}}`` (still sent as the
+deprecated ``error`` member) is read too, for servers before 0.2. :func:`error_for` picks the
+class by the error's ``code`` first (``subject_erased``, ``idempotency_conflict``,
+``model_unavailable``), then by HTTP status::
 
     PersonaTreeError
     ├── APIConnectionError          the request got no answer (connection refused, reset, ...)
@@ -77,8 +79,11 @@ class APIError(PersonaTreeError):
 
     ``code`` is the API's stable machine-readable code (``invalid``, ``not_found``,
     ``payload_too_large``, ...), ``field`` the request field it concerns (``messages[3].content``),
-    ``details`` the per-field messages of a validation error, ``retry_after`` the seconds the
-    server asked to wait (429/503) and ``error_id`` the id a server error was logged under. ``body`` is the decoded JSON
+    ``details`` every field error of a validation error (the problem's ``errors``: a list of
+    ``{field, code, detail}``; a tree of messages from servers before 0.2), ``retry_after`` the
+    seconds the server asked to wait (429/503) and ``error_id`` the id a server error was logged
+    under. ``type``, ``title`` and ``instance`` are the problem's own members; ``request_id`` the
+    ``X-Request-ID`` the server answered (its log lines carry it). ``body`` is the decoded JSON
     (``None`` when the body was not JSON, e.g. a proxy's HTML page).
     """
 
@@ -93,6 +98,10 @@ class APIError(PersonaTreeError):
         body: Any = None,
         retry_after: float | None = None,
         error_id: str | None = None,
+        type: str | None = None,
+        title: str | None = None,
+        instance: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -104,6 +113,10 @@ class APIError(PersonaTreeError):
         self.retry_after = retry_after
         #: The id the server logged a 5xx's cause under (quote it when reporting the error).
         self.error_id = error_id
+        self.type = type
+        self.title = title
+        self.instance = instance
+        self.request_id = request_id
         #: Set by ``ingest`` when earlier batches of the call were stored before this error.
         self.partial: IngestResult | None = None
 
@@ -183,15 +196,26 @@ def _error_fields(body: Any) -> dict[str, Any]:
     """code / message / field / details of either error shape (empty when neither)."""
     if not isinstance(body, dict):
         return {}
+    if "type" in body or "title" in body or "detail" in body:  # RFC 9457 problem details
+        legacy = body["error"] if isinstance(body.get("error"), dict) else {}
+        return {
+            **body,
+            "message": body.get("detail") or body.get("title"),
+            "details": body.get("errors", legacy.get("details")),
+        }
     error = body.get("error")
-    if isinstance(error, dict):
+    if isinstance(error, dict):  # the body before problem details (servers before 0.2)
         return error
-    if "title" in body or "detail" in body or "type" in body:  # RFC 9457 problem details
-        return {**body, "message": body.get("detail") or body.get("title")}
     return {}
 
 
-def error_for(status: int, content: bytes, retry_after: float | None = None) -> APIError:
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def error_for(
+    status: int, content: bytes, retry_after: float | None = None, *, request_id: str | None = None
+) -> APIError:
     """The typed error for an error answer (``status`` >= 400) and its raw body."""
     try:
         body: Any = json.loads(content) if content else None
@@ -215,4 +239,8 @@ def error_for(status: int, content: bytes, retry_after: float | None = None) -> 
         body=body,
         retry_after=retry_after,
         error_id=fields.get("error_id") or None,
+        type=_text(fields.get("type")),
+        title=_text(fields.get("title")),
+        instance=_text(fields.get("instance")),
+        request_id=request_id,
     )
