@@ -10,6 +10,11 @@ Runs its own Django setup with the test settings against a scratch database
   one WAL flush), measured interleaved with the apply calls so both see the same machine load;
   no committed write can be faster. The apply note gives apply / floor.
 - ``store.apply_chunk_queries``: statements one apply sends (BEGIN and COMMIT included).
+- ``store.bytes_per_version``: median bytes a version row takes (``pg_column_size`` of the whole
+  row) for a 150-leaf tree after 500 one-op versions (compact history: deltas, a checkpoint every
+  ``CHECKPOINT_EVERY`` versions, the head's whole tree).
+- ``store.read_as_of_ms``: median wall time of ``tree_at`` for versions in the middle of that
+  history (226..275: every distance from a checkpoint; one range query + replay).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from bench.scratch import scratch_db  # noqa: E402
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_STORE_DB", "bench_personatree")
 N_SUBJECTS = 20
 ROUNDS = 10  # chunks per subject
+HISTORY_LEAVES = 150
+HISTORY_VERSIONS = 500  # one-op versions after the 150-leaf one
 
 
 def _chunk_pairs(schema, round_no: int) -> list[tuple[str, str]]:
@@ -101,6 +108,7 @@ def _measure() -> dict[str, dict]:
         started = time.perf_counter()
         Tenant.objects.filter(pk=tenant.pk).exists()
         orm_ms.append((time.perf_counter() - started) * 1000)
+    history = _history(tenant, schema)
     orm_floor, commit_floor = statistics.median(orm_ms), statistics.median(commit_ms)
     apply_med, read_med = statistics.median(apply_ms), statistics.median(read_ms)
     return {
@@ -132,6 +140,75 @@ def _measure() -> dict[str, dict]:
             "unit": "statements",
             "target": None,
             "note": "statements one 5-op tree_apply_ops sends, BEGIN and COMMIT included",
+        },
+        **history,
+    }
+
+
+def _history(tenant, schema) -> dict[str, dict]:
+    """A 150-leaf tree, then 500 one-op versions (admin UPDATEs rotating over the leaves); the rows'
+    sizes and the time to read versions in the middle of the history."""
+    from django.db import connection
+
+    from memory import selectors
+    from memory.engine.history import CHECKPOINT_EVERY
+    from memory.engine.ops import Op, OpType
+    from memory.models import TreeVersion
+    from memory.services.subjects import subject_get_or_create
+    from memory.services.tree import Actor, tree_apply_ops
+
+    subject, _ = subject_get_or_create(tenant=tenant, external_id="history")
+    actor = Actor.system("bench")
+    leaves = [leaf for leaf in schema.leaves if leaf.tier != "special"][:HISTORY_LEAVES]
+
+    def value(leaf, n: int) -> str:
+        return f"value {n} for {leaf.path.rsplit('/', 1)[-1]}"[: leaf.budget]
+
+    ops = [Op(OpType.ADD, leaf.path, value(leaf, 0)) for leaf in leaves]
+    tree_apply_ops(subject=subject, base_version=0, ops=ops, actor=actor)
+    for n in range(1, HISTORY_VERSIONS + 1):
+        leaf = leaves[n % len(leaves)]
+        op = Op(OpType.UPDATE, leaf.path, value(leaf, n))
+        tree_apply_ops(subject=subject, base_version=subject.head_version, ops=[op], actor=actor)
+    table = connection.ops.quote_name(TreeVersion._meta.db_table)
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT pg_column_size(v.*), coalesce(pg_column_size(v.tree), 0) + "
+            f"coalesce(pg_column_size(v.delta), 0), v.tree IS NOT NULL FROM {table} v WHERE v.subject_id = %s",
+            [subject.pk],
+        )
+        rows = cur.fetchall()
+    row_bytes = statistics.median(r[0] for r in rows)
+    json_bytes = statistics.median(r[1] for r in rows)
+    whole = sum(1 for r in rows if r[2])
+    head_tree_bytes = max(r[1] for r in rows if r[2])
+    fresh = selectors.subject_get(tenant=tenant, external_id="history")
+    assert fresh is not None and fresh.head_version == HISTORY_VERSIONS + 1
+    middle = range(HISTORY_VERSIONS // 2 - 24, HISTORY_VERSIONS // 2 + 26)
+    read_ms: list[float] = []
+    for _ in range(4):
+        for number in middle:
+            started = time.perf_counter()
+            got, tree = selectors.tree_at(fresh, number)
+            read_ms.append((time.perf_counter() - started) * 1000)
+            assert got == number and len(tree) == HISTORY_LEAVES
+    read_med = statistics.median(read_ms)
+    return {
+        "store.bytes_per_version": {
+            "value": float(row_bytes),
+            "unit": "B",
+            "target": "<= 1000",
+            "note": f"median pg_column_size of the {len(rows)} version rows of a {HISTORY_LEAVES}-leaf tree "
+            f"after {HISTORY_VERSIONS} one-op versions (JSON columns alone {json_bytes:.0f} B); {whole} rows "
+            f"hold the whole tree (a checkpoint every {CHECKPOINT_EVERY} versions and the head, "
+            f"~{head_tree_bytes} B each, what every row used to store)",
+        },
+        "store.read_as_of_ms": {
+            "value": round(read_med, 3),
+            "unit": "ms",
+            "target": "<= 3",
+            "note": f"median of {len(read_ms)} tree_at reads of versions {middle.start}..{middle.stop - 1} "
+            f"(one range query from the nearest checkpoint + replay; max {max(read_ms):.2f} ms)",
         },
     }
 

@@ -2,20 +2,39 @@
 
 Writes go through ``memory/services/`` only; these models hold data and small
 helpers, never business rules. Every subject-scoped row carries ``subject`` so
-erasure and the tenant scope are a single indexed filter away.
+erasure and the tenant scope are a single indexed filter away. ``TreeVersion`` (compact history)
+lives in :mod:`memory.versions` and the webhook models in :mod:`memory.webhook_models`; both are
+importable from here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-import uuid
 
 from django.conf import settings
 from django.db import models
 from django.utils.crypto import salted_hmac
 
 from memory import conf
+from memory.versions import TreeVersion
+from memory.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+__all__ = [
+    "ApiKey",
+    "Chunk",
+    "Message",
+    "OpRecord",
+    "ReviewItem",
+    "Subject",
+    "Tenant",
+    "TenantStaff",
+    "Tombstone",
+    "TreeVersion",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+]
 
 
 def _default_review_special() -> bool:
@@ -197,35 +216,6 @@ class Chunk(models.Model):
         return f"chunk {self.pk} [{self.start_seq}..{self.end_seq}] {self.status}"
 
 
-class TreeVersion(models.Model):
-    """An immutable full snapshot of a subject's tree. History is never rewritten."""
-
-    class CreatedBy(models.TextChoices):
-        CHUNK = "chunk"
-        ADMIN = "admin"
-        REVERT = "revert"
-        IMPORT = "import"
-        REVIEW = "review"
-
-    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="versions")
-    number = models.PositiveIntegerField()
-    snapshot = models.JSONField(default=dict)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_by = models.CharField(max_length=16, choices=CreatedBy.choices)
-    chunk = models.ForeignKey(Chunk, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    note = models.CharField(max_length=500, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["subject", "number"], name="version_number_unique"),
-        ]
-        ordering = ["subject", "-number"]
-
-    def __str__(self) -> str:
-        return f"v{self.number} of {self.subject_id}"
-
-
 class OpRecord(models.Model):
     """The audit log: every op the store saw, with its outcome, actor and source."""
 
@@ -351,89 +341,3 @@ class TenantStaff(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} → {self.tenant}"
-
-
-class WebhookEndpoint(models.Model):
-    """A URL of a tenant's that is sent signed events (``memory/services/webhooks.py``, docs/WEBHOOKS.md).
-
-    ``secret`` signs every delivery (HMAC-SHA256); it is generated here, shown once by the API, and
-    kept in clear because signing needs it."""
-
-    EVENT_TYPES = ("version.applied", "review.decided", "subject.erased")
-    SECRET_PREFIX = "whsec_"
-
-    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
-    url = models.URLField(max_length=2000)
-    secret = models.CharField(max_length=100, editable=False)
-    event_types = models.JSONField(default=list)
-    is_active = models.BooleanField(default=True)
-    description = models.CharField(max_length=200, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["tenant", "is_active"], name="webhook_tenant_active")]
-        ordering = ["tenant", "created_at"]
-        verbose_name = "webhook endpoint"
-
-    def __str__(self) -> str:
-        return f"{self.url} ({self.tenant})"
-
-    @classmethod
-    def generate_secret(cls) -> str:
-        return f"{cls.SECRET_PREFIX}{secrets.token_urlsafe(32)}"
-
-
-class WebhookDelivery(models.Model):
-    """One event for one endpoint, and its outcome. ``subject_external_id`` is held only while the
-    delivery is pending: it is emptied once the delivery succeeded or gave up (the log keeps no
-    subject ids; ``subject_key`` is the tombstone's keyed hash of it)."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        DELIVERED = "delivered"
-        FAILED = "failed"
-
-    event_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
-    event_type = models.CharField(max_length=32)
-    subject_external_id = models.CharField(max_length=255, blank=True, default="")
-    subject_key = models.CharField(max_length=64, blank=True, default="", db_index=True)
-    payload = models.JSONField(default=dict, help_text="The event's data, without the subject id.")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    last_status_code = models.PositiveIntegerField(null=True, blank=True)
-    last_error = models.CharField(max_length=500, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["endpoint", "-created_at"], name="webhook_delivery_endpoint")]
-        ordering = ["-created_at"]
-        verbose_name = "webhook delivery"
-        verbose_name_plural = "webhook deliveries"
-
-    def __str__(self) -> str:
-        return f"{self.event_type} {self.event_id} [{self.status}]"
-
-
-class WebhookAttempt(models.Model):
-    """One POST of a delivery: what the receiver answered (or the transport error) and how long it took."""
-
-    delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
-    status_code = models.PositiveIntegerField(null=True, blank=True)
-    error = models.CharField(max_length=500, blank=True, default="")
-    duration_ms = models.FloatField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["delivery", "number"], name="webhook_attempt_number_unique")
-        ]
-        ordering = ["delivery", "number"]
-        verbose_name = "webhook attempt"
-
-    def __str__(self) -> str:
-        return f"attempt {self.number} of delivery {self.delivery_id}"

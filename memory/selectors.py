@@ -6,6 +6,7 @@ subject joined with its head version); ``tree_current`` itself hits no database.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.db.models import QuerySet
@@ -41,22 +42,32 @@ def tree_at(subject: Subject, as_of: int | datetime | None = None) -> tuple[int,
 
     Version 0 is the empty tree before any write. A datetime selects the last
     version created at or before it. A version number above the head raises
-    ``LookupError``.
+    ``LookupError``. The head is the loaded head row; any other version is one indexed range read
+    replayed from its nearest checkpoint (:meth:`memory.versions.TreeVersionQuerySet.trees`).
     """
     if as_of is None:
         return subject.head_version, tree_current(subject)
-    qs = TreeVersion.objects.filter(subject=subject)
     if isinstance(as_of, datetime):
-        version = qs.filter(created_at__lte=as_of).order_by("-number").only("number", "snapshot").first()
+        found = (
+            TreeVersion.objects.filter(subject=subject, created_at__lte=as_of)
+            .order_by("-number")
+            .values_list("number", flat=True)
+            .first()
+        )
+        number = int(found or 0)
     else:
-        if as_of == 0:
-            return 0, Tree.empty()
-        version = qs.filter(number=as_of).only("number", "snapshot").first()
-        if version is None:
-            raise LookupError(f"Subject has no version {as_of} (head is {subject.head_version}).")
-    if version is None:
-        return 0, Tree.empty()
-    return version.number, Tree.from_dict(version.snapshot)
+        number = as_of
+    if number == subject.head_version:
+        return number, tree_current(subject)
+    stored = TreeVersion.objects.trees(subject.pk, [number]).get(number)
+    if stored is None:
+        raise LookupError(f"Subject has no version {as_of} (head is {subject.head_version}).")
+    return number, Tree.from_dict(stored)
+
+
+def versions_trees(versions: Iterable[TreeVersion]) -> list[TreeVersion]:
+    """``versions`` of one subject (e.g. a page) with their ``snapshot`` loaded in one query."""
+    return TreeVersion.objects.load_snapshots(versions)
 
 
 def versions_list(*, subject: Subject) -> QuerySet[TreeVersion]:

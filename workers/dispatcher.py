@@ -132,7 +132,7 @@ def _job_inputs(claims: list[Claim]) -> dict[int, tuple]:
         subject, version, message = (qn(m._meta.db_table) for m in (Subject, TreeVersion, Message))
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT s.id, s.head_version, s.schema_id, s.schema_version, v.snapshot, "
+                "SELECT s.id, s.head_version, s.schema_id, s.schema_version, v.tree, "
                 "(SELECT json_agg(json_build_array(m.seq, m.role, m.content) ORDER BY m.seq) "
                 f"FROM {message} m WHERE m.subject_id = c.sid AND m.seq <= c.hi "
                 "AND (m.seq >= c.lo OR m.role = %s)) "
@@ -164,7 +164,7 @@ def _job_inputs(claims: list[Claim]) -> dict[int, tuple]:
     return {
         row[0]: (*row[1:], messages[row[0]])
         for row in Subject.objects.filter(pk__in=[c.subject_id for c in claims]).values_list(
-            "pk", "head_version", "schema_id", "schema_version", "head__snapshot"
+            "pk", "head_version", "schema_id", "schema_version", "head__tree"
         )
     }
 

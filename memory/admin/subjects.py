@@ -210,14 +210,25 @@ class TreeVersionAdmin(TenantScopedAdmin):
     list_filter = ("created_by", ("subject__tenant", admin.RelatedOnlyFieldListFilter))
     search_fields = ("subject__external_id",)
     list_select_related = ("subject", "subject__tenant", "chunk")
-    readonly_fields = [f.name for f in TreeVersion._meta.fields]
+    # The whole tree whichever way the row stores it (``tree`` and ``delta`` are storage: a delta
+    # would show special-tier values unmasked).
+    fields = readonly_fields = [
+        *(f.name for f in TreeVersion._meta.fields if f.name not in ("tree", "delta")),
+        "stored_as",
+        "snapshot",
+    ]
+
+    @admin.display(description="stored as")
+    def stored_as(self, version) -> str:
+        return "checkpoint (whole tree)" if version.is_checkpoint else "delta against the previous version"
 
     def get_object(self, request, object_id, from_field=None):
         version = super().get_object(request, object_id, from_field)
         if version is None or sees_special(request.user):
             return version
         shown = copy.copy(version)  # never saved: versions are read-only here
-        shown.snapshot = masked_tree(version.snapshot or {}, selectors.subject_schema(version.subject))
+        # ``tree`` shown in place of the whole tree (``snapshot``); ``stored_as`` still reads ``delta``.
+        shown.tree = masked_tree(version.snapshot or {}, selectors.subject_schema(version.subject))
         return shown
 
     def has_add_permission(self, request):

@@ -248,7 +248,9 @@ class SubjectExportView(TenantScopedView):
                 "schema": {"id": subject.schema_id, "version": subject.schema_version},
                 "head_version": subject.head_version,
                 "tree": visible.tree(subject.head.snapshot if subject.head_id else {}),
-                "versions": ExportVersionOut(versions, many=True, context={"visible": visible}).data,
+                "versions": ExportVersionOut(
+                    selectors.versions_trees(versions), many=True, context={"visible": visible}
+                ).data,
                 "ops": ExportOpOut(ops, many=True).data,
                 "next": pager.next_link(position if more_versions or more_ops else None),
             }

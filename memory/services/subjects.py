@@ -149,7 +149,9 @@ def subject_export(*, subject: Subject, tiers: Collection[str] = selectors.ALL_T
             "created_at": v.created_at.isoformat(),
             "tree": tree_json(v.snapshot),
         }
-        for v in selectors.versions_list(subject=subject).select_related("parent").order_by("number")
+        for v in selectors.versions_trees(
+            selectors.versions_list(subject=subject).select_related("parent").order_by("number")
+        )
     ]
     ops = [
         {

@@ -37,7 +37,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from django.db import transaction
-from django.utils import timezone
 
 from memory import selectors
 from memory.engine.ops import Op, OpType
@@ -151,10 +150,10 @@ def tree_revert(
         if to_number == 0:
             target = Tree.empty()
         else:
-            version = TreeVersion.objects.filter(subject=locked, number=to_number).only("snapshot").first()
-            if version is None:
+            stored = TreeVersion.objects.trees(locked.pk, [to_number]).get(to_number)
+            if stored is None:
                 raise ServiceError(f"Version {to_number} does not exist.", field="to_version")
-            target = Tree.from_dict(version.snapshot)
+            target = Tree.from_dict(stored)
         ops = changes_to_ops(diff(selectors.tree_current(locked), target))
         outcome = _apply_locked(
             locked,
@@ -222,14 +221,11 @@ def write_version(
     locked: Subject, new_tree: Tree, *, created_by: str, chunk_id: int | None = None, note: str = ""
 ) -> TreeVersion | None:
     """Write the next version if ``new_tree`` differs from the head; move the head. Subject must be locked."""
-    if new_tree == selectors.tree_current(locked):
+    tree = selectors.tree_current(locked)
+    if new_tree == tree:
         return None
-    version = next_version(locked, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
-    version.save(force_insert=True)
-    Subject.objects.filter(pk=locked.pk).update(
-        head=version, head_version=version.number, updated_at=timezone.now()
-    )
-    locked.head, locked.head_version = version, version.number
+    version = next_version(locked, tree, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
+    write_apply(locked, version, None, ())
     return version
 
 

@@ -26,6 +26,7 @@ from django.db import transaction
 
 from memory import selectors
 from memory.engine.gate import GatePolicy, GateResult, Reason, gate
+from memory.engine.history import stored_form
 from memory.engine.ops import Op, OpType
 from memory.engine.tree import Tree, apply
 from memory.models import Chunk, OpRecord, Subject, TreeVersion
@@ -231,7 +232,7 @@ def plan_apply(
         )
     version = None
     if new_tree != tree:
-        version = next_version(locked, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
+        version = next_version(locked, tree, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
 
     batch = uuid.uuid4()
     common = {
@@ -299,14 +300,19 @@ def plan_apply(
 
 
 def next_version(
-    locked: Subject, new_tree: Tree, *, created_by: str, chunk_id: int | None, note: str
+    locked: Subject, tree: Tree, new_tree: Tree, *, created_by: str, chunk_id: int | None, note: str
 ) -> TreeVersion:
-    """The unsaved version after the locked head (its id reserved by the lock query, if it was)."""
+    """The unsaved version after the locked head, whose tree is ``tree`` (its id reserved by the lock
+    query, if it was). Stored compactly (:mod:`memory.versions`): the whole tree, as the new head,
+    and its delta against ``tree`` unless it is a checkpoint."""
+    number = locked.head_version + 1
+    whole, delta = stored_form(number, tree, new_tree)
     return TreeVersion(
         id=getattr(locked, "next_version_id", None),
         subject_id=locked.pk,
-        number=locked.head_version + 1,
-        snapshot=new_tree.to_dict(),
+        number=number,
+        tree=whole,
+        delta=delta,
         parent_id=locked.head_id,
         created_by=created_by,
         chunk_id=chunk_id,

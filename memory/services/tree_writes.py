@@ -1,9 +1,10 @@
 """The writes of one apply (:func:`memory.services.tree.tree_apply_ops`), or of a batch of applies to
 many subjects (:func:`memory.services.tree_batch.tree_apply_ops_batch`), in as few round trips as possible.
 
-On PostgreSQL the lock query reserves the new versions' ids, so the version INSERT, the subject head
-UPDATE, the chunk UPDATE and the op-record INSERT go to the server as one statement (data-modifying
-CTEs), for one subject or sixteen. Each table's rows travel as one JSON array typed by the model
+On PostgreSQL the lock query reserves the new versions' ids, so the version INSERT, the old head's
+UPDATE (its whole tree emptied unless it is a checkpoint: compact history, :mod:`memory.versions`),
+the subject head UPDATE, the chunk UPDATE and the op-record INSERT go to the server as one statement
+(data-modifying CTEs), for one subject or sixteen. Each table's rows travel as one JSON array typed by the model
 fields' column types (``jsonb_to_recordset``), their values taken from the model instances as
 Django's insert compiler takes them (``pre_save``: ``auto_now_add`` follows the models). Other
 databases (SQLite in development) get the plain ORM calls. Only call this with the subject rows
@@ -63,6 +64,8 @@ def write_applies(entries) -> set[int]:
                 Subject.objects.filter(pk=locked.pk).update(
                     head=version, head_version=version.number, updated_at=now
                 )
+                if version.parent_id is not None:  # the old head keeps its delta only (checkpoints: whole)
+                    TreeVersion.objects.filter(pk=version.parent_id, delta__isnull=False).update(tree=None)
             OpRecord.objects.bulk_create(entry_records)
             if chunk_id is not None:
                 Chunk.objects.filter(pk=chunk_id).update(
@@ -85,12 +88,13 @@ def write_applies(entries) -> set[int]:
 
 def _write_statement(entries, versions, records, now) -> tuple[list[int], set[int]]:
     """One statement: ``WITH applied AS (the named chunks already applied), versions AS (INSERT ...
-    RETURNING id), heads AS (UPDATE subject ...), chunks AS (UPDATE chunk ...), ops AS (INSERT ...
+    RETURNING id, parent_id), parents AS (UPDATE the old heads: whole tree emptied unless a
+    checkpoint), heads AS (UPDATE subject ...), chunks AS (UPDATE chunk ...), ops AS (INSERT ...
     RETURNING id) SELECT <op ids in order>, <applied chunk ids>``. Rows of an applied chunk are
     filtered out by every part."""
     qn = connection.ops.quote_name
     chunk_ids = [chunk_id for _, _, chunk_id, _ in entries if chunk_id is not None]
-    ctes = [
+    ctes: list[tuple[str, str, tuple]] = [
         (
             "applied",
             f"SELECT id FROM {qn(Chunk._meta.db_table)} WHERE id = ANY(%s::bigint[]) AND status = %s",
@@ -101,6 +105,18 @@ def _write_statement(entries, versions, records, now) -> tuple[list[int], set[in
     if versions:
         sql, params = _insert_sql(TreeVersion, versions, with_pk=True, where=fresh, returning=True)
         ctes.append(("versions", sql, params))
+        # The old heads keep only their deltas (a checkpoint, delta NULL, keeps its whole tree).
+        pk, tree, delta, parent = (
+            qn(f.column) for f in (TreeVersion._meta.pk, *map(TreeVersion._meta.get_field, _OLD_HEAD))
+        )
+        ctes.append(
+            (
+                "parents",
+                f"UPDATE {qn(TreeVersion._meta.db_table)} SET {tree} = NULL "
+                f"WHERE {delta} IS NOT NULL AND {pk} IN (SELECT {parent} FROM versions)",
+                (),
+            )
+        )
         heads = [(v.subject_id, v.pk, v.number) for v in versions]
         sql, params = _update_rows_sql(
             Subject,
@@ -185,8 +201,17 @@ def _insert_sql(
     if where:
         sql += f" WHERE {where}"
     if returning:
-        sql += f" RETURNING {connection.ops.quote_name(model._meta.pk.column)}"
+        sql += f" RETURNING {', '.join(connection.ops.quote_name(f.column) for f in _returned(model))}"
     return sql, (_rows_json(fields, rows),)
+
+
+_OLD_HEAD = ("tree", "delta", "parent")
+
+
+def _returned(model) -> list:
+    """What an INSERT returns: the primary key (and a version's parent, for the old-head update)."""
+    meta = model._meta
+    return [meta.pk, meta.get_field("parent")] if model is TreeVersion else [meta.pk]
 
 
 def _update_rows_sql(model, columns, rows, *, where: str = "", **constants) -> tuple[str, tuple]:

@@ -134,9 +134,7 @@ class Exporter:
         history = PathHistory(records)
         chunks = {c.pk: c for c in Chunk.objects.filter(pk__in=list(todo))}
         bases = {rows[0].base_version for rows in todo.values()}
-        snapshots = dict(
-            TreeVersion.objects.filter(subject=subject, number__in=bases).values_list("number", "snapshot")
-        )
+        snapshots = TreeVersion.objects.trees(subject.pk, bases)
         messages = list(
             Message.objects.filter(subject=subject).order_by("seq").values_list("seq", "role", "content")
         )

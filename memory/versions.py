@@ -1,0 +1,118 @@
+"""Tree versions and how they are stored: compact history (re-exported by :mod:`memory.models`).
+
+A :class:`TreeVersion` row keeps ``delta`` -- the leaves changed against the version before it,
+``{path: new value or null}`` -- and ``tree``, the whole tree, on checkpoints (every
+:data:`~memory.engine.history.CHECKPOINT_EVERY`-th version, or when the delta would not be smaller
+than the tree; their ``delta`` is NULL) and on the subject's head. The head's whole tree is what the
+hot read path loads (``Subject.head``, one indexed join); the write of the next version empties it
+again unless the row is a checkpoint (:mod:`memory.services.tree_writes`). Reading any other version
+is one indexed range query -- from the nearest row with a whole tree at or below it up to it, at
+most ``CHECKPOINT_EVERY`` rows -- replayed by the pure engine (:func:`memory.engine.history.rebuild`).
+
+``TreeVersion.snapshot`` is the version's whole tree whichever way the row stores it; assigning it
+(``TreeVersion(snapshot=...)``, imports, tests) stores the row as a checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db import models
+from django.db.models import Subquery
+from django.db.models.functions import Coalesce
+
+from memory.engine.history import rebuild
+
+
+class TreeVersionQuerySet(models.QuerySet):
+    def trees(self, subject_id: int, numbers: Iterable[int]) -> dict[int, dict[str, str]]:
+        """Whole trees of the subject's versions ``numbers`` (0 = the empty tree), read in one query.
+
+        The rows from the nearest stored whole tree at or below the lowest number up to the highest
+        are replayed once. Numbers with no version are absent from the result."""
+        wanted = set(numbers)
+        found: dict[int, dict[str, str]] = {0: {}} if 0 in wanted else {}
+        positive = sorted(n for n in wanted if n > 0)
+        if not positive:
+            return found
+        low, high = positive[0], positive[-1]
+        own = TreeVersion.objects.filter(subject_id=subject_id)
+        start = own.filter(number__lte=low, tree__isnull=False).order_by("-number").values("number")[:1]
+        rows = (
+            own.filter(number__lte=high, number__gte=Coalesce(Subquery(start), 0))
+            .order_by("number")
+            .values_list("number", "tree", "delta")
+        )
+        for number, tree in rebuild(rows):
+            if number in wanted:
+                found[number] = tree.to_dict()
+        return found
+
+    def load_snapshots(self, versions: Iterable[TreeVersion]) -> list[TreeVersion]:
+        """Fill ``snapshot`` of one subject's ``versions`` (e.g. a page of them) with one query."""
+        versions = list(versions)
+        todo = [v for v in versions if v.tree is None and "_snapshot" not in v.__dict__]
+        if todo:
+            trees = self.trees(todo[0].subject_id, [v.number for v in todo])
+            for version in todo:
+                version._snapshot = trees[version.number]
+        return versions
+
+
+class TreeVersion(models.Model):
+    """A version of a subject's tree, stored compactly (module docstring). History is never rewritten."""
+
+    class CreatedBy(models.TextChoices):
+        CHUNK = "chunk"
+        ADMIN = "admin"
+        REVERT = "revert"
+        IMPORT = "import"
+        REVIEW = "review"
+
+    subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    tree = models.JSONField(
+        null=True, blank=True, help_text="The whole tree: on checkpoints and on the subject's head."
+    )
+    delta = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Leaves changed against the previous version ({path: value or null}); null on checkpoints.",
+    )
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.CharField(max_length=16, choices=CreatedBy.choices)
+    chunk = models.ForeignKey(
+        "memory.Chunk", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.CharField(max_length=500, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TreeVersionQuerySet.as_manager()
+
+    class Meta:
+        app_label = "memory"
+        constraints = [
+            models.UniqueConstraint(fields=["subject", "number"], name="version_number_unique"),
+        ]
+        ordering = ["subject", "-number"]
+
+    def __str__(self) -> str:
+        return f"v{self.number} of {self.subject_id}"
+
+    @property
+    def is_checkpoint(self) -> bool:
+        return self.delta is None
+
+    @property
+    def snapshot(self) -> dict[str, str]:
+        """The whole tree of this version: the stored one, or a replay (one query, then cached)."""
+        if self.tree is not None:
+            return self.tree
+        if "_snapshot" not in self.__dict__:
+            self._snapshot = TreeVersion.objects.trees(self.subject_id, [self.number])[self.number]
+        return self._snapshot
+
+    @snapshot.setter
+    def snapshot(self, value) -> None:
+        self.tree, self.delta = dict(value or {}), None
+        self.__dict__.pop("_snapshot", None)
