@@ -58,7 +58,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .gate import GatePolicy, Reason, gate
@@ -145,25 +145,9 @@ class ScoreReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "format_ok": self.format_ok,
-            "n_predicted": self.n_predicted,
-            "n_gold": self.n_gold,
-            "parse_errors": self.parse_errors,
-            "exact": self.exact,
-            "partial": self.partial,
-            "partial_credit": self.partial_credit,
-            "type_mismatch": self.type_mismatch,
-            "missing": self.missing,
-            "redundant": self.redundant,
-            "declined_hits": self.declined_hits,
-            "gate_rejections": self.gate_rejections,
-            "gate_reasons": list(self.gate_reasons),
-            "raw": self.raw,
-            "denominator": self.denominator,
-            "parts": self.parts,
-        }
+        """Every field but ``matches`` (JSON-ready), then ``parts``."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "matches"}
+        return out | {"gate_reasons": list(self.gate_reasons), "parts": self.parts}
 
 
 def normalise_text(value: Any) -> str:
@@ -288,16 +272,13 @@ def _pair_credit(pred: Op, gold: Op, similarity: Similarity) -> tuple[str, float
 
 
 def _hits_declined(op: Op, declined: Sequence[Op], similarity: Similarity) -> bool:
+    """Rule 3: a declined op of the same type and path that the op matches exactly, or partially with
+    a similarity of at least ``DECLINED_MATCH`` (the pair credit of rule 4)."""
     for d in declined:
-        if d.type is not op.type or d.path != op.path:
-            continue
-        if op.type in (OpType.DELETE, OpType.NO_OP):
-            return True
-        p, g = normalise_text(op.value), normalise_text(d.value)
-        if (p == g and isinstance(op.value, str)) or _clip01(
-            similarity(op.value if isinstance(op.value, str) else "", d.value or "")
-        ) >= DECLINED_MATCH:
-            return True
+        if d.type is op.type and d.path == op.path:
+            kind, credit = _pair_credit(op, d, similarity)
+            if kind == "exact" or credit >= DECLINED_MATCH:
+                return True
     return False
 
 
