@@ -204,3 +204,10 @@ def test_memlistener_images_derive_both_serve_configs(image):
         "serve/cpu.yaml": "serving/config/cpu.yaml",
         "serve/gpu.yaml": "serving/config/gpu.yaml",
     }
+
+
+def test_web_server_writes_no_access_log_of_raw_paths():
+    """Paths carry external subject ids; the app's own request log writes the route pattern instead."""
+    cmd = [x["value"] for x in _final_stage(DOCKER_DIR / "web.Dockerfile") if x["instruction"] == "CMD"]
+    assert cmd and "gunicorn" in cmd[-1]
+    assert "access-logfile" not in cmd[-1] and "access_logfile" not in cmd[-1], cmd[-1]
