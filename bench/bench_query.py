@@ -1,4 +1,4 @@
-"""Query benchmarks: fast mode through HTTP and at service level; deep mode on 50k evidence rows.
+"""Query benchmarks: fast mode through HTTP and at service level; deep mode at 50k and 200k evidence rows.
 
 Django runs with the test settings against a scratch Postgres database
 (``bench_pt_query``, created and dropped here); the evidence index is a Milvus
@@ -21,6 +21,11 @@ Lite file in a temp dir.
   background thread (~1.5 min for 50k rows here); timing starts after it is done
   (steady state: the build is a one-off after a bulk load, and timing searches
   while it runs measures the build's CPU use, which earlier runs did).
+- ``query.deep_p50_ms_200k``: the same, in the same run, after 150k more rows (random unit
+  vectors, synthetic texts) of 300 other subjects of the same tenant were added and flushed
+  (200k rows; the subject's own rows unchanged), timed after Lite's index build again.
+- ``query.deep_ratio_200k_50k``: the ratio of the two medians (issue 18: <= 1.5, i.e. deep
+  recall costs what the subject holds, not what the collection holds).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from bench.scratch import scratch_db  # noqa: E402
 
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_QUERY_DB", "bench_pt_query")
 BULK_ROWS = 50_000
+GROW_ROWS = 150_000  # added after the 50k measurement: 200k rows in all
+GROW_SUBJECTS = 300
 OWN_ROWS = 200
 N_FAST = 300
 N_DEEP = 15
@@ -174,31 +181,44 @@ class _ZeroLatencyExpander:
         return [Generation(text=text, model_id=self.model_id) for _ in prompts]
 
 
-def _fill_index(index, embedder, tenant_id: int, subject_id: int) -> float:
+def _bulk_rows(dim: int, tenant_id: int, subject_of, start: int, n: int, seed: int):
+    """Yield `n` rows with random unit vectors and synthetic word texts, in batches of 2000."""
     import numpy as np
 
     from memory.recall.index import EvidenceRow
 
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
+    pyrng = random.Random(seed)
     words = [f"w{i}" for i in range(3000)] + "food trip job cooking summer studio city music dog run".split()
-    pyrng = random.Random(7)
-    t0 = time.perf_counter()
     batch = []
-    others = 50  # the tenant's other subjects share the bulk rows
-    for i in range(BULK_ROWS - OWN_ROWS):
-        vec = rng.standard_normal(embedder.dim).astype("float32")
+    for i in range(start, start + n):
+        vec = rng.standard_normal(dim).astype("float32")
         vec /= np.linalg.norm(vec)
-        sid = subject_id if i % 2 == 0 else 10_000_000 + i % others
         text = (
             "user: "
             + " ".join(pyrng.choices(words, k=25))
             + "\nassistant: "
             + " ".join(pyrng.choices(words, k=10))
         )
-        batch.append(EvidenceRow(tenant_id, sid, 10_000 + 2 * i, 10_001 + 2 * i, text, vec))
+        batch.append(EvidenceRow(tenant_id, subject_of(i), 10_000 + 2 * i, 10_001 + 2 * i, text, vec))
         if len(batch) == 2000:
-            index.upsert(batch, flush=False)
+            yield batch
             batch = []
+    if batch:
+        yield batch
+
+
+def _fill_index(index, embedder, tenant_id: int, subject_id: int) -> float:
+    from memory.recall.index import EvidenceRow
+
+    t0 = time.perf_counter()
+    others = 50  # the tenant's other subjects share the bulk rows
+
+    def subject_of(i: int) -> int:
+        return subject_id if i % 2 == 0 else 10_000_000 + i % others
+
+    for batch in _bulk_rows(embedder.dim, tenant_id, subject_of, 0, BULK_ROWS - OWN_ROWS, seed=7):
+        index.upsert(batch, flush=False)
     topics = [
         "I love cooking Thai food",
         "we went to Japan last summer",
@@ -208,11 +228,20 @@ def _fill_index(index, embedder, tenant_id: int, subject_id: int) -> float:
     ]
     texts = [f"user: {topics[i % 5]} (note {i})\nassistant: tell me more" for i in range(OWN_ROWS)]
     vecs = embedder.embed(texts)
-    batch += [
-        EvidenceRow(tenant_id, subject_id, 2 * i + 1, 2 * i + 2, t, vecs[i]) for i, t in enumerate(texts)
-    ]
-    index.upsert(batch, flush=False)
+    own = [EvidenceRow(tenant_id, subject_id, 2 * i + 1, 2 * i + 2, t, vecs[i]) for i, t in enumerate(texts)]
+    index.upsert(own, flush=False)
     index.flush()  # a bulk load ends with a flush (growing segments are searched brute force)
+    return time.perf_counter() - t0
+
+
+def _grow_index(index, dim: int, tenant_id: int) -> float:
+    """Add GROW_ROWS rows of GROW_SUBJECTS other subjects of the same tenant, then flush."""
+    t0 = time.perf_counter()
+    for batch in _bulk_rows(
+        dim, tenant_id, lambda i: 20_000_000 + i % GROW_SUBJECTS, BULK_ROWS, GROW_ROWS, seed=11
+    ):
+        index.upsert(batch, flush=False)
+    index.flush()
     return time.perf_counter() - t0
 
 
@@ -231,66 +260,82 @@ def _wait_for_lite_index_build(index) -> float | None:
     if entry is None:
         return None
     t0 = time.perf_counter()
-    entry[1].get_collection(index.collection)._wait_for_bg()  # noqa: SLF001 - bench only
+    for name in index.collection_names():
+        entry[1].get_collection(name)._wait_for_bg()  # noqa: SLF001 - bench only
     return time.perf_counter() - t0
 
 
-def _deep(tenant, subject) -> tuple[list[float], dict, float]:
-    from django.conf import settings
+QUERIES = ["what food do I like to cook?", "where did I travel last summer?", "what is my new job?"]
+EXPANSIONS = ["favourite food and cooking", "trip abroad last summer", "new job at the studio"]
 
+
+def _deep_samples(subject) -> tuple[list[float], dict]:
+    """N_DEEP timed context_build(mode=deep) after 3 untimed ones; the last result as a plain dict."""
     from memory import selectors
+    from memory.services.query import context_build
+
+    # Evidence is returned to callers that may see every tier (read_special): raw dialogue is
+    # unclassified (memory/services/query.py); other callers never reach the index.
+    tiers = selectors.ALL_TIERS
+    for q in QUERIES:
+        context_build(subject=subject, query=q, mode="deep", tiers=tiers)
+    samples, last = [], {}
+    for i in range(N_DEEP):
+        t = time.perf_counter()
+        last = context_build(
+            subject=subject, query=QUERIES[i % 3], mode="deep", token_budget=2000, tiers=tiers
+        ).to_dict()  # a plain dict: the run's notes are added to it below
+        samples.append((time.perf_counter() - t) * 1000)
+        assert last["mode_used"] == "deep" and last["evidence"], last["notices"]
+    return samples, last
+
+
+def _deep(tenant, subject) -> tuple[list[float], list[float], dict]:
+    from django.conf import settings
+    from django.test import override_settings
+
     from memory.recall import runtime
     from memory.recall.index import Scope
     from memory.recall.search import STRATEGIES, search_many
-    from memory.services.query import context_build
 
     tmp = tempfile.mkdtemp(prefix="bench_query_")
-    old = settings.PERSONATREE
-    settings.PERSONATREE = {
-        **old,
+    pt = {
+        **settings.PERSONATREE,
         "MILVUS_URI": str(Path(tmp) / "ev.db"),
         "MILVUS_COLLECTION": "bench",
         "RERANKER_PATH": "",
         "RESPONDER_BACKEND": "none",
     }
-    runtime.reset_runtime()
     real_engine = runtime.responder_engine
-    runtime.responder_engine = lambda: (_ZeroLatencyExpander(), "")
     try:
-        index, embedder = runtime.configured_index(), runtime.configured_embedder()
-        fill_s = _fill_index(index, embedder, tenant.pk, subject.pk)
-        build_s = _wait_for_lite_index_build(index)
-        scope = Scope(tenant.pk, subject.pk)
-        expansions = ["favourite food and cooking", "trip abroad last summer", "new job at the studio"]
-        queries = ["what food do I like to cook?", "where did I travel last summer?", "what is my new job?"]
-        # Evidence is returned to callers that may see every tier (read_special): raw dialogue is
-        # unclassified (memory/services/query.py); other callers never reach the index.
-        tiers = selectors.ALL_TIERS
-        for q in queries:
-            context_build(subject=subject, query=q, mode="deep", tiers=tiers)
-        samples, last = [], {}
-        for i in range(N_DEEP):
-            t = time.perf_counter()
-            last = context_build(
-                subject=subject, query=queries[i % 3], mode="deep", token_budget=2000, tiers=tiers
-            ).to_dict()  # a plain dict: the run's notes are added to it below
-            samples.append((time.perf_counter() - t) * 1000)
-            assert last["mode_used"] == "deep" and last["evidence"], last["notices"]
-        # The same searches (embedding included) sent each way, interleaved, for comparison (same run).
-        per_strategy: dict[str, list[float]] = {name: [] for name in STRATEGIES}
-        for i in range(N_DEEP):
-            for name in STRATEGIES:
-                t = time.perf_counter()
-                search_many(index, embedder, scope, [queries[i % 3], *expansions], limit=8, strategy=name)
-                per_strategy[name].append((time.perf_counter() - t) * 1000)
-        last["strategy_search_ms"] = {k: statistics.median(v) for k, v in per_strategy.items()}
-        last["strategy"] = settings.PERSONATREE["RECALL_STRATEGY"]
-        last["index_build_s"] = build_s
-        return samples, last, fill_s
+        with override_settings(PERSONATREE=pt):
+            runtime.reset_runtime()
+            runtime.responder_engine = lambda: (_ZeroLatencyExpander(), "")
+            index, embedder = runtime.configured_index(), runtime.configured_embedder()
+            fill_s = _fill_index(index, embedder, tenant.pk, subject.pk)
+            build_s = _wait_for_lite_index_build(index)
+            samples, last = _deep_samples(subject)
+            # The same searches (embedding included) sent each way, interleaved, for comparison (same run).
+            scope = Scope(tenant.pk, subject.pk)
+            per_strategy: dict[str, list[float]] = {name: [] for name in STRATEGIES}
+            for i in range(N_DEEP):
+                for name in STRATEGIES:
+                    t = time.perf_counter()
+                    search_many(index, embedder, scope, [QUERIES[i % 3], *EXPANSIONS], limit=8, strategy=name)
+                    per_strategy[name].append((time.perf_counter() - t) * 1000)
+            grow_s = _grow_index(index, embedder.dim, tenant.pk)
+            build_200k_s = _wait_for_lite_index_build(index)
+            samples_200k, last_200k = _deep_samples(subject)
+            last["strategy_search_ms"] = {k: statistics.median(v) for k, v in per_strategy.items()}
+            last["strategy"] = runtime.recall_config().strategy
+            last["fill_s"], last["index_build_s"] = fill_s, build_s
+            last["grow_s"], last["index_build_200k_s"] = grow_s, build_200k_s
+            last["timings_200k_ms"] = last_200k["timings_ms"]
+            last["collections"] = len(index.collection_names())
+            return samples, samples_200k, last
     finally:
         runtime.responder_engine = real_engine
         runtime.reset_runtime()
-        settings.PERSONATREE = old
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -313,11 +358,14 @@ def run() -> dict[str, dict]:
         service = _service_fast(tenant)
         service_cold = _service_fast(tenant, cold=True)
         http, server = _http_fast(raw, connection.settings_dict["NAME"])
-        deep, last, fill_s = _deep(tenant, subject)
+        deep, deep_200k, last = _deep(tenant, subject)
     sp, hp, dp = statistics.median(service), statistics.median(http), statistics.median(deep)
+    dp200 = statistics.median(deep_200k)
     load = f"; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     timing_keys = ("recall_expansion_ms", "recall_search_ms", "recall_rerank_ms")
     parts = ", ".join(f"{k} {last['timings_ms'].get(k, 0):.1f}" for k in timing_keys)
+    parts_200k = ", ".join(f"{k} {last['timings_200k_ms'].get(k, 0):.1f}" for k in timing_keys)
+    layout = f"{last['collections']} collection(s)"
     return {
         "query.fast_http_p50_ms": {
             "value": round(hp, 3),
@@ -342,14 +390,31 @@ def run() -> dict[str, dict]:
             "target": "<= 100",
             "note": f"median of {N_DEEP} context_build(mode=deep) excluding model calls (zero-latency expansion "
             f"double -> 4 hybrid searches, RRF, no reranker, 2000-token budget, read_special caller); "
-            f"Milvus Lite {_lite_version()} in process "
+            f"Milvus Lite {_lite_version()} in process ({layout}) "
             f"with {BULK_ROWS} rows in the tenant ({BULK_ROWS // 2} in the subject; bulk rows random unit "
-            f"vectors + synthetic texts, {OWN_ROWS} real MiniLM rows), filled in {fill_s:.0f} s, timed after "
-            f"Lite's background index build ({last['index_build_s'] or 0:.0f} s); query "
+            f"vectors + synthetic texts, {OWN_ROWS} real MiniLM rows), filled in {last['fill_s']:.0f} s, timed "
+            f"after Lite's background index build ({last['index_build_s'] or 0:.0f} s); query "
             f"embeddings real MiniLM; p90 {_p(deep, 90):.1f} ms; last run: {parts}; search strategy "
             f"{last['strategy']!r}; embed + search of the 4 queries by strategy (medians, same run): "
             + ", ".join(f"{k} {v:.1f} ms" for k, v in last["strategy_search_ms"].items())
             + load,
+        },
+        "query.deep_p50_ms_200k": {
+            "value": round(dp200, 3),
+            "unit": "ms",
+            "target": "<= 100",
+            "note": f"median of {N_DEEP} context_build(mode=deep) as query.deep_p50_ms, same run, after "
+            f"{GROW_ROWS} more rows of {GROW_SUBJECTS} other subjects of the same tenant were added "
+            f"({BULK_ROWS + GROW_ROWS} rows in all, the subject's unchanged; added and flushed in "
+            f"{last['grow_s']:.0f} s, timed after Lite's index build ({last['index_build_200k_s'] or 0:.0f} s)); "
+            f"p90 {_p(deep_200k, 90):.1f} ms; last run: {parts_200k}{load}",
+        },
+        "query.deep_ratio_200k_50k": {
+            "value": round(dp200 / dp, 3),
+            "unit": "ratio",
+            "target": "<= 1.5",
+            "note": f"query.deep_p50_ms_200k / query.deep_p50_ms in the same run ({dp200:.1f} / {dp:.1f} ms): "
+            f"what deep recall costs as the collection grows 4x around a subject whose rows do not{load}",
         },
     }
 

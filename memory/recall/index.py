@@ -1,150 +1,69 @@
-"""The evidence index: one Milvus collection, the tenant as partition key.
+"""The evidence index: Milvus collections of retrieval units, one subject's rows searched at a time.
 
 Each row is one retrieval unit (a user turn and the assistant reply that
 follows it, see `units.py`) with its subject, message span, time, text, a dense
-vector and a BM25 sparse vector computed by Milvus from `text`.
-
-Filters are built only from typed integers (`Scope`): a value that is not an
-`int` is refused with `TypeError` before any expression is formed, so no
-request string can ever reach a Milvus expression. (milvus-lite 3.2 rejects
-`filter_params` templates, so typed formatting is the safe path here.)
+vector and a BM25 sparse vector computed by Milvus from `text`. Where the rows
+live (collections, schema, partition key, scalar indexes, the move from layout
+1) is `layout.py`; the row and filter types are `rows.py`. Every read and write
+names one subject, so it goes to that subject's collection only.
 
 Flushing: Milvus searches rows in unsealed (growing) segments by brute force,
 and the indexing tasks write a chunk's few rows at a time. Bulk writes
 (>= FLUSH_AT_ROWS) flush at once; smaller writes arm an idle timer in the
-writing process: `flush_idle_s` after the last write, the collection is
-flushed (one flush per quiet period, not one per chunk: every flush seals a
-small segment). The Celery beat task `workers.flush_evidence` flushes
+writing process: `flush_idle_s` after the last write, the collections written
+to are flushed (one flush per quiet period, not one per chunk: every flush
+seals a small segment). The Celery beat task `workers.flush_evidence` flushes
 periodically as a backstop for a process that exits before its timer fires.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from numbers import Integral
 
 import numpy as np
 
+from . import layout
+from .layout import SESSION_MAX, IndexUnavailable
+from .rows import (
+    OUTPUT_FIELDS,
+    EvidenceRow,
+    Hit,
+    Scope,
+    clip_text,
+    evidence_pk,
+    hybrid_candidates,
+    to_hit,
+    typed_int,
+)
+
+__all__ = [
+    "EvidenceIndex",
+    "EvidenceRow",
+    "Hit",
+    "IndexUnavailable",
+    "Scope",
+    "evidence_pk",
+    "hybrid_candidates",
+]
+
 logger = logging.getLogger(__name__)
 
-TEXT_MAX_BYTES = 16000
-SESSION_MAX = 128
 # Bulk writes of at least this many rows are flushed: Milvus searches unsealed (growing) segments
 # by brute force; measured on Milvus Lite with 20k rows: hybrid 10.2 s before flush, 0.66 s after.
 FLUSH_AT_ROWS = 1000
 # Smaller writes are flushed once the writing process has been idle this long.
 FLUSH_IDLE_S = 10.0
-OUTPUT_FIELDS = ["subject_id", "start_seq", "end_seq", "ts_ms", "session", "text"]
-
-
-class IndexUnavailable(RuntimeError):
-    """Milvus cannot be reached or refused the operation."""
-
-
-def typed_int(value: object, name: str) -> int:
-    """Return `value` if it is a genuine integer (not bool, not str); else raise TypeError."""
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    return int(value)
-
-
-@dataclass(frozen=True)
-class Scope:
-    """What a search may see: one tenant, one subject, optionally only evidence up to a point."""
-
-    tenant_id: int
-    subject_id: int
-    max_seq: int | None = None
-    max_ts_ms: int | None = None
-
-    def __post_init__(self) -> None:
-        typed_int(self.tenant_id, "tenant_id")
-        typed_int(self.subject_id, "subject_id")
-        if self.max_seq is not None:
-            typed_int(self.max_seq, "max_seq")
-        if self.max_ts_ms is not None:
-            typed_int(self.max_ts_ms, "max_ts_ms")
-
-    def expr(self) -> str:
-        parts = [
-            f"tenant_id == {typed_int(self.tenant_id, 'tenant_id')}",
-            f"subject_id == {typed_int(self.subject_id, 'subject_id')}",
-        ]
-        if self.max_seq is not None:
-            parts.append(f"end_seq <= {typed_int(self.max_seq, 'max_seq')}")
-        if self.max_ts_ms is not None:
-            parts.append(f"ts_ms <= {typed_int(self.max_ts_ms, 'max_ts_ms')}")
-        return " and ".join(parts)
-
-
-@dataclass(frozen=True)
-class EvidenceRow:
-    tenant_id: int
-    subject_id: int
-    start_seq: int
-    end_seq: int
-    text: str
-    dense: Sequence[float]
-    ts_ms: int = 0
-    session: str = ""
-
-    @property
-    def pk(self) -> str:
-        return evidence_pk(self.tenant_id, self.subject_id, self.start_seq)
-
-
-@dataclass
-class Hit:
-    pk: str
-    subject_id: int
-    start_seq: int
-    end_seq: int
-    ts_ms: int
-    session: str
-    text: str
-    score: float
-    queries: list[str] = field(default_factory=list)
-
-
-def evidence_pk(tenant_id: int, subject_id: int, start_seq: int) -> str:
-    """Deterministic primary key: re-indexing the same span upserts the same row."""
-    key = f"{typed_int(tenant_id, 'tenant_id')}:{typed_int(subject_id, 'subject_id')}:{typed_int(start_seq, 'start_seq')}"
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
-def hybrid_candidates(limit: int) -> int:
-    """Hits asked of each side (dense, BM25) of a hybrid search before RRF keeps `limit`."""
-    return max(limit * 3, 20)
-
-
-def _clip_text(text: str) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= TEXT_MAX_BYTES:
-        return text
-    return data[:TEXT_MAX_BYTES].decode("utf-8", errors="ignore")
-
-
-def _hit(raw: dict, score: float | None = None) -> Hit:
-    ent = raw.get("entity", raw)
-    return Hit(
-        pk=str(raw.get("pk", raw.get("id"))),
-        subject_id=int(ent["subject_id"]),
-        start_seq=int(ent["start_seq"]),
-        end_seq=int(ent["end_seq"]),
-        ts_ms=int(ent["ts_ms"]),
-        session=str(ent["session"]),
-        text=str(ent["text"]),
-        score=float(raw["distance"] if score is None else score),
-    )
 
 
 class EvidenceIndex:
-    """Thin wrapper over `pymilvus.MilvusClient` for the evidence collection."""
+    """Thin wrapper over `pymilvus.MilvusClient` for the evidence collections of one base name.
+
+    `shards`: how many collections the subjects are spread over (`layout.py`); None picks
+    `layout.LITE_SHARDS` on Milvus Lite and 1 on a Milvus server when the client connects.
+    """
 
     def __init__(
         self,
@@ -155,19 +74,25 @@ class EvidenceIndex:
         token: str = "",
         timeout: float = 10.0,
         flush_idle_s: float = FLUSH_IDLE_S,
+        shards: int | None = None,
     ):
         self.uri = uri
         self.dim = typed_int(dim, "dim")
-        self.collection = collection
+        self.collection = collection  # the base name; collection_names() are the real ones
         self.token = token
         self.timeout = timeout
         self.flush_idle_s = float(flush_idle_s)  # <= 0: small writes are never flushed by this process
+        if shards is not None and typed_int(shards, "shards") < 1:
+            raise ValueError("shards must be >= 1")
+        self._shards = shards
         self._client = None
-        self._ready = False
+        self._ready: set[str] = set()
         self._lock = threading.Lock()
+        self._open_lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._idle_timer: threading.Timer | None = None
         self._last_write = 0.0
+        self._dirty: set[str] = set()  # collections written since their last flush (small writes)
         self.unflushed_rows = 0
 
     # -- connection ----------------------------------------------------------
@@ -179,9 +104,12 @@ class EvidenceIndex:
                     from pymilvus import MilvusClient
 
                     try:
-                        self._client = MilvusClient(uri=self.uri, token=self.token, timeout=self.timeout)
+                        client = MilvusClient(uri=self.uri, token=self.token, timeout=self.timeout)
+                        if self._shards is None:
+                            self._shards = layout.LITE_SHARDS if layout.is_lite(client) else 1
                     except Exception as exc:  # noqa: BLE001
                         raise IndexUnavailable(f"cannot connect to Milvus at {self.uri}: {exc}") from exc
+                    self._client = client
         return self._client
 
     def _call(self, what: str, fn, *args, **kwargs):
@@ -202,108 +130,115 @@ class EvidenceIndex:
                 self._client.close()
             finally:
                 self._client = None
-                self._ready = False
+                self._ready.clear()
                 if "://" not in self.uri:  # Milvus Lite: stop its in-process server and free the file
                     from milvus_lite.server_manager import server_manager_instance
 
                     server_manager_instance.release_server(self.uri)
 
-    # -- schema --------------------------------------------------------------
-    def ensure_collection(self) -> None:
-        if self._ready:
-            return
-        self._call("ensure_collection", self._ensure)
-        self._ready = True
+    # -- layout --------------------------------------------------------------
+    @property
+    def shards(self) -> int:
+        if self._shards is None:
+            self._call("connect", lambda: self.client)
+        return int(self._shards or 1)
 
-    def _ensure(self) -> None:
-        from pymilvus import DataType, Function, FunctionType
+    def collection_names(self) -> list[str]:
+        """Every collection of this index's layout (existing or not)."""
+        return layout.collection_names(self.collection, self.shards)
 
-        c = self.client
-        if c.has_collection(self.collection):
-            fields = {f["name"]: f for f in c.describe_collection(self.collection)["fields"]}
-            have = int(fields["dense"]["params"]["dim"])
-            if have != self.dim:
-                raise IndexUnavailable(
-                    f"collection {self.collection!r} has dim {have}, embedder has {self.dim}: "
-                    "use another PERSONATREE_MILVUS_COLLECTION or re-index"
-                )
-            # A collection reopened from disk (or released by another client) is not searchable
-            # until loaded; loading an already loaded collection is a no-op.
-            c.load_collection(self.collection)
-            return
-        s = c.create_schema(auto_id=False, enable_dynamic_field=False)
-        s.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
-        s.add_field("tenant_id", DataType.INT64, is_partition_key=True)
-        s.add_field("subject_id", DataType.INT64)
-        s.add_field("start_seq", DataType.INT64)
-        s.add_field("end_seq", DataType.INT64)
-        s.add_field("ts_ms", DataType.INT64)
-        s.add_field("session", DataType.VARCHAR, max_length=SESSION_MAX * 4)
-        s.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX_BYTES, enable_analyzer=True)
-        s.add_field("dense", DataType.FLOAT_VECTOR, dim=self.dim)
-        s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        s.add_function(
-            Function(
-                name="text_bm25",
-                function_type=FunctionType.BM25,
-                input_field_names=["text"],
-                output_field_names=["sparse"],
+    def collection_of(self, subject_id: int) -> str:
+        """The collection holding the subject's rows."""
+        return layout.collection_of(self.collection, self.shards, typed_int(subject_id, "subject_id"))
+
+    def _open(self, name: str, *, create: bool) -> bool:
+        """Make `name` usable (created when `create`); False when it does not exist and may not be made."""
+        if name in self._ready:
+            return True
+        client = self.client
+        with self._open_lock:  # one thread creates a collection; the others then find it
+            if name in self._ready:
+                return True
+            if self._call("has_collection", client.has_collection, name):
+                self._call("load_collection", layout.open_existing, client, name, self.dim)
+            elif create:
+                self._call("create_collection", layout.create, client, name, self.dim)
+                self._warn_layout1()
+            else:
+                return False
+            self._ready.add(name)
+        return True
+
+    def _warn_layout1(self) -> None:
+        if self._call("has_collection", self.client.has_collection, self.collection):
+            logger.warning(
+                "evidence collection %r (layout 1) is no longer read: run `manage.py evidence_migrate` "
+                "to copy its rows into layout %d (docs/DEPLOY.md, Milvus)",
+                self.collection,
+                layout.LAYOUT,
             )
-        )
-        ip = c.prepare_index_params()
-        ip.add_index("dense", index_type="AUTOINDEX", metric_type="COSINE")
-        ip.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        c.create_collection(self.collection, schema=s, index_params=ip, num_partitions=16)
-        logger.info("created evidence collection %s (dim %d)", self.collection, self.dim)
+
+    def _existing(self) -> list[str]:
+        return [name for name in self.collection_names() if self._open(name, create=False)]
 
     # -- writes --------------------------------------------------------------
     def upsert(
         self, rows: Iterable[EvidenceRow], *, batch_size: int = 1000, flush: bool | None = None
     ) -> int:
-        self.ensure_collection()
-        payload = []
+        by_collection: dict[str, list[dict]] = {}
         for r in rows:
             vec = np.asarray(r.dense, dtype=np.float32)
             if vec.shape != (self.dim,):
                 raise ValueError(f"dense vector has shape {vec.shape}, expected ({self.dim},)")
-            payload.append(
+            subject_id = typed_int(r.subject_id, "subject_id")
+            by_collection.setdefault(self.collection_of(subject_id), []).append(
                 {
                     "pk": r.pk,
                     "tenant_id": typed_int(r.tenant_id, "tenant_id"),
-                    "subject_id": typed_int(r.subject_id, "subject_id"),
+                    "subject_id": subject_id,
                     "start_seq": typed_int(r.start_seq, "start_seq"),
                     "end_seq": typed_int(r.end_seq, "end_seq"),
                     "ts_ms": typed_int(r.ts_ms, "ts_ms"),
                     "session": (r.session or "")[:SESSION_MAX],
-                    "text": _clip_text(r.text),
+                    "text": clip_text(r.text),
                     "dense": vec.tolist(),
                 }
             )
-        total = 0
-        for i in range(0, len(payload), batch_size):
-            res = self._call("upsert", self.client.upsert, self.collection, payload[i : i + batch_size])
-            total += int(res.get("upsert_count", 0))
-        if flush or (flush is None and len(payload) >= FLUSH_AT_ROWS):
-            self.flush()
+        total = rows_in = 0
+        for name, payload in by_collection.items():
+            self._open(name, create=True)
+            rows_in += len(payload)
+            for i in range(0, len(payload), batch_size):
+                res = self._call("upsert", self.client.upsert, name, payload[i : i + batch_size])
+                total += int(res.get("upsert_count", 0))
+        if flush or (flush is None and rows_in >= FLUSH_AT_ROWS):
+            self._flush_names(list(by_collection))
         elif total and flush is None:
-            self._note_small_write(total)
+            self._note_small_write(total, by_collection)
         return total
 
     def flush(self) -> None:
-        """Seal growing segments so searches use the built indexes (call after bulk loads)."""
-        self.ensure_collection()
+        """Seal growing segments of every existing collection (after bulk loads; the beat backstop)."""
+        self._flush_names(self._existing())
+
+    def _flush_names(self, names: list[str]) -> None:
         with self._flush_lock:
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
                 self._idle_timer = None
+            names = sorted(set(names) | self._dirty)
+            self._dirty.clear()
             self.unflushed_rows = 0
-        self._call("flush", self.client.flush, self.collection)
+        for name in names:
+            if self._open(name, create=False):
+                self._call("flush", self.client.flush, name)
 
-    def _note_small_write(self, rows: int) -> None:
+    def _note_small_write(self, rows: int, names: Iterable[str]) -> None:
         if self.flush_idle_s <= 0:
             return
         with self._flush_lock:
             self.unflushed_rows += rows
+            self._dirty.update(names)
             self._last_write = time.monotonic()
             if self._idle_timer is None:
                 self._arm(self.flush_idle_s)
@@ -325,9 +260,11 @@ class EvidenceIndex:
                 return
             self._idle_timer = None
             rows, self.unflushed_rows = self.unflushed_rows, 0
+            names, self._dirty = sorted(self._dirty), set()
         try:
-            self._call("flush", self.client.flush, self.collection)
-            logger.info("idle flush of %s: %d small-batch rows sealed", self.collection, rows)
+            for name in names:
+                self._call("flush", self.client.flush, name)
+            logger.info("idle flush of %s: %d small-batch rows sealed", ", ".join(names), rows)
         except IndexUnavailable as exc:  # the beat backstop (workers.flush_evidence) retries later
             logger.warning("idle flush of %s failed: %s", self.collection, exc)
 
@@ -341,43 +278,55 @@ class EvidenceIndex:
         text of rows sealed before the erasure stays in its segment files until then
         (docs/RELIABILITY.md, Erasure).
         """
-        self.ensure_collection()
         expr = Scope(tenant_id, subject_id).expr()
-        res = self._call("delete", self.client.delete, self.collection, filter=expr)
-        self.flush()
-        self._call("compact", self.client.compact, self.collection)
+        name = self.collection_of(subject_id)
+        if not self._open(name, create=False):
+            return 0
+        res = self._call("delete", self.client.delete, name, filter=expr)
+        self._flush_names([name])
+        self._call("compact", self.client.compact, name)
         return int(res.get("delete_count", 0)) if isinstance(res, dict) else 0
 
+    def migrate_layout1(self, *, drop: bool = False, batch_size: int = 1000) -> int:
+        """Copy every row of the layout-1 collection into this layout; rows copied (layout.py)."""
+        return layout.migrate_layout1(self, drop=drop, batch_size=batch_size)
+
     # -- reads ---------------------------------------------------------------
+    # A subject whose collection does not exist yet has no evidence: reads answer empty and
+    # create nothing.
     def count(self, scope: Scope) -> int:
-        self.ensure_collection()
-        res = self._call(
-            "count", self.client.query, self.collection, filter=scope.expr(), output_fields=["count(*)"]
-        )
+        name = self.collection_of(scope.subject_id)
+        if not self._open(name, create=False):
+            return 0
+        res = self._call("count", self.client.query, name, filter=scope.expr(), output_fields=["count(*)"])
         return int(res[0]["count(*)"]) if res else 0
 
     def fetch(self, scope: Scope, *, limit: int = 1000) -> list[Hit]:
-        self.ensure_collection()
+        name = self.collection_of(scope.subject_id)
+        if not self._open(name, create=False):
+            return []
         res = self._call(
             "query",
             self.client.query,
-            self.collection,
+            name,
             filter=scope.expr(),
             output_fields=["pk", *OUTPUT_FIELDS],
             limit=limit,
         )
-        return sorted((_hit(r, 0.0) for r in res), key=lambda h: h.start_seq)
+        return sorted((to_hit(r, 0.0) for r in res), key=lambda h: h.start_seq)
 
     # Each search takes a list of queries and sends them as ONE request (nq = len(queries)): Milvus
     # parallelises the queries server-side, and per-request overhead dominates on Milvus Lite.
     def search_dense(
         self, vectors: Sequence[Sequence[float]], scope: Scope, *, limit: int
     ) -> list[list[Hit]]:
-        self.ensure_collection()
+        name = self.collection_of(scope.subject_id)
+        if not self._open(name, create=False):
+            return [[] for _ in vectors]
         res = self._call(
             "search",
             self.client.search,
-            self.collection,
+            name,
             data=[list(map(float, v)) for v in vectors],
             anns_field="dense",
             limit=limit,
@@ -385,14 +334,16 @@ class EvidenceIndex:
             output_fields=OUTPUT_FIELDS,
             search_params={"metric_type": "COSINE"},
         )
-        return [[_hit(r) for r in hits] for hits in res]
+        return [[to_hit(r) for r in hits] for hits in res]
 
     def search_bm25(self, texts: Sequence[str], scope: Scope, *, limit: int) -> list[list[Hit]]:
-        self.ensure_collection()
+        name = self.collection_of(scope.subject_id)
+        if not self._open(name, create=False):
+            return [[] for _ in texts]
         res = self._call(
             "search",
             self.client.search,
-            self.collection,
+            name,
             data=list(texts),
             anns_field="sparse",
             limit=limit,
@@ -401,7 +352,7 @@ class EvidenceIndex:
             search_params={"metric_type": "BM25"},
         )
         # Milvus Lite reports BM25 distances negated; flip so larger is better everywhere.
-        return [[_hit(r, abs(float(r["distance"]))) for r in hits] for hits in res]
+        return [[to_hit(r, abs(float(r["distance"]))) for r in hits] for hits in res]
 
     def search_hybrid(
         self,
@@ -418,7 +369,9 @@ class EvidenceIndex:
 
         if len(vectors) != len(texts):
             raise ValueError("hybrid search needs one vector per text")
-        self.ensure_collection()
+        name = self.collection_of(scope.subject_id)
+        if not self._open(name, create=False):
+            return [[] for _ in texts]
         expr = scope.expr()
         n = candidates or hybrid_candidates(limit)
         reqs = [
@@ -436,10 +389,10 @@ class EvidenceIndex:
         res = self._call(
             "hybrid_search",
             self.client.hybrid_search,
-            self.collection,
+            name,
             reqs,
             ranker=RRFRanker(rrf_k),
             limit=limit,
             output_fields=OUTPUT_FIELDS,
         )
-        return [[_hit(r) for r in hits] for hits in res]
+        return [[to_hit(r) for r in hits] for hits in res]

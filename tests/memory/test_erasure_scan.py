@@ -114,11 +114,14 @@ def scan_redis(prefix: str, needle: str) -> tuple[int, list[str]]:
 def scan_milvus(needle: str) -> list[tuple[int, int]]:
     """(tenant_id, subject_id) of every row of the evidence collection whose text holds ``needle``."""
     index = runtime.configured_index()
-    rows = index.client.query(
-        index.collection,
-        filter="tenant_id >= 0",
-        output_fields=["tenant_id", "subject_id", "text", "session"],
-    )
+    rows = [
+        row
+        for name in index.collection_names()  # every collection of the layout (shards on Lite)
+        if index.client.has_collection(name)
+        for row in index.client.query(
+            name, filter="tenant_id >= 0", output_fields=["tenant_id", "subject_id", "text", "session"]
+        )
+    ]
     return [(r["tenant_id"], r["subject_id"]) for r in rows if needle in r["text"] or needle in r["session"]]
 
 
@@ -253,7 +256,7 @@ def test_milvus_lite_rows_sealed_before_the_erasure_leave_their_text_on_disk(tmp
         index.upsert([EvidenceRow(1, 2, 1, 2, "user: another subject", [0.4, 0.3, 0.2, 0.1])], flush=True)
         index.delete_subject(1, 1)
         assert index.client.query(
-            "sealed", filter="tenant_id >= 0", output_fields=["text"]
+            index.collection_of(2), filter="tenant_id >= 0", output_fields=["text"]
         )  # subject 2 stays
         assert scan_files(tmp_path, canary) == []
     finally:

@@ -166,7 +166,6 @@ def test_small_writes_are_flushed_after_an_idle_period(tmp_path, embedder, monke
     flushed = []
     rows, more = _rows(embedder, 1, 10), _rows(embedder, 1, 11)
     try:
-        idx.ensure_collection()
         real_flush = idx.client.flush
         monkeypatch.setattr(idx.client, "flush", lambda name: (flushed.append(name), real_flush(name)))
         idx.upsert(rows[:1])
@@ -175,7 +174,7 @@ def test_small_writes_are_flushed_after_an_idle_period(tmp_path, embedder, monke
         deadline = time.monotonic() + 10
         while not flushed and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert flushed == ["idle"] and idx.unflushed_rows == 0
+        assert flushed == [idx.collection_of(10)] and idx.unflushed_rows == 0
         assert index_hits(idx, embedder) == 5
         idx.upsert(more, flush=False)  # an explicit flush=False is left to the caller
         assert idx.unflushed_rows == 0 and idx._idle_timer is None

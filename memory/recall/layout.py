@@ -1,0 +1,161 @@
+"""Where evidence rows live: the versioned collection layout, its schema, and the move from layout 1.
+
+Layout 2 (`LAYOUT`), named from the configured base name (`PERSONATREE_MILVUS_COLLECTION`):
+
+- **Schema**: the subject is the partition key (`NUM_PARTITIONS`): a Milvus server routes a search
+  filtered on one subject to one partition instead of searching every partition of the tenant.
+  INVERTED scalar indexes on every filtered field (`tenant_id`, `subject_id`, `end_seq`,
+  `ts_ms`) build the filter bitset from the index instead of scanning rows, so the vector and
+  BM25 indexes then rank only the subject's rows (Milvus filters before ranking).
+- **Collections**: on a Milvus server one collection, `<base>_v2`. On Milvus Lite (the server
+  version starts with ``milvus_lite``: the embedded file and ``milvus-lite server`` alike)
+  `LITE_SHARDS` collections `<base>_v2_<k>of<n>`, a subject in shard ``subject_id % n``. This is
+  the one Lite-only branch: Lite 3.x is a Python engine whose every sub-search walks each row of
+  the *collection* in Python (version dedup and tombstone masks, `milvus_lite.search`) before
+  the filter, the partitions or the index apply, so its cost follows the collection, not the
+  subject. A subject's reads and writes touch only its shard; the code path is otherwise the
+  same, and `EvidenceIndex(shards=1)` runs the server layout on Lite (tests do).
+
+Layout 1 (before issue 18): one collection `<base>`, tenant as partition key, no scalar index.
+It is no longer read. `migrate_layout1` copies its rows into layout 2 (dense vectors as stored;
+Milvus recomputes BM25 from the text), run explicitly by ``manage.py evidence_migrate``
+(idempotent: rows are upserted under their primary keys; ``--drop`` removes layout 1 after the
+copy). Re-indexing the messages (the ``index`` queue) rebuilds layout 2 as well.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+logger = logging.getLogger(__name__)
+
+LAYOUT = 2
+LITE_SHARDS = 32
+NUM_PARTITIONS = 64
+TEXT_MAX_BYTES = 16000
+SESSION_MAX = 128
+SCALAR_INDEXED = ("tenant_id", "subject_id", "end_seq", "ts_ms")
+ROW_FIELDS = ("pk", "tenant_id", "subject_id", "start_seq", "end_seq", "ts_ms", "session", "text", "dense")
+
+
+class IndexUnavailable(RuntimeError):
+    """Milvus cannot be reached or refused the operation."""
+
+
+def is_lite(client) -> bool:
+    """True when the client talks to Milvus Lite (embedded or `milvus-lite server`)."""
+    return str(client.get_server_version()).lower().startswith("milvus_lite")
+
+
+def collection_names(base: str, shards: int) -> list[str]:
+    if shards == 1:
+        return [f"{base}_v{LAYOUT}"]
+    return [f"{base}_v{LAYOUT}_{k}of{shards}" for k in range(shards)]
+
+
+def collection_of(base: str, shards: int, subject_id: int) -> str:
+    return f"{base}_v{LAYOUT}_{subject_id % shards}of{shards}" if shards > 1 else f"{base}_v{LAYOUT}"
+
+
+def schema(client, dim: int, *, partition_key: str = "subject_id"):
+    """The evidence schema (layout 1 had the same fields with `partition_key="tenant_id"`)."""
+    from pymilvus import DataType, Function, FunctionType
+
+    s = client.create_schema(auto_id=False, enable_dynamic_field=False)
+    s.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
+    for name in ("tenant_id", "subject_id", "start_seq", "end_seq", "ts_ms"):
+        s.add_field(name, DataType.INT64, is_partition_key=name == partition_key)
+    s.add_field("session", DataType.VARCHAR, max_length=SESSION_MAX * 4)
+    s.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX_BYTES, enable_analyzer=True)
+    s.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
+    s.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    s.add_function(
+        Function(
+            name="text_bm25",
+            function_type=FunctionType.BM25,
+            input_field_names=["text"],
+            output_field_names=["sparse"],
+        )
+    )
+    return s
+
+
+def index_params(client, *, scalar: bool = True):
+    """Dense (AUTOINDEX, cosine) and BM25 indexes; with `scalar`, INVERTED on every filtered field."""
+    ip = client.prepare_index_params()
+    ip.add_index("dense", index_type="AUTOINDEX", metric_type="COSINE")
+    ip.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    for name in SCALAR_INDEXED if scalar else ():
+        ip.add_index(name, index_type="INVERTED")
+    return ip
+
+
+def create(client, name: str, dim: int) -> None:
+    """Create one layout-2 collection with its vector, BM25 and scalar indexes (loaded)."""
+    client.create_collection(name, schema=schema(client, dim), num_partitions=NUM_PARTITIONS)
+    # The collection is empty, so nothing waits on a build: sync=False skips pymilvus's 0.5 s
+    # poll per index (six indexes: ~3 s per new collection on Milvus Lite with the poll).
+    client.create_index(name, index_params(client), sync=False)
+    client.load_collection(name)
+    logger.info("created evidence collection %s (layout %d, dim %d)", name, LAYOUT, dim)
+
+
+def open_existing(client, name: str, dim: int) -> None:
+    """Check an existing collection's vector size and load it (a no-op when loaded)."""
+    fields = {f["name"]: f for f in client.describe_collection(name)["fields"]}
+    have = int(fields["dense"]["params"]["dim"])
+    if have != dim:
+        raise IndexUnavailable(
+            f"collection {name!r} has dim {have}, embedder has {dim}: "
+            "use another PERSONATREE_MILVUS_COLLECTION or re-index"
+        )
+    # A collection reopened from disk (or released by another client) is not searchable
+    # until loaded; loading an already loaded collection is a no-op.
+    client.load_collection(name)
+
+
+def layout1_rows(client, base: str, *, batch_size: int = 1000) -> Iterator[list[dict]]:
+    """Pages of every row of the layout-1 collection `base` (none when it does not exist)."""
+    if not client.has_collection(base):
+        return
+    client.load_collection(base)
+    it = client.query_iterator(base, batch_size=batch_size, filter="", output_fields=list(ROW_FIELDS))
+    try:
+        while page := it.next():
+            yield page
+    finally:
+        it.close()
+
+
+def migrate_layout1(index, *, drop: bool = False, batch_size: int = 1000) -> int:
+    """Copy the layout-1 collection `index.collection` into `index` (an EvidenceIndex); rows copied.
+
+    Idempotent (rows are upserted under their primary keys), so an interrupted run is simply run
+    again; `drop` removes the layout-1 collection once every row is copied and flushed.
+    """
+    from .rows import EvidenceRow
+
+    client, base = index.client, index.collection
+    copied = 0
+    pages = layout1_rows(client, base, batch_size=batch_size)
+    while page := index._call("query_iterator", next, pages, None):  # noqa: SLF001 - same package
+        rows = [
+            EvidenceRow(
+                int(r["tenant_id"]),
+                int(r["subject_id"]),
+                int(r["start_seq"]),
+                int(r["end_seq"]),
+                str(r["text"]),
+                r["dense"],
+                ts_ms=int(r["ts_ms"]),
+                session=str(r["session"]),
+            )
+            for r in page
+        ]
+        copied += index.upsert(rows, batch_size=batch_size, flush=False)
+    index.flush()
+    if drop and index._call("has_collection", client.has_collection, base):  # noqa: SLF001
+        index._call("drop_collection", client.drop_collection, base)  # noqa: SLF001
+        logger.info("dropped layout-1 evidence collection %s after copying %d rows", base, copied)
+    return copied

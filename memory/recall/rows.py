@@ -1,0 +1,115 @@
+"""What the evidence index stores and returns, and the only way a filter is formed.
+
+Filters are built only from typed integers (`Scope`): a value that is not an
+`int` is refused with `TypeError` before any expression is formed, so no
+request string can ever reach a Milvus expression. (milvus-lite 3.2 rejects
+`filter_params` templates, so typed formatting is the safe path here.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from numbers import Integral
+
+from .layout import TEXT_MAX_BYTES
+
+OUTPUT_FIELDS = ["subject_id", "start_seq", "end_seq", "ts_ms", "session", "text"]
+
+
+def typed_int(value: object, name: str) -> int:
+    """Return `value` if it is a genuine integer (not bool, not str); else raise TypeError."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a search may see: one tenant, one subject, optionally only evidence up to a point."""
+
+    tenant_id: int
+    subject_id: int
+    max_seq: int | None = None
+    max_ts_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        typed_int(self.tenant_id, "tenant_id")
+        typed_int(self.subject_id, "subject_id")
+        if self.max_seq is not None:
+            typed_int(self.max_seq, "max_seq")
+        if self.max_ts_ms is not None:
+            typed_int(self.max_ts_ms, "max_ts_ms")
+
+    def expr(self) -> str:
+        parts = [
+            f"tenant_id == {typed_int(self.tenant_id, 'tenant_id')}",
+            f"subject_id == {typed_int(self.subject_id, 'subject_id')}",
+        ]
+        if self.max_seq is not None:
+            parts.append(f"end_seq <= {typed_int(self.max_seq, 'max_seq')}")
+        if self.max_ts_ms is not None:
+            parts.append(f"ts_ms <= {typed_int(self.max_ts_ms, 'max_ts_ms')}")
+        return " and ".join(parts)
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    tenant_id: int
+    subject_id: int
+    start_seq: int
+    end_seq: int
+    text: str
+    dense: Sequence[float]
+    ts_ms: int = 0
+    session: str = ""
+
+    @property
+    def pk(self) -> str:
+        return evidence_pk(self.tenant_id, self.subject_id, self.start_seq)
+
+
+@dataclass
+class Hit:
+    pk: str
+    subject_id: int
+    start_seq: int
+    end_seq: int
+    ts_ms: int
+    session: str
+    text: str
+    score: float
+    queries: list[str] = field(default_factory=list)
+
+
+def evidence_pk(tenant_id: int, subject_id: int, start_seq: int) -> str:
+    """Deterministic primary key: re-indexing the same span upserts the same row."""
+    key = f"{typed_int(tenant_id, 'tenant_id')}:{typed_int(subject_id, 'subject_id')}:{typed_int(start_seq, 'start_seq')}"
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def hybrid_candidates(limit: int) -> int:
+    """Hits asked of each side (dense, BM25) of a hybrid search before RRF keeps `limit`."""
+    return max(limit * 3, 20)
+
+
+def clip_text(text: str) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= TEXT_MAX_BYTES:
+        return text
+    return data[:TEXT_MAX_BYTES].decode("utf-8", errors="ignore")
+
+
+def to_hit(raw: dict, score: float | None = None) -> Hit:
+    ent = raw.get("entity", raw)
+    return Hit(
+        pk=str(raw.get("pk", raw.get("id"))),
+        subject_id=int(ent["subject_id"]),
+        start_seq=int(ent["start_seq"]),
+        end_seq=int(ent["end_seq"]),
+        ts_ms=int(ent["ts_ms"]),
+        session=str(ent["session"]),
+        text=str(ent["text"]),
+        score=float(raw["distance"] if score is None else score),
+    )
