@@ -30,8 +30,9 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 from django.db import connections
 
+from memory import conf
+
 IN_PROCESS_BACKENDS = ("extractive", "standin", "recorded")
-KNOWN_BACKENDS = (*IN_PROCESS_BACKENDS, "local", "openai", "ray")
 
 
 class NotReady(Exception):
@@ -57,7 +58,7 @@ class Check:
 
 
 def _timeout() -> float:
-    return float(settings.PERSONATREE.get("READYZ_TIMEOUT_S", 1.0))
+    return conf.get().ops.readyz_timeout_s
 
 
 def _run(name: str, fn: Callable[[], str], *, required: bool) -> Check:
@@ -97,8 +98,8 @@ def broker_ping() -> str:
 
 
 def milvus_ping() -> str:
-    pt = settings.PERSONATREE
-    uri = pt["MILVUS_URI"]
+    recall = conf.get().recall
+    uri = recall.milvus_uri
     if "://" not in uri:
         # Milvus Lite: a file opened by one process at a time; opening it here would start a Lite
         # server in the web process. Ready when its directory exists and is writable.
@@ -110,7 +111,7 @@ def milvus_ping() -> str:
         return "lite"
     from pymilvus import MilvusClient
 
-    client = MilvusClient(uri=uri, token=pt.get("MILVUS_TOKEN", ""), timeout=_timeout())
+    client = MilvusClient(uri=uri, token=recall.milvus_token, timeout=_timeout())
     try:
         client.get_server_version()
     finally:
@@ -126,22 +127,22 @@ def _serve_routes_url(url: str) -> tuple[str, str]:
 
 
 def memlistener_ping() -> str:
-    pt = settings.PERSONATREE
-    backend = pt.get("MEMLISTENER_BACKEND", "local")
+    typed = conf.get()
+    backend = typed.listener.backend
     if backend in IN_PROCESS_BACKENDS:
         return backend
     if backend == "local":
-        if not Path(pt.get("LOCAL_MODEL_PATH", "")).is_file():
+        if not Path(typed.models.model_path).is_file():
             raise NotReady("model_file_missing")
         return backend
     if backend == "openai":
-        if not (pt.get("OPENAI_BASE_URL") and pt.get("OPENAI_MODEL")):
+        if not (typed.models.base_url and typed.models.model):
             raise NotReady("not_configured")
         return backend
     if backend == "ray":
         import httpx
 
-        routes_url, route = _serve_routes_url(pt.get("MEMLISTENER_URL", ""))
+        routes_url, route = _serve_routes_url(typed.listener.url)
         resp = httpx.get(routes_url, timeout=_timeout())
         if resp.status_code != 200:
             raise NotReady(f"HTTP {resp.status_code}")
@@ -164,7 +165,7 @@ def erasure_broker_problem() -> str | None:
     while it is down: nothing is erased, and the retry does all of it. The answer is the error's
     class (``OperationalError``), safe to show.
     """
-    if settings.CELERY_TASK_ALWAYS_EAGER or not settings.PERSONATREE.get("EVIDENCE_INDEXING", True):
+    if settings.CELERY_TASK_ALWAYS_EAGER or not conf.get().recall.evidence_indexing:
         return None
     check = _run("broker", broker_ping, required=True)
     return None if check.status == "ok" else (check.error or "unreachable")
@@ -175,13 +176,15 @@ def erasure_broker_problem() -> str | None:
 
 def run_checks() -> list[Check]:
     """Every check, in a fixed order: database, broker, milvus, memlistener."""
-    pt = settings.PERSONATREE
-    backend = str(pt.get("MEMLISTENER_BACKEND", "local"))
-    backend = backend if backend in KNOWN_BACKENDS else "unknown"
+    try:
+        typed: conf.Settings | None = conf.get()
+    except conf.SettingsError:  # start-up refuses these; a probe still gets an answer (not ready)
+        typed = None
+    backend = typed.listener.backend if typed else "unknown"
     remote: dict[str, tuple[Callable[[], str], bool]] = {}
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         remote["broker"] = (broker_ping, True)
-    if pt.get("EVIDENCE_INDEXING", False):
+    if typed is not None and typed.recall.evidence_indexing:
         remote["milvus"] = (milvus_ping, False)
     remote["memlistener"] = (memlistener_ping, True)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hmac
 
-from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 
+from memory import conf
 from personatree_site.ops import metrics as ops_metrics
 from personatree_site.ops.readiness import readiness
 
@@ -59,10 +59,10 @@ def metrics(request) -> HttpResponse:
     """Prometheus text exposition of this process (of all workers in multiprocess mode)."""
     if request.method not in _ALLOWED:
         return _method_not_allowed()
-    pt = settings.PERSONATREE
-    if not pt.get("METRICS_ENABLED", False):
+    ops = conf.get().ops
+    if not ops.metrics_enabled:
         return _error("not_found", "Metrics are disabled (PERSONATREE_METRICS_ENABLED).", 404)
-    token = pt.get("METRICS_TOKEN", "")
+    token = ops.metrics_token
     if token and not _token_ok(request, token):
         response = _error("not_authenticated", "A valid metrics bearer token is required.", 401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'

@@ -152,3 +152,14 @@ def test_settings_select_the_client_and_max_ops_reaches_the_listener(settings):
         assert isinstance(get_listener_client(conf.listener_client_config()), RayServeClient)
     finally:
         reset_listener_clients()
+
+
+@pytest.mark.django_db
+def test_readyz_answers_not_ready_when_the_settings_are_invalid(settings):
+    from personatree_site.ops.readiness import readiness
+
+    settings.PERSONATREE = {**settings.PERSONATREE, "MEMLISTENER_BACKEND": "telepathy"}
+    ready, body = readiness()
+    memlistener = body["checks"]["memlistener"]
+    assert not ready and memlistener["error"] == "SettingsError" and memlistener["detail"] == "unknown"
+    assert "telepathy" not in str(body)  # only the class is reported
