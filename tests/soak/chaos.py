@@ -26,8 +26,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 
 from django.db import connection
+from django.utils import timezone
 
 from memory.messages import IncomingMessage
 from memory.models import Chunk, Tenant
@@ -42,6 +44,8 @@ DOWN_S = {  # how long each kind of fault keeps its service down (uniform in the
     "listener_stop": (1.0, 5.0),
 }
 GAP_S = (0.5, 2.5)  # between the end of one fault and the start of the next
+LAG_S = (0.0, 0.3)  # from a claim seen in flight to the fault: lands inside a batch (150 ms model call)
+IN_FLIGHT_WAIT_S = 5.0
 
 
 @dataclass
@@ -52,6 +56,7 @@ class Fault:
     gap_s: float
     target: int = 0  # worker_kill: which worker
     mode: str = ""  # postgres_restart: pg_ctl stop mode
+    lag_s: float = 0.0  # after work is seen in flight, before the fault
 
 
 def plan_faults(seed: int, count: int, kinds: tuple[str, ...]) -> list[Fault]:
@@ -71,6 +76,7 @@ def plan_faults(seed: int, count: int, kinds: tuple[str, ...]) -> list[Fault]:
                 gap_s=round(rng.uniform(*GAP_S), 2),
                 target=rng.randrange(2),
                 mode=rng.choice(("fast", "immediate")) if kind == "postgres_restart" else "",
+                lag_s=round(rng.uniform(*LAG_S), 3),
             )
         )
     return faults
@@ -163,24 +169,35 @@ class Injector:
     def __init__(self, services: Services, faults: list[Fault], log: Callable[[str], None]) -> None:
         self.services, self.faults, self.log = services, faults, log
         self.done = 0
+        self.released = 1  # producer bursts released (see ``soak``): one before the first fault
+        self.on_work_in_flight = 0
         self.by_kind: Counter = Counter()
         self.events: list[dict] = []
 
     def run(self) -> None:
+        """Each fault: the gap; the next burst of ingest calls released; wait (at most
+        ``IN_FLIGHT_WAIT_S``) until a chunk has just been claimed, then ``lag_s``; the fault."""
         for fault in self.faults:
             time.sleep(fault.gap_s)
+            if fault.kind == "worker_kill":
+                self._worker(fault).wait_ready()  # a restarted target is up before it is hit again
+            self.released += 1
+            in_flight = _wait_for_a_claim(IN_FLIGHT_WAIT_S)
+            self.on_work_in_flight += int(in_flight)
+            time.sleep(fault.lag_s)
             started = time.monotonic()
             getattr(self, fault.kind)(fault)
             self.done += 1
             self.by_kind[fault.kind] += 1
-            event = {**asdict(fault), "took_s": round(time.monotonic() - started, 2)}
+            event = {**asdict(fault), "in_flight": in_flight, "took_s": round(time.monotonic() - started, 2)}
             self.events.append(event)
             self.log(f"fault {json.dumps(event)}")
 
+    def _worker(self, fault: Fault):
+        return self.services.workers[fault.target % len(self.services.workers)]
+
     def worker_kill(self, fault: Fault) -> None:
-        worker = self.services.workers[fault.target % len(self.services.workers)]
-        if worker.running:
-            worker.wait_ready()
+        worker = self._worker(fault)
         worker.kill()
         time.sleep(fault.down_s)
         worker.start(wait=False)  # ready a few seconds later; the next fault on it waits for that
@@ -208,6 +225,20 @@ class Injector:
                 worker.start(wait=False)
         for worker in self.services.workers:
             worker.wait_ready()
+
+
+def _wait_for_a_claim(timeout_s: float) -> bool:
+    """Whether a chunk was claimed within the last second (a batch in flight) before ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            recent = timezone.now() - timedelta(seconds=1)
+            if Chunk.objects.filter(status=Chunk.Status.PROCESSING, updated_at__gte=recent).exists():
+                return True
+        except Exception:  # the database is still recovering: no claim seen
+            connection.close()
+        time.sleep(0.01)
+    return False
 
 
 def _applied() -> int:
@@ -242,7 +273,7 @@ def soak(
         tenant_rows,
         subjects_per_tenant,
         calls,
-        allowed=lambda: total if injector.done >= faults else total * (injector.done + 1) // (faults + 1),
+        allowed=lambda: total if injector.done >= faults else total * injector.released // (faults + 1),
         log=log,
     )
     thread = threading.Thread(target=producer.run, name="soak-producer", daemon=True)
@@ -262,6 +293,7 @@ def soak(
         **checks,
         "faults_injected": injector.done,
         "faults_by_kind": dict(injector.by_kind),
+        "faults_on_work_in_flight": injector.on_work_in_flight,
         "ingest_retries": producer.retries,
         "ingest_anomalies": producer.anomalies,
         "faults_s": round(faults_s, 1),

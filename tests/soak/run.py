@@ -247,6 +247,7 @@ def _print(report: dict, log) -> None:
     for key in ("faults_injected", "chunks", "lost", "double_applied", "stuck", "head_mismatch", "wall_s"):
         log(f"reliability.{key} = {report[key]}")
     log(f"faults by kind: {report['faults_by_kind']}; skipped: {report['skipped']}")
+    log(f"faults injected while a batch was in flight: {report['faults_on_work_in_flight']}")
     log(
         f"chunks claimed more than once: {report['chunks_claimed_again']} (max attempts "
         f"{report['max_attempts']}); with a last_error: {report['chunks_with_last_error']}; "
@@ -266,7 +267,7 @@ def merge_results(path: Path, report: dict) -> None:
         f"{report['date']}, load average {report['load_before']} before, {report['load_after']} after, 2 cores"
     )
     rows = {
-        "reliability.faults_injected": (report["faults_injected"], "faults", ">= 100", f"{by_kind}; seed {report['seed']}; {where}"),
+        "reliability.faults_injected": (report["faults_injected"], "faults", ">= 100", f"{by_kind}; {report['faults_on_work_in_flight']} while a batch was in flight; seed {report['seed']}; {where}"),
         "reliability.chunks": (report["chunks"], "chunks", ">= 2000", f"{report['applied']} applied, {report['versions']} versions; {where}"),
         "reliability.lost": (report["lost"], "chunks", "0", "accepted and never applied, or a message not stored"),
         "reliability.double_applied": (report["double_applied"], "chunks", "0", "more than one apply or version per chunk, or a message stored twice"),
