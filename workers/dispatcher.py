@@ -90,10 +90,12 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
     """One job per claim: the subject's head tree and version, and the chunk's turns (with the last
     system message at or before the chunk, if any), cut to the MemListener's caps
     (:func:`workers.caps.bound_turns`; the chunk's ``notice`` says what was cut). One query for the whole batch on
-    PostgreSQL."""
+    PostgreSQL. A claim whose subject was erased after the claim gets no job (its chunk is gone)."""
     inputs = _job_inputs(claims)
     jobs, notices = [], {}
     for c in claims:
+        if c.subject_id not in inputs:  # erased since the claim: its chunk went with it, no job
+            continue
         head_version, schema_id, schema_version, snapshot, rows = inputs[c.subject_id]
         system = [r for r in rows if r[1] == "system" and r[0] <= c.end_seq]
         turns = [
@@ -320,6 +322,11 @@ def dispatch_round(
     if not claims:
         return report
     jobs = build_jobs(claims)
+    if len(jobs) < len(claims):  # a subject was erased after its claim: go on with the others
+        sent = {j.job_id for j in jobs}
+        claims = [c for c in claims if f"{c.chunk_id}:{c.token}" in sent]
+        if not claims:
+            return report
     model_started = time.monotonic()
     try:
         results = client.run(jobs)
