@@ -275,7 +275,9 @@ def subject_flush(*, subject: Subject, enqueue: bool = True) -> list[Chunk]:
 
 
 def subjects_flush_idle(*, now: datetime | None = None, limit: int = 500) -> int:
-    """Flush subjects whose log has an unchunked tail and no new message for IDLE_FLUSH_SECONDS."""
+    """Flush subjects whose log has an unchunked tail and no new message for IDLE_FLUSH_SECONDS,
+    the longest-idle first: with more than ``limit`` idle subjects none is starved by the model's
+    order (tenant, external id) or by busier subjects that go idle again before every sweep."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=conf.get().ingest.idle_flush_seconds)
     last_msg = Message.objects.filter(subject=OuterRef("pk")).order_by("-seq")
@@ -287,6 +289,7 @@ def subjects_flush_idle(*, now: datetime | None = None, limit: int = 500) -> int
             chunked=Coalesce(Subquery(last_chunk), 0),
         )
         .filter(last_at__lt=cutoff, last_seq__gt=F("chunked"))
+        .order_by("last_at", "pk")
         .values_list("pk", flat=True)[:limit]
     )
     flushed = 0
