@@ -24,7 +24,9 @@ class EmbedderUnavailable(RuntimeError):
 
 class Embedder(Protocol):
     name: str
-    dim: int
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an (n, dim) float32 array of unit vectors."""

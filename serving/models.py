@@ -136,7 +136,7 @@ def assemble(model: LocalModel, output: str | Path) -> Path:
     with tmp.open("wb") as out:
         for part in part_paths(model):
             with part.open("rb") as fh:
-                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                while block := fh.read(1 << 20):
                     out.write(block)
     try:
         verify(tmp, model)

@@ -21,7 +21,7 @@ logger = logging.getLogger("personatree.metrics")
 try:  # optional; installed with ray[serve]
     import prometheus_client
 except ImportError:  # pragma: no cover - depends on the environment
-    prometheus_client = None
+    prometheus_client = None  # type: ignore[assignment]  # the module or None: checked before each use
 
 PREFIX = "personatree_"
 
