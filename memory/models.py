@@ -309,6 +309,10 @@ class Tombstone(models.Model):
     counts = models.JSONField(default=dict)
     erased_by = models.CharField(max_length=200, blank=True, default="")
     erased_at = models.DateTimeField(auto_now_add=True)
+    # The erased subject's primary key (an integer, no personal data) until its vectors are purged:
+    # workers.reconcile_erasures retries the purge of every tombstone whose vectors_purged_at is unset.
+    subject_pk = models.BigIntegerField(null=True, blank=True)
+    vectors_purged_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-erased_at"]

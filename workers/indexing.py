@@ -4,7 +4,9 @@
   upsert them (deterministic primary keys: idempotent, safe with acks_late);
   retried with backoff while Milvus is unreachable.
 - `erase_subject_vectors(tenant_id, subject_id)`: delete a subject's rows after
-  erasure; retried the same way.
+  erasure; retried the same way; records the purge on the tombstone.
+- `reconcile_erasures()` (Celery beat, `ERASURE_RECONCILE_SECONDS`): retries every
+  purge not recorded yet (`memory/services/erasure.py`).
 - `flush_evidence()` (Celery beat, `EVIDENCE_FLUSH_SECONDS`): seal the growing
   segments that small indexing batches leave behind, so searches use the built
   indexes. The writing process already flushes after `EVIDENCE_FLUSH_IDLE_S` of
@@ -26,6 +28,7 @@ from django.dispatch import receiver
 
 from memory import conf
 from memory.recall.index import IndexUnavailable
+from memory.services import erasure
 from memory.signals import subject_erased, version_applied
 from workers.base import TransientError, pt_task, send
 
@@ -51,9 +54,32 @@ def erase_subject_vectors(self, tenant_id: int, subject_id: int) -> int:
     from memory.recall.indexing import evidence_erase
 
     try:
-        return evidence_erase(tenant_id=int(tenant_id), subject_id=int(subject_id))
+        deleted = evidence_erase(tenant_id=int(tenant_id), subject_id=int(subject_id))
     except IndexUnavailable as exc:
         raise TransientError(str(exc)) from exc
+    erasure.vectors_purged(tenant_id=int(tenant_id), subject_id=int(subject_id))
+    return deleted
+
+
+@pt_task(name="workers.reconcile_erasures", queue="index", soft_time_limit=120)
+def reconcile_erasures(self, limit: int = 100) -> dict:
+    """Beat task: purge the vectors of erased subjects whose purge is not recorded (Milvus was down
+    at erase time, the task was lost or gave up), oldest first; stop at the first unreachable index
+    (the next tick retries). Idempotent."""
+    if not _enabled():
+        return {"purged": 0, "pending": 0}
+    from memory.recall.indexing import evidence_erase
+
+    pending = erasure.pending_vector_purges(limit=int(limit))
+    purged = 0
+    for tenant_id, subject_id in pending:
+        try:
+            evidence_erase(tenant_id=tenant_id, subject_id=subject_id)
+        except IndexUnavailable as exc:
+            logger.warning("vector purge of %d erased subject(s) postponed: %s", len(pending) - purged, exc)
+            break
+        purged += erasure.vectors_purged(tenant_id=tenant_id, subject_id=subject_id)
+    return {"purged": purged, "pending": len(pending) - purged}
 
 
 @pt_task(name="workers.flush_evidence", queue="index", soft_time_limit=120)

@@ -231,6 +231,7 @@ def subject_erase(*, subject: Subject, erased_by: str = "") -> Tombstone:
         tombstone = Tombstone.objects.create(
             tenant_id=tenant_id,
             external_id_hash=Tombstone.hash_external_id(tenant_id, external_id),
+            subject_pk=subject_id,  # until the vectors' purge is recorded (memory/services/erasure.py)
             counts=counts,
             erased_by=erased_by,
         )

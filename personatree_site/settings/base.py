@@ -159,6 +159,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.float("PERSONATREE_EVIDENCE_FLUSH_SECONDS", default=300.0),
         "options": {"queue": "index"},
     },
+    # Retries the evidence purge of erased subjects whose purge is not recorded (Milvus was down).
+    "personatree-reconcile-erasures": {
+        "task": "workers.reconcile_erasures",
+        "schedule": env.float("PERSONATREE_ERASURE_RECONCILE_SECONDS", default=300.0),
+        "options": {"queue": "index"},
+    },
 }
 
 # --- PersonaTree --------------------------------------------------------------------
