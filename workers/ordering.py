@@ -47,6 +47,7 @@ from django.utils import timezone
 
 from memory import conf
 from memory.models import Chunk, Subject
+from memory.services.chunk_errors import safe_chunk_error
 
 OPEN = (Chunk.Status.PENDING, Chunk.Status.PROCESSING, Chunk.Status.FAILED)
 
@@ -228,8 +229,8 @@ def chunk_release(
     fields = {"status": status, "updated_at": timezone.now()}
     if refund:
         fields["attempts"] = max(0, claim.token - 1)
-    if error:
-        fields["last_error"] = error[:4000]
+    if error:  # the kind and a short reason: the cause may quote the subject's or the model's text
+        fields["last_error"] = safe_chunk_error(error)
     updated = Chunk.objects.filter(
         pk=claim.chunk_id, status=Chunk.Status.PROCESSING, attempts=claim.token
     ).update(**fields)

@@ -11,6 +11,7 @@ from django.utils import timezone
 from memory.admin.access import TenantScopedAdmin
 from memory.admin.erasure import ErasingDeleteMixin
 from memory.models import ApiKey, Chunk, Tenant, TenantStaff, Tombstone
+from memory.services.chunk_errors import safe_chunk_error
 from memory.services.subjects import api_keys_revoke
 
 
@@ -86,12 +87,14 @@ class ChunkAdmin(TenantScopedAdmin):
     list_filter = ("status", ("subject__tenant", admin.RelatedOnlyFieldListFilter))
     search_fields = ("subject__external_id", "chunk_key", "last_error")
     list_select_related = ("subject", "subject__tenant", "produced_version")
-    readonly_fields = [f.name for f in Chunk._meta.fields]
+    # last_error only through short_error: rows written before it was masked may quote user text.
+    exclude = ("last_error",)
+    readonly_fields = [f.name for f in Chunk._meta.fields if f.name != "last_error"] + ["short_error"]
     actions = [requeue_failed]
 
     @admin.display(description="last error")
     def short_error(self, obj):
-        return obj.last_error[:120]
+        return safe_chunk_error(obj.last_error)
 
     def has_add_permission(self, request):
         return False

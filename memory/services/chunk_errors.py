@@ -1,0 +1,38 @@
+"""What a chunk's ``last_error`` may keep: the error's kind and a short reason, never user text.
+
+The causes that reach a chunk carry the subject's or the model's text inside them (a validation
+error quoting the job's turns, an engine's or an OpenAI-compatible server's body echoing the
+prompt or the output, an exception's repr of a value), and internals (the MemListener's URL, model
+file paths). The admin shows ``last_error`` to staff, the ingest status reads it; so it is stored
+(and shown) through :func:`safe_chunk_error`: the first line only, every quoted or bracketed span,
+URL and absolute path replaced by a placeholder, at most :data:`MAX_CHARS` characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_CHARS = 200
+
+_MASKS = (
+    # quoted spans (repr of strings, JSON bodies), incl. escaped quotes inside them
+    (re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""), "'…'"),
+    (re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S+"), "<url>"),  # URLs (the MemListener, Milvus, a server)
+    (re.compile(r"(?<![\w.])(?:/[\w.@+-]+){2,}/?"), "<path>"),  # absolute paths (models, caches)
+    (re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]|\([^()]{40,}\)"), "{…}"),  # dicts, lists, long parentheses
+    (re.compile(r"(input_value|input|value|text|content|prompt|output)=\S+"), r"\1=…"),
+)
+
+
+def safe_chunk_error(error: str) -> str:
+    """The kind and short reason of ``error`` without user or model text; see the module docstring."""
+    line = next((part.strip() for part in str(error).splitlines() if part.strip()), "")
+    for pattern, placeholder in _MASKS:
+        for _ in range(3):  # nested brackets: a few passes
+            masked = pattern.sub(placeholder, line)
+            if masked == line:
+                break
+            line = masked
+    if len(line) > MAX_CHARS:
+        line = line[: MAX_CHARS - 1] + "…"
+    return line
