@@ -15,13 +15,35 @@ most ``CHECKPOINT_EVERY`` rows -- replayed by the pure engine (:func:`memory.eng
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from functools import cache
 
-from django.db import models
-from django.db.models import Subquery
-from django.db.models.functions import Coalesce
+from django.db import connection, connections, models
 
 from memory.engine.history import rebuild
+
+
+@cache
+def _range_sql() -> str:
+    """The rows of one subject from the nearest stored whole tree at or below a low number up to a
+    high one, in number order (written once: compiling the equivalent queryset cost more than the
+    query and the replay together)."""
+    meta, qn = TreeVersion._meta, connection.ops.quote_name
+    table = qn(meta.db_table)
+    subject, number, tree, delta = (
+        qn(meta.get_field(f).column) for f in ("subject", "number", "tree", "delta")
+    )
+    return (
+        f"SELECT {number}, {tree}, {delta} FROM {table} WHERE {subject} = %s AND {number} <= %s "
+        f"AND {number} >= COALESCE((SELECT max({number}) FROM {table} WHERE {subject} = %s "
+        f"AND {number} <= %s AND {tree} IS NOT NULL), 0) ORDER BY {number}"
+    )
+
+
+def _json(value):
+    """A jsonb column read by a raw cursor: text (Django's jsonb loader) or already decoded."""
+    return json.loads(value) if isinstance(value, str) else value
 
 
 class TreeVersionQuerySet(models.QuerySet):
@@ -35,14 +57,9 @@ class TreeVersionQuerySet(models.QuerySet):
         positive = sorted(n for n in wanted if n > 0)
         if not positive:
             return found
-        low, high = positive[0], positive[-1]
-        own = TreeVersion.objects.filter(subject_id=subject_id)
-        start = own.filter(number__lte=low, tree__isnull=False).order_by("-number").values("number")[:1]
-        rows = (
-            own.filter(number__lte=high, number__gte=Coalesce(Subquery(start), 0))
-            .order_by("number")
-            .values_list("number", "tree", "delta")
-        )
+        with connections[self.db].cursor() as cursor:
+            cursor.execute(_range_sql(), (subject_id, positive[-1], subject_id, positive[0]))
+            rows = [(number, _json(tree), _json(delta)) for number, tree, delta in cursor.fetchall()]
         for number, tree in rebuild(rows):
             if number in wanted:
                 found[number] = tree.to_dict()
