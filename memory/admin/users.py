@@ -1,0 +1,43 @@
+"""Users and groups in the admin: only superusers hand out permissions (issue 15).
+
+Django's default pages let any staff user with ``auth.change_user`` tick ``is_superuser`` or any
+permission on any user, themselves included, and one with ``auth.change_group`` add permissions to
+a group they belong to: the special tier's ``memory.view_special_tier`` (and every tenant, through
+superuser) was one click away. Here, for users who are not superusers, ``is_superuser``, ``groups``
+and ``user_permissions`` of a user and ``permissions`` of a group are read-only, and superuser
+accounts (their page and their password) can be changed only by superusers.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
+
+User = get_user_model()
+
+
+class SuperuserGrantsUserAdmin(UserAdmin):
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if request.user.is_superuser:
+            return fields
+        return (*fields, "is_superuser", "groups", "user_permissions")
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+            return False
+        return super().has_change_permission(request, obj)
+
+
+class SuperuserGrantsGroupAdmin(GroupAdmin):
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if request.user.is_superuser else (*fields, "permissions")
+
+
+for model, model_admin in ((User, SuperuserGrantsUserAdmin), (Group, SuperuserGrantsGroupAdmin)):
+    if admin.site.is_registered(model):
+        admin.site.unregister(model)
+    admin.site.register(model, model_admin)
