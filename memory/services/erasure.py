@@ -6,13 +6,27 @@ That task, and the periodic ``workers.reconcile_erasures`` for every purge that 
 (Milvus unreachable past the task's retries, the task lost with the broker, a worker killed),
 record the purge here once the index confirmed it. Deleting a subject's vectors is idempotent,
 so a purge done twice is harmless.
+
+The llama.cpp disk prompt cache (``MEMLISTENER_PROMPT_CACHE_DIR``, off by default) keeps every
+prompt the local model saw, the subjects' turns included, as token ids keyed by the prompt: no
+entry can be told to belong to one subject, so an erasure empties the whole cache of this machine
+(:func:`purge_prompt_cache`, on commit, in the erasing process). A MemListener deployment on
+another machine with its own disk cache is out of reach: keep it off there (``serving/config``).
 """
 
 from __future__ import annotations
 
+import logging
+import shutil
+from pathlib import Path
+
 from django.utils import timezone
 
+from memory import conf
 from memory.models import Tombstone
+from memory.signals import subject_erased
+
+logger = logging.getLogger(__name__)
 
 
 def pending_vector_purges(*, limit: int = 100) -> list[tuple[int, int]]:
@@ -30,3 +44,40 @@ def vectors_purged(*, tenant_id: int, subject_id: int) -> int:
     return Tombstone.objects.filter(
         tenant_id=tenant_id, subject_pk=subject_id, vectors_purged_at__isnull=True
     ).update(vectors_purged_at=timezone.now())
+
+
+def purge_prompt_cache(root: str) -> int:
+    """Empty every llama.cpp disk prompt cache (a ``diskcache`` directory per model) under ``root``;
+    returns the entries removed. Through diskcache itself, so a serving process that has the cache
+    open keeps working (it misses and refills); its write-ahead log is checkpointed so no removed
+    entry stays in a file. Without diskcache here the directories are deleted (they are rebuilt)."""
+    base = Path(root) if root else None
+    if base is None or not base.is_dir():
+        return 0
+    try:
+        import diskcache
+    except ImportError:  # the local-llm extra is not installed in this process
+        diskcache = None
+    removed = 0
+    for db in sorted(base.rglob("cache.db")):
+        if diskcache is None:
+            shutil.rmtree(db.parent, ignore_errors=True)
+            continue
+        with diskcache.Cache(str(db.parent)) as cache:
+            removed += cache.clear()
+            cache._sql("PRAGMA wal_checkpoint(TRUNCATE)")  # no public API for it
+    return removed
+
+
+def _on_subject_erased(sender, **_kwargs) -> None:
+    root = conf.get().listener.prompt_cache_dir
+    try:
+        removed = purge_prompt_cache(root)
+    except Exception:  # the erasure is committed; a cache we cannot empty is logged, not raised
+        logger.exception("could not empty the llama.cpp prompt cache after an erasure")
+        return
+    if removed:
+        logger.info("llama.cpp prompt cache emptied after an erasure (%d entries)", removed)
+
+
+subject_erased.connect(_on_subject_erased, dispatch_uid="memory.services.erasure.prompt_cache")

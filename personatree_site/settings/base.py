@@ -211,10 +211,11 @@ PERSONATREE = {
     "MEMLISTENER_MAX_TOKENS": env.int("PERSONATREE_MEMLISTENER_MAX_TOKENS", default=256),
     # Longest op list the constrained output allows (the local CPU model rambles past a few ops).
     "MEMLISTENER_MAX_OPS": env.int("PERSONATREE_MEMLISTENER_MAX_OPS", default=6),
-    # llama.cpp disk cache of the static prompt prefix (~5k tokens): computed once, reused by every chunk.
-    "MEMLISTENER_PROMPT_CACHE_DIR": env.str(
-        "PERSONATREE_MEMLISTENER_PROMPT_CACHE_DIR", default=str(DATA_DIR / "cache" / "llama-prompts")
-    ),
+    # llama.cpp disk cache of the static prompt prefix (~5k tokens), kept across restarts. Off by default:
+    # it keeps every prompt (the subjects' turns, as tokens); when set, every erasure empties it
+    # (memory/services/erasure.py). Without it llama.cpp still reuses the previous prompt's prefix in
+    # RAM, so only a restart recomputes the prefix.
+    "MEMLISTENER_PROMPT_CACHE_DIR": env.str("PERSONATREE_MEMLISTENER_PROMPT_CACHE_DIR", default=""),
     # "pointing" (candidate leaves + sentence ids) or "full_enum" (every leaf; GPU models); empty:
     # the engine's default (pointing, except the stand-in and recordings, which are full-enum).
     "MEMLISTENER_PROMPT_MODE": env.str("PERSONATREE_MEMLISTENER_PROMPT_MODE", default=""),

@@ -130,6 +130,16 @@ def scan_files(root: Path, needle: str) -> list[str]:
     return [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and raw in p.read_bytes()]
 
 
+def seed_prompt_cache(root: Path, canary: str) -> None:
+    """What the local (llama.cpp) MemListener leaves in its disk prompt cache after reading the
+    subject's chunk: an entry keyed by the prompt, written with diskcache as ``LlamaDiskCache`` does,
+    in the per-model directory under ``MEMLISTENER_PROMPT_CACHE_DIR``. The real entry holds token
+    ids; here the canary is text, so the byte scan of the data dir sees it."""
+    diskcache = pytest.importorskip("diskcache")
+    with diskcache.Cache(str(root / "memlistener-1234")) as cache:
+        cache[(151644, 872, 198)] = f"<|im_start|>user My cat is called {canary}".encode()
+
+
 def scan_logs(records: list[logging.LogRecord], needle: str) -> list[str]:
     hits = []
     for rec in records:
@@ -215,6 +225,8 @@ def test_erased_subject_leaves_no_trace_in_any_store(
     for needle in (canary, keeper_canary):  # the scanners see what is there
         assert scan_db(needle), needle
         assert scan_milvus(needle), needle
+    seed_prompt_cache(data_dir / "llama-prompts", canary)  # the fixture's MEMLISTENER_PROMPT_CACHE_DIR
+    assert scan_files(data_dir, canary)
     keys_seen, _ = scan_redis(prefix, canary)
     assert keys_seen >= 1, "the Django cache (throttle counters) should be on Redis under our prefix"
 
