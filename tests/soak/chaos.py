@@ -171,6 +171,7 @@ class Injector:
         self.done = 0
         self.released = 1  # producer bursts released (see ``soak``): one before the first fault
         self.on_work_in_flight = 0
+        self.crashes: list[dict] = []  # workers that exited by themselves (restarted, see supervise)
         self.by_kind: Counter = Counter()
         self.events: list[dict] = []
 
@@ -179,6 +180,7 @@ class Injector:
         ``IN_FLIGHT_WAIT_S``) until a chunk has just been claimed, then ``lag_s``; the fault."""
         for fault in self.faults:
             time.sleep(fault.gap_s)
+            self.supervise()
             if fault.kind == "worker_kill":
                 self._worker(fault).wait_ready()  # a restarted target is up before it is hit again
             self.released += 1
@@ -192,6 +194,19 @@ class Injector:
             event = {**asdict(fault), "in_flight": in_flight, "took_s": round(time.monotonic() - started, 2)}
             self.events.append(event)
             self.log(f"fault {json.dumps(event)}")
+
+    def supervise(self) -> None:
+        """Start again a worker that exited by itself, as a process supervisor would (compose's
+        ``restart: unless-stopped``); each such exit is recorded with its last error line."""
+        for i, worker in enumerate(self.services.workers):
+            if worker.proc is not None and worker.proc.poll() is not None:
+                lines = [
+                    ln for ln in worker.log().splitlines() if "Unrecoverable error" in ln or "Error" in ln
+                ]
+                crash = {"worker": i, "exit": worker.proc.returncode, "error": (lines or [""])[-1][-300:]}
+                self.crashes.append(crash)
+                self.log(f"worker {i} exited by itself: {json.dumps(crash)}; starting it again")
+                worker.start(wait=False)
 
     def _worker(self, fault: Fault):
         return self.services.workers[fault.target % len(self.services.workers)]
@@ -220,6 +235,7 @@ class Injector:
 
     def heal(self) -> None:
         """Everything up again (it is, after each fault; a worker may still be starting)."""
+        self.supervise()
         for worker in self.services.workers:
             if not worker.running:
                 worker.start(wait=False)
@@ -285,7 +301,7 @@ def soak(
     if producer.error is not None:
         raise producer.error
     log(f"faults done after {faults_s:.1f} s; producer sent {sum(producer.accepted.values())} calls")
-    drained_at = _drain(total, log, timeout_s=drain_timeout_s, stall_s=stall_s)
+    drained_at = _drain(total, log, timeout_s=drain_timeout_s, stall_s=stall_s, tick=injector.supervise)
     for worker in services.workers:
         worker.kill()  # idle by now; nothing is written after this point
     checks = soak_checks(dict(producer.accepted))
@@ -294,6 +310,7 @@ def soak(
         "faults_injected": injector.done,
         "faults_by_kind": dict(injector.by_kind),
         "faults_on_work_in_flight": injector.on_work_in_flight,
+        "worker_crashes": injector.crashes,
         "ingest_retries": producer.retries,
         "ingest_anomalies": producer.anomalies,
         "faults_s": round(faults_s, 1),
@@ -304,7 +321,9 @@ def soak(
     }
 
 
-def _drain(total: int, log: Callable[[str], None], *, timeout_s: float, stall_s: float) -> float:
+def _drain(
+    total: int, log: Callable[[str], None], *, timeout_s: float, stall_s: float, tick: Callable[[], None]
+) -> float:
     """Wait until every chunk is applied, or nothing moved for ``stall_s``, or ``timeout_s``."""
     started = last_change = time.monotonic()
     last = -2
@@ -317,6 +336,7 @@ def _drain(total: int, log: Callable[[str], None], *, timeout_s: float, stall_s:
         elif time.monotonic() - last_change > stall_s:
             log(f"no progress for {stall_s:.0f} s at {applied}/{total} applied")
             break
+        tick()
         time.sleep(0.5)
     took = time.monotonic() - started
     log(f"drained in {took:.1f} s: {_applied()}/{total} applied")

@@ -248,6 +248,9 @@ def _print(report: dict, log) -> None:
         log(f"reliability.{key} = {report[key]}")
     log(f"faults by kind: {report['faults_by_kind']}; skipped: {report['skipped']}")
     log(f"faults injected while a batch was in flight: {report['faults_on_work_in_flight']}")
+    log(f"workers that exited by themselves (started again): {len(report['worker_crashes'])}")
+    for crash in report["worker_crashes"]:
+        log(f"  {crash}")
     log(
         f"chunks claimed more than once: {report['chunks_claimed_again']} (max attempts "
         f"{report['max_attempts']}); with a last_error: {report['chunks_with_last_error']}; "
@@ -274,6 +277,7 @@ def merge_results(path: Path, report: dict) -> None:
         "reliability.stuck": (report["stuck"], "chunks", "0", "not applied once every fault healed"),
         "reliability.head_mismatch": (report["head_mismatch"], "subjects", "0", "head or a version differs from the engine's replay of the op log"),
         "reliability.soak_wall_s": (report["wall_s"], "s", None, f"faults {report['faults_s']} s, drain {report['drain_s']} s"),
+        "reliability.worker_crashes": (len(report["worker_crashes"]), "exits", None, "Celery workers that exited by themselves during the soak (started again, as a supervisor would)"),
     }  # fmt: skip
     data = json.loads(path.read_text()) if path.exists() else {}
     for name, (value, unit, target, note) in rows.items():
