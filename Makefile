@@ -5,14 +5,16 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-EXTRAS ?= recall,serve,local-llm,stack,otel,eval,train,dev
+EXTRAS ?= recall,bge,serve,local-llm,stack,otel,eval,train,dev
+# Every install pins what it resolves to this file (scripts/lock.sh writes it: `make lock`).
+LOCK := requirements/lock.txt
 STAMP := $(VENV)/.installed-$(shell echo "$(EXTRAS)" | tr ',' '-')
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export RAY_AUTH_MODE := disabled
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: help venv lint test test-unit test-integration bench soak demo serve migrate clean
+.PHONY: help venv lock lint test test-unit test-integration bench soak demo serve migrate clean
 
 help:
 	@echo "make demo   - install, migrate and run the pipeline on the embedded default"
@@ -27,12 +29,16 @@ $(VENV)/bin/python:
 
 # torch is pinned to 2.13.0 in pyproject.toml (the recall extra); llama-cpp-python
 # compiles from source the first time (~6 min on 2 cores), then pip's wheel cache is used.
-$(STAMP): pyproject.toml clients/python/pyproject.toml | $(VENV)/bin/python
-	$(PIP) install --quiet -e '.[$(EXTRAS)]'
-	$(PIP) install --quiet -e clients/python
+$(STAMP): pyproject.toml clients/python/pyproject.toml $(LOCK) | $(VENV)/bin/python
+	$(PIP) install --quiet -c $(LOCK) -e '.[$(EXTRAS)]'
+	$(PIP) install --quiet -c $(LOCK) -e clients/python
 	touch $@
 
 venv: $(STAMP)
+
+# Re-resolve requirements/lock.txt from pyproject.toml in a clean virtualenv (after changing a dependency).
+lock:
+	EXTRAS=$(EXTRAS) PYTHON=$(PYTHON) scripts/lock.sh
 
 lint: venv
 	$(VENV)/bin/ruff check .

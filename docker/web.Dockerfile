@@ -22,11 +22,13 @@ RUN groupadd --system --gid 10001 app \
     && useradd --system --uid 10001 --gid app --home-dir /app --shell /usr/sbin/nologin app
 
 COPY pyproject.toml manage.py ./
+# Every version the install resolves is pinned by the lock (scripts/lock.sh), as in `make venv` and CI.
+COPY requirements/lock.txt requirements/
 COPY personatree_site/ personatree_site/
 COPY memory/ memory/
 COPY workers/ workers/
 COPY serving/ serving/
-RUN pip install --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "gunicorn==27.0.1"
+RUN pip install -c requirements/lock.txt --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "gunicorn==27.0.1"
 
 # collectstatic imports the production settings, which refuse to start without their
 # secrets (a key of 50+ characters): build-time placeholders only, never present at run time

@@ -19,12 +19,14 @@ RUN groupadd --system --gid 10001 app \
     && useradd --system --uid 10001 --gid app --home-dir /app --shell /usr/sbin/nologin app
 
 COPY pyproject.toml manage.py ./
+# Every version the install resolves is pinned by the lock (scripts/lock.sh), as in `make venv` and CI.
+COPY requirements/lock.txt requirements/
 COPY personatree_site/ personatree_site/
 COPY memory/ memory/
 COPY workers/ workers/
 COPY serving/ serving/
 # The index queue embeds evidence (recall extra); Flower watches the same broker.
-RUN pip install --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "flower==2.2.0" \
+RUN pip install -c requirements/lock.txt --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "flower==2.2.0" \
     && mkdir -p /data && chown -R app:app /data
 
 USER 10001:10001

