@@ -182,7 +182,7 @@ class Injector:
             time.sleep(fault.gap_s)
             self.supervise()
             if fault.kind == "worker_kill":
-                self._worker(fault).wait_ready()  # a restarted target is up before it is hit again
+                self._ready(self._worker(fault))  # a restarted target is up before it is hit again
             self.released += 1
             in_flight = _wait_for_a_claim(IN_FLIGHT_WAIT_S)
             self.on_work_in_flight += int(in_flight)
@@ -207,6 +207,17 @@ class Injector:
                 self.crashes.append(crash)
                 self.log(f"worker {i} exited by itself: {json.dumps(crash)}; starting it again")
                 worker.start(wait=False)
+
+    def _ready(self, worker, attempts: int = 3) -> None:
+        """Wait until ``worker`` is ready; if it exits while starting, supervise and wait again."""
+        for attempt in range(attempts):
+            try:
+                worker.wait_ready()
+                return
+            except AssertionError:  # it exited while starting
+                if attempt == attempts - 1:
+                    raise
+                self.supervise()
 
     def _worker(self, fault: Fault):
         return self.services.workers[fault.target % len(self.services.workers)]
@@ -240,7 +251,7 @@ class Injector:
             if not worker.running:
                 worker.start(wait=False)
         for worker in self.services.workers:
-            worker.wait_ready()
+            self._ready(worker)
 
 
 def _wait_for_a_claim(timeout_s: float) -> bool:
