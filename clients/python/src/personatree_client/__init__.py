@@ -11,6 +11,7 @@
 """
 
 from personatree_client._core import RetryPolicy
+from personatree_client.admin import ApiKey, DeliveryAttempt, WebhookDelivery, WebhookEndpoint
 from personatree_client.client import AsyncPersonaTree, PersonaTree, __version__
 from personatree_client.errors import (
     APIConnectionError,
@@ -58,6 +59,7 @@ __all__ = [
     "APIError",
     "APITimeoutError",
     "Answer",
+    "ApiKey",
     "AsyncPersonaTree",
     "AuthenticationError",
     "BadRequestError",
@@ -65,6 +67,7 @@ __all__ = [
     "ChunkSpan",
     "ConflictError",
     "Context",
+    "DeliveryAttempt",
     "Erasure",
     "Export",
     "FlushResult",
@@ -93,5 +96,7 @@ __all__ = [
     "Version",
     "Versions",
     "WaitTimeoutError",
+    "WebhookDelivery",
+    "WebhookEndpoint",
     "__version__",
 ]

@@ -1,6 +1,7 @@
 """The two clients: :class:`PersonaTree` (blocking) and :class:`AsyncPersonaTree` (asyncio).
 
 Both expose the same operations, defined once in :class:`~personatree_client._core.Operations`
+(tenant administration: :class:`~personatree_client.admin.AdminOperations`)
 as plans; a client only runs a plan: it sends the requests the plan yields on its httpx client
 and sleeps where the plan asks (``time.sleep`` or ``asyncio.sleep``). Each public method is an
 operation bound by a descriptor that keeps the operation's signature and docstring for type
@@ -31,6 +32,7 @@ from personatree_client._core import (
     RetryPolicy,
     Sleep,
 )
+from personatree_client.admin import AdminOperations
 
 __version__ = "0.1.0"
 
@@ -39,7 +41,7 @@ T = TypeVar("T")
 C = TypeVar("C", bound=Callable[..., object])
 H = TypeVar("H", bound=httpx.Client | httpx.AsyncClient)
 X = TypeVar("X", bound=httpx.BaseTransport | httpx.AsyncBaseTransport)
-OperationFn = Callable[Concatenate[Operations, P], Plan[T]]
+OperationFn = Callable[Concatenate[AdminOperations, P], Plan[T]]
 
 
 def _outcome(response: httpx.Response) -> Response:
@@ -121,7 +123,7 @@ class _Client(Generic[H, X]):
             raise ValueError("base_url is required (or set PERSONATREE_URL), e.g. http://127.0.0.1:8008")
         if not api_key:
             raise ValueError("api_key is required (or set PERSONATREE_API_KEY)")
-        self._ops = Operations(
+        self._ops = AdminOperations(
             retry=RetryPolicy(max_retries=max_retries, max_wait=max_retry_wait),
             max_batch_messages=max_batch_messages,
             max_batch_bytes=max_batch_bytes,
@@ -185,6 +187,18 @@ class PersonaTree(_Client[httpx.Client, httpx.BaseTransport]):
     delete_leaf = _SyncOperation(Operations.delete_leaf)
     context = _SyncOperation(Operations.context)
     answer = _SyncOperation(Operations.answer)
+    api_keys = _SyncOperation(AdminOperations.api_keys)
+    api_key = _SyncOperation(AdminOperations.api_key)
+    create_api_key = _SyncOperation(AdminOperations.create_api_key)
+    rotate_api_key = _SyncOperation(AdminOperations.rotate_api_key)
+    revoke_api_key = _SyncOperation(AdminOperations.revoke_api_key)
+    webhooks = _SyncOperation(AdminOperations.webhooks)
+    webhook = _SyncOperation(AdminOperations.webhook)
+    register_webhook = _SyncOperation(AdminOperations.register_webhook)
+    update_webhook = _SyncOperation(AdminOperations.update_webhook)
+    rotate_webhook_secret = _SyncOperation(AdminOperations.rotate_webhook_secret)
+    delete_webhook = _SyncOperation(AdminOperations.delete_webhook)
+    webhook_deliveries = _SyncOperation(AdminOperations.webhook_deliveries)
 
     def close(self) -> None:
         self._http.close()
@@ -241,6 +255,18 @@ class AsyncPersonaTree(_Client[httpx.AsyncClient, httpx.AsyncBaseTransport]):
     delete_leaf = _AsyncOperation(Operations.delete_leaf)
     context = _AsyncOperation(Operations.context)
     answer = _AsyncOperation(Operations.answer)
+    api_keys = _AsyncOperation(AdminOperations.api_keys)
+    api_key = _AsyncOperation(AdminOperations.api_key)
+    create_api_key = _AsyncOperation(AdminOperations.create_api_key)
+    rotate_api_key = _AsyncOperation(AdminOperations.rotate_api_key)
+    revoke_api_key = _AsyncOperation(AdminOperations.revoke_api_key)
+    webhooks = _AsyncOperation(AdminOperations.webhooks)
+    webhook = _AsyncOperation(AdminOperations.webhook)
+    register_webhook = _AsyncOperation(AdminOperations.register_webhook)
+    update_webhook = _AsyncOperation(AdminOperations.update_webhook)
+    rotate_webhook_secret = _AsyncOperation(AdminOperations.rotate_webhook_secret)
+    delete_webhook = _AsyncOperation(AdminOperations.delete_webhook)
+    webhook_deliveries = _AsyncOperation(AdminOperations.webhook_deliveries)
 
     async def aclose(self) -> None:
         await self._http.aclose()
