@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from personatree_site.ops import views as ops
 
@@ -14,4 +14,10 @@ urlpatterns = [
     path("v1/", include("memory.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="api-docs"),
+    # Redoc from the sidecar's files, without drf-spectacular's Google Fonts links (no external loads).
+    path(
+        "api/redoc/",
+        SpectacularRedocView.as_view(url_name="openapi-schema", template_name="api/redoc.html"),
+        name="api-redoc",
+    ),
 ]

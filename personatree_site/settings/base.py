@@ -127,6 +127,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 CACHES = {
     "default": env.cache("CACHE_URL", default="locmemcache://personatree"),
@@ -163,6 +164,12 @@ CELERY_BEAT_SCHEDULE = {
     "personatree-reconcile-erasures": {
         "task": "workers.reconcile_erasures",
         "schedule": env.float("PERSONATREE_ERASURE_RECONCILE_SECONDS", default=300.0),
+        "options": {"queue": "index"},
+    },
+    # Re-queues indexing of applied chunks whose messages are not confirmed in the evidence index.
+    "personatree-reconcile-indexing": {
+        "task": "workers.reconcile_indexing",
+        "schedule": env.float("PERSONATREE_INDEX_RECONCILE_SECONDS", default=300.0),
         "options": {"queue": "index"},
     },
 }

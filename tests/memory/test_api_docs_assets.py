@@ -1,5 +1,5 @@
 """Swagger UI loads its files from this server, not a CDN (issue 17): an air-gapped install shows
-the API docs. (No Redoc page: drf-spectacular's Redoc template loads Google Fonts.)"""
+the API docs. (Redoc, likewise: tests/memory/test_api_redoc_assets.py.)"""
 
 import re
 
