@@ -202,6 +202,9 @@ class Chunk(models.Model):
     produced_version = models.ForeignKey(
         "TreeVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    indexed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the chunk's messages were confirmed in the evidence index."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -209,7 +212,15 @@ class Chunk(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["subject", "chunk_key"], name="chunk_key_unique"),
         ]
-        indexes = [models.Index(fields=["subject", "status", "start_seq"], name="chunk_subject_status_seq")]
+        indexes = [
+            models.Index(fields=["subject", "status", "start_seq"], name="chunk_subject_status_seq"),
+            # The indexing reconcile's scan: applied chunks whose messages are not confirmed indexed.
+            models.Index(
+                fields=["updated_at"],
+                condition=models.Q(status="applied", indexed_at__isnull=True),
+                name="chunk_unindexed",
+            ),
+        ]
         ordering = ["subject", "start_seq"]
 
     def __str__(self) -> str:

@@ -7,6 +7,9 @@
   erasure; retried the same way; records the purge on the tombstone.
 - `reconcile_erasures()` (Celery beat, `ERASURE_RECONCILE_SECONDS`): retries every
   purge not recorded yet (`memory/services/erasure.py`).
+- `reconcile_indexing()` (Celery beat, `INDEX_RECONCILE_SECONDS`): re-queues the spans of
+  applied chunks whose indexing is not confirmed (`memory/services/evidence.py`): the task was
+  lost with the broker between the commit and the publish, or gave up while Milvus was down.
 - `flush_evidence()` (Celery beat, `EVIDENCE_FLUSH_SECONDS`): seal the growing
   segments that small indexing batches leave behind, so searches use the built
   indexes. The writing process already flushes after `EVIDENCE_FLUSH_IDLE_S` of
@@ -28,7 +31,7 @@ from django.dispatch import receiver
 
 from memory import conf
 from memory.recall.index import IndexUnavailable
-from memory.services import erasure
+from memory.services import erasure, evidence
 from memory.signals import subject_erased, version_applied
 from workers.base import TransientError, pt_task, send
 
@@ -44,9 +47,13 @@ def index_messages(self, subject_id: int, start_seq: int, end_seq: int) -> int:
     from memory.recall.indexing import evidence_index_span
 
     try:
-        return evidence_index_span(subject_id=int(subject_id), start_seq=int(start_seq), end_seq=int(end_seq))
+        written = evidence_index_span(
+            subject_id=int(subject_id), start_seq=int(start_seq), end_seq=int(end_seq)
+        )
     except IndexUnavailable as exc:
         raise TransientError(str(exc)) from exc
+    evidence.span_indexed(subject_id=int(subject_id), start_seq=int(start_seq), end_seq=int(end_seq))
+    return written
 
 
 @pt_task(name="workers.erase_subject_vectors", queue="index", soft_time_limit=120)
@@ -80,6 +87,27 @@ def reconcile_erasures(self, limit: int = 100) -> dict:
             break
         purged += erasure.vectors_purged(tenant_id=tenant_id, subject_id=subject_id)
     return {"purged": purged, "pending": len(pending) - purged}
+
+
+#: An applied chunk's own on-commit indexing task gets this long before the reconcile re-queues it.
+INDEX_GRACE_S = 600.0
+
+
+@pt_task(name="workers.reconcile_indexing", queue="index", soft_time_limit=120)
+def reconcile_indexing(self, limit: int = 200, older_than_s: float = INDEX_GRACE_S) -> int:
+    """Beat task: queue indexing again for applied chunks not confirmed in the evidence index after
+    ``older_than_s``, oldest first. Returns the spans queued. Upserts are idempotent."""
+    if not _enabled():
+        return 0
+    spans = evidence.unindexed_spans(older_than_s=float(older_than_s), limit=int(limit))
+    queued = 0
+    for span in spans:
+        if not send(index_messages, span.subject_id, span.start_seq, span.end_seq, tenant_id=span.tenant_id):
+            break  # broker down (logged by send): the next tick retries
+        queued += 1
+    if queued:
+        logger.info("re-queued evidence indexing of %d applied chunk span(s)", queued)
+    return queued
 
 
 @pt_task(name="workers.flush_evidence", queue="index", soft_time_limit=120)

@@ -1,0 +1,50 @@
+"""Evidence indexing bookkeeping: which applied chunks are confirmed in the vector index.
+
+A chunk's version commits, then ``version_applied`` (on commit) queues ``workers.index_messages``
+for the chunk's span. A broker outage between the commit and the publish, or a task that gave up
+while Milvus was down, would leave those messages out of deep recall for good. So the index task
+records ``Chunk.indexed_at`` once the upsert is confirmed, and the periodic
+``workers.reconcile_indexing`` re-queues the spans of applied chunks still unconfirmed after a grace
+period. Upserts have deterministic primary keys, so a span indexed twice is harmless.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.utils import timezone
+
+from memory.models import Chunk
+
+
+@dataclass(frozen=True)
+class Span:
+    tenant_id: int
+    subject_id: int
+    start_seq: int
+    end_seq: int
+
+
+def span_indexed(*, subject_id: int, start_seq: int, end_seq: int) -> int:
+    """Record that the index holds messages start_seq..end_seq of the subject: every applied chunk
+    inside that span is confirmed. Returns the chunks marked."""
+    return Chunk.objects.filter(
+        subject_id=subject_id,
+        status=Chunk.Status.APPLIED,
+        indexed_at__isnull=True,
+        start_seq__gte=start_seq,
+        end_seq__lte=end_seq,
+    ).update(indexed_at=timezone.now())
+
+
+def unindexed_spans(*, older_than_s: float, limit: int = 200) -> list[Span]:
+    """Applied chunks not confirmed in the index, untouched for ``older_than_s`` (their own on-commit
+    task has had its chance), oldest first (the partial index ``chunk_unindexed``)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    rows = (
+        Chunk.objects.filter(status=Chunk.Status.APPLIED, indexed_at__isnull=True, updated_at__lt=cutoff)
+        .order_by("updated_at", "pk")
+        .values_list("subject__tenant_id", "subject_id", "start_seq", "end_seq")[:limit]
+    )
+    return [Span(int(t), int(s), int(a), int(b)) for t, s, a, b in rows]
