@@ -27,7 +27,7 @@ from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from serving import chat_compat
+from serving import chat_compat, tracing
 from serving.config import AppConfig
 from serving.engines.base import EngineError, EngineUnavailable
 from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult
@@ -46,6 +46,7 @@ CONCURRENT_BATCHES = 8
 class MemListenerDeployment:
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = AppConfig.model_validate(config)
+        tracing.install()  # PERSONATREE_OTEL: continue the callers' traces (serving/tracing.py)
         self._listener: MemListener | None = None
         self._start_error: Exception | None = None
         self._load_lock = threading.Lock()
@@ -105,17 +106,23 @@ class MemListenerDeployment:
 
     async def __call__(self, request: Request) -> JSONResponse:
         if request.url.path.rstrip("/").endswith(chat_compat.CHAT_PATH):
-            return await self._chat(request)
-        try:
-            batch = ListenerBatch.model_validate(await request.json())
-        except ValidationError as exc:
-            return JSONResponse(
-                {"error": "invalid batch", "detail": exc.errors(include_url=False)}, status_code=422
-            )
-        except ValueError as exc:
-            return JSONResponse({"error": f"body is not JSON: {exc}"}, status_code=400)
-        results = await asyncio.gather(*(self._submit(j) for j in batch.jobs))
-        return JSONResponse(ListenerBatchResult(results=list(results)).model_dump(mode="json"))
+            with tracing.server_span(request.headers, "memlistener.chat"):
+                return await self._chat(request)
+        with tracing.server_span(request.headers, "memlistener.batch") as span:
+            try:
+                batch = ListenerBatch.model_validate(await request.json())
+            except ValidationError as exc:
+                return JSONResponse(
+                    {"error": "invalid batch", "detail": exc.errors(include_url=False)}, status_code=422
+                )
+            except ValueError as exc:
+                return JSONResponse({"error": f"body is not JSON: {exc}"}, status_code=400)
+            if span is not None:
+                span.set_attribute("memlistener.jobs", len(batch.jobs))
+            results = await asyncio.gather(*(self._submit(j) for j in batch.jobs))
+            if span is not None:
+                span.set_attribute("memlistener.errors", sum(1 for r in results if r.error))
+            return JSONResponse(ListenerBatchResult(results=list(results)).model_dump(mode="json"))
 
     async def _chat(self, request: Request) -> JSONResponse:
         try:

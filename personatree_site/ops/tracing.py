@@ -23,20 +23,16 @@ route pattern (``/v1/subjects/<str:external_id>/tree``) once the route is resolv
 from __future__ import annotations
 
 import logging
-import os
+
+from serving.tracing import ENV_FLAG, default_provider, enabled
 
 log = logging.getLogger("personatree.tracing")
 
-ENV_FLAG = "PERSONATREE_OTEL"
 NOT_TRACED = "healthz,readyz,metrics"
 _URL_ATTRIBUTES = ("http.target", "url.path")
 _FULL_URL_ATTRIBUTES = ("http.url", "url.full")
 
 _instrumentors: list = []
-
-
-def enabled() -> bool:
-    return os.environ.get(ENV_FLAG, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def installed() -> bool:
@@ -53,25 +49,6 @@ def _scrub_url(span, request, response) -> None:
         span.set_attribute(name, path)
     for name in _FULL_URL_ATTRIBUTES:
         span.set_attribute(name, f"{request.scheme}://{request.get_host()}{path}")
-
-
-def _default_provider():
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
-
-    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "personatree"}
-    provider = TracerProvider(resource=Resource.create(attributes))
-    exporter_name = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
-    if exporter_name == "console":
-        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
-    elif exporter_name == "otlp":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    elif exporter_name != "none":
-        log.warning("OTEL_TRACES_EXPORTER=%s is not supported here (otlp, console, none)", exporter_name)
-    return provider
 
 
 def install(*, tracer_provider=None, force: bool = False) -> bool:
@@ -91,7 +68,7 @@ def install(*, tracer_provider=None, force: bool = False) -> bool:
         from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 
         if tracer_provider is None:
-            tracer_provider = _default_provider()
+            tracer_provider = default_provider()
             trace.set_tracer_provider(tracer_provider)
     except ImportError as exc:
         log.warning("%s is set but the otel extra is not installed (%s): no tracing", ENV_FLAG, exc)

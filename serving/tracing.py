@@ -1,0 +1,90 @@
+"""OpenTelemetry in the MemListener deployment: off unless ``PERSONATREE_OTEL`` is on.
+
+The web tier and the workers (``personatree_site/ops/tracing.py``) send the W3C ``traceparent``
+header with every call to the MemListener (httpx instrumentation). Here, :func:`server_span` opens
+the deployment's server span as a child of that context, so one trace runs API -> Celery task ->
+MemListener batch. Without the flag, or without the ``otel`` extra in the Serve image, nothing
+imports OpenTelemetry and :func:`server_span` yields ``None``.
+
+:func:`default_provider` builds the process's tracer provider from the standard ``OTEL_*``
+variables (exporter ``otlp`` by default, ``console``, ``none``); the Django side uses it too.
+This module imports nothing from Django.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+log = logging.getLogger("personatree.tracing")
+
+ENV_FLAG = "PERSONATREE_OTEL"
+TRACER_NAME = "personatree.memlistener"
+
+_tracer: Any = None
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_FLAG, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def default_provider():
+    """A tracer provider exporting where the ``OTEL_*`` variables say (needs the otel extra)."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "personatree"}
+    provider = TracerProvider(resource=Resource.create(attributes))
+    exporter_name = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower()
+    if exporter_name == "console":
+        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+    elif exporter_name == "otlp":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    elif exporter_name != "none":
+        log.warning("OTEL_TRACES_EXPORTER=%s is not supported here (otlp, console, none)", exporter_name)
+    return provider
+
+
+def install(*, tracer_provider=None, force: bool = False) -> bool:
+    """Start tracing in this process when the flag is on (or ``force``); a second call does nothing.
+    ``tracer_provider`` (tests: an in-memory exporter) replaces the one built from ``OTEL_*``."""
+    global _tracer
+    if _tracer is not None:
+        return True
+    if not (force or enabled()):
+        return False
+    try:
+        provider = tracer_provider or default_provider()
+    except ImportError as exc:
+        log.warning("%s is set but the otel extra is not installed (%s): no tracing", ENV_FLAG, exc)
+        return False
+    _tracer = provider.get_tracer(TRACER_NAME)
+    return True
+
+
+def uninstall() -> None:
+    """Stop tracing (tests)."""
+    global _tracer
+    _tracer = None
+
+
+@contextmanager
+def server_span(headers: Mapping[str, str], name: str, **attributes: Any) -> Iterator[Any]:
+    """A server span continuing the caller's trace (``traceparent`` in ``headers``), or ``None``."""
+    if _tracer is None:
+        yield None
+        return
+    from opentelemetry.propagate import extract
+    from opentelemetry.trace import SpanKind
+
+    context = extract({k.lower(): v for k, v in headers.items()})
+    with _tracer.start_as_current_span(
+        name, context=context, kind=SpanKind.SERVER, attributes=attributes
+    ) as span:
+        yield span
