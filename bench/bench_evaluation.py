@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memory.evaluation.datasets.locomo import LocomoQA  # noqa: E402
-from memory.evaluation.metrics import Outcome, accuracy_table, distribution  # noqa: E402
-from memory.evaluation.results import write_results  # noqa: E402
-from memory.evaluation.scoring import extract_choice, score_locomo  # noqa: E402
+from evaluation.datasets.locomo import LocomoQA  # noqa: E402
+from evaluation.metrics import Outcome, accuracy_table, distribution  # noqa: E402
+from evaluation.results import write_results  # noqa: E402
+from evaluation.scoring import extract_choice, score_locomo  # noqa: E402
 
 OPTIONS = (
     "It's great to see such innovative approaches in music, since you like producing music with software.",

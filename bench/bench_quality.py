@@ -4,7 +4,7 @@ For each speaker of ``--conversation`` (default conv-30): that speaker's turns a
 other speaker's the assistant's (image turns keep their caption, as the backfill reader does); the
 history is cut with ``memory.engine.chunker.chunk_turns`` (3 pairs; the last, partial window
 included, as the backfill's final flush does) and each chunk goes to the listener alone, in order,
-as a ``ListenerJob`` on the tree so far; accepted ops are applied with ``memory.engine.tree.apply``. Then ``memory/evaluation/quality.py`` measures the
+as a ``ListenerJob`` on the tree so far; accepted ops are applied with ``memory.engine.tree.apply``. Then ``evaluation/quality.py`` measures the
 applied ADD/UPDATE values (grounded / invented / wrong speaker against the chunk's turns) and the
 MiniLM coverage of the speaker's LoCoMo ``observation`` facts by the final tree.
 
@@ -40,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from evaluation.quality import observation_coverage, pool_coverage, value_metrics  # noqa: E402
 from memory.backfill.locomo import turn_text  # noqa: E402
 from memory.engine.candidates import is_self_disclosure, leaf_text, user_sentences  # noqa: E402
 from memory.engine.chunker import chunk_turns  # noqa: E402
@@ -47,7 +48,6 @@ from memory.engine.clauses import merge_clauses  # noqa: E402
 from memory.engine.ops import Op, OpType  # noqa: E402
 from memory.engine.schema import default_schema  # noqa: E402
 from memory.engine.tree import Tree, apply  # noqa: E402
-from memory.evaluation.quality import observation_coverage, pool_coverage, value_metrics  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "benchmarks" / "locomo" / "locomo_dev5.json"
 RESULTS = ROOT / "bench" / "results" / "latest.json"

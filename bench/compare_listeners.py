@@ -28,12 +28,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_quality import data_path, engine_config, load_sample  # noqa: E402
 
+from evaluation.quality import observation_coverage  # noqa: E402
 from memory.backfill.locomo import turn_text  # noqa: E402
 from memory.engine.chunker import chunk_turns  # noqa: E402
 from memory.engine.ops import Op  # noqa: E402
 from memory.engine.schema import default_schema  # noqa: E402
 from memory.engine.tree import Tree, apply  # noqa: E402
-from memory.evaluation.quality import observation_coverage  # noqa: E402
 
 
 def speaker_slice(sample: dict, speaker: str, n_chunks: int):

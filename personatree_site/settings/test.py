@@ -9,7 +9,11 @@
 """
 
 from .base import *  # noqa: F401,F403
-from .base import DATABASES, PERSONATREE, env
+from .base import DATABASES, INSTALLED_APPS, PERSONATREE, env
+
+# The evaluation harness (`manage.py evaluate`, evaluation/apps.py): local and test runs only;
+# production does not install it.
+INSTALLED_APPS = [*INSTALLED_APPS, "evaluation.apps.EvaluationConfig"]
 
 DATABASES["default"] = env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/test")
 DATABASES["default"]["TEST"] = {"NAME": env.str("PERSONATREE_TEST_DB", default="test_personatree")}

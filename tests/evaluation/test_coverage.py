@@ -1,4 +1,4 @@
-from memory.evaluation.coverage import Reply, judge_coverage, judge_system_prompt, read_verdict
+from evaluation.coverage import Reply, judge_coverage, judge_system_prompt, read_verdict
 
 
 def test_read_verdict():

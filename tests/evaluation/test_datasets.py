@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from memory.evaluation.datasets import DatasetError
-from memory.evaluation.datasets.locomo import load_locomo, normalise_dia_ids
-from memory.evaluation.datasets.personamem import check_end_indices, load_contexts, load_questions
+from evaluation.datasets import DatasetError
+from evaluation.datasets.locomo import load_locomo, normalise_dia_ids
+from evaluation.datasets.personamem import check_end_indices, load_contexts, load_questions
 
 
 def test_locomo_view(locomo_path):

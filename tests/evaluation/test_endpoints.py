@@ -1,6 +1,6 @@
 import pytest
 
-from memory.evaluation.endpoints import EndpointError, memlistener_config, parse_spec, responder_settings
+from evaluation.endpoints import EndpointError, memlistener_config, parse_spec, responder_settings
 
 
 def test_parse_spec():

@@ -1,8 +1,8 @@
 """The LoCoMo full-history baseline: the conversation itself, newest turns kept under a token budget."""
 
+from evaluation.datasets.locomo import load_locomo
+from evaluation.locomo_run import full_history
 from memory.engine.render import count_tokens
-from memory.evaluation.datasets.locomo import load_locomo
-from memory.evaluation.locomo_run import full_history
 from memory.services.query import answer_prompt
 
 

@@ -3,8 +3,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from memory.evaluation.merge import MergeError, merge_results
-from memory.evaluation.metrics import Outcome, accuracy_table, distribution
+from evaluation.merge import MergeError, merge_results
+from evaluation.metrics import Outcome, accuracy_table, distribution
 
 RETRIEVAL = {
     "overall": {"n": 2, "recall@1": 0.5},

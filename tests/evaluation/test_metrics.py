@@ -1,6 +1,6 @@
 import pytest
 
-from memory.evaluation.metrics import (
+from evaluation.metrics import (
     ChunkOps,
     Outcome,
     accuracy_table,

@@ -1,12 +1,11 @@
-"""LLM-free quality metrics (memory/evaluation/quality.py) with a fake bag-of-words embedder."""
+"""LLM-free quality metrics (evaluation/quality.py) with a fake bag-of-words embedder."""
 
 import zlib
 
 import numpy as np
 import pytest
 
-from memory.engine.render import count_tokens
-from memory.evaluation.quality import (
+from evaluation.quality import (
     answer_tokens,
     context_answer_recall,
     invented_tokens,
@@ -15,6 +14,7 @@ from memory.evaluation.quality import (
     tree_clauses,
     value_metrics,
 )
+from memory.engine.render import count_tokens
 
 DIM = 512
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from memory.evaluation.quality import context_answer_recall
+from evaluation.quality import context_answer_recall
 from memory.models import OpRecord
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]

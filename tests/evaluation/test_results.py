@@ -1,7 +1,7 @@
 import json
 
-from memory.evaluation.metrics import Outcome, accuracy_table, distribution
-from memory.evaluation.results import provenance, render_markdown, write_results
+from evaluation.metrics import Outcome, accuracy_table, distribution
+from evaluation.results import provenance, render_markdown, write_results
 
 
 def sample_results():

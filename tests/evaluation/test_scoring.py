@@ -1,7 +1,7 @@
 import pytest
 
-from memory.evaluation.datasets.locomo import LocomoQA
-from memory.evaluation.scoring import Choice, extract_choice, score_locomo, token_f1
+from evaluation.datasets.locomo import LocomoQA
+from evaluation.scoring import Choice, extract_choice, score_locomo, token_f1
 
 OPTIONS = ("You are a nurse.", "You design book covers.", "You teach math.", "You keep bees.")
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory.evaluation import store
+from evaluation import store
 from memory.models import Tenant
 from memory.services import ServiceError
 from memory.services.subjects import tenant_create

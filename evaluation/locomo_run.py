@@ -24,16 +24,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
+from evaluation import pipeline
+from evaluation.coverage import judge_coverage
+from evaluation.datasets.locomo import CATEGORY_NAMES, LocomoConversation, load_locomo
+from evaluation.metrics import Outcome, accuracy_table, distribution, recall_section
+from evaluation.quality import context_answer_recall, context_recall_section
+from evaluation.quality_run import quality_section
+from evaluation.scoring import is_abstention, score_locomo
 from memory.backfill.locomo import LocomoSource
 from memory.backfill.records import derive_key
 from memory.engine.render import count_tokens
-from memory.evaluation import pipeline
-from memory.evaluation.coverage import judge_coverage
-from memory.evaluation.datasets.locomo import CATEGORY_NAMES, LocomoConversation, load_locomo
-from memory.evaluation.metrics import Outcome, accuracy_table, distribution, recall_section
-from memory.evaluation.quality import context_answer_recall, context_recall_section
-from memory.evaluation.quality_run import quality_section
-from memory.evaluation.scoring import is_abstention, score_locomo
 from memory.recall.metrics import RecallQuestion, evaluate_recall
 from memory.services.query import answer_prompt
 

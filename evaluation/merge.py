@@ -22,7 +22,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from memory.evaluation.quality import context_recall_section
+from evaluation.quality import context_recall_section
 
 SAME_RUN = ("conversations", "sessions")
 SAME_MEASURE = ("ks", "qa_limit_per_conversation")

@@ -5,7 +5,7 @@
     manage.py evaluate personamem --questions CSV --contexts JSONL [--limit N] [--modes ...]
     manage.py evaluate merge --out DIR PART_DIR PART_DIR ...   (runs over one tenant that split the work)
 
-Common: `--memlistener SPEC`, `--responder SPEC` (default `local`; see memory/evaluation/endpoints.py),
+Common: `--memlistener SPEC`, `--responder SPEC` (default `local`; see evaluation/endpoints.py),
 `--out DIR` (results.json, results.md, PNG plots). Data paths come from the user; nothing is vendored.
 Each run writes into a fresh tenant `eval-<run id>` of the configured database.
 """
@@ -21,11 +21,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from memory.evaluation import locomo_run, personamem_run, pipeline
-from memory.evaluation.datasets import DatasetError
-from memory.evaluation.endpoints import EndpointError
-from memory.evaluation.merge import MergeError, load_part, merge_results
-from memory.evaluation.results import write_results
+from evaluation import locomo_run, personamem_run, pipeline
+from evaluation.datasets import DatasetError
+from evaluation.endpoints import EndpointError
+from evaluation.merge import MergeError, load_part, merge_results
+from evaluation.results import write_results
 
 
 class Command(BaseCommand):
@@ -68,7 +68,7 @@ class Command(BaseCommand):
         )
         mg = sub.add_parser(
             "merge",
-            help="join the results of runs over one tenant that split the work (memory/evaluation/merge.py)",
+            help="join the results of runs over one tenant that split the work (evaluation/merge.py)",
         )
         mg.add_argument("parts", nargs="+", help="output folders (or results.json files) of the runs")
         mg.add_argument("--out", required=True, help="output folder of the merged result")

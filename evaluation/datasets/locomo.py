@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory.evaluation.datasets import DatasetError
+from evaluation.datasets import DatasetError
 
 CATEGORY_NAMES = {
     1: "multi_hop",

@@ -10,7 +10,7 @@ from collections import defaultdict
 
 from django.db import IntegrityError, transaction
 
-from memory.evaluation.metrics import ChunkOps
+from evaluation.metrics import ChunkOps
 from memory.models import Chunk, Message, OpRecord, Subject, Tenant, TreeVersion
 from memory.services import ServiceError
 from memory.services.subjects import tenant_create

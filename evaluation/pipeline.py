@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evaluation import store
+from evaluation.counting import CountingClient
+from evaluation.endpoints import memlistener_config, responder_settings
+from evaluation.metrics import op_stats
+from evaluation.responder import ANSWER_PROMPT_VERSION, Responder
+from evaluation.results import git_commit, provenance
 from memory.engine.render import render
-from memory.evaluation import store
-from memory.evaluation.counting import CountingClient
-from memory.evaluation.endpoints import memlistener_config, responder_settings
-from memory.evaluation.metrics import op_stats
-from memory.evaluation.responder import ANSWER_PROMPT_VERSION, Responder
-from memory.evaluation.results import git_commit, provenance
 from memory.models import Message, Subject, Tenant
 from memory.recall.units import UnitTurn, pair_units, unit_index
 from memory.selectors import ALL_TIERS, subject_schema, tree_current
@@ -288,8 +288,8 @@ def final_tree_text(subject: Subject) -> str:
 def run_provenance(ctx: RunContext) -> dict:
     """Model ids and prompt versions as the audit log holds them (OpRecords of the run's tenant: this run's
     and, on a reused tenant, earlier runs' chunks), plus what this process called."""
+    from evaluation.coverage import JUDGE_PROMPT_VERSION
     from memory.engine.schema import default_schema
-    from memory.evaluation.coverage import JUDGE_PROMPT_VERSION
     from memory.models import OpRecord
     from memory.services.query import ANSWER_PROMPT_VERSION as PRODUCT_ANSWER_PROMPT_VERSION
 

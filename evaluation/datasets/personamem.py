@@ -17,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.evaluation.datasets import DatasetError
+from evaluation.datasets import DatasetError
 
 LETTERS = ("a", "b", "c", "d")
 _GOLD = re.compile(r"^\s*\(?([a-dA-D])\)?\s*$")

@@ -16,7 +16,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from memory.evaluation.coverage import Reply
+from evaluation.coverage import Reply
 from serving.engines.base import Prompt, turns_key
 
 ANSWER_PROMPT_VERSION = "eval-answer/1"

@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from evaluation import pipeline
+from evaluation.datasets.personamem import check_end_indices, load_contexts, load_questions
+from evaluation.metrics import Outcome, accuracy_table, distribution
+from evaluation.responder import MC_JSON_SCHEMA, MC_SYSTEM, mc_user_prompt
+from evaluation.scoring import extract_choice
 from memory.backfill.personamem import PersonamemSource
 from memory.backfill.records import derive_key
 from memory.engine.render import count_tokens
-from memory.evaluation import pipeline
-from memory.evaluation.datasets.personamem import check_end_indices, load_contexts, load_questions
-from memory.evaluation.metrics import Outcome, accuracy_table, distribution
-from memory.evaluation.responder import MC_JSON_SCHEMA, MC_SYSTEM, mc_user_prompt
-from memory.evaluation.scoring import extract_choice
 
 MODES = ("no_memory", "full_history", "tree_only", "tree_router", "tree_agentic")
 TREE_MODES = {"tree_only": "fast", "tree_router": "auto", "tree_agentic": "deep"}  # context_build modes

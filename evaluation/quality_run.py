@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from evaluation.quality import TAUS, observation_coverage, pool_coverage, value_metrics
 from memory.engine.render import token_counter_name
-from memory.evaluation.quality import TAUS, observation_coverage, pool_coverage, value_metrics
 from memory.models import Message, OpRecord, Subject
 from memory.selectors import tree_current
 

@@ -34,8 +34,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory.evaluation.datasets.locomo import LocomoQA
-from memory.evaluation.datasets.personamem import LETTERS
+from evaluation.datasets.locomo import LocomoQA
+from evaluation.datasets.personamem import LETTERS
 
 # --- multiple choice -------------------------------------------------------------------------
 
