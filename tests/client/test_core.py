@@ -30,10 +30,10 @@ from personatree_client import (
     SubjectErasedError,
     WaitTimeoutError,
 )
-from personatree_client._core import (
+from personatree_client._core import Operations
+from personatree_client._protocol import (
     ApiRequest,
     NoResponse,
-    Operations,
     Response,
     RetryPolicy,
     Sleep,

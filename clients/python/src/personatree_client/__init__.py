@@ -10,7 +10,7 @@
         print(pt.context("user-42", "Where do I live?").context.text)
 """
 
-from personatree_client._core import RetryPolicy
+from personatree_client._protocol import RetryPolicy
 from personatree_client.admin import ApiKey, DeliveryAttempt, WebhookDelivery, WebhookEndpoint
 from personatree_client.client import AsyncPersonaTree, PersonaTree, __version__
 from personatree_client.errors import (
@@ -35,18 +35,20 @@ from personatree_client.errors import (
     WaitTimeoutError,
 )
 from personatree_client.models import (
-    Answer,
     ChunkFailure,
     ChunkSpan,
-    Context,
-    Erasure,
-    Export,
     FlushResult,
     IngestResult,
     IngestStatus,
-    Leaf,
     Message,
     Receipt,
+)
+from personatree_client.results import (
+    Answer,
+    Context,
+    Erasure,
+    Export,
+    Leaf,
     RenderedContext,
     SubjectSummary,
     Tree,

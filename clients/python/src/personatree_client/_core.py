@@ -1,209 +1,52 @@
 """The client's logic, without I/O: every operation is a *plan*.
 
-A plan is a generator that yields what it needs done — an :class:`ApiRequest` to send, or a
-:class:`Sleep` before a retry — receives the :class:`Response` (or :class:`NoResponse`) back, and
-finally returns the typed result or raises a typed error. Batching, retries, error mapping and
-parsing all live here, once; :class:`~personatree_client.PersonaTree` (httpx.Client, time.sleep)
-and :class:`~personatree_client.AsyncPersonaTree` (httpx.AsyncClient, asyncio.sleep) only carry
-the actions out (``client.py``).
+A plan is a generator that yields what it needs done — an :class:`~personatree_client._protocol.ApiRequest`
+to send, or a :class:`~personatree_client._protocol.Sleep` before a retry — receives the answer
+back, and finally returns the typed result or raises a typed error. The exchange itself (retries,
+error mapping, JSON decoding, pagination) is ``_protocol.py``; this module builds each operation's
+requests (ingest batching, paths, query bodies) and picks the result type.
+:class:`~personatree_client.PersonaTree` (httpx.Client, time.sleep) and
+:class:`~personatree_client.AsyncPersonaTree` (httpx.AsyncClient, asyncio.sleep) only carry the
+actions out (``client.py``).
 """
 
 from __future__ import annotations
 
-import email.utils
-import json
-import random
 import re
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import quote
 
-import httpx
-
-from personatree_client.errors import (
-    APIConnectionError,
-    APIError,
-    APITimeoutError,
-    IngestBlockedError,
-    ResponseDecodeError,
-    WaitTimeoutError,
-    error_for,
+from personatree_client._protocol import (
+    ApiRequest,
+    Plan,
+    Response,
+    RetryPolicy,
+    Sleep,
+    as_of_json,
+    call,
+    dumps,
+    exchange,
+    pages,
+    subject_path,
 )
-from personatree_client.models import (
-    Answer,
-    AsOf,
-    Context,
-    Erasure,
-    Export,
-    FlushResult,
-    IngestResult,
-    IngestStatus,
-    Leaf,
-    Message,
-    Mode,
-    SubjectSummary,
-    Tree,
-    Versions,
-)
+from personatree_client.errors import APIError, IngestBlockedError, WaitTimeoutError
+from personatree_client.models import AsOf, FlushResult, IngestResult, IngestStatus, Message, Mode
+from personatree_client.results import Answer, Context, Erasure, Export, Leaf, SubjectSummary, Tree, Versions
 
 T = TypeVar("T")
-
-CONTENT_JSON = {"Content-Type": "application/json"}
 
 #: The server's defaults (``PERSONATREE_MAX_MESSAGES_PER_CALL``, ``..._MAX_REQUEST_BYTES``).
 SERVER_MAX_MESSAGES_PER_CALL = 500
 SERVER_MAX_REQUEST_BYTES = 500 * (4 * 20_000 + 1024)
 
-
-@dataclass(frozen=True, slots=True)
-class ApiRequest:
-    """One HTTP request of the API. ``idempotent``: safe to send again when no answer came."""
-
-    method: str
-    path: str
-    params: Mapping[str, str] | None = None
-    content: bytes | None = None
-    timeout: float | None = None
-    idempotent: bool = True
-
-    def httpx_kwargs(self) -> dict[str, Any]:
-        """The arguments of ``httpx.Client.request`` / ``httpx.AsyncClient.request``."""
-        return {
-            "method": self.method,
-            "url": self.path,
-            "params": self.params,
-            "content": self.content,
-            "headers": CONTENT_JSON if self.content is not None else None,
-            "timeout": httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Sleep:
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    status: int
-    headers: Mapping[str, str]
-    content: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class NoResponse:
-    """The transport failed (the httpx exception) before an answer came."""
-
-    error: httpx.TransportError
-
-
-Action = ApiRequest | Sleep
-Outcome = Response | NoResponse | None
-Plan = Generator[Action, Outcome, T]
-
-
-def retry_after_seconds(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
-    """``Retry-After`` as seconds (delta-seconds or an HTTP date), ``None`` if absent or unreadable."""
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """When to send a request again, and after how long.
-
-    Retried: answers with a status in ``statuses`` (429 and 503: the server did nothing), and
-    requests that got no answer — always when the connection was never made, otherwise only
-    idempotent requests (everything but ``erase``; ingest is idempotent through its keys).
-    The wait is the server's ``Retry-After`` when it sends one (at least; never less than the
-    backoff below, so ``Retry-After: 0`` is no busy loop); a ``Retry-After`` longer than
-    ``max_wait`` is not waited for (the error is raised at once, with ``retry_after`` set). Without
-    one: exponential backoff from ``backoff`` seconds (x 0.5-1 jitter, doubling, capped at
-    ``max_wait``). At most ``max_retries`` retries per request.
-    """
-
-    max_retries: int = 3
-    max_wait: float = 10.0
-    backoff: float = 0.5
-    statuses: frozenset[int] = frozenset({429, 503})
-
-    def delay(self, outcome: Response | NoResponse, attempt: int, request: ApiRequest) -> float | None:
-        if attempt >= self.max_retries:
-            return None
-        if isinstance(outcome, NoResponse):
-            never_sent = isinstance(outcome.error, httpx.ConnectError | httpx.ConnectTimeout)
-            return self._backoff(attempt) if (never_sent or request.idempotent) else None
-        if outcome.status not in self.statuses:
-            return None
-        told = retry_after_seconds(outcome.headers)
-        if told is None:
-            return self._backoff(attempt)
-        # At least what the server said; a "0" (DRF rounds the wait down) still backs off a little.
-        return max(told, self._backoff(attempt)) if told <= self.max_wait else None
-
-    def _backoff(self, attempt: int) -> float:
-        return min(self.max_wait, self.backoff * 2.0**attempt * random.uniform(0.5, 1.0))
-
-
-def subject_path(subject: str, *rest: str) -> str:
-    if not isinstance(subject, str):
-        raise TypeError(f"subject must be a str (the external id), not {type(subject).__name__}")
-    return "/".join(["/v1/subjects", quote(subject, safe=""), *rest])
-
-
-def _as_of_json(as_of: AsOf) -> int | str:
-    if isinstance(as_of, datetime):
-        return as_of.isoformat()
-    return as_of
-
-
-# One encoder for every call: ingest encodes each message on its own (to count the batch's bytes).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def _dumps(value: Any) -> bytes:
-    return _ENCODER.encode(value).encode("utf-8")
-
-
 _MESSAGE_INDEX = re.compile(r"^messages\[(\d+)\]")
 
 
-def _shift_message_index(field: str, offset: int) -> str:
+def shift_message_index(field: str, offset: int) -> str:
     """``messages[3].content`` of a batch starting at message ``offset`` of the call -> of the call."""
     return _MESSAGE_INDEX.sub(lambda m: f"messages[{int(m[1]) + offset}]", field)
-
-
-def _next_cursor(page: dict[str, Any]) -> str | None:
-    """The ``cursor`` of a page's ``next`` link (``None`` on the last page)."""
-    link = page.get("next")
-    if not link:
-        return None
-    cursors = parse_qs(urlsplit(str(link)).query).get("cursor")
-    if not cursors:
-        raise ValueError(f"the next link {link!r} has no cursor")
-    return cursors[0]
-
-
-def _page(page: dict[str, Any]) -> dict[str, Any]:
-    """A page, as is, once its ``next`` link reads (one without a cursor is a malformed answer)."""
-    _next_cursor(page)
-    return page
 
 
 class Operations:
@@ -222,44 +65,16 @@ class Operations:
         self.max_batch_messages = max_batch_messages
         self.max_batch_bytes = max_batch_bytes
 
-    # --- the exchange every operation goes through -------------------------------------------
+    # --- the exchanges every operation goes through (_protocol.py), with this client's retries ---
 
     def _exchange(self, request: ApiRequest) -> Plan[Response]:
-        """Send (with retries); return a success answer or raise the typed error."""
-        attempt = 0
-        while True:
-            outcome = yield request
-            assert outcome is not None, "a transport must answer a request"
-            wait = self.retry.delay(outcome, attempt, request)
-            if wait is None:
-                break
-            attempt += 1
-            yield Sleep(wait)
-        if isinstance(outcome, NoResponse):
-            cls = APITimeoutError if isinstance(outcome.error, httpx.TimeoutException) else APIConnectionError
-            raise cls(f"{request.method} {request.path}: {outcome.error!r}") from outcome.error
-        if outcome.status >= 400:
-            raise error_for(
-                outcome.status,
-                outcome.content,
-                retry_after_seconds(outcome.headers),
-                request_id=outcome.headers.get("x-request-id"),
-            )
-        return outcome
+        return exchange(request, self.retry)
 
     def _call(self, request: ApiRequest, parse: Callable[[dict[str, Any]], T]) -> Plan[T]:
-        response = yield from self._exchange(request)
-        try:
-            data = json.loads(response.content)
-            if not isinstance(data, dict):
-                raise TypeError("the body is not a JSON object")
-            return parse(data)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ResponseDecodeError(
-                f"{request.method} {request.path}: unexpected answer ({exc!r})",
-                status=response.status,
-                body=response.content,
-            ) from exc
+        return call(request, parse, self.retry)
+
+    def _pages(self, path: str, page_size: int | None, merge: Callable[[list[dict[str, Any]]], T]) -> Plan[T]:
+        return pages(path, page_size, merge, self.retry)
 
     # --- ingest ----------------------------------------------------------------------------
 
@@ -280,7 +95,7 @@ class Operations:
         size = len(head) + len(tail)
         sent = False
         for message in checked:
-            encoded = _dumps(message.to_json())
+            encoded = dumps(message.to_json())
             if parts and (
                 len(parts) >= self.max_batch_messages or size + len(encoded) + 1 > self.max_batch_bytes
             ):
@@ -316,7 +131,7 @@ class Operations:
             except APIError as exc:
                 exc.partial = result
                 if exc.field and offset:
-                    exc.field = _shift_message_index(exc.field, offset)
+                    exc.field = shift_message_index(exc.field, offset)
                 raise
             offset += count
             result = batch if result is None else result.merge(batch)
@@ -371,36 +186,8 @@ class Operations:
 
     def tree(self, subject: str, *, as_of: AsOf | None = None) -> Plan[Tree]:
         """The subject's tree at its head, or ``as_of`` a version number or a datetime."""
-        params = None if as_of is None else {"as_of": str(_as_of_json(as_of))}
+        params = None if as_of is None else {"as_of": str(as_of_json(as_of))}
         return self._call(ApiRequest("GET", subject_path(subject, "tree"), params=params), Tree.from_json)
-
-    def _pages(self, path: str, page_size: int | None, merge: Callable[[list[dict[str, Any]]], T]) -> Plan[T]:
-        """Every page of a cursor-paginated list, merged.
-
-        A page's ``next`` is the URL of the following page (``null`` on the last; a server without
-        pagination sends none). Only its ``cursor`` is taken: the client asks its own ``base_url``
-        again, so a ``next`` built with the server's internal host name behind a proxy does no harm.
-        """
-        params = {} if page_size is None else {"page_size": str(page_size)}
-        pages: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        while True:
-            request = ApiRequest("GET", path, params=params or None)
-            page = yield from self._call(request, _page)
-            pages.append(page)
-            cursor = _next_cursor(page)
-            if cursor is None:
-                break
-            if cursor in seen:
-                raise ResponseDecodeError(f"GET {path}: the next page repeats a cursor", status=200, body=b"")
-            seen.add(cursor)
-            params = {**params, "cursor": cursor}
-        try:
-            return merge(pages)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ResponseDecodeError(
-                f"GET {path}: unexpected answer ({exc!r})", status=200, body=b""
-            ) from exc
 
     def versions(self, subject: str, *, page_size: int | None = None) -> Plan[Versions]:
         """The subject's version history, newest first: every page (``page_size`` versions each)."""
@@ -436,7 +223,7 @@ class Operations:
         body: dict[str, Any] = {"value": value}
         if base_version is not None:
             body["base_version"] = base_version
-        request = ApiRequest("PUT", self._leaf_path(subject, path), content=_dumps(body))
+        request = ApiRequest("PUT", self._leaf_path(subject, path), content=dumps(body))
         return self._call(request, Leaf.from_json)
 
     def delete_leaf(self, subject: str, path: str, *, base_version: int | None = None) -> Plan[Leaf]:
@@ -468,10 +255,10 @@ class Operations:
     ) -> ApiRequest:
         body: dict[str, Any] = {"query": query, "mode": mode}
         if as_of is not None:
-            body["as_of"] = _as_of_json(as_of)
+            body["as_of"] = as_of_json(as_of)
         if token_budget is not None:
             body["token_budget"] = token_budget
-        return ApiRequest("POST", subject_path(subject, endpoint), content=_dumps(body), timeout=timeout)
+        return ApiRequest("POST", subject_path(subject, endpoint), content=dumps(body), timeout=timeout)
 
     def context(
         self,

@@ -16,7 +16,8 @@ from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
-from personatree_client._core import ApiRequest, Operations, Plan, _dumps
+from personatree_client._core import Operations
+from personatree_client._protocol import ApiRequest, Plan, dumps
 from personatree_client.models import _dt
 
 Scope = Literal["ingest", "read", "read_special", "write", "admin", "erase"]
@@ -153,7 +154,7 @@ class AdminOperations(Operations):
     def create_api_key(self, scopes: Iterable[Scope], *, name: str = "") -> Plan[ApiKey]:
         """A new key with ``scopes`` (each held by the calling key, else PermissionDeniedError);
         its raw ``key`` is in this answer only."""
-        body = _dumps({"name": name, "scopes": sorted(set(scopes))})
+        body = dumps({"name": name, "scopes": sorted(set(scopes))})
         return self._call(ApiRequest("POST", "/v1/keys", content=body, idempotent=False), ApiKey.from_json)
 
     def rotate_api_key(self, prefix: str) -> Plan[ApiKey]:
@@ -187,7 +188,7 @@ class AdminOperations(Operations):
         A URL that is not http(s) or not public: BadRequestError (``invalid_url``)."""
         body = {"url": url, "event_types": list(event_types), "is_active": is_active}
         body["description"] = description
-        request = ApiRequest("POST", "/v1/webhooks", content=_dumps(body), idempotent=False)
+        request = ApiRequest("POST", "/v1/webhooks", content=dumps(body), idempotent=False)
         return self._call(request, WebhookEndpoint.from_json)
 
     def update_webhook(
@@ -203,7 +204,7 @@ class AdminOperations(Operations):
         changes: dict[str, Any] = {"url": url, "is_active": is_active, "description": description}
         if event_types is not None:
             changes["event_types"] = list(event_types)
-        body = _dumps({k: v for k, v in changes.items() if v is not None})
+        body = dumps({k: v for k, v in changes.items() if v is not None})
         request = ApiRequest("PATCH", _webhook_path(webhook_id), content=body)
         return self._call(request, WebhookEndpoint.from_json)
 

@@ -20,18 +20,8 @@ from typing import Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 import httpx
 
-from personatree_client._core import (
-    SERVER_MAX_MESSAGES_PER_CALL,
-    SERVER_MAX_REQUEST_BYTES,
-    ApiRequest,
-    NoResponse,
-    Operations,
-    Outcome,
-    Plan,
-    Response,
-    RetryPolicy,
-    Sleep,
-)
+from personatree_client._core import SERVER_MAX_MESSAGES_PER_CALL, SERVER_MAX_REQUEST_BYTES, Operations
+from personatree_client._protocol import ApiRequest, NoResponse, Outcome, Plan, Response, RetryPolicy, Sleep
 from personatree_client.admin import AdminOperations
 
 __version__ = "0.1.0"
@@ -145,7 +135,7 @@ class PersonaTree(_Client[httpx.Client, httpx.BaseTransport]):
     ``timeout`` (seconds, or an ``httpx.Timeout``) applies to every request (``context`` and
     ``answer`` take their own). 429 and 503 answers are retried at most ``max_retries`` times,
     after the server's ``Retry-After`` if it is at most ``max_retry_wait`` seconds (see
-    :class:`~personatree_client._core.RetryPolicy`). ``ingest`` splits messages into calls of at
+    :class:`~personatree_client._protocol.RetryPolicy`). ``ingest`` splits messages into calls of at
     most ``max_batch_messages`` messages and ``max_batch_bytes`` bytes (the server's default
     limits; lower them to match a server configured lower). ``transport`` replaces httpx's
     (tests: ``httpx.MockTransport``). Use as a context manager, or call :meth:`close`.
