@@ -1,5 +1,5 @@
 """Swagger UI loads its files from this server, not a CDN (issue 17): an air-gapped install shows
-the API docs. (Redoc, likewise: tests/memory/test_api_redoc_assets.py.)"""
+the API docs. (Redoc, likewise: tests/memory/api/test_redoc_assets.py.)"""
 
 import re
 

@@ -17,7 +17,7 @@ from tests.workers.helpers import WatchingClient
 
 pytestmark = pytest.mark.django_db
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "backfill"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "backfill"
 
 
 def state(tenant) -> dict:

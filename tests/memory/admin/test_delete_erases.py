@@ -21,7 +21,7 @@ from tests.factories import (
     TenantFactory,
     TreeVersionFactory,
 )
-from tests.memory.test_erasure import scan
+from tests.memory.services.test_erasure import scan
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ import pytest
 from memory.backfill import JsonlSource
 from memory.backfill.service import backfill_run
 from memory.models import Chunk, Message, OpRecord
-from tests.ingest.test_backfill import state
+from tests.memory.backfill.test_service import state
 from tests.workers.helpers import standin_client
 from tests.workers.processes import ROOT, live_database_url, wait_for
 

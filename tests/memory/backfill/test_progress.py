@@ -26,7 +26,7 @@ from workers.dispatcher import dispatch_round
 
 pytestmark = pytest.mark.django_db
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "backfill"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "backfill"
 
 
 class Clock:

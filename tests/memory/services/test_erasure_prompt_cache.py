@@ -15,7 +15,7 @@ from memory.services.erasure import purge_prompt_cache
 from memory.services.subjects import subject_erase
 
 diskcache = pytest.importorskip("diskcache")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CANARY = "Zqx-prompt-cache-canary"
 
 

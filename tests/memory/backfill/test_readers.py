@@ -11,7 +11,7 @@ import pytest
 from memory.backfill import BackfillFormatError, JsonlSource, LocomoSource, PersonamemSource, source_open
 from memory.backfill.records import derive_key
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "backfill"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "backfill"
 
 
 def test_jsonl_reads_histories_in_file_order_with_keys():
