@@ -8,10 +8,14 @@ Timings are medians of this process's CPU time per call (wall time is in the not
 - ``engine.render_full_tree_us``: grouped render of that full tree including the token count
   (real tokenizer when the optional one is installed, else the estimate; named in the note).
 - ``engine.schema_leaf_count``: leaves in the default schema (informational).
+- ``engine.migration_plan_us``: a declared schema migration (``memory/engine/migration.py``, the
+  test fixtures' v1 -> v2 mapping) planned and turned into ops for one 150-leaf tree: the pure
+  share of each subject in ``store.migrate_subjects_per_s`` (>= 500/s leaves 2 ms per subject).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 import time
@@ -21,7 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memory.engine import Tree, apply, default_schema, gate, parse_ops, render  # noqa: E402
+from memory.engine.migration import load_migration, plan_migration  # noqa: E402
 from memory.engine.render import token_counter_name  # noqa: E402
+from memory.engine.schema import load_schema  # noqa: E402
+
+MIGRATION_FIXTURES = ROOT / "tests" / "engine" / "fixtures"
 
 KNOWN = {
     "identity/name/full_name": "Maria Alves",
@@ -86,7 +94,21 @@ def run() -> dict[str, dict]:
     render(tree, schema)  # warm the tokenizer
     rendered = render(tree, schema)
     render_us, render_wall = _median_us(lambda: render(tree, schema), rounds=21, inner=10)
+    target = load_schema(MIGRATION_FIXTURES / "personatree-default.v2.json")
+    mapping = json.loads((MIGRATION_FIXTURES / "personatree-default.v1-to-v2.json").read_text())
+    migration = load_migration(mapping, schema, target)
+    values = {p: f"value of {p.rsplit('/', 1)[1]} with some words" for p in schema.paths[:150]}
+    migrate_us, migrate_wall = _median_us(
+        lambda: plan_migration(values, migration).ops(), rounds=21, inner=10
+    )
     return {
+        "engine.migration_plan_us": {
+            "value": round(migrate_us, 1),
+            "unit": "us",
+            "target": "<= 2000",
+            "note": f"plan + ops of {migration.id} for a {len(values)}-leaf tree; median CPU time "
+            f"(wall {migrate_wall:.0f} us)",
+        },
         "engine.apply_5ops_us": {
             "value": round(step_us, 2),
             "unit": "us",

@@ -15,6 +15,8 @@ enforces it with import-linter and an AST scan. See each module's docstring for 
 - :mod:`.extractive` -- the rule-based listener (no model);
 - :mod:`.scorer`  -- scores predicted ops against gold ops for training;
 - :mod:`.tree`    -- immutable trees, ``apply`` / ``diff`` / ``replay``;
+- :mod:`.history` -- compact version history: deltas, checkpoints and their replay;
+- :mod:`.migration` -- declared schema migrations (A -> B): plan, report and ops;
 - :mod:`.render`  -- compact prompt context with tier/prefix filters and token counts;
 - :mod:`.chunker` -- windows of user/assistant pairs with deterministic chunk keys.
 """
