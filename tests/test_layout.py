@@ -1,11 +1,12 @@
 """tests/memory mirrors the memory package (issue 16): a test module sits in the directory of the
 source package it tests, so tests for memory/api/ live in tests/memory/api/, and so on.
 
-Two rules, checked on the files as they are on disk (no imports, no database):
+Rules, checked on the files as they are on disk (no imports, no database):
 - every directory under tests/memory is a package (has __init__.py) whose counterpart under memory/
   is a package too;
 - a test module never names a subpackage of its level in a prefix (tests/memory/test_api_x.py or
-  test_service_x.py belongs in tests/memory/api/ or tests/memory/services/ as test_x.py).
+  test_service_x.py belongs in tests/memory/api/ or tests/memory/services/ as test_x.py);
+- no top-level tests/<name> stands for a memory subpackage (tests/training belongs in tests/memory/training).
 """
 
 from pathlib import Path
@@ -15,6 +16,9 @@ TESTS = ROOT / "tests" / "memory"
 SOURCE = ROOT / "memory"
 # Prefixes that spell a subpackage differently from its directory name.
 ALIASES = {"service": "services"}
+# Top-level test dirs named after a memory subpackage that still wait to move under tests/memory
+# (their suites were being edited when the rest moved). Remove a name once its directory has moved.
+NOT_YET_MOVED = {"engine", "recall"}
 
 
 def _directories(tests: Path = TESTS) -> list[Path]:
@@ -45,6 +49,12 @@ def misplaced(tests: Path = TESTS, source: Path = SOURCE) -> list[str]:
 def test_tests_memory_mirrors_the_memory_package():
     assert TESTS.is_dir() and SOURCE.is_dir()
     assert misplaced() == []
+
+
+def test_no_top_level_test_dir_stands_for_a_memory_subpackage():
+    subpackages = {p.parent.name for p in SOURCE.glob("*/__init__.py")}
+    top_level = {d.name for d in (ROOT / "tests").iterdir() if (d / "__init__.py").is_file()}
+    assert top_level & subpackages == NOT_YET_MOVED
 
 
 def test_the_check_flags_a_misplaced_module_and_an_unmirrored_directory(tmp_path):

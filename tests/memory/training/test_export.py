@@ -18,7 +18,7 @@ from memory.training.reward import ops_of
 from memory.training.split import split_of
 from serving.prompt import build_prompt
 from tests.factories import TenantFactory
-from tests.training.conftest import (
+from tests.memory.training.conftest import (
     ALLERGIES,
     CITY,
     CONDITIONS,

@@ -9,8 +9,8 @@ import json
 from memory.training.distill import Subject, distill
 from memory.training.score import score_lines
 from serving.engines.extractive import ExtractiveEngine
+from tests.memory.training.test_distill import SUBJECT, listener
 from tests.serving.test_pointing import ScriptedEngine
-from tests.training.test_distill import SUBJECT, listener
 
 
 def teacher_lines():
