@@ -6,6 +6,11 @@ the deployment's server span as a child of that context, so one trace runs API -
 MemListener batch. Without the flag, or without the ``otel`` extra in the Serve image, nothing
 imports OpenTelemetry and :func:`server_span` yields ``None``.
 
+:func:`client_span` wraps calls this process makes that no library instrumentation covers (the
+evidence index's Milvus calls, ``memory/recall/index.py``); the web tier and the workers install
+this module with their own provider (``personatree_site/ops/tracing.py``), so those spans join the
+request's or the task's trace.
+
 :func:`default_provider` builds the process's tracer provider from the standard ``OTEL_*``
 variables (exporter ``otlp`` by default, ``console``, ``none``); the Django side uses it too.
 This module imports nothing from Django.
@@ -72,6 +77,18 @@ def uninstall() -> None:
     """Stop tracing (tests)."""
     global _tracer
     _tracer = None
+
+
+@contextmanager
+def client_span(name: str, **attributes: Any) -> Iterator[Any]:
+    """A client span (a call this process makes, e.g. to Milvus) in the current trace, or ``None``."""
+    if _tracer is None:
+        yield None
+        return
+    from opentelemetry.trace import SpanKind
+
+    with _tracer.start_as_current_span(name, kind=SpanKind.CLIENT, attributes=attributes) as span:
+        yield span
 
 
 @contextmanager

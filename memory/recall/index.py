@@ -1,19 +1,18 @@
 """The evidence index: Milvus collections of retrieval units, one subject's rows searched at a time.
 
-Each row is one retrieval unit (a user turn and the assistant reply that
-follows it, see `units.py`) with its subject, message span, time, text, a dense
-vector and a BM25 sparse vector computed by Milvus from `text`. Where the rows
-live (collections, schema, partition key, scalar indexes, the move from layout
-1) is `layout.py`; the row and filter types are `rows.py`. Every read and write
-names one subject, so it goes to that subject's collection only.
+Each row is one retrieval unit (a user turn and the assistant reply that follows it, see
+`units.py`) with its subject, message span, time, text, a dense vector and a BM25 sparse vector
+computed by Milvus from `text`. Where the rows live (collections, schema, partition key, scalar
+indexes, the move from layout 1) is `layout.py`; the row and filter types are `rows.py`. Every
+read and write names one subject, so it goes to that subject's collection only. Every Milvus call
+is a client span when tracing is on (`serving/tracing.py`).
 
-Flushing: Milvus searches rows in unsealed (growing) segments by brute force,
-and the indexing tasks write a chunk's few rows at a time. Bulk writes
-(>= FLUSH_AT_ROWS) flush at once; smaller writes arm an idle timer in the
-writing process: `flush_idle_s` after the last write, the collections written
-to are flushed (one flush per quiet period, not one per chunk: every flush
-seals a small segment). The Celery beat task `workers.flush_evidence` flushes
-periodically as a backstop for a process that exits before its timer fires.
+Flushing: Milvus searches rows in unsealed (growing) segments by brute force, and the indexing
+tasks write a chunk's few rows at a time. Bulk writes (>= FLUSH_AT_ROWS) flush at once; smaller
+writes arm an idle timer in the writing process: `flush_idle_s` after the last write, the
+collections written to are flushed (one flush per quiet period, not one per chunk: every flush
+seals a small segment). The Celery beat task `workers.flush_evidence` flushes periodically as a
+backstop for a process that exits before its timer fires.
 """
 
 from __future__ import annotations
@@ -24,6 +23,8 @@ import time
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+
+from serving import tracing
 
 from . import layout
 from .layout import SESSION_MAX, IndexUnavailable
@@ -114,7 +115,8 @@ class EvidenceIndex:
 
     def _call(self, what: str, fn, *args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            with tracing.client_span(f"milvus.{what}", **{"db.system": "milvus", "db.operation": what}):
+                return fn(*args, **kwargs)
         except IndexUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - pymilvus raises many types for transport errors

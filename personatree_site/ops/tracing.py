@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 
+from serving import tracing as serving_tracing
 from serving.tracing import ENV_FLAG, default_provider, enabled
 
 log = logging.getLogger("personatree.tracing")
@@ -80,6 +81,7 @@ def install(*, tracer_provider=None, force: bool = False) -> bool:
     httpx = HTTPXClientInstrumentor()
     httpx.instrument(tracer_provider=tracer_provider)
     _instrumentors.extend([django, celery, httpx])
+    serving_tracing.install(tracer_provider=tracer_provider, force=True)  # Milvus client spans
     log.info("OpenTelemetry tracing on (Django, Celery, httpx)")
     return True
 
@@ -88,3 +90,4 @@ def uninstall() -> None:
     """Undo :func:`install` (tests)."""
     while _instrumentors:
         _instrumentors.pop().uninstrument()
+    serving_tracing.uninstall()
