@@ -29,7 +29,7 @@ from memory.engine.migration import load_migration, plan_migration  # noqa: E402
 from memory.engine.render import token_counter_name  # noqa: E402
 from memory.engine.schema import load_schema  # noqa: E402
 
-MIGRATION_FIXTURES = ROOT / "tests" / "engine" / "fixtures"
+MIGRATION_FIXTURES = ROOT / "tests" / "memory" / "engine" / "fixtures"
 
 KNOWN = {
     "identity/name/full_name": "Maria Alves",

@@ -58,7 +58,7 @@ def _celery_join_flag_reset():
     process-wide flag. Two server threads running eager tasks at once (the live-server tests of
     tests/client and tests/fuzz) can restore it in the wrong order and leave it set, after which
     every later ``AsyncResult.get()`` in the process raises "Never call result.get() within a
-    task!" (seen in CI: tests/recall/test_indexing.py after tests/client/test_live.py).
+    task!" (seen in CI: tests/memory/recall/test_indexing.py after tests/client/test_live.py).
     Each test starts and ends with the flag cleared."""
     from celery._state import _set_task_join_will_block
 

@@ -23,5 +23,5 @@ REST_FRAMEWORK = {**REST_FRAMEWORK}  # noqa: F405
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": "100000/min"}
 PERSONATREE["MEMLISTENER_BACKEND"] = env.str("PERSONATREE_MEMLISTENER_BACKEND", default="recorded")
 # Evidence indexing loads an embedder and a Milvus Lite file (one process per file): off unless a
-# test turns it on with its own temporary Milvus file (tests/recall does).
+# test turns it on with its own temporary Milvus file (tests/memory/recall does).
 PERSONATREE["EVIDENCE_INDEXING"] = env.bool("PERSONATREE_EVIDENCE_INDEXING", default=False)

@@ -18,7 +18,7 @@ every method on every path, non-JSON and non-UTF-8 bodies, a body over the byte 
 The responder model is a double that answers with the whole prompt it was given, so anything
 that reaches ``/answer``'s model shows in the response and is checked for B's canary too. Deep
 mode's evidence index is reported unavailable (the fast fallback path); recall isolation over a
-real Milvus Lite index is tested in ``tests/recall``. The schema has no OpenAPI links, so there
+real Milvus Lite index is tested in ``tests/memory/recall``. The schema has no OpenAPI links, so there
 is no stateful phase (schemathesis derives state machines from links only).
 
 Size: ``PERSONATREE_FUZZ_EXAMPLES`` examples per operation and mode (default 25: about 500

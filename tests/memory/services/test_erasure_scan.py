@@ -27,7 +27,7 @@ from memory.services import query as query_service
 from memory.services.ingest import IncomingMessage, messages_ingest, subject_flush
 from serving.client import InProcessClient
 from serving.config import EngineConfig
-from tests.recall.conftest import embedder  # noqa: F401  (session fixture: the MiniLM embedder)
+from tests.memory.recall.conftest import embedder  # noqa: F401  (session fixture: the MiniLM embedder)
 from tests.workers.helpers import drain
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

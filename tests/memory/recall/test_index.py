@@ -149,7 +149,7 @@ def test_flush_seals_and_keeps_rows_searchable(index, embedder):
     assert hits[0].start_seq == 5
 
 
-# MiniLM's vectors against FlagModel.encode: tests/recall/test_embedder_minilm.py.
+# MiniLM's vectors against FlagModel.encode: tests/memory/recall/test_embedder_minilm.py.
 
 
 def test_small_writes_are_flushed_after_an_idle_period(tmp_path, embedder, monkeypatch):

@@ -7,7 +7,7 @@ from memory.recall import runtime
 from memory.recall.indexing import evidence_index_span
 from serving.engines.base import Generation
 from tests.factories import SubjectFactory
-from tests.recall.conftest import add_messages, put_version
+from tests.memory.recall.conftest import add_messages, put_version
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db]
 
@@ -162,7 +162,7 @@ def test_crafted_queries_do_not_cross_subjects(world, query):
         ({"query": "ok", "mode": "slow"}, "mode"),
         ({"query": "ok", "as_of": "yesterday"}, "as_of"),
         ({"query": "ok", "as_of": -1}, "as_of"),
-        # as_of naming a version the subject lacks is a 404: tests/memory/test_api_pages.py
+        # as_of naming a version the subject lacks is a 404: tests/memory/api/test_pages.py
         ({"query": "ok", "token_budget": 0}, "token_budget"),
         ({"query": "ok", "token_budget": "lots"}, "token_budget"),
     ],

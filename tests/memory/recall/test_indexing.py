@@ -8,7 +8,7 @@ from memory.recall.index import Scope
 from memory.services.subjects import subject_erase
 from memory.signals import version_applied
 from tests.factories import SubjectFactory
-from tests.recall.conftest import add_messages, put_version
+from tests.memory.recall.conftest import add_messages, put_version
 from workers.base import TransientError
 from workers.indexing import erase_subject_vectors, index_messages
 

@@ -10,7 +10,7 @@ from memory.models import Chunk
 from memory.recall import runtime
 from memory.recall.index import Scope
 from tests.factories import ChunkFactory, SubjectFactory
-from tests.recall.conftest import add_messages
+from tests.memory.recall.conftest import add_messages
 from workers.indexing import index_messages, reconcile_indexing
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

@@ -17,7 +17,7 @@ from memory.engine.migration import MigrationError, load_migration, plan_migrati
 from memory.engine.tree import Tree, apply
 
 FIXTURES = Path(__file__).with_name("fixtures")
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 V2 = load_schema(FIXTURES / "personatree-default.v2.json")
 MAPPING = json.loads((FIXTURES / "personatree-default.v1-to-v2.json").read_text())
 TREE = json.loads((FIXTURES / "tree.v1.json").read_text())

@@ -9,7 +9,7 @@ from memory.recall import runtime
 from memory.recall.index import Scope
 from memory.services.subjects import subject_erase
 from tests.factories import SubjectFactory
-from tests.recall.conftest import add_messages
+from tests.memory.recall.conftest import add_messages
 from workers.indexing import index_messages, reconcile_erasures
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

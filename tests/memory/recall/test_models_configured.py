@@ -7,7 +7,7 @@ from memory.recall.agentic import agentic_recall
 from memory.recall.index import EvidenceIndex, EvidenceRow, Scope
 from memory.recall.rerank import Reranker, RerankerUnavailable
 from serving.embedder import BGEM3Embedder, EmbedderUnavailable, build_embedder
-from tests.recall.tiny_models import build_tiny_bge_m3, build_tiny_reranker
+from tests.memory.recall.tiny_models import build_tiny_bge_m3, build_tiny_reranker
 
 pytestmark = pytest.mark.integration
 
