@@ -14,10 +14,9 @@ from serving.client import reset_listener_clients
 from tests.factories import TenantFactory
 
 pytest.importorskip("opentelemetry.instrumentation.django")
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
+
+from tests.tracing import in_memory_provider  # noqa: E402
 
 EXTERNAL_ID = "traced-user-5c1d"
 
@@ -30,9 +29,7 @@ def spans(settings):
         "MEMLISTENER_STANDIN_MODE": "derived",
     }
     reset_listener_clients()
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider, exporter = in_memory_provider()
     assert not tracing.installed()  # off by default: PERSONATREE_OTEL is not set in the tests
     assert tracing.install(tracer_provider=provider, force=True)
     exporter.tracer = provider.get_tracer("tests")  # for spans of the test's own

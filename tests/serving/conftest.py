@@ -13,6 +13,7 @@ import pytest
 
 from memory.engine.schema import default_schema, load_schema
 from serving.protocol import ListenerJob
+from tests.json_http import send_json
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "fixtures" / "recordings"
 TINY_SCHEMA_PATH = RECORDINGS / "tiny_schema.json"
@@ -69,15 +70,7 @@ class ScriptedHTTPServer:
                 )
                 if delay:
                     time.sleep(delay)
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                send_json(self, status, json.dumps(payload).encode())
 
             def log_message(self, *args):
                 pass

@@ -14,10 +14,9 @@ import pytest
 from serving import tracing
 
 pytest.importorskip("opentelemetry.sdk")
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
+
+from tests.tracing import serving_spans  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -27,14 +26,8 @@ TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
 
 @pytest.fixture
 def exporter():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    assert tracing.install(tracer_provider=provider, force=True)
-    try:
+    with serving_spans() as exporter:
         yield exporter
-    finally:
-        tracing.uninstall()
 
 
 def test_off_by_default_no_span():
@@ -62,9 +55,6 @@ def test_without_a_traceparent_the_span_starts_a_trace(exporter):
 
 _SCRIPT = r"""
 import asyncio, json, sys
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from ray.serve import batching
 from starlette.requests import Request
 from memory.engine.schema import default_schema
@@ -73,11 +63,10 @@ from serving.app import MemListenerDeployment
 from serving.config import AppConfig, EngineConfig
 from serving.protocol import ListenerBatch
 from tests.serving.conftest import make_job
+from tests.tracing import in_memory_provider
 
 batching._BatchQueue._warn_if_max_batch_size_exceeds_max_ongoing_requests = lambda self: None
-exporter = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(exporter))
+provider, exporter = in_memory_provider()
 tracing.install(tracer_provider=provider, force=True)
 
 config = AppConfig(engine=EngineConfig(kind="standin", standin_mode="derived"), batch_wait_timeout_s=0.0)

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from serving.config import EngineConfig
 from serving.listener import build_listener
 from serving.protocol import ListenerBatch, ListenerBatchResult
+from tests.json_http import send_json
 
 
 def serve(port: int, *, latency_ms: float, mode: str) -> None:
@@ -41,14 +42,7 @@ def serve(port: int, *, latency_ms: float, mode: str) -> None:
             self._answer(200, ListenerBatchResult(results=results).model_dump_json().encode())
 
         def _answer(self, status: int, data: bytes) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+            send_json(self, status, data)
 
         def log_message(self, *args):
             pass

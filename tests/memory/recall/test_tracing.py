@@ -10,10 +10,9 @@ from memory.recall.search import search_many
 from serving import tracing
 
 pytest.importorskip("opentelemetry.sdk")
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import SpanKind  # noqa: E402
+
+from tests.tracing import serving_spans  # noqa: E402
 
 TEXTS = ["user: my cat is called Pixel\nassistant: cute", "user: I swim on Mondays\nassistant: nice"]
 
@@ -28,15 +27,8 @@ def _rows(embedder):
 
 @pytest.fixture
 def exporter():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    assert tracing.install(tracer_provider=provider, force=True)
-    exporter.tracer = provider.get_tracer("tests")
-    try:
+    with serving_spans() as exporter:
         yield exporter
-    finally:
-        tracing.uninstall()
 
 
 def test_milvus_calls_are_client_spans_of_the_current_trace(index, embedder, exporter):
