@@ -17,6 +17,7 @@ from django.db import models
 from django.utils.crypto import salted_hmac
 
 from memory import conf
+from memory.schema_models import SchemaMigration, TenantSchema
 from memory.versions import TreeVersion
 from memory.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
@@ -26,8 +27,10 @@ __all__ = [
     "Message",
     "OpRecord",
     "ReviewItem",
+    "SchemaMigration",
     "Subject",
     "Tenant",
+    "TenantSchema",
     "TenantStaff",
     "Tombstone",
     "TreeVersion",
@@ -72,6 +75,10 @@ class Tenant(models.Model):
         default=True,
         help_text="Model values must be supported by the user's words of their chunk (gate reason UNGROUNDED).",
     )
+    default_schema_id = models.CharField(
+        max_length=100, default="personatree-default", help_text="Schema new subjects are pinned to."
+    )
+    default_schema_version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -282,6 +289,14 @@ class OpRecord(models.Model):
         blank=True, default="", help_text="The user's sentence the value was taken from (model ops)."
     )
     confidence = models.FloatField(null=True, blank=True)
+    schema_migration = models.ForeignKey(
+        SchemaMigration,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="op_records",
+        help_text="Set on the ops a schema migration wrote (actor system).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # Review decision.
     decided_by = models.ForeignKey(

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from functools import cache, lru_cache
 
 from django.db.models import QuerySet
 
-from memory.engine.schema import Schema, get_schema
+from memory.engine.schema import Schema, SchemaError, get_schema, load_schema, shipped_schemas
 from memory.engine.tree import Tree
-from memory.models import Chunk, OpRecord, Subject, Tenant, TreeVersion
+from memory.models import Chunk, OpRecord, Subject, Tenant, TenantSchema, TreeVersion
 
 
 def subject_get(*, tenant: Tenant, external_id: str) -> Subject | None:
@@ -26,8 +27,46 @@ def subject_get(*, tenant: Tenant, external_id: str) -> Subject | None:
     return subject
 
 
+@cache
+def shipped_schema_ids() -> frozenset[str]:
+    """Ids of the schemas shipped with the engine: reserved, a tenant cannot upload under them."""
+    return frozenset(schema_id for schema_id, _ in shipped_schemas())
+
+
+@lru_cache(maxsize=2048)
+def _tenant_schema(tenant_id: int, schema_id: str, version: int) -> tuple[Schema, dict]:
+    document = (
+        TenantSchema.objects.filter(tenant_id=tenant_id, schema_id=schema_id, version=version)
+        .values_list("document", flat=True)
+        .first()
+    )
+    if document is None:
+        raise SchemaError(f"unknown schema {schema_id!r} v{version}")
+    return load_schema(document), document
+
+
+def schema_get(tenant_id: int, schema_id: str, version: int) -> Schema:
+    """The schema ``(schema_id, version)`` as the tenant sees it: a shipped one (no query) or one the
+    tenant uploaded (one query, then cached: rows are immutable). Raises ``SchemaError`` if unknown."""
+    if schema_id in shipped_schema_ids():
+        return get_schema(schema_id, version)
+    return _tenant_schema(tenant_id, schema_id, version)[0]
+
+
+def schema_document(tenant_id: int, schema_id: str, version: int) -> dict | None:
+    """The uploaded document of a tenant schema (what the MemListener is sent), None for a shipped one."""
+    if schema_id in shipped_schema_ids():
+        return None
+    return _tenant_schema(tenant_id, schema_id, version)[1]
+
+
+def schema_cache_clear() -> None:
+    """Forget cached tenant schemas (a tenant or schema row was deleted)."""
+    _tenant_schema.cache_clear()
+
+
 def subject_schema(subject: Subject) -> Schema:
-    return get_schema(subject.schema_id, subject.schema_version)
+    return schema_get(subject.tenant_id, subject.schema_id, subject.schema_version)
 
 
 def tree_current(subject: Subject) -> Tree:

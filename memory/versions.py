@@ -5,7 +5,7 @@ A :class:`TreeVersion` row keeps ``delta`` -- the leaves changed against the ver
 :data:`~memory.engine.history.CHECKPOINT_EVERY`-th version, or when the delta would not be smaller
 than the tree; their ``delta`` is NULL) and on the subject's head. The head's whole tree is what the
 hot read path loads (``Subject.head``, one indexed join); the write of the next version empties it
-again unless the row is a checkpoint (:mod:`memory.services.tree_writes`). Reading any other version
+again unless the row is a checkpoint (:mod:`memory.services.tree_store`). Reading any other version
 is one indexed range query -- from the nearest row with a whole tree at or below it up to it, at
 most ``CHECKPOINT_EVERY`` rows -- replayed by the pure engine (:func:`memory.engine.history.rebuild`).
 

@@ -6,7 +6,7 @@ ingestion workers, the Ray Serve deployment and the HTTP client all share one sh
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +34,9 @@ class ListenerJob(BaseModel):
     base_version: int = Field(ge=0)
     schema_id: str = Field(min_length=1)
     schema_version: int = Field(ge=1)
+    #: The schema document when it is not one shipped with the engine (a tenant's own schema,
+    #: ``memory/schema_models.py``); None: ``(schema_id, schema_version)`` names a shipped schema.
+    schema_document: dict[str, Any] | None = None
     tree: dict[str, str] = Field(default_factory=dict)
     turns: list[ListenerTurn] = Field(min_length=1)
 

@@ -43,8 +43,7 @@ from memory import conf
 from memory.engine.ops import Op, OpError
 from memory.models import Message, Subject, TreeVersion
 from memory.services import ServiceError, VersionConflict
-from memory.services.tree import Actor, ApplyOutcome, Source
-from memory.services.tree_batch import ApplyRequest, tree_apply_ops_batch
+from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree_apply_ops_batch
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
 from workers import metrics
 from workers.caps import bound_turns, record_notices

@@ -24,8 +24,8 @@ from memory.engine.tree import apply
 from memory.models import OpRecord, TreeVersion
 from memory.services import ServiceError
 from memory.services.tree import write_version
-from memory.services.tree_locks import lock_subject
 from memory.services.tree_plan import _send, schedule_follow_up
+from memory.services.tree_store import lock_subject
 from memory.signals import review_decided
 
 

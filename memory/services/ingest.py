@@ -37,7 +37,7 @@ from memory.models import Chunk, Message, Subject, Tenant, TreeVersion
 from memory.services import ServiceError
 from memory.services.results import IngestStatus
 from memory.services.subjects import subject_get_or_create
-from memory.services.tree_locks import lock_subject
+from memory.services.tree_store import lock_subject
 from memory.signals import chunks_ready
 
 ROLES = ("user", "assistant", "system")

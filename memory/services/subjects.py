@@ -10,7 +10,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memory import selectors
-from memory.engine.schema import DEFAULT_SCHEMA_ID, DEFAULT_SCHEMA_VERSION, get_schema
 from memory.models import ApiKey, Chunk, Message, OpRecord, Subject, Tenant, Tombstone, TreeVersion
 from memory.services import ServiceError
 from memory.signals import subject_erased
@@ -75,11 +74,12 @@ def subject_get_or_create(
     *,
     tenant: Tenant,
     external_id: str,
-    schema_id: str = DEFAULT_SCHEMA_ID,
-    schema_version: int = DEFAULT_SCHEMA_VERSION,
+    schema_id: str | None = None,
+    schema_version: int | None = None,
     recreate_erased: bool = False,
 ) -> tuple[Subject, bool]:
-    """The tenant's subject, created on first use (race-safe on the unique constraint).
+    """The tenant's subject, created on first use (race-safe on the unique constraint) and pinned to
+    ``(schema_id, schema_version)``, by default the tenant's default schema.
 
     An id whose subject was erased (a :class:`Tombstone` holds its keyed hash) is not silently
     brought back: :class:`SubjectErased` (409) unless ``recreate_erased`` says the caller means
@@ -106,8 +106,12 @@ def subject_get_or_create(
                 'Send "recreate_erased": true to start a new, empty subject under the same id.',
                 field="external_id",
             )
+    if schema_id is None:  # the tenant's default (a shipped schema unless the tenant chose one of its own)
+        schema_id, schema_version = tenant.default_schema_id, tenant.default_schema_version
+    elif schema_version is None:
+        raise ServiceError("schema_version is required with schema_id.", field="schema_version")
     try:
-        get_schema(schema_id, schema_version)
+        selectors.schema_get(tenant.pk, schema_id, schema_version)
     except (LookupError, ValueError) as exc:
         raise ServiceError(f"Unknown schema {schema_id} v{schema_version}.", field="schema_id") from exc
     try:

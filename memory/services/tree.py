@@ -2,7 +2,7 @@
 
 Every write of ops (a model's chunk, an admin edit, a revert) runs, inside one transaction:
 
-1. lock the subject row (``SELECT ... FOR UPDATE``, :mod:`memory.services.tree_locks`) and compare
+1. lock the subject row (``SELECT ... FOR UPDATE``, :mod:`memory.services.tree_store`) and compare
    the caller's ``base_version`` with the head: a stale base raises :class:`VersionConflict`
    (nothing is written; re-read and retry);
 2. :func:`~memory.services.tree_plan.plan_apply`: the engine gate (the tenant's policy picks strict
@@ -10,7 +10,7 @@ Every write of ops (a model's chunk, an admin edit, a revert) runs, inside one t
    model/API-key actors, the new :class:`TreeVersion` (only if the tree changed) and one
    :class:`OpRecord` per op: applied, rejected (with the gate's reason), pending review, and every
    parse error as a rejected ``PARSE_ERROR`` row;
-3. the writes (:mod:`memory.services.tree_writes`): version, head, op records, and the source chunk
+3. the writes (:mod:`memory.services.tree_store`): version, head, op records, and the source chunk
    marked ``applied`` (with the version it produced, if any);
 4. ``version_applied`` / ``ops_pending_review`` sent after commit.
 
@@ -21,7 +21,7 @@ no version is created. The op records then point at the chunk and carry the
 Idempotency: a chunk already ``applied`` is never applied again; the second
 call returns the stored outcome with ``created=False``.
 
-Batch form: :func:`memory.services.tree_batch.tree_apply_ops_batch` runs the same steps (the same
+Batch form: :func:`tree_apply_ops_batch` (below) runs the same steps (the same
 code: ``precheck``, ``plan_apply``, ``write_applies``) for many subjects in one transaction -- one
 lock query for all of them, one write statement -- with a result or a refusal per request; the
 dispatcher applies each model batch with it. Review approval
@@ -34,16 +34,18 @@ importable from here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import cast
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from memory import selectors
 from memory.engine.ops import Op, OpType
 from memory.engine.tree import Tree, changes_to_ops, diff
 from memory.models import Subject, TreeVersion
 from memory.services import NotFoundError, ServiceError, VersionConflict
-from memory.services.tree_locks import lock_subject, lock_subjects
 from memory.services.tree_plan import (
     REVIEW_TIER,
     Actor,
@@ -56,18 +58,28 @@ from memory.services.tree_plan import (
     schedule_follow_up,
     split_for_review,
 )
-from memory.services.tree_writes import single_statement_writes, write_apply
+from memory.services.tree_store import (
+    lock_subject,
+    lock_subjects,
+    single_statement_writes,
+    write_applies,
+    write_apply,
+)
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "REVIEW_TIER",
     "Actor",
     "ApplyOutcome",
+    "ApplyRequest",
     "Source",
     "leaf_delete",
     "leaf_edit",
     "schedule_follow_up",
     "split_for_review",
     "tree_apply_ops",
+    "tree_apply_ops_batch",
     "tree_revert",
     "write_version",
 ]
@@ -179,6 +191,128 @@ def leaf_edit(*, subject: Subject, path: str, value: str, actor: Actor, base_ver
 def leaf_delete(*, subject: Subject, path: str, actor: Actor, base_version: int | None = None):
     """Empty one leaf through the gate."""
     return _single_op(subject, path, None, actor, base_version)
+
+
+# --- batch form (the dispatcher's) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    """One item of :func:`tree_apply_ops_batch`: the arguments of one :func:`tree_apply_ops` call."""
+
+    subject_id: int
+    base_version: int
+    ops: Sequence[Op]
+    actor: Actor
+    source: Source | None = None
+    parse_errors: Sequence = ()
+
+    @property
+    def chunk_id(self) -> int | None:
+        return self.source.chunk_id if self.source is not None else None
+
+
+def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome | Exception]:
+    """:func:`tree_apply_ops` for many subjects in one transaction (the dispatcher's batch).
+
+    Returns one entry per request, in order: its :class:`ApplyOutcome`, or the exception
+    :func:`tree_apply_ops` would have raised for it (:class:`VersionConflict`,
+    :class:`ServiceError`, :class:`NotFoundError`, a ``DatabaseError``); such a request wrote nothing
+    and the others are not affected. Every guarantee of :func:`tree_apply_ops` holds per request:
+    subject row locked, stale base refused, an applied chunk replayed (``created=False``), the gate
+    and the review queue under the tenant's policy, every op audited, signals after commit.
+
+    On PostgreSQL the batch is four statements whatever its size: BEGIN, one ``SELECT ... FOR
+    UPDATE`` of all the subjects in id order (:func:`lock_subjects`; two batches never deadlock),
+    one write statement (:func:`memory.services.tree_store.write_applies`), COMMIT. A subject named
+    twice is applied in request order: its later requests run in a next round of the same
+    transaction, against the head the earlier one left. If the database refuses the batch (an error
+    while writing) the transaction rolls back and every request is applied again on its own
+    (:func:`tree_apply_ops`, one transaction each), so a bad request fails alone and nothing
+    accepted is lost. Other databases (SQLite) take that per-request path directly.
+    """
+    requests = list(requests)
+    if not single_statement_writes():
+        return [_apply_alone(request) for request in requests]
+    results: list[ApplyOutcome | Exception | None] = [None] * len(requests)
+    waiting = list(range(len(requests)))
+    try:
+        with transaction.atomic():
+            while waiting:  # one round per request of each subject, in request order
+                wave: list[int] = []
+                later: list[int] = []
+                seen: set[int] = set()
+                for i in waiting:
+                    (later if requests[i].subject_id in seen else wave).append(i)
+                    seen.add(requests[i].subject_id)
+                _apply_round(requests, wave, results)
+                waiting = later
+    except DatabaseError as exc:
+        logger.warning("batch apply failed (%s); applying its %d requests one by one", exc, len(requests))
+        return [_apply_alone(request) for request in requests]
+    return cast(list[ApplyOutcome | Exception], results)  # every request has its entry now
+
+
+def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -> None:
+    """Lock the subjects of ``wave`` (one request each), plan every request, write all in one statement."""
+    locked_by_id = lock_subjects({requests[i].subject_id: requests[i].chunk_id for i in wave})
+    plans = []
+    for i in wave:
+        request = requests[i]
+        locked = locked_by_id.get(request.subject_id)
+        chunk_id = request.chunk_id
+        if locked is None:
+            results[i] = NotFoundError("Subject not found.")
+            continue
+        if not all(isinstance(op, Op) for op in request.ops):
+            results[i] = ServiceError("ops must be engine Op objects.", field="ops")
+            continue
+        results[i] = precheck(locked, request.base_version, chunk_id)
+        if results[i] is not None:
+            continue
+        try:
+            plan = plan_apply(
+                locked,
+                base_version=request.base_version,
+                ops=tuple(request.ops),
+                actor=request.actor,
+                source=request.source,
+                chunk_id=chunk_id,
+                parse_errors=tuple(request.parse_errors),
+                created_by=None,
+                note="",
+                review=request.actor.reviewable,
+            )
+        except Exception as exc:  # one request's failure (nothing written yet) must not sink the batch
+            logger.exception("apply of subject %s (chunk %s) failed", request.subject_id, chunk_id)
+            results[i] = exc
+            continue
+        plans.append((i, plan))
+    skipped = write_applies([plan.write_entry for _, plan in plans])
+    for i, plan in plans:
+        if plan.chunk_id in skipped:  # applied meanwhile by another holder of the chunk
+            results[i] = replayed(plan.locked, plan.chunk_id)
+        else:
+            results[i] = plan.written()
+
+
+def _apply_alone(request: ApplyRequest) -> ApplyOutcome | Exception:
+    """One request in its own transaction (a savepoint inside a caller's), its refusal returned."""
+    try:
+        with transaction.atomic():
+            return tree_apply_ops(
+                subject=Subject(pk=request.subject_id),
+                base_version=request.base_version,
+                ops=request.ops,
+                actor=request.actor,
+                source=request.source,
+                parse_errors=request.parse_errors,
+            )
+    except (ServiceError, DatabaseError) as exc:
+        return exc
+    except Exception as exc:  # as in the batch: this request fails, the others go on
+        logger.exception("apply of subject %s failed", request.subject_id)
+        return exc
 
 
 # --- internals -------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 The values an apply takes and returns (:class:`Actor`, :class:`Source`, :class:`ApplyOutcome`) and
 the policy between the locked subject row and the writes, shared by the single path
 (:func:`memory.services.tree.tree_apply_ops`, revert, leaf edits) and the batch path
-(:func:`memory.services.tree_batch.tree_apply_ops_batch`):
+(:func:`memory.services.tree.tree_apply_ops_batch`):
 
 - :func:`precheck` -- a refusal (foreign chunk, stale base), the stored outcome of an already
   applied chunk (:func:`replayed`), or go ahead;
@@ -12,7 +12,7 @@ the policy between the locked subject row and the writes, shared by the single p
   leaves and mass deletes from model/API-key actors), the new :class:`TreeVersion` (only if the tree
   changed) and one :class:`OpRecord` per op, parse error and rejection, as a :class:`Plan`;
 - :meth:`Plan.written` / :func:`schedule_follow_up` -- after the writes
-  (:mod:`memory.services.tree_writes`), ``version_applied`` / ``ops_pending_review`` on commit.
+  (:mod:`memory.services.tree_store`), ``version_applied`` / ``ops_pending_review`` on commit.
 """
 
 from __future__ import annotations

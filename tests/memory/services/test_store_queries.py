@@ -9,7 +9,7 @@ from memory import selectors
 from memory.engine.ops import Op
 from memory.models import Chunk, OpRecord, Subject, TreeVersion
 from memory.services import VersionConflict
-from memory.services import tree_writes as writes
+from memory.services import tree_store as writes
 from memory.services.tree import Actor, Source, leaf_edit, tree_apply_ops
 from tests.factories import ChunkFactory
 

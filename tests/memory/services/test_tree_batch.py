@@ -8,9 +8,15 @@ from memory import selectors
 from memory.engine.ops import Op
 from memory.models import Chunk, OpRecord, Subject, TreeVersion
 from memory.services import NotFoundError, ServiceError, VersionConflict
-from memory.services import tree_writes as writes
-from memory.services.tree import Actor, ApplyOutcome, Source, tree_apply_ops
-from memory.services.tree_batch import ApplyRequest, tree_apply_ops_batch
+from memory.services import tree_store as writes
+from memory.services.tree import (
+    Actor,
+    ApplyOutcome,
+    ApplyRequest,
+    Source,
+    tree_apply_ops,
+    tree_apply_ops_batch,
+)
 from memory.signals import ops_pending_review, version_applied
 from tests.factories import ChunkFactory, SubjectFactory
 

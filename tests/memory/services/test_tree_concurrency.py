@@ -79,7 +79,7 @@ def test_one_chunk_applied_by_two_holders_at_once_lands_once(path, ops):
     from django.db import transaction
 
     from memory.models import Chunk
-    from memory.services.tree_batch import ApplyRequest, tree_apply_ops_batch
+    from memory.services.tree import ApplyRequest, tree_apply_ops_batch
 
     subject = SubjectFactory()
     chunk = ChunkFactory(subject=subject)

@@ -1,0 +1,89 @@
+"""Tenant schemas and schema migrations (re-exported by :mod:`memory.models`).
+
+A tenant brings its own tree shape as a :class:`TenantSchema`: an engine schema document
+(``memory/engine/schema.py`` validates it) stored under ``(tenant, schema_id, version)``. Rows are
+immutable: a change is a new version, and existing trees move to it through a
+:class:`SchemaMigration` (a declared mapping, ``memory/engine/migration.py``), applied per subject as
+one audited version by ``memory/services/schema_migrations.py``. Ids of the schemas shipped in
+``memory/engine/schemas/`` are reserved, so a shipped schema never needs a database read.
+Services: ``memory/services/schemas.py``; docs/SCHEMAS.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import models
+
+
+def document_digest(document: object) -> str:
+    """SHA-256 of the canonical JSON of a document (sorted keys, no spaces): equal documents, equal digests."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class TenantSchema(models.Model):
+    """One version of a tenant's schema. Never updated in place: subjects pin ``(schema_id, version)``."""
+
+    tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="schemas")
+    schema_id = models.CharField(max_length=100)
+    version = models.PositiveIntegerField()
+    document = models.JSONField(help_text="The engine schema document (memory/engine/schema.py).")
+    digest = models.CharField(max_length=64, editable=False)
+    leaf_count = models.PositiveIntegerField(default=0)
+    created_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "schema_id", "version"], name="tenant_schema_unique_version"
+            ),
+        ]
+        ordering = ["tenant", "schema_id", "version"]
+        verbose_name = "tenant schema"
+
+    def __str__(self) -> str:
+        return f"{self.schema_id} v{self.version} ({self.tenant})"
+
+
+class SchemaMigration(models.Model):
+    """A declared mapping from one schema version to the next, and the progress of applying it.
+
+    ``document`` is the mapping (docs/SCHEMAS.md). Subjects are migrated one audited version each;
+    a subject already pinned to the target is skipped, so a run can stop and resume at any point."""
+
+    class Status(models.TextChoices):
+        CREATED = "created"
+        RUNNING = "running"
+        DONE = "done"
+
+    tenant = models.ForeignKey("memory.Tenant", on_delete=models.CASCADE, related_name="schema_migrations")
+    mapping_id = models.CharField(max_length=200)
+    source_id = models.CharField(max_length=100)
+    source_version = models.PositiveIntegerField()
+    target_id = models.CharField(max_length=100)
+    target_version = models.PositiveIntegerField()
+    document = models.JSONField(help_text="The mapping (docs/SCHEMAS.md).")
+    digest = models.CharField(max_length=64, editable=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CREATED)
+    counts = models.JSONField(
+        default=dict, blank=True, help_text="migrated / skipped / held / failed so far."
+    )
+    created_by = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "mapping_id"], name="schema_migration_unique_id"),
+        ]
+        ordering = ["tenant", "-created_at"]
+        verbose_name = "schema migration"
+
+    def __str__(self) -> str:
+        return (
+            f"{self.mapping_id}: {self.source_id} v{self.source_version} -> "
+            f"{self.target_id} v{self.target_version} ({self.tenant})"
+        )
