@@ -85,6 +85,7 @@ class TreeVersion(models.Model):
         REVERT = "revert"
         IMPORT = "import"
         REVIEW = "review"
+        MIGRATION = "migration"
 
     subject = models.ForeignKey("memory.Subject", on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
