@@ -1,0 +1,397 @@
+"""Schema migrations of a tenant's subjects: a declared mapping (docs/SCHEMAS.md) applied to every
+tree pinned to its source, through the store's one write path (:mod:`memory.services.tree_store`).
+
+- :func:`schema_migration_create`: the mapping validated against its source and target as the tenant
+  sees them (:func:`memory.selectors.schema_get`: uploaded or shipped) and stored; the same document
+  again is idempotent, another one under the same id a 409. Errors name the step (``document.steps[2]``).
+- :func:`schema_migration_dry_run`: every subject on the source planned and gated, the reports summed
+  (subjects that would change, counts per moved/merged/split/dropped/truncated/review path, failures by
+  reason; never a value). Nothing is written.
+- :func:`schema_migration_run`: the subjects still on the source, in id order, one transaction per
+  batch: rows locked (one query on PostgreSQL), each tree planned against its pin, the ops on target
+  leaves gated under the target (a rejection fails that subject alone; it stays on the source, counted
+  with the reason), values moving into a special-tier leaf held as ``pending_review`` when the tenant
+  reviews that tier, the retirement ``DELETE``\\ s applied ungated, one version per changed subject
+  (``created_by`` ``migration``, mapping id in the note) and one op record per op (actor ``system``
+  ``schema-migration:<id>``, ``schema_migration`` set) written in one statement for the batch, every
+  migrated subject's pin moved (empty or unchanged trees too, without a version), the row's counts
+  updated; ``version_applied`` / ``ops_pending_review`` after commit. Status ``done`` when none is left.
+
+Resumable and idempotent: a subject on the target is never selected (its pin is re-read under the
+lock), so a stopped or crashed run continues when run again; failed subjects are retried by the next
+pass (``counts.failed`` is per pass).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from memory import selectors
+from memory.engine.gate import STRICT, Reason, gate
+from memory.engine.migration import Migration, MigrationError, MigrationPlan, load_migration, plan_migration
+from memory.engine.ops import Op, OpType
+from memory.engine.schema import Schema, SchemaError
+from memory.engine.tree import Tree, apply
+from memory.models import OpRecord, SchemaMigration, Subject, Tenant, TreeVersion
+from memory.schema_models import document_digest
+from memory.services import ServiceError
+from memory.services.tree_plan import Actor, next_version, schedule_follow_up
+from memory.services.tree_store import lock_subject, lock_subjects, single_statement_writes, write_applies
+
+ACTOR_PREFIX = "schema-migration:"
+REPORT_KINDS = ("moved", "merged", "split", "dropped", "truncated", "review")
+BY = TreeVersion.CreatedBy.MIGRATION
+COUNTS = ("migrated", "unchanged", "held", "held_ops", "failed")
+#: Reason of a subject whose stored tree the mapping cannot read (a value outside the source schema).
+INVALID_TREE = "INVALID_TREE"
+
+
+class SchemaMigrationConflict(ServiceError):
+    code = "schema_migration_conflict"
+    http_status = 409
+
+
+def _schema(tenant_id: int, document: Mapping[str, Any], name: str) -> Schema:
+    raw = document.get(name)
+    schema_id, version = (raw.get("id"), raw.get("version")) if isinstance(raw, Mapping) else (None, None)
+    if not isinstance(schema_id, str) or not isinstance(version, int) or isinstance(version, bool):
+        raise ServiceError(
+            f"The mapping's {name} must be {{'id': ..., 'version': <int>}}.", field=f"document.{name}"
+        )
+    try:
+        return selectors.schema_get(tenant_id, schema_id, version)
+    except SchemaError as exc:
+        message = f"The mapping's {name} {schema_id} v{version} is neither a schema of this tenant nor a shipped one."
+        raise ServiceError(message, field=f"document.{name}", code="unknown_schema") from exc
+
+
+def _error_field(message: str) -> str:
+    """The document field a :class:`MigrationError` is about (its message names the step)."""
+    step = re.match(r"steps\[(\d+)\]", message)
+    if step:
+        return f"document.steps[{step.group(1)}]"
+    if message.startswith("mapping id"):
+        return "document.id"
+    return "document" if "unknown fields" in message else "document.steps"
+
+
+def migration_load(tenant_id: int, document: Any) -> Migration:
+    """The engine :class:`Migration` of ``document`` between the tenant's schemas (``ServiceError`` if invalid)."""
+    if not isinstance(document, Mapping):
+        raise ServiceError("The mapping must be a JSON object.", field="document")
+    source, target = _schema(tenant_id, document, "source"), _schema(tenant_id, document, "target")
+    try:
+        return load_migration(document, source, target)
+    except MigrationError as exc:
+        raise ServiceError(
+            f"Invalid mapping: {exc}", field=_error_field(str(exc)), code="invalid_mapping"
+        ) from exc
+
+
+def schema_migration_prepare(*, tenant: Tenant, document: Any, created_by: str = "") -> SchemaMigration:
+    """The validated mapping as a row: the stored one for the same document, else an unsaved one
+    (:class:`SchemaMigrationConflict` when the mapping id is taken by another document)."""
+    migration = migration_load(tenant.pk, document)
+    digest = document_digest(document)
+    existing = SchemaMigration.objects.filter(tenant=tenant, mapping_id=migration.id).first()
+    if existing is not None:
+        if existing.digest != digest:
+            raise SchemaMigrationConflict(
+                f"Mapping {migration.id!r} exists with another document; give the new mapping another id.",
+                field="document.id",
+            )
+        existing.tenant = tenant
+        return existing
+    return SchemaMigration(
+        tenant=tenant,
+        mapping_id=migration.id,
+        source_id=migration.source.id,
+        source_version=migration.source.version,
+        target_id=migration.target.id,
+        target_version=migration.target.version,
+        document=dict(document),
+        digest=digest,
+        created_by=created_by[:200],
+    )
+
+
+def schema_migration_create(
+    *, tenant: Tenant, document: Any, created_by: str = ""
+) -> tuple[SchemaMigration, bool]:
+    """Validate and store a mapping; ``(row, created)``. Same document again: the stored row."""
+    row = schema_migration_prepare(tenant=tenant, document=document, created_by=created_by)
+    if row.pk is not None:
+        return row, False
+    with transaction.atomic():
+        Tenant.objects.select_for_update().filter(pk=tenant.pk).first()  # one create per tenant at a time
+        again = SchemaMigration.objects.filter(tenant=tenant, mapping_id=row.mapping_id).first()
+        if again is not None:  # created meanwhile
+            return schema_migration_prepare(tenant=tenant, document=document), False
+        row.save(force_insert=True)
+    return row, True
+
+
+def schema_migration_get(*, tenant: Tenant, mapping_id: str) -> SchemaMigration | None:
+    return SchemaMigration.objects.filter(tenant=tenant, mapping_id=mapping_id).first()
+
+
+def _engine(migration: SchemaMigration) -> Migration:
+    return migration_load(migration.tenant_id, migration.document)
+
+
+def pending_subjects(migration: SchemaMigration) -> QuerySet[Subject]:
+    """The tenant's subjects still pinned to the mapping's source."""
+    return Subject.objects.filter(
+        tenant_id=migration.tenant_id,
+        schema_id=migration.source_id,
+        schema_version=migration.source_version,
+    )
+
+
+@dataclass
+class Planned:
+    """What migrating one tree writes: ``apply_now`` (gated ops, then retirements), ``held`` ops, or a failure."""
+
+    plan: MigrationPlan | None
+    before: Tree
+    new_tree: Tree
+    apply_now: list[Op] = field(default_factory=list)
+    held: list[Op] = field(default_factory=list)
+    failure: str = ""
+    detail: str = ""
+
+
+def plan_subject(tree: Tree, pinned: tuple[str, int], migration: Migration, *, review: bool) -> Planned:
+    """Plan, gate and split one subject's migration (see the module docstring)."""
+    try:
+        plan = plan_migration(tree, migration, pinned=pinned)
+    except MigrationError as exc:
+        return Planned(None, tree, tree, failure=INVALID_TREE, detail=str(exc))
+    target = migration.target
+    ops = list(plan.ops())
+    to_review = {r["path"] for r in plan.report["review"]} if review else set()
+    # A kept value whose leaf became special: taken out of the tree and held like a moved one.
+    named = {op.path for op in ops}
+    kept = [p for p in sorted(to_review - named) if p in tree and plan.after.get(p) == tree.get(p)]
+    ops += [Op(OpType.DELETE, p) for p in kept]
+    on_target = [op for op in ops if target.is_leaf(op.path or "")]
+    retire = [op for op in ops if not target.is_leaf(op.path or "")]
+    result = gate(target, tree, on_target, STRICT)
+    refused = [r for r in result.rejected if r.reason is not Reason.NO_CHANGE]
+    if refused:
+        return Planned(plan, tree, tree, failure=str(refused[0].reason), detail=refused[0].detail)
+    held = [op for op in result.accepted if op.type is not OpType.DELETE and op.path in to_review]
+    held += [Op(OpType.ADD, p, tree[p]) for p in kept]
+    now = [op for op in result.accepted if op.path not in to_review or op.type is OpType.DELETE] + retire
+    new_tree, _ = apply(tree, now)
+    return Planned(plan, tree, new_tree, now, held)
+
+
+_VARYING = {"dropped": ("length",), "truncated": ("before", "after")}
+
+
+class _Report:
+    """The per-subject plan reports summed over subjects (paths and counts, never values)."""
+
+    def __init__(self, migration: Migration):
+        self.migration = migration
+        self.counts: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter()
+        self.rows: dict[str, dict[tuple, dict]] = {kind: {} for kind in REPORT_KINDS}
+
+    def add(self, planned: Planned, *, held_review: bool) -> None:
+        self.counts["subjects"] += 1
+        if planned.failure:
+            self.counts["failed"] += 1
+            self.failures[planned.failure] += 1
+            return
+        self.counts["changed" if planned.new_tree != planned.before else "unchanged"] += 1
+        if planned.held:
+            self.counts["held"] += 1
+            self.counts["held_ops"] += len(planned.held)
+        assert planned.plan is not None
+        for kind in REPORT_KINDS:
+            for entry in planned.plan.report[kind]:
+                varying = _VARYING.get(kind, ())
+                fixed = {k: v for k, v in entry.items() if k not in varying}
+                key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in fixed.items())
+                row = self.rows[kind].setdefault(key, {**fixed, "subjects": 0})
+                row["subjects"] += 1
+                if kind == "dropped":
+                    row["max_length"] = max(row.get("max_length", 0), entry["length"])
+                elif kind == "truncated":
+                    row["max_before"] = max(row.get("max_before", 0), entry["before"])
+                elif kind == "review":
+                    row["held"] = held_review
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mapping": self.migration.id,
+            "source": list(self.migration.source.key),
+            "target": list(self.migration.target.key),
+            "dry_run": True,
+            **{name: self.counts[name] for name in ("subjects", "changed", "unchanged", "held", "held_ops")},
+            "failed": self.counts["failed"],
+            "failures": dict(sorted(self.failures.items())),
+            **{kind: list(self.rows[kind].values()) for kind in REPORT_KINDS},
+        }
+
+
+def schema_migration_dry_run(*, migration: SchemaMigration, limit: int | None = None) -> dict[str, Any]:
+    """What :func:`schema_migration_run` would do to the subjects pinned to the source (at most
+    ``limit`` of them, in id order); ``remaining`` is how many are pinned to it in all."""
+    engine = _engine(migration)
+    review = migration.tenant.review_special_tier
+    report = _Report(engine)
+    pending = pending_subjects(migration)
+    ids = list(pending.order_by("pk").values_list("pk", flat=True)[:limit])
+    for start in range(0, len(ids), 500):
+        for subject in Subject.objects.filter(pk__in=ids[start : start + 500]).select_related("head"):
+            pin = (subject.schema_id, subject.schema_version)
+            planned = plan_subject(selectors.tree_current(subject), pin, engine, review=review)
+            report.add(planned, held_review=review)
+    return {**report.to_dict(), "remaining": pending.count()}
+
+
+def schema_migration_run(
+    *, migration: SchemaMigration, batch_size: int = 200, max_subjects: int | None = None, after_id: int = 0
+) -> dict[str, Any]:
+    """Migrate the subjects still on the source (those with an id above ``after_id``, at most
+    ``max_subjects``), ``batch_size`` per transaction. Returns the row's status and counts, with
+    ``examined`` (subjects looked at by this call) and ``last_id`` (where a next slice starts)."""
+    if batch_size < 1:
+        raise ServiceError("batch_size must be at least 1.", field="batch_size")
+    engine = _engine(migration)
+    actor = Actor.system(f"{ACTOR_PREFIX}{migration.mapping_id}"[:200])
+    pending = pending_subjects(migration)
+    with transaction.atomic():
+        row = SchemaMigration.objects.select_for_update().get(pk=migration.pk)
+        if after_id == 0:  # a new pass retries the subjects that failed: their count starts again
+            row.counts = {**row.counts, "failed": 0, "failures": {}}
+        row.status = SchemaMigration.Status.RUNNING
+        row.save(update_fields=["counts", "status", "updated_at"])
+    examined, last_id = 0, after_id
+    while max_subjects is None or examined < max_subjects:
+        take = batch_size if max_subjects is None else min(batch_size, max_subjects - examined)
+        ids = list(pending.filter(pk__gt=last_id).order_by("pk").values_list("pk", flat=True)[:take])
+        if not ids:
+            break
+        _run_batch(migration, engine, actor, ids)
+        examined, last_id = examined + len(ids), ids[-1]
+    remaining = pending.count()
+    with transaction.atomic():
+        row = SchemaMigration.objects.select_for_update().get(pk=migration.pk)
+        row.counts = {**row.counts, "remaining": remaining}
+        row.status = SchemaMigration.Status.DONE if remaining == 0 else SchemaMigration.Status.RUNNING
+        row.save(update_fields=["counts", "status", "updated_at"])
+    migration.status, migration.counts = row.status, row.counts
+    return {**status_dict(row), "examined": examined, "last_id": last_id}
+
+
+def status_dict(row: SchemaMigration) -> dict[str, Any]:
+    counts = {name: int(row.counts.get(name, 0)) for name in COUNTS}
+    return {
+        "mapping": row.mapping_id,
+        "source": [row.source_id, row.source_version],
+        "target": [row.target_id, row.target_version],
+        "status": row.status,
+        "counts": {**counts, "failures": dict(row.counts.get("failures", {}))},
+        "remaining": row.counts.get("remaining"),
+    }
+
+
+def _lock(ids: list[int]) -> dict[int, Subject]:
+    if single_statement_writes():
+        return lock_subjects(dict.fromkeys(ids))
+    found = {}
+    for pk in ids:
+        try:
+            found[pk] = lock_subject(pk)
+        except ServiceError:  # erased meanwhile
+            continue
+    return found
+
+
+def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: list[int]) -> None:
+    source, target = migration.source.key, migration.target.key
+    note = f"schema migration {migration.id}"
+    counts: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    entries, moved = [], []
+    with transaction.atomic():
+        for pk, locked in sorted(_lock(ids).items()):
+            pinned = (locked.schema_id, locked.schema_version)
+            if pinned != source:  # migrated (or re-pinned) by someone else meanwhile
+                continue
+            tree = selectors.tree_current(locked)
+            planned = plan_subject(tree, pinned, migration, review=locked.tenant.review_special_tier)
+            if planned.failure:
+                counts["failed"] += 1
+                failures[planned.failure] += 1
+                continue
+            version = None
+            if planned.new_tree != planned.before:
+                version = next_version(
+                    locked, tree, planned.new_tree, created_by=BY, chunk_id=None, note=note
+                )
+            records = _records(locked, version, planned, actor, row.pk, migration.target)
+            if records:
+                entries.append((locked, version, None, records))
+            moved.append(pk)
+            counts["migrated" if version is not None else "unchanged"] += 1
+            if planned.held:
+                counts["held"] += 1
+                counts["held_ops"] += len(planned.held)
+        write_applies(entries)
+        if moved:
+            Subject.objects.filter(pk__in=moved).update(
+                schema_id=target[0], schema_version=target[1], updated_at=timezone.now()
+            )
+        stored = SchemaMigration.objects.select_for_update().get(pk=row.pk)
+        total = Counter({k: v for k, v in stored.counts.items() if k in COUNTS}) + counts
+        merged_failures = Counter(stored.counts.get("failures", {})) + failures
+        stored.counts = {**stored.counts, **{k: total[k] for k in COUNTS}, "failures": dict(merged_failures)}
+        stored.save(update_fields=["counts", "updated_at"])
+        for locked, version, _, records in entries:
+            held = [r.pk for r in records if r.status == OpRecord.Status.PENDING_REVIEW]
+            schedule_follow_up(locked.pk, version, None, held)
+
+
+def _records(locked: Subject, version, planned: Planned, actor: Actor, row_id: int, target: Schema) -> list:
+    """One audit row per op: applied (the version's), retirements included, then the held ones."""
+    common = {
+        "subject_id": locked.pk,
+        "base_version": locked.head_version,
+        "batch": uuid.uuid4(),
+        "schema_migration_id": row_id,
+        **actor.record_fields(),
+    }
+    retired = f"retired: not a leaf of {target.id} v{target.version}"
+    held_note = "special-tier leaf: held for review (schema migration)"
+    records = []
+    for position, op in enumerate(planned.apply_now + planned.held):
+        is_held = position >= len(planned.apply_now)
+        records.append(
+            OpRecord(
+                version=None if is_held else version,
+                position=position,
+                op_type=str(op.type),
+                path=op.path or "",
+                old_value=planned.before.get(op.path) if op.path else None,
+                new_value=op.value,
+                status=OpRecord.Status.PENDING_REVIEW if is_held else OpRecord.Status.APPLIED,
+                reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
+                detail=held_note if is_held else (retired if not target.is_leaf(op.path or "") else ""),
+                **common,
+            )
+        )
+    return records
