@@ -9,6 +9,7 @@ class WorkersConfig(AppConfig):
     verbose_name = "PersonaTree workers"
 
     def ready(self) -> None:
+        import workers.dispatcher  # noqa: F401  (chunks_ready -> dispatch)
         import workers.indexing  # noqa: F401  (version_applied / subject_erased -> evidence index)
-        import workers.tasks  # noqa: F401  (chunks_ready -> dispatch)
+        import workers.tasks  # noqa: F401  (the sweep; Celery's autodiscovery imports it too)
         import workers.webhooks  # noqa: F401  (version_applied / review_decided / subject_erased -> webhooks)

@@ -24,6 +24,21 @@ fault: all chunks go back to ``pending`` with the claim's attempt refunded (``la
 why), the report says ``outage`` and the caller backs off (``workers.dispatch`` raises
 ``TransientError``: Celery retries it with exponential backoff and jitter; the backfill stops). A retryable error in a batch where other jobs got answers is the chunk's own and
 counts; a non-retryable error always counts (``failed`` at once).
+
+**The task.** ``workers.dispatch`` runs rounds until nothing is ready or ``DISPATCH_BUDGET_S`` is
+spent, then re-enqueues itself; a batch whose every job failed with a retryable error raises
+:class:`TransientError` -> retried with backoff (so is a database ``OperationalError``). It is asked
+for by the ``chunks_ready`` receiver below (the services announce ready chunks after commit,
+``memory.services.ingest.schedule_dispatch``), so a chunk goes ingest -> signal -> here.
+
+Deduplication: every request goes through :func:`dispatch_soon`. While a ``workers.dispatch`` is
+queued and has not started, further requests are dropped: that task claims whatever is ready when
+it starts, and it clears the ``queued`` mark in the shared cache before its first claim, so a chunk
+committed after that mark was cleared asks for (and gets) a new task. At most one dispatch waits in
+the queue, however fast messages arrive. The mark expires after ``DISPATCH_QUEUED_TTL_S`` (a task
+lost with the broker holds requests back that long at most; ``workers.sweep``, which does not
+deduplicate, re-dispatches sooner). Only with a cache that all processes share (production: Redis)
+and a real broker; with the per-process default cache or in eager mode every request is sent.
 """
 
 from __future__ import annotations
@@ -31,27 +46,30 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection
-from django.db.models import Q
+from django.db import OperationalError
+from django.dispatch import receiver
 
 from memory import conf
 from memory.engine.ops import Op, OpError
-from memory.models import Message, Subject, TreeVersion
 from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree_apply_ops_batch
+from memory.signals import chunks_ready
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
 from workers import metrics
+from workers.base import TransientError, pt_task, send
 from workers.caps import bound_turns, record_notices
-from workers.ordering import Claim, chunk_release, chunks_claim
+from workers.ordering import Claim, chunk_release, chunks_claim, job_inputs
 
 logger = logging.getLogger("personatree.dispatcher")
 
 POLL_S = 0.02
+DISPATCH_BUDGET_S = 60.0
+DISPATCH_QUEUED_KEY = "personatree:workers.dispatch:queued"
+DISPATCH_QUEUED_TTL_S = 60
 
 
 @dataclass
@@ -90,12 +108,13 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
     system message at or before the chunk, if any), cut to the MemListener's caps
     (:func:`workers.caps.bound_turns`; the chunk's ``notice`` says what was cut). One query for the whole batch on
     PostgreSQL. A claim whose subject was erased after the claim gets no job (its chunk is gone)."""
-    inputs = _job_inputs(claims)
+    inputs = job_inputs(claims)
     jobs, notices = [], {}
     for c in claims:
         if c.subject_id not in inputs:  # erased since the claim: its chunk went with it, no job
             continue
-        head_version, schema_id, schema_version, snapshot, rows = inputs[c.subject_id]
+        head = inputs[c.subject_id]
+        rows = head.messages
         system = [r for r in rows if r[1] == "system" and r[0] <= c.end_seq]
         turns = [
             ListenerTurn(role=r[1], content=r[2])
@@ -111,68 +130,15 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
             ListenerJob(
                 job_id=f"{c.chunk_id}:{c.token}",
                 subject_id=str(c.subject_id),
-                base_version=head_version,
-                schema_id=schema_id,
-                schema_version=schema_version,
-                tree=dict(snapshot or {}),
+                base_version=head.head_version,
+                schema_id=head.schema_id,
+                schema_version=head.schema_version,
+                tree=dict(head.tree or {}),
                 turns=turns,
             )
         )
     record_notices(notices)
     return jobs
-
-
-def _job_inputs(claims: list[Claim]) -> dict[int, tuple]:
-    """Per claimed subject: ``(head_version, schema_id, schema_version, head snapshot, messages)``, the
-    messages ``(seq, role, content)`` of the chunk's span and every system message at or before its
-    end, in seq order. On PostgreSQL one query joined against the claims as arrays, messages
-    aggregated per subject (building and compiling an OR of two filters per claim cost more CPU than
-    the rest of the round); elsewhere the same through the ORM, two queries."""
-    if connection.vendor == "postgresql":
-        qn = connection.ops.quote_name
-        subject, version, message = (qn(m._meta.db_table) for m in (Subject, TreeVersion, Message))
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT s.id, s.head_version, s.schema_id, s.schema_version, v.tree, "
-                "(SELECT json_agg(json_build_array(m.seq, m.role, m.content) ORDER BY m.seq) "
-                f"FROM {message} m WHERE m.subject_id = c.sid AND m.seq <= c.hi "
-                "AND (m.seq >= c.lo OR m.role = %s)) "
-                "FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS c(sid, lo, hi) "
-                f"JOIN {subject} s ON s.id = c.sid LEFT JOIN {version} v ON v.id = s.head_id",
-                (
-                    Message.Role.SYSTEM.value,  # type: ignore[attr-defined]  # TextChoices (no Django stubs)
-                    [c.subject_id for c in claims],
-                    [c.start_seq for c in claims],
-                    [c.end_seq for c in claims],
-                ),
-            )
-            return {
-                row[0]: (*row[1:4], _json(row[4]), [tuple(m) for m in _json(row[5]) or ()])
-                for row in cursor.fetchall()
-            }
-    spans = Q()
-    for c in claims:
-        spans |= Q(subject_id=c.subject_id, seq__gte=c.start_seq, seq__lte=c.end_seq) | Q(
-            subject_id=c.subject_id, role="system", seq__lte=c.end_seq
-        )
-    messages: dict[int, list[tuple]] = defaultdict(list)
-    for row in (
-        Message.objects.filter(spans)
-        .order_by("subject_id", "seq")
-        .values_list("subject_id", "seq", "role", "content")
-    ):
-        messages[row[0]].append(row[1:])
-    return {
-        row[0]: (*row[1:], messages[row[0]])
-        for row in Subject.objects.filter(pk__in=[c.subject_id for c in claims]).values_list(
-            "pk", "head_version", "schema_id", "schema_version", "head__tree"
-        )
-    }
-
-
-def _json(value):
-    """A json/jsonb column read by a raw cursor: text (Django's jsonb loader) or already decoded."""
-    return json.loads(value) if isinstance(value, str) else value
 
 
 def _ops_and_errors(result: ListenerResult) -> tuple[list[Op], list[dict]]:
@@ -351,3 +317,77 @@ def dispatch_round(
     if report.failed:
         metrics.incr("chunks_failed", report.failed)
     return report
+
+
+def _dedup_cache():
+    """The shared cache for the ``queued`` mark, or None when dispatch requests are not deduplicated."""
+    from celery import current_app
+    from django.core.cache import caches
+    from django.core.cache.backends.dummy import DummyCache
+    from django.core.cache.backends.locmem import LocMemCache
+
+    cache = caches["default"]
+    if current_app.conf.task_always_eager or isinstance(cache, LocMemCache | DummyCache):
+        return None
+    return cache
+
+
+def dispatch_soon(*, tenant_id: int | None = None) -> None:
+    """Send ``workers.dispatch`` unless one is already queued and not started (see the module docstring)."""
+    cache = _dedup_cache()
+    if cache is not None:
+        try:
+            if not cache.add(DISPATCH_QUEUED_KEY, time.time(), DISPATCH_QUEUED_TTL_S):
+                metrics.incr("dispatch_deduplicated")
+                return
+        except Exception:  # the cache is down: send (a duplicate dispatch is harmless)
+            logger.warning("dispatch dedup cache unavailable; sending", exc_info=True)
+            cache = None
+    if not send(dispatch, tenant_id=tenant_id) and cache is not None:
+        _clear_queued_mark()  # nothing was queued: do not hold the next request back
+
+
+@receiver(chunks_ready, dispatch_uid="workers.dispatcher.chunks_ready")
+def _dispatch_when_chunks_are_ready(sender, tenant_id: int | None = None, **_kwargs) -> None:
+    dispatch_soon(tenant_id=tenant_id)
+
+
+def _clear_queued_mark() -> None:
+    cache = _dedup_cache()
+    if cache is not None:
+        try:
+            cache.delete(DISPATCH_QUEUED_KEY)
+        except Exception:  # the mark expires on its own
+            logger.warning("could not clear the dispatch mark", exc_info=True)
+
+
+def _model_timeout() -> float:
+    return conf.get().listener.timeout_s
+
+
+@pt_task(
+    name="workers.dispatch",
+    queue="ingest",
+    soft_time_limit=_model_timeout() + DISPATCH_BUDGET_S + 60,
+    retry_for=(TransientError, OperationalError),
+)
+def dispatch(self) -> dict:
+    """Rounds until nothing is ready or the budget is spent (see the module docstring)."""
+    from serving.client import get_listener_client
+
+    _clear_queued_mark()  # before the first claim: requests from now on get a task of their own
+    client = get_listener_client(conf.listener_client_config())
+    started = time.monotonic()
+    totals = {"rounds": 0, "applied": 0, "failed": 0}
+    while True:
+        report = dispatch_round(client=client)
+        if not report.claimed:
+            return totals
+        totals["rounds"] += 1
+        totals["applied"] += report.applied
+        totals["failed"] += report.failed
+        if report.transient == report.claimed:
+            raise TransientError(f"memlistener unavailable for all {report.claimed} jobs of the batch")
+        if time.monotonic() - started > DISPATCH_BUDGET_S:
+            dispatch_soon()  # continue in a fresh task; this one returns
+            return totals

@@ -31,10 +31,15 @@ Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
 Correctness does not depend on row locks or advisory locks: on SQLite (the embedded demo),
 which has neither, the single writer lock serialises the compare-and-set statements and the
 protocol stays safe; row locks on Postgres only make claiming cheaper under contention.
+
+What a claim reads (:func:`job_inputs`): the claimed subjects' heads and the chunks' messages, in one
+query for the batch, for the dispatcher to build the MemListener's jobs from.
 """
 
 from __future__ import annotations
 
+import json
+from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -46,7 +51,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from memory import conf
-from memory.models import Chunk, Subject
+from memory.models import Chunk, Message, Subject, TreeVersion
 from memory.services.chunk_errors import safe_chunk_error
 
 OPEN = (Chunk.Status.PENDING, Chunk.Status.PROCESSING, Chunk.Status.FAILED)
@@ -252,3 +257,70 @@ def chunks_reclaim(*, tenant_id: int, before: datetime, subject_ids: Sequence[in
     if subject_ids is not None:
         chunks = chunks.filter(subject_id__in=list(subject_ids))
     return chunks.update(status=Chunk.Status.PENDING)
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What one claimed subject's job is built from: the head (version and tree) and pinned schema,
+    and the messages ``(seq, role, content)`` of the chunk's span plus every system message at or
+    before its end, in seq order."""
+
+    head_version: int
+    schema_id: str
+    schema_version: int
+    tree: dict | None
+    messages: list[tuple]
+
+
+def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
+    """Per claimed subject (an erased one is missing): its :class:`JobInputs`. On PostgreSQL one query
+    joined against the claims as arrays, messages aggregated per subject (building and compiling an
+    OR of two filters per claim cost more CPU than the rest of the round); elsewhere the same
+    through the ORM, two queries."""
+    if connection.vendor == "postgresql":
+        qn = connection.ops.quote_name
+        subject, version, message = (qn(m._meta.db_table) for m in (Subject, TreeVersion, Message))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT s.id, s.head_version, s.schema_id, s.schema_version, v.tree, "
+                "(SELECT json_agg(json_build_array(m.seq, m.role, m.content) ORDER BY m.seq) "
+                f"FROM {message} m WHERE m.subject_id = c.sid AND m.seq <= c.hi "
+                "AND (m.seq >= c.lo OR m.role = %s)) "
+                "FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS c(sid, lo, hi) "
+                f"JOIN {subject} s ON s.id = c.sid LEFT JOIN {version} v ON v.id = s.head_id",
+                (
+                    Message.Role.SYSTEM.value,  # type: ignore[attr-defined]  # TextChoices (no Django stubs)
+                    [c.subject_id for c in claims],
+                    [c.start_seq for c in claims],
+                    [c.end_seq for c in claims],
+                ),
+            )
+            return {
+                row[0]: JobInputs(
+                    row[1], row[2], row[3], _json(row[4]), [tuple(m) for m in _json(row[5]) or ()]
+                )
+                for row in cursor.fetchall()
+            }
+    spans = Q()
+    for c in claims:
+        spans |= Q(subject_id=c.subject_id, seq__gte=c.start_seq, seq__lte=c.end_seq) | Q(
+            subject_id=c.subject_id, role="system", seq__lte=c.end_seq
+        )
+    messages: dict[int, list[tuple]] = defaultdict(list)
+    for row in (
+        Message.objects.filter(spans)
+        .order_by("subject_id", "seq")
+        .values_list("subject_id", "seq", "role", "content")
+    ):
+        messages[row[0]].append(row[1:])
+    return {
+        row[0]: JobInputs(row[1], row[2], row[3], row[4], messages[row[0]])
+        for row in Subject.objects.filter(pk__in=[c.subject_id for c in claims]).values_list(
+            "pk", "head_version", "schema_id", "schema_version", "head__tree"
+        )
+    }
+
+
+def _json(value):
+    """A json/jsonb column read by a raw cursor: text (Django's jsonb loader) or already decoded."""
+    return json.loads(value) if isinstance(value, str) else value

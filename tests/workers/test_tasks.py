@@ -13,7 +13,8 @@ from memory.models import Chunk, TreeVersion
 from tests.workers.helpers import FailingClient, ingest_pairs, standin_client
 from workers import metrics
 from workers.base import ENQUEUED_AT, TENANT, enqueue_on_commit, pt_task, route_task, send
-from workers.tasks import DISPATCH_QUEUED_KEY, dispatch, sweep
+from workers.dispatcher import DISPATCH_QUEUED_KEY, dispatch
+from workers.tasks import sweep
 
 
 @pt_task(name="tests.workers.echo", queue="index", soft_time_limit=5)
@@ -30,6 +31,25 @@ def test_decorator_sets_policy_and_route():
     assert route_task("tests.workers.echo", (), {}, {}) == {"queue": "index"}
     assert route_task("workers.dispatch", (), {}, {}) == {"queue": "ingest"}
     assert route_task("someone.else", (), {}, {}) is None
+
+
+def test_celery_registers_every_task_through_the_module_autodiscovery_imports(monkeypatch):
+    """``app.autodiscover_tasks(["workers"])`` imports ``workers.tasks``; the dispatch task lives in
+    ``workers.dispatcher`` and must be registered under its old name all the same (beat, routes)."""
+    import workers.dispatcher
+    import workers.tasks
+    from memory.signals import chunks_ready
+    from personatree_site.celery import app
+
+    registered = app.tasks
+    assert workers.tasks.dispatch is workers.dispatcher.dispatch  # the same (lazy) task object
+    assert registered["workers.dispatch"] is workers.dispatcher.dispatch._get_current_object()
+    assert registered["workers.sweep"] is workers.tasks.sweep._get_current_object()
+    assert {"workers.dispatch", "workers.sweep", "workers.deliver_webhook"} <= set(registered)
+    asked = []
+    monkeypatch.setattr("workers.dispatcher.dispatch_soon", lambda **kw: asked.append(kw))
+    chunks_ready.send(sender=None, tenant_id=7)  # what the services send after commit
+    assert asked == [{"tenant_id": 7}]
 
 
 def test_metrics_record_duration_outcome_tenant_and_queue_wait():
@@ -120,7 +140,7 @@ def shared_cache(monkeypatch):
 
     cache = LocMemCache("dispatch-dedup-test", {})
     cache.clear()  # LocMemCache instances of one name share their storage
-    monkeypatch.setattr("workers.tasks._dedup_cache", lambda: cache)
+    monkeypatch.setattr("workers.dispatcher._dedup_cache", lambda: cache)
     yield cache
     cache.clear()
 
@@ -182,7 +202,7 @@ def test_a_failed_publish_does_not_hold_later_requests_back(
 
 def test_dedup_needs_a_real_broker_and_a_shared_cache(settings):
     from personatree_site.celery import app
-    from workers.tasks import _dedup_cache
+    from workers.dispatcher import _dedup_cache
 
     saved = app.conf.task_always_eager
     try:
