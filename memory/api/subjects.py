@@ -1,4 +1,4 @@
-"""Subject endpoints: subject list, current tree, version list, export, erasure. Thin views over
+"""Subject endpoints: subject list and creation (pinned to a schema), current tree, version list, export, erasure. Thin views over
 selectors/services; the lists are cursor-paginated (:mod:`memory.api.pagination`)."""
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ from memory.api.errors import ServiceUnavailable
 from memory.api.fields import AsOfField, as_of_found
 from memory.api.openapi import problems
 from memory.api.pagination import PageParams, Pager, next_field
+from memory.engine.schema import SchemaError
 from memory.engine.tree import Tree
-from memory.services.subjects import subject_erase
+from memory.services import ServiceError
+from memory.services.ingest import external_id_validate
+from memory.services.schemas import SchemaConflict
+from memory.services.subjects import subject_erase, subject_get_or_create
 from personatree_site.ops.readiness import erasure_broker_problem
 
 #: Seconds an erasure refused for a broker outage tells the client to wait (``Retry-After``).
@@ -71,18 +75,36 @@ class SubjectTreeView(TenantScopedView):
         return Response(self.TreeOut(data).data)
 
 
+class SubjectOut(serializers.Serializer):
+    external_id = serializers.CharField()
+    schema_id = serializers.CharField()
+    schema_version = serializers.IntegerField()
+    head_version = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class SubjectIn(serializers.Serializer):
+    external_id = serializers.CharField(max_length=255, trim_whitespace=False)
+    schema_id = serializers.CharField(
+        max_length=100,
+        required=False,
+        help_text="A shipped schema or one of the tenant's own (GET /v1/schemas); absent: the "
+        "tenant's default.",
+    )
+    schema_version = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False, help_text="Required with schema_id."
+    )
+    recreate_erased = serializers.BooleanField(
+        required=False, default=False, help_text="Start a new subject under an erased subject's id."
+    )
+
+
 class SubjectListView(TenantScopedView):
-    """GET the tenant's subjects, by external id, a page at a time."""
+    """GET the tenant's subjects, by external id, a page at a time; POST creates one pinned to a schema."""
 
-    required_scopes = ("read",)
-
-    class SubjectOut(serializers.Serializer):
-        external_id = serializers.CharField()
-        schema_id = serializers.CharField()
-        schema_version = serializers.IntegerField()
-        head_version = serializers.IntegerField()
-        created_at = serializers.DateTimeField()
-        updated_at = serializers.DateTimeField()
+    required_scopes = {"GET": ("read",), "POST": ("ingest",)}
+    SubjectOut = SubjectOut
 
     @extend_schema(
         parameters=[PageParams],
@@ -98,6 +120,61 @@ class SubjectListView(TenantScopedView):
                 "next": pager.next_link({"after": subjects[-1].external_id} if more else None),
             }
         )
+
+    @extend_schema(
+        request=SubjectIn,
+        responses={
+            201: SubjectOut,
+            200: SubjectOut,
+            **problems(
+                409,
+                d409="subject_erased (send recreate_erased), or schema_conflict: the subject exists "
+                "pinned to another schema.",
+            ),
+        },
+        summary="Create a subject pinned to a schema (the tenant's default when none is named)",
+        description="201 created; 200 when the subject exists pinned to that schema (or none was "
+        "named). 400 (field schema_id) for a schema the tenant cannot pin: unknown, or another "
+        "tenant's. 409 schema_conflict when the subject exists pinned to another schema (it moves only "
+        "through a schema migration); 409 subject_erased for an erased subject's id.",
+    )
+    def post(self, request):
+        data = SubjectIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        valid = data.validated_data
+        external_id_validate(valid["external_id"])
+        schema_id, schema_version = valid.get("schema_id"), valid.get("schema_version")
+        if schema_id is None and schema_version is not None:
+            raise ServiceError("schema_id is required with schema_version.", field="schema_id")
+        if schema_id is not None and schema_version is not None:
+            try:  # unknown and another tenant's look the same
+                selectors.schema_get(self.tenant.pk, schema_id, schema_version)
+            except SchemaError as exc:
+                raise ServiceError(
+                    f"Unknown schema {schema_id} v{schema_version}.", field="schema_id"
+                ) from exc
+        subject, created = subject_get_or_create(
+            tenant=self.tenant,
+            external_id=valid["external_id"],
+            schema_id=schema_id,
+            schema_version=schema_version,
+            recreate_erased=valid["recreate_erased"],
+        )
+        if (
+            not created
+            and schema_id is not None
+            and (subject.schema_id, subject.schema_version)
+            != (
+                schema_id,
+                schema_version,
+            )
+        ):
+            raise SchemaConflict(
+                f"The subject exists, pinned to {subject.schema_id} v{subject.schema_version}; "
+                "it moves to another schema only through a schema migration.",
+                field="schema_id",
+            )
+        return Response(SubjectOut(subject).data, status=201 if created else 200)
 
 
 class VersionOut(serializers.Serializer):

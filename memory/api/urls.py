@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from memory.api import ingest, keys, leaves, query, subjects, webhooks
+from memory.api import ingest, keys, leaves, query, schemas, subjects, webhooks
 from memory.api.errors import ApiNotFoundView
 
 urlpatterns = [
@@ -47,6 +47,14 @@ urlpatterns = [
         "webhooks/<uuid:public_id>/deliveries",
         webhooks.WebhookDeliveriesView.as_view(),
         name="webhook-deliveries",
+    ),
+    # --- schemas of one's own tenant and its default, scope admin (issue 18) ---
+    path("schemas", schemas.SchemaListView.as_view(), name="schemas"),
+    path("schemas/default", schemas.SchemaDefaultView.as_view(), name="schema-default"),
+    path(
+        "schemas/<str:schema_id>/versions/<int:version>",
+        schemas.SchemaVersionView.as_view(),
+        name="schema-version",
     ),
 ]
 

@@ -12,25 +12,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 
 from memory import selectors
-from memory.engine.schema import SchemaError, load_schema
+from memory.engine.schema import SCHEMA_DIR, SchemaError, get_schema, load_schema, shipped_schemas
 from memory.models import Subject, Tenant, TenantSchema
 from memory.schema_models import document_digest
-from memory.services import ServiceError
+from memory.services import NotFoundError, ServiceError
 
 #: Upper bounds of an uploaded schema (a tree the prompt, the gate and the admin can still handle).
 MAX_DOCUMENT_BYTES = 256 * 1024
 MAX_LEAVES = 400
+MAX_ID_LENGTH = TenantSchema._meta.get_field("schema_id").max_length or 100
 
 
 class SchemaConflict(ServiceError):
     code = "schema_conflict"
     http_status = 409
+
+
+class SchemaTooLarge(ServiceError):
+    """Over ``MAX_DOCUMENT_BYTES`` or ``MAX_LEAVES`` (the API's 413)."""
+
+    code = "payload_too_large"
+    http_status = 413
 
 
 def schema_upload(*, tenant: Tenant, document: Any, created_by: str = "") -> tuple[TenantSchema, bool]:
@@ -44,17 +54,22 @@ def schema_upload(*, tenant: Tenant, document: Any, created_by: str = "") -> tup
         raise ServiceError("The schema must be a JSON object.", field="document")
     size = len(json.dumps(document, ensure_ascii=False).encode("utf-8"))
     if size > MAX_DOCUMENT_BYTES:
-        raise ServiceError(
+        raise SchemaTooLarge(
             f"The schema is {size} bytes; at most {MAX_DOCUMENT_BYTES} are accepted.", field="document"
         )
     try:
         schema = load_schema(document)
-    except (SchemaError, TypeError, ValueError, AttributeError) as exc:
+    except (SchemaError, TypeError, ValueError, AttributeError, KeyError) as exc:
         raise ServiceError(f"Invalid schema: {exc}", field="document") from exc
     if len(schema.leaves) > MAX_LEAVES:
-        raise ServiceError(
+        raise SchemaTooLarge(
             f"The schema has {len(schema.leaves)} leaves; at most {MAX_LEAVES} are accepted.",
             field="document",
+        )
+    if len(schema.id) > MAX_ID_LENGTH:
+        raise ServiceError(
+            f"The schema id is {len(schema.id)} characters; at most {MAX_ID_LENGTH} are accepted.",
+            field="document.id",
         )
     if schema.id in selectors.shipped_schema_ids():
         raise ServiceError(
@@ -122,3 +137,70 @@ def tenant_default_schema_set(*, tenant: Tenant, schema_id: str, version: int) -
     Tenant.objects.filter(pk=tenant.pk).update(default_schema_id=schema_id, default_schema_version=version)
     tenant.default_schema_id, tenant.default_schema_version = schema_id, version
     return tenant
+
+
+@dataclass(frozen=True)
+class SchemaInfo:
+    """One schema a tenant may pin subjects to: one of its own (``shipped`` False) or a shipped one."""
+
+    schema_id: str
+    version: int
+    digest: str
+    leaf_count: int
+    shipped: bool
+    created_at: datetime | None
+    subjects: int
+    document: dict[str, Any]
+
+
+def _shipped_document(schema_id: str, version: int) -> dict[str, Any]:
+    with open(SCHEMA_DIR / f"{schema_id}.v{version}.json", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _shipped_info(schema_id: str, version: int, subjects: int) -> SchemaInfo:
+    document = _shipped_document(schema_id, version)
+    return SchemaInfo(
+        schema_id=schema_id,
+        version=version,
+        digest=document_digest(document),
+        leaf_count=len(get_schema(schema_id, version).leaves),
+        shipped=True,
+        created_at=None,
+        subjects=subjects,
+        document=document,
+    )
+
+
+def _row_info(row: TenantSchema, subjects: int) -> SchemaInfo:
+    return SchemaInfo(
+        schema_id=row.schema_id,
+        version=row.version,
+        digest=row.digest,
+        leaf_count=row.leaf_count,
+        shipped=False,
+        created_at=row.created_at,
+        subjects=subjects,
+        document=row.document,
+    )
+
+
+def schema_catalogue(*, tenant: Tenant) -> list[SchemaInfo]:
+    """Every schema the tenant may pin to: the shipped ones, then its own (by id and version), each
+    with how many of its subjects are pinned to it."""
+    counts = schema_subject_counts(tenant=tenant)
+    shipped = [_shipped_info(sid, v, counts.get((sid, v), 0)) for sid, v in shipped_schemas()]
+    own = [_row_info(row, counts.get((row.schema_id, row.version), 0)) for row in schema_list(tenant=tenant)]
+    return shipped + own
+
+
+def schema_read(*, tenant: Tenant, schema_id: str, version: int) -> SchemaInfo:
+    """One schema the tenant may pin to, with its document; ``NotFoundError`` alike for a missing
+    one and another tenant's."""
+    counts = Subject.objects.filter(tenant=tenant, schema_id=schema_id, schema_version=version)
+    if (schema_id, version) in shipped_schemas():
+        return _shipped_info(schema_id, version, counts.count())
+    row = TenantSchema.objects.filter(tenant=tenant, schema_id=schema_id, version=version).first()
+    if row is None:
+        raise NotFoundError(f"Unknown schema {schema_id} v{version}.")
+    return _row_info(row, counts.count())

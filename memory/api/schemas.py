@@ -1,0 +1,198 @@
+"""Schemas of one's own tenant (scope ``admin``): upload a version, list, read, choose the default.
+
+- ``POST /v1/schemas`` with an engine schema document as the body (``memory/engine/schema.py``,
+  docs/SCHEMAS.md) -> 201 the stored version, 200 when the identical document is already stored
+  under its version; 400 naming what the engine refused (or a reserved shipped id, or a version
+  that is not the next one), 409 ``schema_conflict`` for another document under a stored version,
+  413 for a document over 256 kB or 400 leaves;
+- ``GET /v1/schemas`` every schema the tenant may pin subjects to (the shipped ones and its own),
+  with how many of its subjects are pinned to each, and the tenant's default;
+- ``GET /v1/schemas/<id>/versions/<version>`` one of them with its document;
+- ``GET`` / ``PUT /v1/schemas/default`` ``{"schema_id", "version"}``: the schema new subjects are
+  pinned to (existing subjects keep theirs; they move only through a schema migration).
+
+Another tenant's schema is unknown here: a 404 to read, a 400 to pin, like one that does not exist.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import exceptions, serializers
+from rest_framework.response import Response
+
+from memory.api.base import TenantScopedView
+from memory.api.openapi import problems
+from memory.engine.schema import TIERS
+from memory.services import schemas as service
+
+#: Largest version a schema may have (a PostgreSQL integer).
+MAX_VERSION = 2**31 - 1
+
+
+class SchemaDocument(serializers.Serializer):
+    """An engine schema document, passed through as JSON (the engine validates it, not DRF)."""
+
+    def to_representation(self, instance):
+        return dict(instance)
+
+    def to_internal_value(self, data):
+        return data
+
+
+def _component(auto_schema, name: str, schema: dict) -> dict:
+    component = ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=schema)
+    auto_schema.registry.register_on_missing(component)
+    return component.ref
+
+
+def _leaf_properties(tier: dict) -> dict:
+    """A leaf's members (a new dict each time: drf-spectacular rewrites schemas in place)."""
+    return {
+        "description": {"type": "string", "description": "One line; it goes into the model prompt."},
+        "budget": {
+            "oneOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "description": "A name from budgets."},
+            ],
+            "description": "Characters after whitespace normalisation.",
+        },
+        "tier": dict(tier),
+    }
+
+
+class SchemaDocumentScheme(OpenApiSerializerExtension):
+    """The document's OpenAPI form: ``tree`` is a recursive node (component ``SchemaTreeNode``)."""
+
+    target_class = "memory.api.schemas.SchemaDocument"
+
+    def map_serializer(self, auto_schema, direction):
+        tier = _component(auto_schema, "SchemaTier", {"type": "string", "enum": list(TIERS)})
+        node = _component(
+            auto_schema,
+            "SchemaTreeNode",
+            {
+                "type": "object",
+                "description": "A leaf (it has a description) or an inner node (child name -> node).",
+                "properties": _leaf_properties(tier),
+                "additionalProperties": {"$ref": "#/components/schemas/SchemaTreeNode"},
+            },
+        )
+        return {
+            "type": "object",
+            "description": "An engine schema document (docs/SCHEMAS.md; memory/engine/schema.py).",
+            "properties": {
+                "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]*$", "maxLength": 100},
+                "version": {"type": "integer", "minimum": 1},
+                "doc": {"type": "string"},
+                "budgets": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
+                "default_tier": dict(tier),
+                "tree": {**node, "description": "Nested form: top-level node names -> nodes."},
+                "leaves": {
+                    "type": "array",
+                    "description": "Flat form (instead of tree).",
+                    "items": {
+                        "type": "object",
+                        "properties": {"path": {"type": "string"}, **_leaf_properties(tier)},
+                        "required": ["path", "description"],
+                    },
+                },
+            },
+            "required": ["id", "version"],
+        }
+
+
+class TenantSchemaOut(serializers.Serializer):
+    schema_id = serializers.CharField()
+    version = serializers.IntegerField()
+    digest = serializers.CharField(help_text="SHA-256 of the document's canonical JSON.")
+    leaf_count = serializers.IntegerField()
+    shipped = serializers.BooleanField(help_text="Shipped with PersonaTree (not uploaded by the tenant).")
+    created_at = serializers.DateTimeField(allow_null=True, help_text="Null for a shipped schema.")
+    subjects = serializers.IntegerField(help_text="The tenant's subjects pinned to this version.")
+
+
+class TenantSchemaDetailOut(TenantSchemaOut):
+    document = SchemaDocument()
+
+
+class SchemaRef(serializers.Serializer):
+    schema_id = serializers.CharField(max_length=100)
+    version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
+
+
+def _default(tenant) -> dict:
+    return {"schema_id": tenant.default_schema_id, "version": tenant.default_schema_version}
+
+
+class _SchemaView(TenantScopedView):
+    required_scopes = ("admin",)
+
+
+class SchemaListView(_SchemaView):
+    @extend_schema(
+        responses=inline_serializer(
+            "SchemaList", {"schemas": TenantSchemaOut(many=True), "default": SchemaRef()}
+        ),
+        summary="The schemas the tenant may pin subjects to (shipped and its own), and its default",
+        operation_id="v1_schemas_list",
+    )
+    def get(self, request):
+        return Response(
+            {
+                "schemas": TenantSchemaOut(service.schema_catalogue(tenant=self.tenant), many=True).data,
+                "default": _default(self.tenant),
+            }
+        )
+
+    @extend_schema(
+        request=SchemaDocument,
+        responses={
+            201: TenantSchemaOut,
+            200: TenantSchemaOut,
+            **problems(409, d409="schema_conflict: this version is stored with another document."),
+        },
+        summary="Upload a version of one of the tenant's schemas",
+        description="201 stored; 200 when the identical document is already stored under its version. "
+        "400 names what the engine's validation refused (field document), a reserved shipped id or a "
+        "version that is not the next one (field document.version); 409 schema_conflict; 413 over "
+        f"{service.MAX_DOCUMENT_BYTES} bytes or {service.MAX_LEAVES} leaves.",
+    )
+    def post(self, request):
+        row, created = service.schema_upload(
+            tenant=self.tenant, document=request.data, created_by=f"api_key:{self.api_key.prefix}"
+        )
+        info = service.schema_read(tenant=self.tenant, schema_id=row.schema_id, version=row.version)
+        return Response(TenantSchemaOut(info).data, status=201 if created else 200)
+
+
+class SchemaVersionView(_SchemaView):
+    @extend_schema(responses=TenantSchemaDetailOut, summary="One schema version with its document")
+    def get(self, request, schema_id: str, version: int):
+        if version > MAX_VERSION:
+            raise exceptions.NotFound(f"Unknown schema {schema_id} v{version}.")
+        info = service.schema_read(tenant=self.tenant, schema_id=schema_id, version=version)
+        return Response(TenantSchemaDetailOut(info).data)
+
+
+class SchemaDefaultView(_SchemaView):
+    @extend_schema(responses=SchemaRef, summary="The schema new subjects are pinned to")
+    def get(self, request):
+        return Response(SchemaRef(_default(self.tenant)).data)
+
+    @extend_schema(
+        request=SchemaRef,
+        responses=SchemaRef,
+        summary="Choose the schema new subjects are pinned to (existing subjects keep theirs)",
+        description="400 (field schema_id) for a schema the tenant cannot pin: unknown, or another tenant's.",
+    )
+    def put(self, request):
+        data = SchemaRef(data=request.data)
+        data.is_valid(raise_exception=True)
+        tenant = service.tenant_default_schema_set(
+            tenant=self.tenant,
+            schema_id=data.validated_data["schema_id"],
+            version=data.validated_data["version"],
+        )
+        return Response(SchemaRef(_default(tenant)).data)
