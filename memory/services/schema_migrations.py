@@ -24,6 +24,7 @@ pass (``counts.failed`` is per pass).
 
 from __future__ import annotations
 
+import copy
 import re
 import uuid
 from collections import Counter
@@ -50,9 +51,10 @@ from memory.services.tree_store import lock_subject, lock_subjects, single_state
 ACTOR_PREFIX = "schema-migration:"
 REPORT_KINDS = ("moved", "merged", "split", "dropped", "truncated", "review")
 BY = TreeVersion.CreatedBy.MIGRATION
+#: Subjects per transaction (bench/bench_schema.py --sweep chose it; docs/SCHEMAS.md has the figures).
+DEFAULT_BATCH_SIZE = 200
 COUNTS = ("migrated", "unchanged", "held", "held_ops", "failed")
-#: Reason of a subject whose stored tree the mapping cannot read (a value outside the source schema).
-INVALID_TREE = "INVALID_TREE"
+INVALID_TREE = "INVALID_TREE"  # a subject's stored tree holds a value outside the source schema
 
 
 class SchemaMigrationConflict(ServiceError):
@@ -144,10 +146,6 @@ def schema_migration_get(*, tenant: Tenant, mapping_id: str) -> SchemaMigration 
     return SchemaMigration.objects.filter(tenant=tenant, mapping_id=mapping_id).first()
 
 
-def _engine(migration: SchemaMigration) -> Migration:
-    return migration_load(migration.tenant_id, migration.document)
-
-
 def pending_subjects(migration: SchemaMigration) -> QuerySet[Subject]:
     """The tenant's subjects still pinned to the mapping's source."""
     return Subject.objects.filter(
@@ -209,16 +207,12 @@ class _Report:
         self.rows: dict[str, dict[tuple, dict]] = {kind: {} for kind in REPORT_KINDS}
 
     def add(self, planned: Planned, *, held_review: bool) -> None:
-        self.counts["subjects"] += 1
-        if planned.failure:
+        self.counts.update(subjects=1, held=bool(planned.held), held_ops=len(planned.held))
+        if planned.failure or planned.plan is None:
             self.counts["failed"] += 1
             self.failures[planned.failure] += 1
             return
         self.counts["changed" if planned.new_tree != planned.before else "unchanged"] += 1
-        if planned.held:
-            self.counts["held"] += 1
-            self.counts["held_ops"] += len(planned.held)
-        assert planned.plan is not None
         for kind in REPORT_KINDS:
             for entry in planned.plan.report[kind]:
                 varying = _VARYING.get(kind, ())
@@ -239,8 +233,7 @@ class _Report:
             "source": list(self.migration.source.key),
             "target": list(self.migration.target.key),
             "dry_run": True,
-            **{name: self.counts[name] for name in ("subjects", "changed", "unchanged", "held", "held_ops")},
-            "failed": self.counts["failed"],
+            **{n: self.counts[n] for n in ("subjects", "changed", "unchanged", "held", "held_ops", "failed")},
             "failures": dict(sorted(self.failures.items())),
             **{kind: list(self.rows[kind].values()) for kind in REPORT_KINDS},
         }
@@ -249,7 +242,7 @@ class _Report:
 def schema_migration_dry_run(*, migration: SchemaMigration, limit: int | None = None) -> dict[str, Any]:
     """What :func:`schema_migration_run` would do to the subjects pinned to the source (at most
     ``limit`` of them, in id order); ``remaining`` is how many are pinned to it in all."""
-    engine = _engine(migration)
+    engine = migration_load(migration.tenant_id, migration.document)
     review = migration.tenant.review_special_tier
     report = _Report(engine)
     pending = pending_subjects(migration)
@@ -263,22 +256,24 @@ def schema_migration_dry_run(*, migration: SchemaMigration, limit: int | None = 
 
 
 def schema_migration_run(
-    *, migration: SchemaMigration, batch_size: int = 200, max_subjects: int | None = None, after_id: int = 0
+    *,
+    migration: SchemaMigration,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_subjects: int | None = None,
+    after_id: int = 0,
 ) -> dict[str, Any]:
     """Migrate the subjects still on the source (those with an id above ``after_id``, at most
     ``max_subjects``), ``batch_size`` per transaction. Returns the row's status and counts, with
     ``examined`` (subjects looked at by this call) and ``last_id`` (where a next slice starts)."""
     if batch_size < 1:
         raise ServiceError("batch_size must be at least 1.", field="batch_size")
-    engine = _engine(migration)
+    engine = migration_load(migration.tenant_id, migration.document)
     actor = Actor.system(f"{ACTOR_PREFIX}{migration.mapping_id}"[:200])
     pending = pending_subjects(migration)
-    with transaction.atomic():
-        row = SchemaMigration.objects.select_for_update().get(pk=migration.pk)
-        if after_id == 0:  # a new pass retries the subjects that failed: their count starts again
-            row.counts = {**row.counts, "failed": 0, "failures": {}}
-        row.status = SchemaMigration.Status.RUNNING
-        row.save(update_fields=["counts", "status", "updated_at"])
+    # A new pass retries the subjects that failed: their count starts again.
+    _row_update(
+        migration.pk, SchemaMigration.Status.RUNNING, {"failed": 0, "failures": {}} if not after_id else {}
+    )
     examined, last_id = 0, after_id
     while max_subjects is None or examined < max_subjects:
         take = batch_size if max_subjects is None else min(batch_size, max_subjects - examined)
@@ -288,13 +283,18 @@ def schema_migration_run(
         _run_batch(migration, engine, actor, ids)
         examined, last_id = examined + len(ids), ids[-1]
     remaining = pending.count()
-    with transaction.atomic():
-        row = SchemaMigration.objects.select_for_update().get(pk=migration.pk)
-        row.counts = {**row.counts, "remaining": remaining}
-        row.status = SchemaMigration.Status.DONE if remaining == 0 else SchemaMigration.Status.RUNNING
-        row.save(update_fields=["counts", "status", "updated_at"])
+    done = SchemaMigration.Status.DONE if remaining == 0 else SchemaMigration.Status.RUNNING
+    row = _row_update(migration.pk, done, {"remaining": remaining})
     migration.status, migration.counts = row.status, row.counts
     return {**status_dict(row), "examined": examined, "last_id": last_id}
+
+
+def _row_update(pk: int, status: str, counts: dict) -> SchemaMigration:
+    with transaction.atomic():
+        row = SchemaMigration.objects.select_for_update().get(pk=pk)
+        row.status, row.counts = status, {**row.counts, **counts}
+        row.save(update_fields=["counts", "status", "updated_at"])
+    return row
 
 
 def status_dict(row: SchemaMigration) -> dict[str, Any]:
@@ -377,21 +377,20 @@ def _records(locked: Subject, version, planned: Planned, actor: Actor, row_id: i
     }
     retired = f"retired: not a leaf of {target.id} v{target.version}"
     held_note = "special-tier leaf: held for review (schema migration)"
-    records = []
+    applied, held = OpRecord(version=version, **common), OpRecord(version=None, **common)
+    records = []  # copies of a template: a third of the cost of building each row (bench_schema.py)
     for position, op in enumerate(planned.apply_now + planned.held):
         is_held = position >= len(planned.apply_now)
-        records.append(
-            OpRecord(
-                version=None if is_held else version,
-                position=position,
-                op_type=str(op.type),
-                path=op.path or "",
-                old_value=planned.before.get(op.path) if op.path else None,
-                new_value=op.value,
-                status=OpRecord.Status.PENDING_REVIEW if is_held else OpRecord.Status.APPLIED,
-                reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
-                detail=held_note if is_held else (retired if not target.is_leaf(op.path or "") else ""),
-                **common,
-            )
+        record = copy.copy(held if is_held else applied)
+        record.__dict__.update(
+            position=position,
+            op_type=str(op.type),
+            path=op.path or "",
+            old_value=planned.before.get(op.path) if op.path else None,
+            new_value=op.value,
+            status=OpRecord.Status.PENDING_REVIEW if is_held else OpRecord.Status.APPLIED,
+            reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
+            detail=held_note if is_held else (retired if not target.is_leaf(op.path or "") else ""),
         )
+        records.append(record)
     return records
