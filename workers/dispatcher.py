@@ -31,11 +31,9 @@ spent, then re-enqueues itself; a batch whose every job failed with a retryable 
 for by the ``chunks_ready`` receiver below (the services announce ready chunks after commit,
 ``memory.services.ingest.schedule_dispatch``), so a chunk goes ingest -> signal -> here.
 
-Deduplication: every request goes through :func:`dispatch_soon`. While a ``workers.dispatch`` is
-queued and has not started, further requests are dropped: that task claims whatever is ready when
-it starts, and it clears the ``queued`` mark in the shared cache before its first claim, so a chunk
-committed after that mark was cleared asks for (and gets) a new task. At most one dispatch waits in
-the queue, however fast messages arrive. The mark expires after ``DISPATCH_QUEUED_TTL_S`` (a task
+Deduplication (:func:`dispatch_soon`): while a ``workers.dispatch`` is queued and not started,
+further requests are dropped; it clears the ``queued`` mark in the shared cache before its first
+claim, so a chunk committed after that asks for (and gets) a new task: at most one waits. The mark expires after ``DISPATCH_QUEUED_TTL_S`` (a task
 lost with the broker holds requests back that long at most; ``workers.sweep``, which does not
 deduplicate, re-dispatches sooner). Only with a cache that all processes share (production: Redis)
 and a real broker; with the per-process default cache or in eager mode every request is sent.
@@ -59,7 +57,7 @@ from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree_apply_ops_batch
 from memory.signals import chunks_ready
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
-from workers import metrics
+from workers import metrics, when_read
 from workers.base import TransientError, pt_task, send
 from workers.caps import bound_turns, record_notices
 from workers.ordering import Claim, chunk_release, chunks_claim, job_inputs
@@ -361,14 +359,16 @@ def _clear_queued_mark() -> None:
             logger.warning("could not clear the dispatch mark", exc_info=True)
 
 
-def _model_timeout() -> float:
-    return conf.get().listener.timeout_s
+def _soft_time_limit() -> float:
+    """The model's timeout, the round budget and a minute of slack."""
+    return conf.get().listener.timeout_s + DISPATCH_BUDGET_S + 60
 
 
 @pt_task(
     name="workers.dispatch",
     queue="ingest",
-    soft_time_limit=_model_timeout() + DISPATCH_BUDGET_S + 60,
+    soft_time_limit=when_read(_soft_time_limit),
+    time_limit=when_read(lambda: _soft_time_limit() + 30),
     retry_for=(TransientError, OperationalError),
 )
 def dispatch(self) -> dict:

@@ -27,6 +27,7 @@ from django.dispatch import receiver
 from memory import conf
 from memory.services import webhooks as service
 from memory.signals import review_decided, subject_erased, version_applied
+from workers import when_read
 from workers.base import pt_task, send
 
 logger = logging.getLogger("personatree.webhooks")
@@ -49,7 +50,7 @@ def _max_retries() -> int:
     name="workers.deliver_webhook",
     queue="index",
     soft_time_limit=120,
-    max_retries=_max_retries(),
+    max_retries=when_read(_max_retries),  # read when retrying, not at import (see when_read)
     retry_for=(WebhookRetry,),
     backoff=BACKOFF_S,
     backoff_max=BACKOFF_MAX_S,
