@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -21,11 +23,11 @@ from memory.engine.gate import GatePolicy, gate
 from memory.engine.ops import Op
 from memory.engine.parser import parse_ops
 from memory.engine.render import count_tokens
-from memory.engine.schema import Schema, get_schema
+from memory.engine.schema import Schema, SchemaError, get_schema, load_schema
 from memory.engine.tree import Tree
 from serving.engines.base import Engine, EngineError, Generation, Prompt
 from serving.output_schema import MAX_OPS, op_list_schema, pointer_list_schema
-from serving.pointing import LeafIndex, PointingStep, default_embed
+from serving.pointing import LeafIndex, PointingStep, default_embed, document_digest
 from serving.prompt import POINTING_PROMPT_VERSION, PROMPT_VERSION, build_pointing_prompt, build_prompt
 from serving.protocol import ListenerJob, ListenerResult
 
@@ -123,7 +125,16 @@ def salvage_truncated(text: str):
 class MemListener:
     """``pointing`` set: the pointing pipeline (candidate leaves, ids, no model call when nothing
     fits); None: the full-enum prompt. ``grounding``: the gate's UNGROUNDED check against the
-    chunk's user turns (on by default)."""
+    chunk's user turns (on by default).
+
+    A job's schema: ``schema_document`` when the job carries one (a tenant's own schema, parsed
+    once and cached by the digest of its canonical JSON), else ``schema_resolver(id, version)``
+    (the shipped schemas). Everything cached per schema (the enum output schema's group, the
+    pointing leaf index) is keyed by id, version *and* that digest: ids are per tenant, so two
+    tenants may send the same id and version with different leaves."""
+
+    #: Parsed tenant schemas kept (least recently used dropped first).
+    MAX_DOCUMENTS = 256
 
     def __init__(
         self,
@@ -143,6 +154,32 @@ class MemListener:
         self.constrained = constrained
         self.max_ops = max_ops
         self.pointing = pointing
+        self._documents: OrderedDict[str, Schema] = OrderedDict()
+        self._documents_lock = threading.Lock()
+
+    def job_schema(self, job: ListenerJob) -> tuple[Schema, str]:
+        """``(schema, digest)`` of the job; ``digest`` is "" for a shipped schema (named by id and
+        version alone). Raises ``SchemaError`` for a document that is invalid or names another
+        schema than the job does (the caller turns it into that job's error)."""
+        if job.schema_document is None:
+            return self.schema_resolver(job.schema_id, job.schema_version), ""
+        digest = document_digest(job.schema_document)
+        with self._documents_lock:
+            schema = self._documents.get(digest)
+            if schema is not None:
+                self._documents.move_to_end(digest)
+        if schema is None:
+            schema = load_schema(job.schema_document)
+            with self._documents_lock:
+                self._documents[digest] = schema
+                while len(self._documents) > self.MAX_DOCUMENTS:
+                    self._documents.popitem(last=False)
+        if schema.key != (job.schema_id, job.schema_version):
+            raise SchemaError(
+                f"schema_document is {schema.id} v{schema.version} but the job names "
+                f"{job.schema_id} v{job.schema_version}"
+            )
+        return schema, digest
 
     def _error(self, job_id: str, message: str, *, retryable: bool, model_id: str = "") -> ListenerResult:
         return ListenerResult(
@@ -219,12 +256,16 @@ class MemListener:
             latency_ms=gen.latency_ms,
         )
 
-    def _prompt(self, job: ListenerJob, schema: Schema, tree: Tree) -> tuple[Prompt | None, str, object]:
-        """(prompt, skip reason, output-schema key) for one job."""
+    def _prompt(
+        self, job: ListenerJob, schema: Schema, tree: Tree, digest: str = ""
+    ) -> tuple[Prompt | None, str, object]:
+        """(prompt, skip reason, output-schema key) for one job. The enum key holds the schema's
+        digest: jobs of two documents under one id and version never share an output schema."""
         turns = [t.model_dump() for t in job.turns]
         if self.pointing is None:
-            return build_prompt(schema, tree.to_dict(), turns), "", ("enum", schema.id, schema.version)
-        context = self.pointing.prepare(schema, tree, turns)
+            enum_key = ("enum", schema.id, schema.version, digest)
+            return build_prompt(schema, tree.to_dict(), turns), "", enum_key
+        context = self.pointing.prepare(schema, tree, turns, digest=digest or None)
         if context.skip_reason:
             return None, context.skip_reason, None
         key = (
@@ -240,7 +281,7 @@ class MemListener:
             return None
         if key[0] == "enum":
             return op_list_schema(schema, max_ops=self.max_ops)
-        _, n_sentences, n_leaves, max_len = key
+        _, n_sentences, n_leaves, max_len = key  # the pointing output does not depend on the schema
         return pointer_list_schema(n_sentences, n_leaves, max_ops=self.max_ops, max_len=max_len)
 
     def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
@@ -249,9 +290,9 @@ class MemListener:
         groups: dict[object, list[tuple[int, ListenerJob, Schema, Tree, Prompt]]] = {}
         for i, job in enumerate(jobs):
             try:
-                schema = self.schema_resolver(job.schema_id, job.schema_version)
+                schema, digest = self.job_schema(job)
                 tree = Tree(dict(job.tree))
-                prompt, skip, key = self._prompt(job, schema, tree)
+                prompt, skip, key = self._prompt(job, schema, tree, digest)
             except Exception as exc:  # bad job: report it, never raise past the listener
                 log.warning("memlistener could not prepare job %s: %r", job.job_id, exc)
                 results[i] = self._error(job.job_id, f"bad job: {exc}", retryable=False)

@@ -4,7 +4,7 @@ For one job (``PointingStep.prepare``):
 
 1. the subject's sentences of the chunk are numbered (``memory.engine.candidates.user_sentences``);
 2. they are embedded with the shipped embedder and scored against every leaf of the schema
-   (``LeafIndex``: path + description, embedded once per schema version and cached);
+   (``LeafIndex``: path + description, embedded once per schema id, version and document digest);
 3. ``select_candidates`` keeps the chunk's few candidate leaves; when none passes, the chunk is a
    ``NO_OP`` with no model call (``PointingContext.skip_reason``);
 4. the prompt (``serving.prompt.build_pointing_prompt``) lists the numbered sentences and the
@@ -17,8 +17,11 @@ After generation, ``PointingStep.items`` reads the JSON and ``PointingStep.ops``
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -49,26 +52,53 @@ class PointingContext:
     skip_reason: str = ""
 
 
+def document_digest(document: object) -> str:
+    """SHA-256 of the canonical JSON of a schema document (sorted keys, no spaces); the same
+    function as ``memory.schema_models.document_digest`` (serving imports no Django)."""
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=64)
+def schema_fingerprint(schema: Schema) -> str:
+    """A digest of what a schema's leaves are (paths, descriptions, budgets, tiers), for callers
+    that hold a parsed schema but not its document's digest."""
+    return document_digest([[leaf.path, leaf.description, leaf.budget, leaf.tier] for leaf in schema.leaves])
+
+
 class LeafIndex:
-    """Leaf vectors per (schema id, version), computed once; sentence x leaf scores: cosine plus
-    a small bonus when the sentence names the leaf outright (``lexical_bonus``)."""
+    """Leaf vectors per (schema id, version, digest), computed once; sentence x leaf scores: cosine
+    plus a small bonus when the sentence names the leaf outright (``lexical_bonus``).
+
+    The digest is part of the key because ids are per tenant: two tenants' ``tutor-profile`` v1 may
+    have different leaves. ``digest`` is the document's (the listener passes it); None: the
+    schema's :func:`schema_fingerprint`."""
+
+    #: Schemas whose vectors are kept (least recently used dropped first): tenants bring their own.
+    MAX_SCHEMAS = 64
 
     def __init__(self, embed: Embed) -> None:
         self._embed = embed
-        self._leaves: dict[tuple[str, int], tuple[list[str], object]] = {}
+        self._leaves: OrderedDict[tuple[str, int, str], tuple[list[str], object]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def leaves(self, schema: Schema):
-        key = (schema.id, schema.version)
+    def leaves(self, schema: Schema, digest: str | None = None):
+        key = (schema.id, schema.version, schema_fingerprint(schema) if digest is None else digest)
         with self._lock:
-            if key not in self._leaves:
+            if key in self._leaves:
+                self._leaves.move_to_end(key)
+            else:
                 paths = [leaf.path for leaf in schema.leaves]
                 vectors = self._embed([leaf_text(leaf.path, leaf.description) for leaf in schema.leaves])
                 self._leaves[key] = (paths, vectors)
+                while len(self._leaves) > self.MAX_SCHEMAS:
+                    self._leaves.popitem(last=False)
             return self._leaves[key]
 
-    def scores(self, schema: Schema, texts: Sequence[str]) -> tuple[list[str], list[list[float]]]:
-        paths, leaf_vectors = self.leaves(schema)
+    def scores(
+        self, schema: Schema, texts: Sequence[str], digest: str | None = None
+    ) -> tuple[list[str], list[list[float]]]:
+        paths, leaf_vectors = self.leaves(schema, digest)
         if not texts:
             return paths, []
         vectors = self._embed(list(texts))
@@ -95,14 +125,17 @@ class PointingStep:
         self.index = index
         self.settings = settings
 
-    def prepare(self, schema: Schema, tree: Tree, turns: Sequence[dict]) -> PointingContext:
+    def prepare(
+        self, schema: Schema, tree: Tree, turns: Sequence[dict], *, digest: str | None = None
+    ) -> PointingContext:
+        """``digest``: the schema document's (:class:`LeafIndex` keys its vectors by it)."""
         sentences = tuple(user_sentences(turns))
         budgets = {leaf.path: leaf.budget for leaf in schema.leaves}
         eligible = [is_self_disclosure(s.text) or is_retraction(s.text) for s in sentences]
         if not any(eligible):
             reason = "no user sentence states a fact about the user" if sentences else "no user turn"
             return PointingContext(sentences, Candidates((), {}), budgets, f"no model call: {reason}")
-        paths, scores = self.index.scores(schema, [s.text for s in sentences])
+        paths, scores = self.index.scores(schema, [s.text for s in sentences], digest)
         snapshot = tree.to_dict()
         candidates = select_candidates(
             sentences, paths, scores, snapshot, self.settings, eligible=eligible,
