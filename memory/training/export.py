@@ -3,7 +3,8 @@
 For each subject (id order) and each chunk with op rows of a ``model`` actor (chunk order), the
 example holds what the listener was given and what the store made of its answer:
 
-- the schema (``subject.schema_id`` / ``schema_version``), the tree at the rows' ``base_version``
+- the schema (``subject.schema_id`` / ``schema_version``, shipped or the tenant's own:
+  ``memory.selectors.subject_schema``), the tree at the rows' ``base_version``
   (the ``TreeVersion`` snapshot of that number; version 0 is the empty tree);
 - the chunk's turns exactly as ``workers.dispatcher.build_jobs`` assembles them: the subject's
   user/assistant messages of the chunk's seq span, preceded by the last system message at or
@@ -36,7 +37,8 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.engine.schema import Schema, get_schema
+from memory import selectors
+from memory.engine.schema import Schema
 from memory.models import Chunk, Message, OpRecord, Subject, TreeVersion
 from memory.training.gold import ChunkOps, PathHistory, chunk_ops
 from memory.training.split import split_of
@@ -130,7 +132,7 @@ class Exporter:
                 on_chunk()
         if not todo:
             return
-        schema = get_schema(subject.schema_id, subject.schema_version)
+        schema = selectors.subject_schema(subject)  # a shipped schema or the tenant's own
         history = PathHistory(records)
         chunks = {c.pk: c for c in Chunk.objects.filter(pk__in=list(todo))}
         bases = {rows[0].base_version for rows in todo.values()}
