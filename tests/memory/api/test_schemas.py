@@ -342,3 +342,14 @@ def test_the_gate_and_the_leaf_api_follow_the_subjects_schema(admin, tenant, mak
     assert over.status_code == 400 and over.json()["reason"] == "OVER_BUDGET"  # budget "short" = 80
     tree = writer.get(reverse("subject-tree", kwargs={"external_id": "learner-9"})).json()["tree"]
     assert tree == {"learning/goals/current_goal": "pass the B2 exam"}
+
+
+def test_a_subject_created_by_ingest_is_pinned_to_the_default(admin, tenant):
+    admin.post(reverse("schemas"), TUTOR, format="json")
+    admin.put(reverse("schema-default"), {"schema_id": "tutor-profile", "version": 1}, format="json")
+    messages = {"messages": [{"role": "user", "content": "My goal is the B2 exam.", "idempotency_key": "m1"}]}
+    url = reverse("subject-messages", kwargs={"external_id": "via-ingest"})
+    response = admin.post(url, messages, format="json")
+    assert response.status_code in (200, 201, 202), response.content
+    subject = Subject.objects.get(tenant=tenant, external_id="via-ingest")
+    assert (subject.schema_id, subject.schema_version) == ("tutor-profile", 1)
