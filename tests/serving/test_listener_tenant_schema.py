@@ -189,3 +189,19 @@ def test_shipped_schemas_still_come_from_the_resolver(schema):
     assert {op["path"] for op in result.ops} <= set(schema.paths)
     unknown = bag_listener().run([job(None, schema_id="tutor-profile", version=1)])[0]
     assert unknown.error and "unknown schema" in unknown.error
+
+
+def test_the_ray_deployment_takes_the_same_path():
+    """The Ray Serve deployment builds its listener with build_listener: tenant documents reach it."""
+    import asyncio
+
+    from serving.app import MemListenerDeployment
+    from serving.config import AppConfig
+
+    config = AppConfig(engine=EngineConfig(kind="extractive"))
+    deployment = MemListenerDeployment.func_or_class(config.model_dump(mode="json"))
+    a, b = asyncio.run(deployment._run_group([job(TUTOR, job_id="a"), job(OTHER, job_id="b")]))
+    assert a.error is None and b.error is None
+    assert "learning/goals/current_goal" in {op["path"] for op in a.ops}
+    assert {op["path"] for op in b.ops} <= set(load_schema(OTHER).paths)
+    assert {op["path"] for op in a.ops} <= set(load_schema(TUTOR).paths)
