@@ -18,6 +18,7 @@ from memory.services.ingest import subjects_flush_idle
 from workers.base import pt_task, send
 from workers.dispatcher import dispatch
 from workers.ordering import ready_chunks
+from workers.schema_migrations import schema_migrate  # noqa: F401  (registers workers.schema_migrate)
 
 __all__ = ["dispatch", "sweep"]
 

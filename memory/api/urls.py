@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from memory.api import ingest, keys, leaves, query, schemas, subjects, webhooks
+from memory.api import ingest, keys, leaves, query, schema_migrations, schemas, subjects, webhooks
 from memory.api.errors import ApiNotFoundView
 
 urlpatterns = [
@@ -55,6 +55,13 @@ urlpatterns = [
         "schemas/<str:schema_id>/versions/<int:version>",
         schemas.SchemaVersionView.as_view(),
         name="schema-version",
+    ),
+    # --- schema migrations of one's own tenant: dry run, run, progress, scope admin (issue 18) ---
+    path("schema-migrations", schema_migrations.SchemaMigrationListView.as_view(), name="schema-migrations"),
+    path(
+        "schema-migrations/<str:mapping_id>",
+        schema_migrations.SchemaMigrationDetailView.as_view(),
+        name="schema-migration",
     ),
 ]
 

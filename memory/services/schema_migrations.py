@@ -65,7 +65,7 @@ class SchemaMigrationConflict(ServiceError):
 def _schema(tenant_id: int, document: Mapping[str, Any], name: str) -> Schema:
     raw = document.get(name)
     schema_id, version = (raw.get("id"), raw.get("version")) if isinstance(raw, Mapping) else (None, None)
-    if not isinstance(schema_id, str) or not isinstance(version, int) or isinstance(version, bool):
+    if not isinstance(schema_id, str) or type(version) is not int or not 0 < version < 2**31:
         raise ServiceError(
             f"The mapping's {name} must be {{'id': ..., 'version': <int>}}.", field=f"document.{name}"
         )
@@ -103,6 +103,8 @@ def schema_migration_prepare(*, tenant: Tenant, document: Any, created_by: str =
     """The validated mapping as a row: the stored one for the same document, else an unsaved one
     (:class:`SchemaMigrationConflict` when the mapping id is taken by another document)."""
     migration = migration_load(tenant.pk, document)
+    if len(migration.id) > SchemaMigration._meta.get_field("mapping_id").max_length:
+        raise ServiceError("The mapping id is longer than 200 characters.", field="document.id")
     digest = document_digest(document)
     existing = SchemaMigration.objects.filter(tenant=tenant, mapping_id=migration.id).first()
     if existing is not None:

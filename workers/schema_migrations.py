@@ -1,0 +1,31 @@
+"""``workers.schema_migrate(migration_id)``: run a stored schema migration in the background.
+
+Thin, ids only: the work is :func:`memory.services.schema_migrations.schema_migration_run`. A task
+migrates at most ``SLICE`` subjects (a few seconds at the benchmarked rate) and, when that slice was
+full, sends itself again for the subjects after the last one it looked at, so no task runs into its
+time limit however many subjects a tenant has and other work on the queue gets its turn. A task lost
+with its worker is redelivered (``acks_late``); the run resumes because subjects already on the
+target are skipped. Registered by the one import line in :mod:`workers.tasks`.
+"""
+
+from __future__ import annotations
+
+from django.db import OperationalError
+
+from memory.models import SchemaMigration
+from memory.services.schema_migrations import schema_migration_run
+from workers.base import pt_task, send
+
+#: Subjects per task.
+SLICE = 5000
+
+
+@pt_task(name="workers.schema_migrate", queue="index", soft_time_limit=600, retry_for=(OperationalError,))
+def schema_migrate(self, migration_id: int, after_id: int = 0) -> dict:
+    row = SchemaMigration.objects.select_related("tenant").filter(pk=int(migration_id)).first()
+    if row is None:  # the tenant (and its migrations) was deleted meanwhile
+        return {"migration_id": migration_id, "missing": True}
+    out = schema_migration_run(migration=row, max_subjects=SLICE, after_id=int(after_id))
+    if out["examined"] == SLICE:
+        send(schema_migrate, row.pk, out["last_id"], tenant_id=row.tenant_id)
+    return out
