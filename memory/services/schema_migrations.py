@@ -51,11 +51,10 @@ from memory.services.tree_store import lock_subject, lock_subjects, single_state
 ACTOR_PREFIX = "schema-migration:"
 REPORT_KINDS = ("moved", "merged", "split", "dropped", "truncated", "review")
 BY = TreeVersion.CreatedBy.MIGRATION
-#: Subjects per transaction (bench/bench_schema.py --sweep chose it; docs/SCHEMAS.md has the figures).
-DEFAULT_BATCH_SIZE = 200
+DEFAULT_BATCH_SIZE = 200  # subjects per transaction, chosen with bench/bench_schema.py --sweep
 COUNTS = ("migrated", "unchanged", "held", "held_ops", "failed")
-INVALID_TREE = "INVALID_TREE"
-HELD_NOTE = "special-tier leaf: held for review (schema migration)"  # a subject's stored tree holds a value outside the source schema
+INVALID_TREE = "INVALID_TREE"  # a subject's stored tree holds a value outside the source schema
+HELD_NOTE = "special-tier leaf: held for review (schema migration)"
 
 
 class SchemaMigrationConflict(ServiceError):
@@ -193,7 +192,8 @@ def plan_subject(tree: Tree, pinned: tuple[str, int], migration: Migration, *, r
     held = [op for op in result.accepted if op.type is not OpType.DELETE and op.path in to_review]
     held += [Op(OpType.ADD, p, tree[p]) for p in kept]
     now = [op for op in result.accepted if op.path not in to_review or op.type is OpType.DELETE] + retire
-    new_tree, _ = apply(tree, now)
+    # All accepted as planned, none held: the plan's tree is the replay's (engine property test).
+    new_tree = plan.after if not held and result.accepted == tuple(on_target) else apply(tree, now)[0]
     return Planned(plan, tree, new_tree, now, held)
 
 
