@@ -53,6 +53,7 @@ from django.dispatch import receiver
 
 from memory import conf
 from memory.engine.ops import Op, OpError
+from memory.selectors import schema_document
 from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree_apply_ops_batch
 from memory.signals import chunks_ready
@@ -102,7 +103,8 @@ def gather(
 
 
 def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
-    """One job per claim: the subject's head tree and version, and the chunk's turns (with the last
+    """One job per claim: the subject's head tree and version, its tenant schema's document (None for a
+    shipped schema; cached per process, no query per subject), and the chunk's turns (with the last
     system message at or before the chunk, if any), cut to the MemListener's caps
     (:func:`workers.caps.bound_turns`; the chunk's ``notice`` says what was cut). One query for the whole batch on
     PostgreSQL. A claim whose subject was erased after the claim gets no job (its chunk is gone)."""
@@ -132,6 +134,7 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
                 schema_id=head.schema_id,
                 schema_version=head.schema_version,
                 tree=dict(head.tree or {}),
+                schema_document=schema_document(head.tenant_id, head.schema_id, head.schema_version),
                 turns=turns,
             )
         )

@@ -261,10 +261,11 @@ def chunks_reclaim(*, tenant_id: int, before: datetime, subject_ids: Sequence[in
 
 @dataclass(frozen=True)
 class JobInputs:
-    """What one claimed subject's job is built from: the head (version and tree) and pinned schema,
+    """What one claimed subject's job is built from: its tenant, head (version and tree), pinned schema,
     and the messages ``(seq, role, content)`` of the chunk's span plus every system message at or
     before its end, in seq order."""
 
+    tenant_id: int
     head_version: int
     schema_id: str
     schema_version: int
@@ -282,7 +283,7 @@ def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
         subject, version, message = (qn(m._meta.db_table) for m in (Subject, TreeVersion, Message))
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT s.id, s.head_version, s.schema_id, s.schema_version, v.tree, "
+                "SELECT s.id, s.tenant_id, s.head_version, s.schema_id, s.schema_version, v.tree, "
                 "(SELECT json_agg(json_build_array(m.seq, m.role, m.content) ORDER BY m.seq) "
                 f"FROM {message} m WHERE m.subject_id = c.sid AND m.seq <= c.hi "
                 "AND (m.seq >= c.lo OR m.role = %s)) "
@@ -296,10 +297,10 @@ def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
                 ),
             )
             return {
-                row[0]: JobInputs(
-                    row[1], row[2], row[3], _json(row[4]), [tuple(m) for m in _json(row[5]) or ()]
+                sid: JobInputs(
+                    tenant, head, schema_id, schema_v, _json(tree), [tuple(m) for m in _json(rows) or ()]
                 )
-                for row in cursor.fetchall()
+                for sid, tenant, head, schema_id, schema_v, tree, rows in cursor.fetchall()
             }
     spans = Q()
     for c in claims:
@@ -314,10 +315,10 @@ def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
     ):
         messages[row[0]].append(row[1:])
     return {
-        row[0]: JobInputs(row[1], row[2], row[3], row[4], messages[row[0]])
-        for row in Subject.objects.filter(pk__in=[c.subject_id for c in claims]).values_list(
-            "pk", "head_version", "schema_id", "schema_version", "head__tree"
-        )
+        sid: JobInputs(tenant, head, schema_id, schema_v, tree, messages[sid])
+        for sid, tenant, head, schema_id, schema_v, tree in Subject.objects.filter(
+            pk__in=[c.subject_id for c in claims]
+        ).values_list("pk", "tenant_id", "head_version", "schema_id", "schema_version", "head__tree")
     }
 
 

@@ -1,0 +1,58 @@
+"""build_jobs sends a subject's tenant schema to the MemListener (ListenerJob.schema_document): the
+uploaded document for a subject pinned to one, None for a shipped schema; read with the batch's one
+input query plus the selector's per-process cache, never a query per subject."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from memory import selectors
+from memory.services.schemas import schema_upload
+from memory.services.subjects import subject_get_or_create
+from tests.workers.helpers import ingest_pairs
+from workers.dispatcher import build_jobs
+from workers.ordering import chunks_claim
+
+pytestmark = pytest.mark.django_db
+
+TUTOR = {
+    "id": "tutor",
+    "version": 1,
+    "leaves": [
+        {"path": "learning/subjects/current", "description": "What the user is studying now", "budget": 80},
+        {"path": "learning/goals/exam", "description": "The exam the user prepares for", "budget": 80},
+    ],
+}
+
+
+def test_a_tenant_schema_subject_gets_its_document_and_a_default_one_none(tenant):
+    row, created = schema_upload(tenant=tenant, document=copy.deepcopy(TUTOR))
+    assert created
+    for name in ("pupil-1", "pupil-2", "pupil-3"):
+        subject_get_or_create(tenant=tenant, external_id=name, schema_id="tutor", schema_version=1)
+        ingest_pairs(tenant, name, 3)
+    default = ingest_pairs(tenant, "plain", 3).subject
+    selectors.schema_cache_clear()  # the first batch reads the upload once
+
+    claims = chunks_claim(limit=8)
+    with CaptureQueriesContext(connection) as captured:
+        jobs = build_jobs(claims)
+
+    by_subject = {int(j.subject_id): j for j in jobs}
+    assert len(jobs) == 4
+    for job in jobs:
+        if int(job.subject_id) == default.pk:
+            assert job.schema_id != "tutor" and job.schema_document is None
+        else:
+            assert (job.schema_id, job.schema_version) == ("tutor", 1)
+            assert job.schema_document == TUTOR == row.document
+    assert by_subject[default.pk].schema_id in selectors.shipped_schema_ids()
+    # one read of heads + messages for the batch, one of the tenant schema (then cached): not per subject
+    assert len(captured.captured_queries) == 2
+    with CaptureQueriesContext(connection) as again:
+        build_jobs(claims)
+    assert len(again.captured_queries) == 1
