@@ -56,3 +56,22 @@ def test_a_tenant_schema_subject_gets_its_document_and_a_default_one_none(tenant
     with CaptureQueriesContext(connection) as again:
         build_jobs(claims)
     assert len(again.captured_queries) == 1
+
+
+def test_a_round_writes_a_tenant_schema_subject_under_its_own_leaves(tenant):
+    """Through the real MemListener (stand-in engine): the job's document is the schema it listens
+    with, and the store's gate (the subject's pinned schema) accepts what it wrote."""
+    from memory.models import OpRecord, TreeVersion
+    from tests.workers.helpers import standin_client
+    from workers.dispatcher import dispatch_round
+
+    schema_upload(tenant=tenant, document=copy.deepcopy(TUTOR))
+    subject_get_or_create(tenant=tenant, external_id="pupil", schema_id="tutor", schema_version=1)
+    subject = ingest_pairs(tenant, "pupil", 3).subject
+    report = dispatch_round(client=standin_client(), max_wait_ms=0, index=False)
+    assert report.applied == 1 and report.failed == 0
+    paths = set(OpRecord.objects.filter(subject=subject).values_list("path", flat=True))
+    leaves = {leaf["path"] for leaf in TUTOR["leaves"]}
+    assert paths and paths <= leaves
+    assert OpRecord.objects.filter(subject=subject, status="applied").exists()
+    assert TreeVersion.objects.filter(subject=subject).count() == 1
