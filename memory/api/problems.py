@@ -54,6 +54,8 @@ TITLES = {
     "subject_erased": "Subject erased",
     "idempotency_conflict": "Idempotency key reused with other content",
     "version_conflict": "Version conflict",
+    "schema_conflict": "Schema version stored with another document",
+    "schema_migration_conflict": "Schema migration stored with another mapping",
     "key_revoked": "API key revoked",
     "payload_too_large": "Request too large",
     "throttled": "Rate limit exceeded",

@@ -310,7 +310,7 @@ def chunks_requeue(*, chunk_ids: Sequence[int], enqueue: bool = True) -> int:
 
 def schedule_dispatch(*, tenant_id: int | None = None) -> None:
     """Announce ``chunks_ready`` after the current transaction commits; the workers' receiver asks
-    for the dispatcher (deduplicated while one is queued, see ``workers.tasks.dispatch_soon``)."""
+    for the dispatcher (deduplicated while one is queued, see ``workers.dispatcher.dispatch_soon``)."""
     transaction.on_commit(lambda: chunks_ready.send(sender=schedule_dispatch, tenant_id=tenant_id))
 
 
