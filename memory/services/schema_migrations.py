@@ -2,28 +2,27 @@
 tree pinned to its source, through the store's one write path (:mod:`memory.services.tree_store`).
 
 - :func:`schema_migration_create`: the mapping validated against its source and target as the tenant
-  sees them (:func:`memory.selectors.schema_get`: uploaded or shipped) and stored; the same document
-  again is idempotent, another one under the same id a 409. Errors name the step (``document.steps[2]``).
-- :func:`schema_migration_dry_run`: every subject on the source planned and gated, the reports summed
-  (subjects that would change, counts per moved/merged/split/dropped/truncated/review path, failures by
-  reason; never a value). Nothing is written.
+  sees them (:func:`memory.selectors.schema_get`) and stored; the same document again is idempotent,
+  another one under the same id a 409. Errors name the step (``document.steps[2]``).
+- :func:`schema_migration_dry_run`: the subjects on the source planned and gated, the reports summed
+  (paths and counts, never a value). Nothing is written.
 - :func:`schema_migration_run`: the subjects still on the source, in id order, one transaction per
-  batch: rows locked (one query on PostgreSQL), each tree planned against its pin, the ops on target
-  leaves gated under the target (a rejection fails that subject alone; it stays on the source, counted
-  with the reason), values moving into a special-tier leaf held as ``pending_review`` when the tenant
-  reviews that tier, the retirement ``DELETE``\\ s applied ungated, one version per changed subject
-  (``created_by`` ``migration``, mapping id in the note) and one op record per op (actor ``system``
-  ``schema-migration:<id>``, ``schema_migration`` set) written in one statement for the batch, every
-  migrated subject's pin moved (empty or unchanged trees too, without a version), the row's counts
-  updated; ``version_applied`` / ``ops_pending_review`` after commit. Status ``done`` when none is left.
+  batch: rows locked (one query on PostgreSQL), each tree planned against its pin, ops on target leaves
+  gated under the target (a rejection fails that subject alone: it stays on the source, counted with the
+  reason), values moving into a special-tier leaf held as ``pending_review`` when the tenant reviews
+  that tier, retirement ``DELETE``\\ s applied ungated, one version per changed subject (``created_by``
+  ``migration``) and one op record per op (actor ``system`` ``schema-migration:<id>``,
+  ``schema_migration`` set) written in one statement, pins moved (unchanged trees too, without a
+  version), counts updated; ``version_applied`` after commit. ``done`` when none is left.
 
-Resumable and idempotent: a subject on the target is never selected (its pin is re-read under the
-lock), so a stopped or crashed run continues when run again; failed subjects are retried by the next
-pass (``counts.failed`` is per pass).
+Resumable: a subject on the target is never selected (its pin is re-read under the lock), so a stopped
+run continues when run again; failed subjects are retried by the next pass (``counts.failed``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import uuid
 from collections import Counter
@@ -44,10 +43,11 @@ from memory.engine.schema import Schema, SchemaError
 from memory.engine.tree import Tree, apply
 from memory.models import OpRecord, SchemaMigration, Subject, Tenant, TreeVersion
 from memory.schema_models import document_digest
-from memory.services import ServiceError
+from memory.services import NotFoundError, ServiceError
 from memory.services.tree_plan import Actor, next_version, schedule_follow_up
 from memory.services.tree_store import lock_subject, lock_subjects, single_statement_writes, write_applies
 
+logger = logging.getLogger(__name__)
 ACTOR_PREFIX = "schema-migration:"
 REPORT_KINDS = ("moved", "merged", "split", "dropped", "truncated", "review")
 BY = TreeVersion.CreatedBy.MIGRATION
@@ -65,25 +65,23 @@ class SchemaMigrationConflict(ServiceError):
 def _schema(tenant_id: int, document: Mapping[str, Any], name: str) -> Schema:
     raw = document.get(name)
     schema_id, version = (raw.get("id"), raw.get("version")) if isinstance(raw, Mapping) else (None, None)
+    where = f"document.{name}"
     if not isinstance(schema_id, str) or type(version) is not int or not 0 < version < 2**31:
-        raise ServiceError(
-            f"The mapping's {name} must be {{'id': ..., 'version': <int>}}.", field=f"document.{name}"
-        )
+        raise ServiceError(f"The mapping's {name} must be {{'id': <str>, 'version': <int>}}.", field=where)
     try:
         return selectors.schema_get(tenant_id, schema_id, version)
     except SchemaError as exc:
-        message = f"The mapping's {name} {schema_id} v{version} is neither a schema of this tenant nor a shipped one."
-        raise ServiceError(message, field=f"document.{name}", code="unknown_schema") from exc
+        message = (
+            f"The mapping's {name} {schema_id} v{version} is no schema of this tenant nor a shipped one."
+        )
+        raise ServiceError(message, field=where, code="unknown_schema") from exc
 
 
 def _error_field(message: str) -> str:
     """The document field a :class:`MigrationError` is about (its message names the step)."""
-    step = re.match(r"steps\[(\d+)\]", message)
-    if step:
-        return f"document.steps[{step.group(1)}]"
-    if message.startswith("mapping id"):
-        return "document.id"
-    return "document" if "unknown fields" in message else "document.steps"
+    if step := re.match(r"steps\[\d+\]", message):
+        return f"document.{step.group()}"
+    return {"mapping id ": "document.id", "mapping has": "document"}.get(message[:11], "document.steps")
 
 
 def migration_load(tenant_id: int, document: Any) -> Migration:
@@ -171,13 +169,9 @@ class Planned:
 
 
 def plan_subject(tree: Tree, pinned: tuple[str, int], migration: Migration, *, review: bool) -> Planned:
-    """Plan, gate and split one subject's migration (see the module docstring)."""
-    try:
-        plan = plan_migration(tree, migration, pinned=pinned)
-    except MigrationError as exc:
-        return Planned(None, tree, tree, failure=INVALID_TREE, detail=str(exc))
-    target = migration.target
-    ops = list(plan.ops())
+    """Plan, gate and split one subject's migration (module docstring); ``MigrationError`` for a bad tree."""
+    plan = plan_migration(tree, migration, pinned=pinned)
+    target, ops = migration.target, list(plan.ops())
     to_review = {r["path"] for r in plan.report["review"]} if review else set()
     # A kept value whose leaf became special: taken out of the tree and held like a moved one.
     named = {op.path for op in ops}
@@ -195,6 +189,18 @@ def plan_subject(tree: Tree, pinned: tuple[str, int], migration: Migration, *, r
     # All accepted as planned, none held: the plan's tree is the replay's (engine property test).
     new_tree = plan.after if not held and result.accepted == tuple(on_target) else apply(tree, now)[0]
     return Planned(plan, tree, new_tree, now, held)
+
+
+def _planned(subject: Subject, migration: Migration, review: bool) -> Planned:
+    """:func:`plan_subject` of a subject row; a tree that cannot be read or planned fails that subject only."""
+    try:
+        tree = selectors.tree_current(subject)
+        return plan_subject(tree, (subject.schema_id, subject.schema_version), migration, review=review)
+    except ValueError as exc:  # a stored tree the engine refuses (TreeError, MigrationError)
+        return Planned(None, Tree(), Tree(), failure=INVALID_TREE, detail=str(exc)[:200])
+    except Exception as exc:  # a bug: logged, and only this subject fails
+        logger.exception("schema migration %s: subject %s not planned", migration.id, subject.pk)
+        return Planned(None, Tree(), Tree(), failure="ERROR", detail=type(exc).__name__)
 
 
 _VARYING = {"dropped": ("length",), "truncated": ("before", "after")}
@@ -252,9 +258,7 @@ def schema_migration_dry_run(*, migration: SchemaMigration, limit: int | None = 
     ids = list(pending.order_by("pk").values_list("pk", flat=True)[:limit])
     for start in range(0, len(ids), 500):
         for subject in Subject.objects.filter(pk__in=ids[start : start + 500]).select_related("head"):
-            pin = (subject.schema_id, subject.schema_version)
-            planned = plan_subject(selectors.tree_current(subject), pin, engine, review=review)
-            report.add(planned, held_review=review)
+            report.add(_planned(subject, engine, review), held_review=review)
     return {**report.to_dict(), "remaining": pending.count()}
 
 
@@ -317,10 +321,8 @@ def _lock(ids: list[int]) -> dict[int, Subject]:
         return lock_subjects(dict.fromkeys(ids))
     found = {}
     for pk in ids:
-        try:
+        with contextlib.suppress(NotFoundError):  # erased meanwhile
             found[pk] = lock_subject(pk)
-        except ServiceError:  # erased meanwhile
-            continue
     return found
 
 
@@ -329,16 +331,13 @@ def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: li
     note = f"schema migration {migration.id}"
     proto = OpRecord(schema_migration_id=row.pk, **actor.record_fields())
     template = {k: v for k, v in proto.__dict__.items() if k != "_state"}
-    counts: Counter[str] = Counter()
-    failures: Counter[str] = Counter()
+    counts, failures = Counter[str](), Counter[str]()
     entries, moved = [], []
     with transaction.atomic():
         for pk, locked in sorted(_lock(ids).items()):
-            pinned = (locked.schema_id, locked.schema_version)
-            if pinned != source:  # migrated (or re-pinned) by someone else meanwhile
+            if (locked.schema_id, locked.schema_version) != source:  # migrated by another run meanwhile
                 continue
-            tree = selectors.tree_current(locked)
-            planned = plan_subject(tree, pinned, migration, review=locked.tenant.review_special_tier)
+            planned = _planned(locked, migration, locked.tenant.review_special_tier)
             if planned.failure:
                 counts["failed"] += 1
                 failures[planned.failure] += 1
@@ -346,7 +345,7 @@ def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: li
             version = None
             if planned.new_tree != planned.before:
                 version = next_version(
-                    locked, tree, planned.new_tree, created_by=BY, chunk_id=None, note=note
+                    locked, planned.before, planned.new_tree, created_by=BY, chunk_id=None, note=note
                 )
             records = _records(locked, version, planned, template, migration.target)
             if records:

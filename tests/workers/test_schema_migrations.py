@@ -30,3 +30,9 @@ def test_a_task_migrates_a_slice_and_queues_the_rest(monkeypatch):
 
 def test_a_deleted_migration_is_a_no_op():
     assert schema_migrate.apply(args=[987654]).get() == {"migration_id": 987654, "missing": True}
+
+
+def test_celery_registers_the_task():
+    from personatree_site.celery import app
+
+    assert "workers.schema_migrate" in app.tasks

@@ -11,6 +11,7 @@ from collections import defaultdict
 import pytest
 
 from memory import selectors
+from memory.engine.gate import GateResult, Reason, Rejection
 from memory.engine.ops import Op
 from memory.engine.tree import Tree, apply
 from memory.models import OpRecord, SchemaMigration, Subject, TreeVersion
@@ -236,6 +237,54 @@ def test_a_subject_that_fails_stays_on_the_source_and_the_others_migrate(acme, m
     assert [p for e, p in pins(acme).items() if e != "bad"] == [("acme-profile", 2)] * 4
     again = schema_migration_run(migration=migration)  # a new pass retries it: failed counts again
     assert again["counts"]["failed"] == 1 and again["counts"]["migrated"] == 2
+
+
+def test_a_gate_rejection_under_the_target_fails_that_subject_alone(acme, migration, monkeypatch):
+    """The target's gate is the last word: an op it refuses fails that subject (kept on the source,
+    nothing written for it) and the others migrate. Planned ops pass it by construction, so the
+    refusal is made here: u2's renamed value is over a budget."""
+    real = schema_migrations.gate
+
+    def refusing(schema, tree, ops, policy):
+        result = real(schema, tree, ops, policy)
+        bad = [op for op in result.accepted if op.value == "Jo"]
+        kept = tuple(op for op in result.accepted if op.value != "Jo")
+        return GateResult(kept, tuple(Rejection(op, Reason.OVER_BUDGET, "test") for op in bad), ())
+
+    monkeypatch.setattr(schema_migrations, "gate", refusing)
+    out = schema_migration_run(migration=migration)
+    assert out["counts"]["failures"] == {"OVER_BUDGET": 1} and out["counts"]["migrated"] == 1
+    u2 = Subject.objects.get(tenant=acme, external_id="u2")
+    assert (u2.schema_version, u2.head_version) == (1, 1)
+    assert not OpRecord.objects.filter(subject=u2, schema_migration=migration).exists()
+    assert head(acme, "u2") == TREES["u2"]
+
+
+def test_a_tree_the_engine_cannot_read_fails_that_subject_alone(acme, migration):
+    """A stored blank value (an old import; the gate never writes one) is no tree: INVALID_TREE."""
+    blank = Subject.objects.create(
+        tenant=acme, external_id="blank", schema_id="acme-profile", schema_version=1
+    )
+    version = TreeVersionFactory(subject=blank, number=1, snapshot={"identity/name/nickname": "   "})
+    Subject.objects.filter(pk=blank.pk).update(head=version, head_version=1)
+    assert schema_migration_dry_run(migration=migration)["failures"] == {"INVALID_TREE": 1}
+    out = schema_migration_run(migration=migration)
+    assert out["counts"]["failures"] == {"INVALID_TREE": 1} and out["counts"]["migrated"] == 2
+    blank.refresh_from_db()
+    assert (blank.schema_version, blank.head_version) == (1, 1)
+
+
+def test_a_subject_migrated_meanwhile_is_skipped(acme, migration, monkeypatch):
+    real = schema_migrations._lock
+
+    def lock_after_another_run(ids):  # another run moved u1 between the id query and the lock
+        Subject.objects.filter(tenant=acme, external_id="u1").update(schema_version=2)
+        return real(ids)
+
+    monkeypatch.setattr(schema_migrations, "_lock", lock_after_another_run)
+    out = schema_migration_run(migration=migration)
+    assert out["status"] == "done" and out["counts"]["migrated"] == 1  # u2 only; u1 untouched
+    assert not TreeVersion.objects.filter(subject__external_id="u1", created_by="migration").exists()
 
 
 def test_a_stopped_or_crashed_run_resumes_and_never_migrates_a_subject_twice(acme, migration, monkeypatch):
