@@ -26,7 +26,7 @@ import numpy as np
 
 from serving import tracing
 
-from . import layout
+from . import layout, lite
 from .layout import SESSION_MAX, IndexUnavailable
 from .rows import (
     OUTPUT_FIELDS,
@@ -36,6 +36,7 @@ from .rows import (
     clip_text,
     evidence_pk,
     hybrid_candidates,
+    rrf_fuse,
     to_hit,
     typed_int,
 )
@@ -64,6 +65,7 @@ class EvidenceIndex:
 
     `shards`: how many collections the subjects are spread over (`layout.py`); None picks
     `layout.LITE_SHARDS` on Milvus Lite and 1 on a Milvus server when the client connects.
+    `direct_reads`: search an embedded Lite file in this process without gRPC (`lite.py`).
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class EvidenceIndex:
         timeout: float = 10.0,
         flush_idle_s: float = FLUSH_IDLE_S,
         shards: int | None = None,
+        direct_reads: bool = True,
     ):
         self.uri = uri
         self.dim = typed_int(dim, "dim")
@@ -86,6 +89,7 @@ class EvidenceIndex:
         if shards is not None and typed_int(shards, "shards") < 1:
             raise ValueError("shards must be >= 1")
         self._shards = shards
+        self.direct_reads = direct_reads  # False: embedded Lite searched over gRPC too (tests compare)
         self._client = None
         self._ready: set[str] = set()
         self._lock = threading.Lock()
@@ -318,41 +322,33 @@ class EvidenceIndex:
         return sorted((to_hit(r, 0.0) for r in res), key=lambda h: h.start_seq)
 
     # Each search takes a list of queries and sends them as ONE request (nq = len(queries)): Milvus
-    # parallelises the queries server-side, and per-request overhead dominates on Milvus Lite.
+    # parallelises the queries server-side, and per-request overhead dominates on Milvus Lite. An
+    # embedded Lite file served by this process is searched without the gRPC hop (`lite.py`).
     def search_dense(
         self, vectors: Sequence[Sequence[float]], scope: Scope, *, limit: int
     ) -> list[list[Hit]]:
-        name = self.collection_of(scope.subject_id)
-        if not self._open(name, create=False):
-            return [[] for _ in vectors]
-        res = self._call(
-            "search",
-            self.client.search,
-            name,
-            data=[list(map(float, v)) for v in vectors],
-            anns_field="dense",
-            limit=limit,
-            filter=scope.expr(),
-            output_fields=OUTPUT_FIELDS,
-            search_params={"metric_type": "COSINE"},
-        )
-        return [[to_hit(r) for r in hits] for hits in res]
+        return self._search("dense", [list(map(float, v)) for v in vectors], scope, limit)
 
     def search_bm25(self, texts: Sequence[str], scope: Scope, *, limit: int) -> list[list[Hit]]:
+        return self._search("sparse", list(texts), scope, limit)
+
+    def _search(self, field: str, data: list, scope: Scope, limit: int) -> list[list[Hit]]:
         name = self.collection_of(scope.subject_id)
         if not self._open(name, create=False):
-            return [[] for _ in texts]
-        res = self._call(
-            "search",
-            self.client.search,
-            name,
-            data=list(texts),
-            anns_field="sparse",
-            limit=limit,
-            filter=scope.expr(),
-            output_fields=OUTPUT_FIELDS,
-            search_params={"metric_type": "BM25"},
-        )
+            return [[] for _ in data]
+        metric, expr = ("COSINE" if field == "dense" else "BM25"), scope.expr()
+        local = lite.local_collection(self.uri, name) if self.direct_reads else None
+        if local is not None:
+            kw = {"field": field, "metric": metric, "expr": expr, "output_fields": OUTPUT_FIELDS}
+            kw["partitions"] = lite.subject_partitions(local, scope.subject_id)
+            res = self._call("search", lite.search, local, data, limit=limit, **kw)
+        else:
+            kw = {"anns_field": field, "filter": expr, "search_params": {"metric_type": metric}}
+            res = self._call(
+                "search", self.client.search, name, data=data, limit=limit, output_fields=OUTPUT_FIELDS, **kw
+            )
+        if field == "dense":
+            return [[to_hit(r) for r in hits] for hits in res]
         # Milvus Lite reports BM25 distances negated; flip so larger is better everywhere.
         return [[to_hit(r, abs(float(r["distance"]))) for r in hits] for hits in res]
 
@@ -366,7 +362,8 @@ class EvidenceIndex:
         candidates: int | None = None,
         rrf_k: int = 60,
     ) -> list[list[Hit]]:
-        """Dense + BM25 fused with RRF, per query (vectors[i] pairs with texts[i])."""
+        """Dense + BM25 fused with RRF, per query (vectors[i] pairs with texts[i]); in-process Lite: the
+        two sub-searches its HybridSearch handler runs, fused by the same rule (`rows.rrf_fuse`)."""
         from pymilvus import AnnSearchRequest, RRFRanker
 
         if len(vectors) != len(texts):
@@ -376,25 +373,19 @@ class EvidenceIndex:
             return [[] for _ in texts]
         expr = scope.expr()
         n = candidates or hybrid_candidates(limit)
+        if self.direct_reads and lite.local_collection(self.uri, name) is not None:
+            dense = self.search_dense(vectors, scope, limit=n)
+            sparse = self.search_bm25(texts, scope, limit=n)
+            return [rrf_fuse([d, s], k=rrf_k)[:limit] for d, s in zip(dense, sparse, strict=True)]
+        dense_data = [list(map(float, v)) for v in vectors]
         reqs = [
             AnnSearchRequest(
-                data=[list(map(float, v)) for v in vectors],
-                anns_field="dense",
-                param={"metric_type": "COSINE"},
-                limit=n,
-                expr=expr,
+                data=dense_data, anns_field="dense", param={"metric_type": "COSINE"}, limit=n, expr=expr
             ),
             AnnSearchRequest(
                 data=list(texts), anns_field="sparse", param={"metric_type": "BM25"}, limit=n, expr=expr
             ),
         ]
-        res = self._call(
-            "hybrid_search",
-            self.client.hybrid_search,
-            name,
-            reqs,
-            ranker=RRFRanker(rrf_k),
-            limit=limit,
-            output_fields=OUTPUT_FIELDS,
-        )
+        kw = {"ranker": RRFRanker(rrf_k), "limit": limit, "output_fields": OUTPUT_FIELDS}
+        res = self._call("hybrid_search", self.client.hybrid_search, name, reqs, **kw)
         return [[to_hit(r) for r in hits] for hits in res]

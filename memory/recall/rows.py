@@ -113,3 +113,27 @@ def to_hit(raw: dict, score: float | None = None) -> Hit:
         text=str(ent["text"]),
         score=float(raw["distance"] if score is None else score),
     )
+
+
+def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k: int = 60) -> list[Hit]:
+    """Reciprocal-rank fusion of several rankings, deduplicated by primary key.
+
+    The fused score is sum(1 / (k + rank)); a hit keeps the list of queries that found it.
+    """
+    fused: dict[str, Hit] = {}
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            scores[hit.pk] = scores.get(hit.pk, 0.0) + 1.0 / (k + rank)
+            if hit.pk in fused:
+                for q in hit.queries:
+                    if q not in fused[hit.pk].queries:
+                        fused[hit.pk].queries.append(q)
+            else:
+                fused[hit.pk] = Hit(**{**hit.__dict__, "queries": list(hit.queries)})
+    out = []
+    for pk, hit in fused.items():
+        hit.score = scores[pk]
+        out.append(hit)
+    out.sort(key=lambda h: (-h.score, h.start_seq))
+    return out

@@ -9,13 +9,18 @@ being embedded, then the dense request, and fuses each query's two rankings with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Literal
 
 from serving.embedder import Embedder
 
 from .index import EvidenceIndex, Hit, Scope, hybrid_candidates
+from .rows import rrf_fuse
+
+__all__ = ["METHODS", "STRATEGIES", "rrf_fuse", "search_many"]
 
 Method = Literal["dense", "bm25", "hybrid"]
 METHODS: tuple[str, ...] = ("dense", "bm25", "hybrid")
@@ -78,7 +83,31 @@ def search_many(
 def _embed(embedder: Embedder | None, queries: list[str], method: str):
     if embedder is None:
         raise ValueError(f"method {method!r} needs an embedder")
-    return embedder.embed(queries)
+    with one_intraop_thread():
+        return embedder.embed(queries)
+
+
+@contextmanager
+def one_intraop_thread() -> Iterator[None]:
+    """Run torch inference in this thread with one intra-op thread; the count is restored on the way out.
+
+    A query batch is a few short texts: a second intra-op thread saves little on an idle host,
+    and on a busy one the two wait for each other (a 2-core host at load ~5, 4 MiniLM queries,
+    separate processes: 236-293 ms with two threads, 18-63 ms with one; `bench/bench_query.py`).
+    With torch's OpenMP backend the count set from the main thread is the process default and
+    the one set from another thread is that thread's own; without torch loaded (test doubles)
+    this does nothing.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _tag(queries: list[str], results: list[list[Hit]]) -> list[list[Hit]]:
@@ -99,27 +128,3 @@ def _hybrid_overlapped(index, embedder, scope, queries, *, limit, vectors, rrf_k
     finally:
         sparse = bm25.result()  # always collected: its error (e.g. Milvus down) is the one raised
     return [rrf_fuse([d, s], k=rrf_k)[:limit] for d, s in zip(dense, sparse, strict=True)]
-
-
-def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k: int = 60) -> list[Hit]:
-    """Reciprocal-rank fusion of several rankings, deduplicated by primary key.
-
-    The fused score is sum(1 / (k + rank)); a hit keeps the list of queries that found it.
-    """
-    fused: dict[str, Hit] = {}
-    scores: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, hit in enumerate(ranking, start=1):
-            scores[hit.pk] = scores.get(hit.pk, 0.0) + 1.0 / (k + rank)
-            if hit.pk in fused:
-                for q in hit.queries:
-                    if q not in fused[hit.pk].queries:
-                        fused[hit.pk].queries.append(q)
-            else:
-                fused[hit.pk] = Hit(**{**hit.__dict__, "queries": list(hit.queries)})
-    out = []
-    for pk, hit in fused.items():
-        hit.score = scores[pk]
-        out.append(hit)
-    out.sort(key=lambda h: (-h.score, h.start_seq))
-    return out
