@@ -33,7 +33,7 @@ class Migration(migrations.Migration):
                 ('document', models.JSONField(help_text='The mapping (docs/SCHEMAS.md).')),
                 ('digest', models.CharField(editable=False, max_length=64)),
                 ('status', models.CharField(choices=[('created', 'Created'), ('running', 'Running'), ('done', 'Done')], default='created', max_length=16)),
-                ('counts', models.JSONField(blank=True, default=dict, help_text='migrated / skipped / held / failed so far.')),
+                ('counts', models.JSONField(blank=True, default=dict, help_text='Progress of the runs: migrated, unchanged, held, held_ops, failed, failures, remaining.')),
                 ('created_by', models.CharField(blank=True, default='', max_length=200)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('updated_at', models.DateTimeField(auto_now=True)),
