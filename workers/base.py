@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from celery import Task
 from celery.exceptions import Retry
@@ -86,6 +87,13 @@ class PersonaTreeTask(Task):
             metrics.observe("task_duration_seconds", elapsed, task=self.name, tenant=tenant, outcome=outcome)
             metrics.incr("task_runs", task=self.name, tenant=tenant, outcome=outcome)
             logger.info("task %s %s in %.3fs (tenant %s)", self.name, outcome, elapsed, tenant)
+
+
+def when_read(setting: Callable[[], Any]) -> Any:
+    """A task option that reads the settings whenever Celery reads it (a property of the task class:
+    at worker start, on each retry), not when the module is imported: a bad ``PERSONATREE_*`` value
+    is then reported by the system check (``personatree.E00x``) instead of failing Django's start."""
+    return property(lambda _task: setting())
 
 
 def pt_task(

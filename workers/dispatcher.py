@@ -58,8 +58,8 @@ from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree_apply_ops_batch
 from memory.signals import chunks_ready
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
-from workers import metrics, when_read
-from workers.base import TransientError, pt_task, send
+from workers import metrics
+from workers.base import TransientError, pt_task, send, when_read
 from workers.caps import bound_turns, record_notices
 from workers.ordering import Claim, chunk_release, chunks_claim, job_inputs
 

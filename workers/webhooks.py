@@ -27,8 +27,7 @@ from django.dispatch import receiver
 from memory import conf
 from memory.services import webhooks as service
 from memory.signals import review_decided, subject_erased, version_applied
-from workers import when_read
-from workers.base import pt_task, send
+from workers.base import pt_task, send, when_read
 
 logger = logging.getLogger("personatree.webhooks")
 
