@@ -69,7 +69,9 @@ class SchemaMigration(models.Model):
     digest = models.CharField(max_length=64, editable=False)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.CREATED)
     counts = models.JSONField(
-        default=dict, blank=True, help_text="Progress of the runs: migrated, unchanged, held, held_ops, failed, failures, remaining."
+        default=dict,
+        blank=True,
+        help_text="Progress of the runs: migrated, unchanged, held, held_ops, failed, failures, remaining.",
     )
     created_by = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

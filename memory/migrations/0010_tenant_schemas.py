@@ -5,74 +5,127 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0009_chunk_indexed_at'),
+        ("memory", "0009_chunk_indexed_at"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='tenant',
-            name='default_schema_id',
-            field=models.CharField(default='personatree-default', help_text='Schema new subjects are pinned to.', max_length=100),
+            model_name="tenant",
+            name="default_schema_id",
+            field=models.CharField(
+                default="personatree-default", help_text="Schema new subjects are pinned to.", max_length=100
+            ),
         ),
         migrations.AddField(
-            model_name='tenant',
-            name='default_schema_version',
+            model_name="tenant",
+            name="default_schema_version",
             field=models.PositiveIntegerField(default=1),
         ),
         migrations.CreateModel(
-            name='SchemaMigration',
+            name="SchemaMigration",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('mapping_id', models.CharField(max_length=200)),
-                ('source_id', models.CharField(max_length=100)),
-                ('source_version', models.PositiveIntegerField()),
-                ('target_id', models.CharField(max_length=100)),
-                ('target_version', models.PositiveIntegerField()),
-                ('document', models.JSONField(help_text='The mapping (docs/SCHEMAS.md).')),
-                ('digest', models.CharField(editable=False, max_length=64)),
-                ('status', models.CharField(choices=[('created', 'Created'), ('running', 'Running'), ('done', 'Done')], default='created', max_length=16)),
-                ('counts', models.JSONField(blank=True, default=dict, help_text='Progress of the runs: migrated, unchanged, held, held_ops, failed, failures, remaining.')),
-                ('created_by', models.CharField(blank=True, default='', max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='schema_migrations', to='memory.tenant')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("mapping_id", models.CharField(max_length=200)),
+                ("source_id", models.CharField(max_length=100)),
+                ("source_version", models.PositiveIntegerField()),
+                ("target_id", models.CharField(max_length=100)),
+                ("target_version", models.PositiveIntegerField()),
+                ("document", models.JSONField(help_text="The mapping (docs/SCHEMAS.md).")),
+                ("digest", models.CharField(editable=False, max_length=64)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("created", "Created"), ("running", "Running"), ("done", "Done")],
+                        default="created",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "counts",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text="Progress of the runs: migrated, unchanged, held, held_ops, failed, failures, remaining.",
+                    ),
+                ),
+                ("created_by", models.CharField(blank=True, default="", max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="schema_migrations",
+                        to="memory.tenant",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'schema migration',
-                'ordering': ['tenant', '-created_at'],
+                "verbose_name": "schema migration",
+                "ordering": ["tenant", "-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='oprecord',
-            name='schema_migration',
-            field=models.ForeignKey(blank=True, help_text='Set on the ops a schema migration wrote (actor system).', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='op_records', to='memory.schemamigration'),
+            model_name="oprecord",
+            name="schema_migration",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="Set on the ops a schema migration wrote (actor system).",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="op_records",
+                to="memory.schemamigration",
+            ),
         ),
         migrations.CreateModel(
-            name='TenantSchema',
+            name="TenantSchema",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('schema_id', models.CharField(max_length=100)),
-                ('version', models.PositiveIntegerField()),
-                ('document', models.JSONField(help_text='The engine schema document (memory/engine/schema.py).')),
-                ('digest', models.CharField(editable=False, max_length=64)),
-                ('leaf_count', models.PositiveIntegerField(default=0)),
-                ('created_by', models.CharField(blank=True, default='', max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='schemas', to='memory.tenant')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("schema_id", models.CharField(max_length=100)),
+                ("version", models.PositiveIntegerField()),
+                (
+                    "document",
+                    models.JSONField(help_text="The engine schema document (memory/engine/schema.py)."),
+                ),
+                ("digest", models.CharField(editable=False, max_length=64)),
+                ("leaf_count", models.PositiveIntegerField(default=0)),
+                ("created_by", models.CharField(blank=True, default="", max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="schemas",
+                        to="memory.tenant",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'tenant schema',
-                'ordering': ['tenant', 'schema_id', 'version'],
+                "verbose_name": "tenant schema",
+                "ordering": ["tenant", "schema_id", "version"],
             },
         ),
         migrations.AddConstraint(
-            model_name='schemamigration',
-            constraint=models.UniqueConstraint(fields=('tenant', 'mapping_id'), name='schema_migration_unique_id'),
+            model_name="schemamigration",
+            constraint=models.UniqueConstraint(
+                fields=("tenant", "mapping_id"), name="schema_migration_unique_id"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='tenantschema',
-            constraint=models.UniqueConstraint(fields=('tenant', 'schema_id', 'version'), name='tenant_schema_unique_version'),
+            model_name="tenantschema",
+            constraint=models.UniqueConstraint(
+                fields=("tenant", "schema_id", "version"), name="tenant_schema_unique_version"
+            ),
         ),
     ]
