@@ -4,7 +4,9 @@ Runs its own Django setup with the test settings against a scratch database
 (``bench_personatree``) that it creates and drops.
 
 - ``store.apply_chunk_ms``: median wall time of one ``tree_apply_ops`` call with 5 ops
-  (lock, gate, version + 5 audit rows, chunk marked applied, commit).
+  (lock, gate, version + 5 audit rows, chunk marked applied, commit, the after-commit receivers);
+  the note adds this process's CPU time per call, which the machine's load and the disk's flush
+  latency (the commit floor) move much less than wall time.
 - ``store.read_tree_ms``: median wall time of ``subject_get`` + ``tree_current`` (one query).
 - ``store.commit_floor_ms``: median of a bare one-row INSERT + COMMIT (autocommit, one round trip,
   one WAL flush), measured interleaved with the apply calls so both see the same machine load;
@@ -64,6 +66,7 @@ def _measure() -> dict[str, dict]:
     with connection.cursor() as cur:
         cur.execute("CREATE TABLE bench_floor (x int)")
     apply_ms: list[float] = []
+    apply_cpu_ms: list[float] = []  # this process's CPU: less sensitive to machine load and fsync latency
     commit_ms: list[float] = []
     for round_no in range(ROUNDS):
         pairs = _chunk_pairs(schema, round_no)
@@ -79,11 +82,12 @@ def _measure() -> dict[str, dict]:
             source = Source(chunk.pk, chunk.start_seq, chunk.end_seq)
             last = round_no == ROUNDS - 1 and s_no == len(subjects) - 1
             with CaptureQueriesContext(connection) if last else _nothing() as captured:
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 out = tree_apply_ops(
                     subject=subject, base_version=subject.head_version, ops=ops, actor=actor, source=source
                 )
                 apply_ms.append((time.perf_counter() - started) * 1000)
+                apply_cpu_ms.append((time.process_time() - cpu_started) * 1000)
             assert len(out.applied) == 5 and out.version is not None, out
             with connection.cursor() as cur:  # the floor, right after, under the same load
                 started = time.perf_counter()
@@ -119,7 +123,8 @@ def _measure() -> dict[str, dict]:
             "note": f"median of {len(apply_ms)} tree_apply_ops calls (5 ops, Postgres, {apply_queries} "
             f"statements incl. BEGIN/COMMIT; p90 {statistics.quantiles(apply_ms, n=10)[-1]:.2f} ms) = "
             f"{apply_med / commit_floor:.1f}x the same-run commit floor ({commit_floor:.2f} ms, one-row "
-            f"INSERT+COMMIT); trivial ORM query {orm_floor:.2f} ms",
+            f"INSERT+COMMIT); trivial ORM query {orm_floor:.2f} ms; CPU of this process per apply "
+            f"{statistics.median(apply_cpu_ms):.2f} ms (median); load average {os.getloadavg()[0]:.1f}",
         },
         "store.read_tree_ms": {
             "value": round(read_med, 3),

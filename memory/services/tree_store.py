@@ -210,38 +210,49 @@ def _insert_sql(
     if where:
         sql += f" WHERE {where}"
     if returning:
-        sql += f" RETURNING {', '.join(connection.ops.quote_name(f.column) for f in _returned(model))}"
+        sql += _returning(model)
     return sql, (_rows_json(fields, rows),)
 
 
 _OLD_HEAD = ("tree", "delta", "parent")
 
 
-def _returned(model) -> list:
+@cache
+def _returning(model) -> str:
     """What an INSERT returns: the primary key (and a version's parent, for the old-head update)."""
     meta = model._meta
-    return [meta.pk, meta.get_field("parent")] if model is TreeVersion else [meta.pk]
+    returned = [meta.pk, meta.get_field("parent")] if model is TreeVersion else [meta.pk]
+    return f" RETURNING {', '.join(connection.ops.quote_name(f.column) for f in returned)}"
 
 
 def _update_rows_sql(model, columns, rows, *, where: str = "", **constants) -> tuple[str, tuple]:
     """``UPDATE <table> SET <columns> = r.<columns>, <constants> FROM (jsonb_to_recordset(...)) r
     WHERE pk = r.pk``; ``rows`` are ``(pk, *values)``."""
-    meta, qn = model._meta, connection.ops.quote_name
-    fields = [meta.pk, *(meta.get_field(name) for name in columns)]
-    constant_fields = [meta.get_field(name) for name in constants]
-    table, pk_col = qn(meta.db_table), qn(meta.pk.column)
-    assignments = [f"{qn(f.column)} = r.{qn(f.column)}" for f in fields[1:]]
-    assignments += [f"{qn(f.column)} = %s" for f in constant_fields]
+    fields, constant_fields, sql = _update_layout(model, tuple(columns), tuple(constants))
     # LIMIT <n>: the planner then knows how many rows come (it assumes 100 for a function) and joins
     # them to the table by primary-key index instead of hashing a scan of the whole table.
-    rowset = f"(SELECT * FROM {_recordset(fields)} LIMIT {len(rows)}) AS r"
-    sql = f"UPDATE {table} SET {', '.join(assignments)} FROM {rowset} WHERE {table}.{pk_col} = r.{pk_col}"
+    sql = sql.replace("LIMIT ?", f"LIMIT {len(rows)}", 1)
     if where:
         sql += f" AND {where}"
     params = [
         f.get_db_prep_save(v, connection) for f, v in zip(constant_fields, constants.values(), strict=True)
     ]
     return sql, (*params, _rows_json(fields, rows))
+
+
+@cache
+def _update_layout(model, columns: tuple[str, ...], constants: tuple[str, ...]) -> tuple[list, list, str]:
+    """The fields and the SQL of :func:`_update_rows_sql` (``LIMIT ?`` stands for the row count),
+    built once per shape: a foreign key's column type alone builds a field per call."""
+    meta, qn = model._meta, connection.ops.quote_name
+    fields = [meta.pk, *(meta.get_field(name) for name in columns)]
+    constant_fields = [meta.get_field(name) for name in constants]
+    table, pk_col = qn(meta.db_table), qn(meta.pk.column)
+    assignments = [f"{qn(f.column)} = r.{qn(f.column)}" for f in fields[1:]]
+    assignments += [f"{qn(f.column)} = %s" for f in constant_fields]
+    rowset = f"(SELECT * FROM {_recordset(fields)} LIMIT ?) AS r"
+    sql = f"UPDATE {table} SET {', '.join(assignments)} FROM {rowset} WHERE {table}.{pk_col} = r.{pk_col}"
+    return fields, constant_fields, sql
 
 
 # --- locks -----------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from memory import conf
 from memory.models import (
     OpRecord,
     Subject,
+    Tenant,
     Tombstone,
     TreeVersion,
     WebhookAttempt,
@@ -42,6 +43,7 @@ from memory.models import (
     WebhookEndpoint,
 )
 from memory.services import ServiceError
+from memory.services.webhook_subscriptions import subscribers
 
 SIGNATURE_HEADER = "PersonaTree-Signature"
 EVENT_HEADER = "PersonaTree-Event"
@@ -210,7 +212,7 @@ def _emit(*, tenant_id: int, event_type: str, external_id: str, payload: dict, e
         created = WebhookDelivery.objects.bulk_create(
             [
                 WebhookDelivery(
-                    endpoint=endpoint,
+                    endpoint_id=endpoint,
                     event_type=event_type,
                     subject_external_id=external_id,
                     subject_key=subject_key,
@@ -222,25 +224,28 @@ def _emit(*, tenant_id: int, event_type: str, external_id: str, payload: dict, e
     return [Queued(d.pk, tenant_id) for d in created]
 
 
-def _subscribed(event_type: str, **tenant_filter) -> list[WebhookEndpoint]:
-    """The tenant's active endpoints that take ``event_type`` (filtered here, not with a JSON
-    ``contains`` lookup, which SQLite lacks: a tenant has a handful of endpoints)."""
-    active = WebhookEndpoint.objects.filter(is_active=True, tenant__is_active=True, **tenant_filter)
-    return [e for e in active.order_by("pk") if event_type in (e.event_types or ())]
+def _subscribed(event_type: str, tenant_id: int) -> tuple[int, ...]:
+    """Ids of the tenant's active endpoints that take ``event_type``, ascending (from the snapshot of
+    :mod:`memory.services.webhook_subscriptions`: no query while endpoints are unchanged). Whether the
+    tenant is active is checked by the caller, with the rows it reads anyway."""
+    return subscribers(event_type).get(tenant_id, ())
 
 
 def webhook_event_version_applied(*, subject_id: int, version: int) -> list[Queued]:
-    """Deliveries of ``version.applied`` for the subject's tenant's subscribed endpoints."""
-    endpoints = _subscribed("version.applied", tenant__subjects__id=subject_id)
-    if not endpoints:
+    """Deliveries of ``version.applied`` for the subject's tenant's subscribed endpoints (no query when
+    no tenant subscribes to it)."""
+    if not subscribers("version.applied"):
         return []
     found = (
-        TreeVersion.objects.filter(subject_id=subject_id, number=version)
+        TreeVersion.objects.filter(subject_id=subject_id, number=version, subject__tenant__is_active=True)
         .select_related("subject")
         .only("pk", "number", "created_by", "created_at", "subject__tenant_id", "subject__external_id")
         .first()
     )
-    if found is None:  # erased since
+    if found is None:  # erased since, or the tenant is inactive
+        return []
+    endpoints = _subscribed("version.applied", found.subject.tenant_id)
+    if not endpoints:
         return []
     counts = dict(
         OpRecord.objects.filter(
@@ -268,11 +273,13 @@ def webhook_event_version_applied(*, subject_id: int, version: int) -> list[Queu
 def webhook_event_review_decided(
     *, subject_id: int, decision: str, approved: int, rejected: int, declined: int, version: int | None
 ) -> list[Queued]:
-    endpoints = _subscribed("review.decided", tenant__subjects__id=subject_id)
-    if not endpoints:
+    if not subscribers("review.decided"):
         return []
-    subject = Subject.objects.filter(pk=subject_id).only("tenant_id", "external_id").first()
-    if subject is None:
+    subject = (
+        Subject.objects.filter(pk=subject_id, tenant__is_active=True).only("tenant_id", "external_id").first()
+    )
+    endpoints = _subscribed("review.decided", subject.tenant_id) if subject is not None else ()
+    if not endpoints:
         return []
     payload = {
         "decision": decision,
@@ -289,8 +296,8 @@ def webhook_event_review_decided(
 
 
 def webhook_event_subject_erased(*, tenant_id: int, external_id: str) -> list[Queued]:
-    endpoints = _subscribed("subject.erased", tenant_id=tenant_id)
-    if not endpoints:
+    endpoints = _subscribed("subject.erased", tenant_id)
+    if not endpoints or not Tenant.objects.filter(pk=tenant_id, is_active=True).exists():
         return []
     payload = {"erased_at": timezone.now().isoformat()}
     return _emit(

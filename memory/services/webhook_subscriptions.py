@@ -1,0 +1,120 @@
+"""Which endpoints take which event, without a query per event (the store's write path sends one).
+
+Every new tree version sends ``version_applied`` after its commit, and the webhooks receiver used to
+look the tenant's subscribed endpoints up with one SELECT (and its ORM compile) each time, although
+endpoints change rarely. :func:`subscribers` answers from a per-process snapshot of every active
+endpoint, ``{event_type: {tenant_id: (endpoint ids, ascending)}}``, read with one query and kept
+while it is current:
+
+- **In this process** any save or delete of a :class:`WebhookEndpoint` (the service's
+  create/update/rotate/delete in :mod:`memory.services.webhooks`, the admin's actions, a tenant's
+  cascade) drops the snapshot (``post_save`` / ``post_delete``), and again once it committed.
+- **Across processes, a version token** in the shared Django cache (Redis in production): a fresh
+  random token is stored once such a write committed, and each event reads it (one cache GET,
+  ~0.1 ms on Redis, instead of the SELECT) and reloads the snapshot when it changed. The token is
+  read before the rows, so a snapshot is never paired with a token newer than what it saw. Chosen
+  over a short TTL because a TTL would silently drop a new endpoint's events (and keep feeding a
+  deactivated one) in every other worker for the TTL; the token is exact once the writer committed.
+- **Bounds.** A snapshot older than :data:`MAX_AGE_S` is read again anyway (a token write lost while
+  Redis was down, or a per-process LocMem cache in development with separate worker processes). While
+  the shared cache fails, the rows are read per event for :data:`RETRY_S` (no 1 s timeout per event).
+  Inside a transaction (``atomic``) the rows are always read and never kept: what it saw may roll back.
+
+Whether the tenant is active is not part of the snapshot; the callers check it with the rows they
+read anyway (:mod:`memory.services.webhooks`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.db.models.signals import post_delete, post_save
+
+from memory.models import WebhookEndpoint
+
+logger = logging.getLogger(__name__)
+
+TOKEN_KEY = "personatree:webhook-endpoints:version"
+MAX_AGE_S = 60.0
+RETRY_S = 30.0
+
+Subscribers = dict[int, tuple[int, ...]]
+
+_lock = threading.Lock()
+_snapshot: tuple[str, float, dict[str, Subscribers]] | None = None  # (token, loaded at, by event)
+_cache_failed_at: float | None = None
+
+
+def subscribers(event_type: str) -> Subscribers:
+    """``{tenant_id: endpoint ids}`` of the active endpoints that take ``event_type`` (any tenant)."""
+    global _snapshot
+    if connection.in_atomic_block:
+        return _load().get(event_type, {})
+    token = _token()
+    if token is None:
+        return _load().get(event_type, {})
+    current = _snapshot
+    if current is None or current[0] != token or time.monotonic() - current[1] > MAX_AGE_S:
+        loaded = time.monotonic()
+        current = (token, loaded, _load())
+        with _lock:
+            _snapshot = current
+    return current[2].get(event_type, {})
+
+
+def invalidate() -> None:
+    """Forget this process's snapshot (the next event reads the rows)."""
+    global _snapshot
+    with _lock:
+        _snapshot = None
+
+
+def _load() -> dict[str, Subscribers]:
+    by_event: dict[str, dict[int, list[int]]] = {}
+    rows = WebhookEndpoint.objects.filter(is_active=True).order_by("pk")
+    for pk, tenant_id, event_types in rows.values_list("pk", "tenant_id", "event_types"):
+        for event_type in set(event_types or ()):
+            by_event.setdefault(event_type, {}).setdefault(tenant_id, []).append(pk)
+    return {event: {t: tuple(ids) for t, ids in tenants.items()} for event, tenants in by_event.items()}
+
+
+def _token() -> str | None:
+    """The shared version token (created if missing), or None while the shared cache fails."""
+    global _cache_failed_at
+    if _cache_failed_at is not None and time.monotonic() - _cache_failed_at < RETRY_S:
+        return None
+    try:
+        token = cache.get(TOKEN_KEY)
+        if token is None:
+            cache.add(TOKEN_KEY, uuid.uuid4().hex, timeout=None)
+            token = cache.get(TOKEN_KEY)
+    except Exception:  # the shared cache is down: read the rows per event for a while
+        _cache_failed_at = time.monotonic()
+        logger.warning(
+            "webhook endpoint version token unavailable; reading endpoints per event", exc_info=True
+        )
+        return None
+    _cache_failed_at = None
+    return token
+
+
+def _bump() -> None:
+    invalidate()
+    try:
+        cache.set(TOKEN_KEY, uuid.uuid4().hex, timeout=None)
+    except Exception:  # other processes catch up within MAX_AGE_S
+        logger.warning("webhook endpoint version token not updated", exc_info=True)
+
+
+def _endpoint_changed(sender, **_kwargs) -> None:
+    invalidate()
+    transaction.on_commit(_bump)
+
+
+post_save.connect(_endpoint_changed, sender=WebhookEndpoint, dispatch_uid="webhook_subscriptions.save")
+post_delete.connect(_endpoint_changed, sender=WebhookEndpoint, dispatch_uid="webhook_subscriptions.delete")
