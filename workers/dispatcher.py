@@ -205,6 +205,7 @@ def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> Ap
     return ApplyRequest(
         subject_id=claim.subject_id,
         base_version=job.base_version,  # the head the job saw: a moved head is a VersionConflict
+        schema=(job.schema_id, job.schema_version),  # and so is a schema migrated meanwhile
         ops=ops,
         actor=Actor.for_model(
             model_id=result.model_id or "memlistener",

@@ -73,6 +73,7 @@ __all__ = [
     "Actor",
     "ApplyOutcome",
     "ApplyRequest",
+    "SchemaMoved",
     "Source",
     "leaf_delete",
     "leaf_edit",
@@ -196,6 +197,20 @@ def leaf_delete(*, subject: Subject, path: str, actor: Actor, base_version: int 
 # --- batch form (the dispatcher's) ---------------------------------------------------------
 
 
+class SchemaMoved(VersionConflict):
+    """The subject was moved to another schema (a schema migration) after the ops were written: like a
+    moved head, the chunk is re-run on the subject's tree and schema as they are now. A migration that
+    changes no value writes no version, so the base version alone cannot tell."""
+
+    def __init__(self, locked: Subject, request: ApplyRequest):
+        super().__init__(locked.head_version, request.base_version)
+        self.message = (
+            f"The subject moved to schema {locked.schema_id} v{locked.schema_version}; the ops were written "
+            f"under {request.schema[0]} v{request.schema[1]}."  # type: ignore[index]
+        )
+        self.args = (self.message,)
+
+
 @dataclass(frozen=True)
 class ApplyRequest:
     """One item of :func:`tree_apply_ops_batch`: the arguments of one :func:`tree_apply_ops` call."""
@@ -206,6 +221,9 @@ class ApplyRequest:
     actor: Actor
     source: Source | None = None
     parse_errors: Sequence = ()
+    #: ``(schema_id, version)`` the ops were written under (the MemListener's job); when the subject
+    #: was migrated to another schema since, the request is refused as :class:`SchemaMoved`.
+    schema: tuple[str, int] | None = None
 
     @property
     def chunk_id(self) -> int | None:
@@ -269,6 +287,9 @@ def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -
             continue
         results[i] = precheck(locked, request.base_version, chunk_id)
         if results[i] is not None:
+            continue
+        if request.schema is not None and (locked.schema_id, locked.schema_version) != tuple(request.schema):
+            results[i] = SchemaMoved(locked, request)
             continue
         try:
             plan = plan_apply(
