@@ -14,9 +14,10 @@ Lite file in a temp dir.
 - ``query.deep_p50_ms``: ``context_build(mode="deep")`` on a subject whose tenant has
   50k evidence rows, excluding model calls: the expansion "model" is a zero-latency
   test double returning 3 fixed queries, so 4 hybrid searches run (the 4 query
-  embeddings are real MiniLM calls). Bulk rows carry random unit vectors and
-  synthetic word texts (embedding 50k rows with MiniLM takes minutes here); the
-  subject's own 200 rows carry real embeddings. The bulk load ends with a flush.
+  embeddings are real MiniLM calls, on one torch intra-op thread as on the request
+  path). Bulk rows carry random unit vectors and synthetic word texts (embedding
+  50k rows with MiniLM takes minutes here); the subject's own 200 rows carry real
+  embeddings. The bulk load ends with a flush.
   Milvus Lite then builds the segment's vector index (HNSW via faiss) in a
   background thread (~1.5 min for 50k rows here); timing starts after it is done
   (steady state: the build is a one-off after a bulk load, and timing searches
@@ -296,8 +297,8 @@ def _deep(tenant, subject) -> tuple[list[float], list[float], dict]:
     from django.test import override_settings
 
     from memory.recall import runtime
-    from memory.recall.index import Scope
-    from memory.recall.search import STRATEGIES, search_many
+    from memory.recall.index import EvidenceIndex, Scope
+    from memory.recall.search import STRATEGIES, one_intraop_thread, search_many
 
     tmp = tempfile.mkdtemp(prefix="bench_query_")
     pt = {
@@ -319,11 +320,25 @@ def _deep(tenant, subject) -> tuple[list[float], list[float], dict]:
             # The same searches (embedding included) sent each way, interleaved, for comparison (same run).
             scope = Scope(tenant.pk, subject.pk)
             per_strategy: dict[str, list[float]] = {name: [] for name in STRATEGIES}
+            # The batch strategy again over Lite's loop-back gRPC (the same server: lite.py's direct
+            # reads off), and the query embedding alone: where the search time goes.
+            grpc_index = EvidenceIndex(
+                index.uri, dim=embedder.dim, collection=index.collection, direct_reads=False
+            )
+            per_strategy["batch_grpc"], per_strategy["embed_only"] = [], []
             for i in range(N_DEEP):
+                qs = [QUERIES[i % 3], *EXPANSIONS]
                 for name in STRATEGIES:
                     t = time.perf_counter()
-                    search_many(index, embedder, scope, [QUERIES[i % 3], *EXPANSIONS], limit=8, strategy=name)
+                    search_many(index, embedder, scope, qs, limit=8, strategy=name)
                     per_strategy[name].append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                search_many(grpc_index, embedder, scope, qs, limit=8)
+                per_strategy["batch_grpc"].append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                with one_intraop_thread():
+                    embedder.embed(qs)
+                per_strategy["embed_only"].append((time.perf_counter() - t) * 1000)
             grow_s = _grow_index(index, embedder.dim, tenant.pk)
             build_200k_s = _wait_for_lite_index_build(index)
             samples_200k, last_200k = _deep_samples(subject)
@@ -396,7 +411,11 @@ def run() -> dict[str, dict]:
             f"vectors + synthetic texts, {OWN_ROWS} real MiniLM rows), filled in {last['fill_s']:.0f} s, timed "
             f"after Lite's background index build ({last['index_build_s'] or 0:.0f} s); query "
             f"embeddings real MiniLM; p90 {_p(deep, 90):.1f} ms; last run: {parts}; search strategy "
-            f"{last['strategy']!r}; embed + search of the 4 queries by strategy (medians, same run): "
+            f"{last['strategy']!r}; query embeddings on one torch intra-op thread, Lite searched in "
+            f"process without its loop-back gRPC and only in the subject's partition-key bucket "
+            f"(memory/recall/lite.py); embed + search of the 4 queries "
+            f"by strategy (medians, same run; batch_grpc: batch over Lite's gRPC, embed_only: the "
+            f"embedding alone): "
             + ", ".join(f"{k} {v:.1f} ms" for k, v in last["strategy_search_ms"].items())
             + load,
         },
