@@ -4,8 +4,11 @@ pymilvus opens a Milvus Lite file (a URI without ``://``) by starting Lite's gRP
 thread of this process (`milvus_lite.server_manager`) and talking to it over 127.0.0.1. A deep
 query then pays, on top of Lite's own search, the protobuf encoding of the query vectors, a hand
 over to a server thread, the encoding of every hit with its text and pymilvus's decoding of it
-again: inside Lite at 50k rows, the two sub-searches took 38 ms of CPU called directly and 55 ms
-through gRPC (issue 18 profile); `bench/bench_query.py` reports both ways in the same run.
+again. Measured on the bench's data (4 queries, hybrid, no embedding; issue 18): at 50k rows
+46.8 ms through gRPC and 45.6 ms directly at load 2.0 (38 against 55 ms of CPU at load 3.7);
+at 200k rows, where the subject's shard holds other buckets' segments too, 63.3 ms through gRPC
+and 45.0 ms directly in the subject's bucket (`subject_partitions`). `bench/bench_query.py`
+reports both ways in the same run.
 
 The file is locked to one process (Lite's ``LOCK`` flock), so that server's `Collection` objects
 are the only ones there are: `search` calls the same `Collection.search` the server's Search and
