@@ -27,7 +27,7 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -207,20 +207,19 @@ class Queued:
 
 
 def _emit(*, tenant_id: int, event_type: str, external_id: str, payload: dict, endpoints) -> list[Queued]:
-    subject_key = Tombstone.hash_external_id(tenant_id, external_id)
-    with transaction.atomic():
-        created = WebhookDelivery.objects.bulk_create(
-            [
-                WebhookDelivery(
-                    endpoint_id=endpoint,
-                    event_type=event_type,
-                    subject_external_id=external_id,
-                    subject_key=subject_key,
-                    payload=payload,
-                )
-                for endpoint in endpoints
-            ]
-        )
+    key = Tombstone.hash_external_id(tenant_id, external_id)
+    fields = dict(event_type=event_type, subject_external_id=external_id, subject_key=key, payload=payload)
+    try:
+        with transaction.atomic():
+            created = WebhookDelivery.objects.bulk_create(
+                [WebhookDelivery(endpoint_id=e, **fields) for e in endpoints]
+            )
+    except IntegrityError:  # a stale snapshot named an endpoint deleted meanwhile: the others still get it
+        live = WebhookEndpoint.objects.filter(pk__in=endpoints, is_active=True).values_list("pk", flat=True)
+        with transaction.atomic():
+            created = WebhookDelivery.objects.bulk_create(
+                [WebhookDelivery(endpoint_id=e, **fields) for e in live]
+            )
     return [Queued(d.pk, tenant_id) for d in created]
 
 

@@ -135,3 +135,29 @@ def test_an_inactive_tenant_gets_no_event_from_the_snapshot():
     assert len(webhook_event_subject_erased(tenant_id=tenant.pk, external_id="alice")) == 1
     Tenant.objects.filter(pk=tenant.pk).update(is_active=False)
     assert webhook_event_subject_erased(tenant_id=tenant.pk, external_id="bob") == []
+
+
+def test_an_endpoint_deleted_behind_a_stale_snapshot_costs_the_others_nothing(queued):
+    """Another process deleted an endpoint and its token write was lost: the snapshot still names it,
+    the delivery row for it cannot be inserted, and the tenant's other endpoints still get the event."""
+    subject = SubjectFactory()
+    gone, _ = webhook_endpoint_create(tenant=subject.tenant, url=URL, event_types=["version.applied"])
+    kept, _ = webhook_endpoint_create(tenant=subject.tenant, url=URL + "2", event_types=["version.applied"])
+    write(subject, "nurse")
+    assert len(queued) == 2
+    with connection.cursor() as cursor:  # deleted elsewhere: no signal reaches this process's snapshot
+        cursor.execute(
+            "DELETE FROM memory_webhookattempt WHERE delivery_id IN "
+            "(SELECT id FROM memory_webhookdelivery WHERE endpoint_id = %s)",
+            [gone.pk],
+        )
+        cursor.execute("DELETE FROM memory_webhookdelivery WHERE endpoint_id = %s", [gone.pk])
+        cursor.execute("DELETE FROM memory_webhookendpoint WHERE id = %s", [gone.pk])
+
+    write(subject, "nurse 1")
+
+    assert len(queued) == 3
+    from memory.models import WebhookDelivery
+
+    last = WebhookDelivery.objects.get(pk=queued[-1].delivery_id)
+    assert last.endpoint_id == kept.pk
