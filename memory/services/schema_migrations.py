@@ -7,17 +7,14 @@ tree pinned to its source, through the store's one write path (:mod:`memory.serv
 - :func:`schema_migration_dry_run`: the subjects on the source planned and gated, the reports summed
   (paths and counts, never a value). Nothing is written.
 - :func:`schema_migration_run`: the subjects still on the source, in id order, one transaction per
-  batch: rows locked (one query on PostgreSQL), each tree planned against its pin, ops on target leaves
-  gated under the target (a rejection fails that subject alone: it stays on the source, counted with the
-  reason), values moving into a special-tier leaf held as ``pending_review`` when the tenant reviews
-  that tier, retirement ``DELETE``\\ s applied ungated, one version per changed subject (``created_by``
-  ``migration``) and one op record per op (actor ``system`` ``schema-migration:<id>``,
-  ``schema_migration`` set) written in one statement, pins moved (unchanged trees too, without a
-  version), counts updated; ``version_applied`` after commit. ``done`` when none is left.
+  batch: rows locked, trees planned against their pins, target ops gated (a rejection fails that
+  subject alone), special-tier landings held for review, retirement deletes applied ungated, one
+  version per changed subject and one op record per op (actor ``schema-migration:<id>``) in one
+  statement, pins moved, counts updated, ``version_applied`` after commit (docs/SCHEMAS.md). A tenant
+  default on the source moves to the target when a run starts. ``done`` when none is left.
 
-Resumable: a subject on the target is never selected (its pin is re-read under the lock), so a stopped
-run continues when run again; failed subjects are retried by the next pass (``counts.failed``).
-"""
+Resumable: a subject on the target is never selected (its pin re-read under the lock); failed ones are
+retried by the next pass."""
 
 from __future__ import annotations
 
@@ -44,6 +41,7 @@ from memory.engine.tree import Tree, apply
 from memory.models import OpRecord, SchemaMigration, Subject, Tenant, TreeVersion
 from memory.schema_models import document_digest
 from memory.services import NotFoundError, ServiceError
+from memory.services.schemas import tenant_default_schema_follow
 from memory.services.tree_plan import Actor, next_version, schedule_follow_up
 from memory.services.tree_store import lock_subject, lock_subjects, single_statement_writes, write_applies
 
@@ -281,6 +279,7 @@ def schema_migration_run(
     _row_update(
         migration.pk, SchemaMigration.Status.RUNNING, {"failed": 0, "failures": {}} if not after_id else {}
     )
+    tenant_default_schema_follow(migration=migration)  # subjects created from now on are born on the target
     examined, last_id = 0, after_id
     while max_subjects is None or examined < max_subjects:
         take = batch_size if max_subjects is None else min(batch_size, max_subjects - examined)

@@ -21,7 +21,7 @@ from django.db.models import Count, Max, QuerySet
 
 from memory import selectors
 from memory.engine.schema import SCHEMA_DIR, SchemaError, get_schema, load_schema, shipped_schemas
-from memory.models import Subject, Tenant, TenantSchema
+from memory.models import SchemaMigration, Subject, Tenant, TenantSchema
 from memory.schema_models import document_digest
 from memory.services import NotFoundError, ServiceError
 
@@ -204,3 +204,15 @@ def schema_read(*, tenant: Tenant, schema_id: str, version: int) -> SchemaInfo:
     if row is None:
         raise NotFoundError(f"Unknown schema {schema_id} v{version}.")
     return _row_info(row, counts.count())
+
+
+def tenant_default_schema_follow(*, migration: SchemaMigration) -> bool:
+    """Move the tenant's default schema to the migration's target if it is still the source (a run of
+    the migration starting: subjects created from then on are born on the target). True if moved."""
+    return bool(
+        Tenant.objects.filter(
+            pk=migration.tenant_id,
+            default_schema_id=migration.source_id,
+            default_schema_version=migration.source_version,
+        ).update(default_schema_id=migration.target_id, default_schema_version=migration.target_version)
+    )

@@ -330,3 +330,32 @@ def test_bad_batch_size_is_refused(migration):
     with pytest.raises(ServiceError) as exc:
         schema_migration_run(migration=migration, batch_size=0)
     assert exc.value.field == "batch_size"
+
+
+def test_a_run_moves_the_tenants_default_from_the_source_so_new_subjects_are_born_on_the_target(
+    acme, migration
+):
+    from memory.services.subjects import subject_get_or_create
+
+    acme.default_schema_id, acme.default_schema_version = "acme-profile", 1
+    acme.save(update_fields=["default_schema_id", "default_schema_version"])
+    schema_migration_dry_run(migration=migration)
+    acme.refresh_from_db()
+    assert (acme.default_schema_id, acme.default_schema_version) == (
+        "acme-profile",
+        1,
+    )  # a dry run moves nothing
+
+    schema_migration_run(migration=migration, max_subjects=1)  # the first slice of a run
+
+    acme.refresh_from_db()
+    assert (acme.default_schema_id, acme.default_schema_version) == ("acme-profile", 2)
+    newcomer, created = subject_get_or_create(tenant=acme, external_id="newcomer")
+    assert created and (newcomer.schema_id, newcomer.schema_version) == ("acme-profile", 2)
+
+
+def test_a_run_leaves_a_default_that_is_not_the_source_alone(acme, migration):
+    assert (acme.default_schema_id, acme.default_schema_version) == ("personatree-default", 1)
+    schema_migration_run(migration=migration)
+    acme.refresh_from_db()
+    assert (acme.default_schema_id, acme.default_schema_version) == ("personatree-default", 1)
