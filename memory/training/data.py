@@ -5,8 +5,14 @@ teacher lines of either prompt (``memory.training.distill``); pointing lines of 
 have ``target: null`` (their model reply cited ids of a prompt that is only rebuilt approximately). Each row has the conversational ``prompt`` (system = the prompt's
 static part, user = its dynamic part, as the listener sends them), the SFT ``completion`` (the
 assistant's ``target``), and for the GRPO reward the scorer's inputs as JSON strings (``gold``,
-``negatives``, ``tree``, ``turns``) plus ``schema_id`` / ``schema_version`` / ``chunk_id``: JSON
+``negatives``, ``tree``, ``turns``) plus ``schema_id`` / ``schema_version`` / ``chunk_id`` and
+``schema_document`` (the canonical JSON of a tenant's own schema, None for a shipped one): JSON
 strings keep Arrow from inferring one struct type for every tree.
+
+A line names its schema by ``schema_id`` / ``schema_version``; a line of a subject pinned to a
+schema the engine does not ship (a tenant's upload) also carries the document, ``schema_document``.
+:func:`schema_of` turns those fields into an engine ``Schema`` for the scorer and the reward; a line
+without the key (older files) names a shipped schema.
 """
 
 from __future__ import annotations
@@ -14,11 +20,83 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections import Counter
+from collections import Counter, OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memory.engine.schema import Schema, SchemaError, get_schema, load_schema
+
 FORMAT = "personatree-training/1"
+#: Parsed schema documents kept, by the digest of their canonical JSON (oldest dropped first).
+MAX_DOCUMENTS = 256
+_documents: OrderedDict[str, Schema] = OrderedDict()
+
+
+def canonical_json(document: Mapping[str, Any]) -> str:
+    """Sorted keys, no spaces: the form ``serving.pointing.document_digest`` hashes."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def document_of(value: Mapping[str, Any] | str | None) -> dict[str, Any] | None:
+    """A line's ``schema_document`` (an object in the JSONL, a JSON string in a dataset column)
+    as a dict; None (or an absent key) when the line names a shipped schema."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"schema_document is not valid JSON: {exc}") from exc
+    if not isinstance(value, Mapping):
+        raise SchemaError(f"schema_document must be a JSON object, got {type(value).__name__}")
+    return dict(value)
+
+
+def schema_of(
+    schema_id: str,
+    schema_version: int,
+    document: Mapping[str, Any] | str | None = None,
+    *,
+    where: str = "line",
+) -> Schema:
+    """The engine schema of a line's ``schema_id`` / ``schema_version`` / ``schema_document``:
+    the parsed document when there is one (cached by the digest of its canonical JSON), else the
+    shipped schema. Raises ``SchemaError`` (naming ``where``) for a document that is invalid or
+    names another schema than the line does, and for an unknown shipped id."""
+    doc = document_of(document)
+    if doc is None:
+        try:
+            return get_schema(schema_id, int(schema_version))
+        except SchemaError as exc:
+            raise SchemaError(
+                f"{where}: {exc} (a line of a tenant's own schema carries schema_document)"
+            ) from exc
+    canonical = canonical_json(doc)
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    schema = _documents.get(digest)
+    if schema is None:
+        try:
+            schema = load_schema(doc)
+        except SchemaError as exc:
+            raise SchemaError(f"{where}: invalid schema_document: {exc}") from exc
+        _documents[digest] = schema
+        while len(_documents) > MAX_DOCUMENTS:
+            _documents.popitem(last=False)
+    else:
+        _documents.move_to_end(digest)
+    if schema.key != (schema_id, int(schema_version)):
+        raise SchemaError(
+            f"{where}: schema_document is {schema.id} v{schema.version} but the line names "
+            f"{schema_id} v{schema_version}"
+        )
+    return schema
+
+
+def line_schema(line: Mapping[str, Any]) -> Schema:
+    """:func:`schema_of` of an export line, errors naming its chunk."""
+    where = f"line {line.get('chunk_key') or line.get('chunk_id')!r}"
+    return schema_of(line["schema_id"], line["schema_version"], line.get("schema_document"), where=where)
 
 
 def read_lines(
@@ -67,8 +145,14 @@ def to_row(line: dict[str, Any]) -> dict[str, Any]:
         "pointing": json.dumps(line.get("pointing") or {}, ensure_ascii=False),
         "schema_id": line["schema_id"],
         "schema_version": int(line["schema_version"]),
+        "schema_document": _column(line.get("schema_document")),
         "chunk_id": int(line.get("chunk_id") or 0),
     }
+
+
+def _column(document: Any) -> str | None:
+    doc = document_of(document)
+    return None if doc is None else canonical_json(doc)
 
 
 def load_dataset(

@@ -17,7 +17,10 @@ What a line holds beyond the audit export:
   passed (the pointing listener's NO_OP);
 - ``gold``: the accepted ops with ``origin: "teacher"``; ``rejected``: the gate's refusals;
 - ``pointing`` (pointing prompts): the numbered sentences and candidate slots of the prompt, so
-  the GRPO reward maps a sampled reply to ops exactly as the listener would, without the embedder.
+  the GRPO reward maps a sampled reply to ops exactly as the listener would, without the embedder;
+- ``schema_document``: the schema's document when it is not one the engine ships (``--schema
+  FILE.json``, a tenant's own), sent to the teacher with each job and read back by the scorer and
+  the reward (:func:`memory.training.data.schema_of`); None for a shipped schema.
 
 Chunks the listener answered without a model call (no candidate leaf, no self-disclosure) are not
 written: a student running the same pipeline is never asked about them either. The split is by
@@ -42,7 +45,7 @@ from typing import Any
 
 from memory.engine.chunker import chunk_turns
 from memory.engine.ops import Op
-from memory.engine.schema import Schema, default_schema
+from memory.engine.schema import Schema, default_schema, get_schema, load_schema, shipped_schemas
 from memory.engine.tree import Tree, apply
 from memory.training.data import FORMAT
 from memory.training.pointing import context_json
@@ -134,7 +137,10 @@ def distill_subject(
     split: str,
     stats: DistillStats,
     max_chunks: int | None = None,
+    schema_document: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
+    """``schema_document``: the document of a schema the engine does not ship (see
+    :func:`schema_and_document`), sent with each job and written to each line."""
     from serving.protocol import ListenerJob
 
     recorder: RecordingEngine = listener.engine
@@ -146,8 +152,8 @@ def distill_subject(
     for k, chunk in enumerate(chunks):
         turns = [{"role": t.role, "content": t.content} for t in chunk.turns]
         job = ListenerJob(job_id=f"{subject.key}#{k}", subject_id=subject.key, base_version=k,
-                          schema_id=schema.id, schema_version=schema.version, tree=tree.to_dict(),
-                          turns=turns)  # fmt: skip
+                          schema_id=schema.id, schema_version=schema.version,
+                          schema_document=schema_document, tree=tree.to_dict(), turns=turns)  # fmt: skip
         recorder.calls.clear()
         result = listener.run([job])[0]
         stats.chunks += 1
@@ -179,6 +185,7 @@ def distill_subject(
                 "split": split,
                 "schema_id": schema.id,
                 "schema_version": schema.version,
+                "schema_document": schema_document,
                 "base_version": k,
                 "prompt_version": prompt.prompt_version,
                 "model_id": result.model_id,
@@ -200,6 +207,28 @@ def distill_subject(
         tree, _ = apply(tree, accepted)
 
 
+def schema_and_document(
+    schema: Schema | None = None, document: dict[str, Any] | None = None
+) -> tuple[Schema, dict[str, Any] | None]:
+    """The schema of a teacher run and its document (None when the engine ships it): ``document``
+    parsed (it must name ``schema``'s id and version when both are given), else ``schema`` (its
+    ``to_dict()`` form when it is not a shipped one), else the default schema."""
+    if document is not None:
+        if not isinstance(document, dict):
+            raise ValueError(f"a schema document is a JSON object, got {type(document).__name__}")
+        doc = dict(document)
+        parsed = load_schema(doc)
+        if schema is not None and (schema.key != parsed.key or schema.leaves != parsed.leaves):
+            raise ValueError(
+                f"schema_document ({parsed.id} v{parsed.version}) does not match the given schema {schema.id} v{schema.version}"
+            )
+        return parsed, doc
+    schema = schema or default_schema()
+    if schema.key in shipped_schemas() and get_schema(*schema.key) == schema:
+        return schema, None
+    return schema, schema.to_dict()
+
+
 def teacher_listener(engine_config, engine=None):
     """The configured MemListener with its engine wrapped in a :class:`RecordingEngine`."""
     from serving.engines import build_engine
@@ -219,12 +248,13 @@ def distill(
     val_share: float = 0.0,
     max_chunks: int | None = None,
     schema: Schema | None = None,
+    schema_document: dict[str, Any] | None = None,
 ) -> DistillStats:
     """Run the teacher ``listener`` (engine: a :class:`RecordingEngine`) over ``subjects`` and
-    write one JSON line per model call to ``out``."""
+    write one JSON line per model call to ``out``. The schema: :func:`schema_and_document`."""
     if not isinstance(listener.engine, RecordingEngine):
         raise TypeError("the teacher listener's engine must be a RecordingEngine (teacher_listener())")
-    schema = schema or default_schema()
+    schema, document = schema_and_document(schema, schema_document)
     stats = DistillStats()
     for subject in subjects:
         if subject.conversation in val_conversations:
@@ -232,7 +262,13 @@ def distill(
         else:
             split = split_of(subject.key, seed=seed, val_share=val_share)
         for line in distill_subject(
-            listener, subject, schema, split=split, stats=stats, max_chunks=max_chunks
+            listener,
+            subject,
+            schema,
+            split=split,
+            stats=stats,
+            max_chunks=max_chunks,
+            schema_document=document,
         ):
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
     return stats
@@ -261,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--teacher", default="extractive")
     ap.add_argument("--prompt-mode", default="pointing", choices=["pointing", "full_enum"])
     ap.add_argument("--max-chunks", type=int, default=None, help="first N chunks of each subject")
+    ap.add_argument("--schema", default=None, help="a schema document (JSON) the engine does not ship")
     ap.add_argument("--out", required=True)
     ap.add_argument("--overwrite", action="store_true")
     args = ap.parse_args(argv)
@@ -270,7 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         config = teacher_config(args.teacher, args.prompt_mode)
-    except ValueError as exc:
+        document = json.loads(Path(args.schema).read_text(encoding="utf-8")) if args.schema else None
+        if document is not None:
+            schema_and_document(None, document)  # refuse an invalid document before the run
+    except (ValueError, OSError) as exc:
         print(f"distill: {exc}", file=sys.stderr)
         return 2
     wanted = list(dict.fromkeys(args.conversation + args.val_conversation))
@@ -278,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(out, "w", encoding="utf-8") as fh:
         stats = distill(
             locomo_subjects(args.data, wanted), teacher_listener(config), fh,
-            val_conversations=args.val_conversation, max_chunks=args.max_chunks,
+            val_conversations=args.val_conversation, max_chunks=args.max_chunks, schema_document=document,
         )  # fmt: skip
     print(
         json.dumps(

@@ -4,7 +4,8 @@ For each subject (id order) and each chunk with op rows of a ``model`` actor (ch
 example holds what the listener was given and what the store made of its answer:
 
 - the schema (``subject.schema_id`` / ``schema_version``, shipped or the tenant's own:
-  ``memory.selectors.subject_schema``), the tree at the rows' ``base_version``
+  ``memory.selectors.subject_schema``; ``schema_document`` holds the tenant's uploaded document,
+  None for a shipped schema, so the scorer and the reward need no database), the tree at the rows' ``base_version``
   (the ``TreeVersion`` snapshot of that number; version 0 is the empty tree);
 - the chunk's turns exactly as ``workers.dispatcher.build_jobs`` assembles them: the subject's
   user/assistant messages of the chunk's seq span, preceded by the last system message at or
@@ -133,6 +134,8 @@ class Exporter:
         if not todo:
             return
         schema = selectors.subject_schema(subject)  # a shipped schema or the tenant's own
+        # the tenant's uploaded document (None for a shipped schema): a line is read without the DB
+        document = selectors.schema_document(subject.tenant_id, schema.id, schema.version)
         history = PathHistory(records)
         chunks = {c.pk: c for c in Chunk.objects.filter(pk__in=list(todo))}
         bases = {rows[0].base_version for rows in todo.values()}
@@ -144,7 +147,9 @@ class Exporter:
         for _ in range(len(todo) - len(chunks)):
             self._skip("chunk_missing")
         for chunk in sorted(chunks.values(), key=lambda c: (c.start_seq, c.pk)):
-            line = self._example(subject, schema, chunk, todo[chunk.pk], history, snapshots, messages, split)
+            line = self._example(
+                subject, schema, chunk, todo[chunk.pk], history, snapshots, messages, split, document
+            )
             if on_chunk:
                 on_chunk()
             if line is not None:
@@ -153,7 +158,7 @@ class Exporter:
     def _skip(self, why: str) -> None:
         self.stats.skipped[why] += 1
 
-    def _example(self, subject, schema: Schema, chunk, rows, history, snapshots, messages, split):
+    def _example(self, subject, schema: Schema, chunk, rows, history, snapshots, messages, split, document):
         if len({r.batch for r in rows}) > 1:
             return self._skip("several_model_batches")
         ops: ChunkOps = chunk_ops(rows, history)
@@ -185,6 +190,7 @@ class Exporter:
             "split": split,
             "schema_id": schema.id,
             "schema_version": schema.version,
+            "schema_document": document,
             "base_version": first.base_version,
             "prompt_version": first.prompt_version,
             "model_id": first.model_id,

@@ -4,7 +4,9 @@ TRL's ``GRPOTrainer`` calls a reward function with ``prompts``, ``completions``,
 and every other dataset column as a keyword argument (one value per completion; the installed TRL
 1.16 also passes ``trainer_state``, ``log_extra`` and ``log_metric``). The columns used here are
 the ones :mod:`memory.training.data` writes: ``gold``, ``negatives`` (the declined ops),
-``tree``, ``turns``, ``pointing`` (JSON strings), ``schema_id`` and ``schema_version``.
+``tree``, ``turns``, ``pointing`` (JSON strings), ``schema_id``, ``schema_version`` and
+``schema_document`` (a tenant's own schema as a JSON string, None for a shipped one; a dataset
+without the column names shipped schemas only): :func:`memory.training.data.schema_of`.
 
 A completion of a **pointing** prompt (the row's ``pointing`` holds its sentences and slots) is
 mapped to ops the way the listener maps it (:func:`memory.training.pointing.reply_ops`); items
@@ -19,8 +21,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from memory.engine.ops import Op
-from memory.engine.schema import get_schema
 from memory.engine.scorer import score
+from memory.training.data import schema_of
 
 
 def ops_of(items: Iterable[dict[str, Any]]) -> list[Op]:
@@ -62,6 +64,7 @@ class ScorerReward:
         schema_version: list[int],
         chunk_id: list[int] | None = None,
         pointing: list[str] | None = None,
+        schema_document: list[str | None] | None = None,
         **_: Any,
     ) -> list[float]:
         rewards = []
@@ -80,7 +83,12 @@ class ScorerReward:
                 ops_of(json.loads(gold[i])),
                 subject_tree,
                 json.loads(turns[i]),
-                schema=get_schema(schema_id[i], int(schema_version[i])),
+                schema=schema_of(
+                    schema_id[i],
+                    int(schema_version[i]),
+                    schema_document[i] if schema_document else None,
+                    where=f"row of chunk {chunk_id[i] if chunk_id else '?'}",
+                ),
                 declined_ops=ops_of(json.loads(negatives[i])),
                 parse_errors=errors,
             )

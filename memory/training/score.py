@@ -22,9 +22,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from memory.engine.ops import Op
-from memory.engine.schema import get_schema
 from memory.engine.scorer import score
-from memory.training.data import FORMAT
+from memory.training.data import FORMAT, document_of, line_schema
 from memory.training.reward import ops_of
 
 
@@ -47,10 +46,11 @@ def score_lines(listener, lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
     totals, seconds, ops_n, ungrounded, parse_errors = [], [], 0, 0, 0
     for line in lines:
-        schema = get_schema(line["schema_id"], int(line["schema_version"]))
+        schema = line_schema(line)  # shipped, or the tenant's own from the line's schema_document
         job = ListenerJob(job_id=str(line.get("chunk_key") or line.get("chunk_id")), subject_id=str(line["subject_id"]),
                           base_version=int(line.get("base_version") or 0), schema_id=schema.id,
-                          schema_version=schema.version, tree=line["tree"], turns=line["turns"])  # fmt: skip
+                          schema_version=schema.version, schema_document=document_of(line.get("schema_document")),
+                          tree=line["tree"], turns=line["turns"])  # fmt: skip
         start = time.perf_counter()
         res = listener.run([job])[0]
         seconds.append(time.perf_counter() - start)
