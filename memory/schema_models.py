@@ -11,16 +11,11 @@ Services: ``memory/services/schemas.py``; docs/SCHEMAS.md.
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 from django.db import models
 
+from memory.engine.schema import document_digest
 
-def document_digest(document: object) -> str:
-    """SHA-256 of the canonical JSON of a document (sorted keys, no spaces): equal documents, equal digests."""
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+__all__ = ["SchemaMigration", "TenantSchema", "document_digest"]
 
 
 class TenantSchema(models.Model):

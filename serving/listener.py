@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -23,11 +21,11 @@ from memory.engine.gate import GatePolicy, gate
 from memory.engine.ops import Op
 from memory.engine.parser import parse_ops
 from memory.engine.render import count_tokens
-from memory.engine.schema import Schema, SchemaError, get_schema, load_schema
+from memory.engine.schema import Schema, SchemaError, get_schema, schema_from_document
 from memory.engine.tree import Tree
 from serving.engines.base import Engine, EngineError, Generation, Prompt
 from serving.output_schema import MAX_OPS, op_list_schema, pointer_list_schema
-from serving.pointing import LeafIndex, PointingStep, default_embed, document_digest
+from serving.pointing import LeafIndex, PointingStep, default_embed
 from serving.prompt import POINTING_PROMPT_VERSION, PROMPT_VERSION, build_pointing_prompt, build_prompt
 from serving.protocol import ListenerJob, ListenerResult
 
@@ -128,13 +126,10 @@ class MemListener:
     chunk's user turns (on by default).
 
     A job's schema: ``schema_document`` when the job carries one (a tenant's own schema, parsed
-    once and cached by the digest of its canonical JSON), else ``schema_resolver(id, version)``
+    once per digest of its canonical JSON by the engine's ``schema_from_document``), else ``schema_resolver(id, version)``
     (the shipped schemas). Everything cached per schema (the enum output schema's group, the
     pointing leaf index) is keyed by id, version *and* that digest: ids are per tenant, so two
     tenants may send the same id and version with different leaves."""
-
-    #: Parsed tenant schemas kept (least recently used dropped first).
-    MAX_DOCUMENTS = 256
 
     def __init__(
         self,
@@ -154,8 +149,6 @@ class MemListener:
         self.constrained = constrained
         self.max_ops = max_ops
         self.pointing = pointing
-        self._documents: OrderedDict[str, Schema] = OrderedDict()
-        self._documents_lock = threading.Lock()
 
     def job_schema(self, job: ListenerJob) -> tuple[Schema, str]:
         """``(schema, digest)`` of the job; ``digest`` is "" for a shipped schema (named by id and
@@ -163,17 +156,7 @@ class MemListener:
         schema than the job does (the caller turns it into that job's error)."""
         if job.schema_document is None:
             return self.schema_resolver(job.schema_id, job.schema_version), ""
-        digest = document_digest(job.schema_document)
-        with self._documents_lock:
-            schema = self._documents.get(digest)
-            if schema is not None:
-                self._documents.move_to_end(digest)
-        if schema is None:
-            schema = load_schema(job.schema_document)
-            with self._documents_lock:
-                self._documents[digest] = schema
-                while len(self._documents) > self.MAX_DOCUMENTS:
-                    self._documents.popitem(last=False)
+        schema, digest = schema_from_document(job.schema_document)
         if schema.key != (job.schema_id, job.schema_version):
             raise SchemaError(
                 f"schema_document is {schema.id} v{schema.version} but the job names "

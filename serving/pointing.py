@@ -18,7 +18,6 @@ After generation, ``PointingStep.items`` reads the JSON and ``PointingStep.ops``
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -38,7 +37,7 @@ from memory.engine.candidates import (
     user_sentences,
 )
 from memory.engine.pointing import ops_from_pointers
-from memory.engine.schema import Schema
+from memory.engine.schema import Schema, document_digest
 from memory.engine.tree import Tree
 
 Embed = Callable[[Sequence[str]], "object"]  # texts -> (n, dim) unit vectors (numpy)
@@ -50,13 +49,6 @@ class PointingContext:
     candidates: Candidates
     budgets: dict[str, int]
     skip_reason: str = ""
-
-
-def document_digest(document: object) -> str:
-    """SHA-256 of the canonical JSON of a schema document (sorted keys, no spaces); the same
-    function as ``memory.schema_models.document_digest`` (serving imports no Django)."""
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @functools.lru_cache(maxsize=64)

@@ -32,8 +32,11 @@ unknown budget, and an unknown tier.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -47,6 +50,9 @@ __all__ = [
     "Schema",
     "SchemaError",
     "load_schema",
+    "canonical_json",
+    "document_digest",
+    "schema_from_document",
     "default_schema",
     "get_schema",
     "DEFAULT_SCHEMA_ID",
@@ -265,6 +271,46 @@ def load_schema(source: str | Path | Mapping[str, Any]) -> Schema:
                 )
     doc = data.get("doc", "")
     return Schema(schema_id, version, tuple(leaves), doc if isinstance(doc, str) else "")
+
+
+def canonical_json(document: object) -> str:
+    """A document as JSON with sorted keys and no spaces: equal documents, equal text."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def document_digest(document: object) -> str:
+    """SHA-256 of :func:`canonical_json`: what identifies a schema document that is not shipped (a
+    tenant's own; ids are per tenant, so id and version alone do not)."""
+    return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
+
+
+#: Parsed schema documents kept by :func:`schema_from_document` (least recently used dropped first).
+MAX_PARSED_DOCUMENTS = 256
+_parsed: OrderedDict[str, Schema] = OrderedDict()
+_parsed_lock = threading.Lock()
+
+
+def schema_from_document(document: Mapping[str, Any]) -> tuple[Schema, str]:
+    """``(schema, digest)`` of a schema document, parsed once per digest and cached (thread-safe).
+    Raises ``SchemaError`` as :func:`load_schema` does."""
+    digest = document_digest(document)
+    with _parsed_lock:
+        schema = _parsed.get(digest)
+        if schema is not None:
+            _parsed.move_to_end(digest)
+            return schema, digest
+    schema = load_schema(document)
+    with _parsed_lock:
+        _parsed[digest] = schema
+        while len(_parsed) > MAX_PARSED_DOCUMENTS:
+            _parsed.popitem(last=False)
+    return schema, digest
+
+
+def parsed_document_digests() -> tuple[str, ...]:
+    """Digests of the documents :func:`schema_from_document` holds parsed, oldest first."""
+    with _parsed_lock:
+        return tuple(_parsed)
 
 
 def _shipped_file(schema_id: str, version: int) -> Path:

@@ -36,10 +36,9 @@ from memory import selectors
 from memory.engine.gate import STRICT, Reason, gate
 from memory.engine.migration import Migration, MigrationError, MigrationPlan, load_migration, plan_migration
 from memory.engine.ops import Op, OpType
-from memory.engine.schema import Schema, SchemaError
+from memory.engine.schema import Schema, SchemaError, document_digest
 from memory.engine.tree import Tree, apply
 from memory.models import OpRecord, SchemaMigration, Subject, Tenant, TreeVersion
-from memory.schema_models import document_digest
 from memory.services import NotFoundError, ServiceError
 from memory.services.schemas import tenant_default_schema_follow
 from memory.services.tree_plan import Actor, next_version, schedule_follow_up

@@ -20,9 +20,15 @@ from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 
 from memory import selectors
-from memory.engine.schema import SCHEMA_DIR, SchemaError, get_schema, load_schema, shipped_schemas
+from memory.engine.schema import (
+    SCHEMA_DIR,
+    SchemaError,
+    document_digest,
+    get_schema,
+    load_schema,
+    shipped_schemas,
+)
 from memory.models import SchemaMigration, Subject, Tenant, TenantSchema
-from memory.schema_models import document_digest
 from memory.services import NotFoundError, ServiceError
 
 #: Upper bounds of an uploaded schema (a tree the prompt, the gate and the admin can still handle).

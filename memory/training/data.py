@@ -20,22 +20,14 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memory.engine.schema import Schema, SchemaError, get_schema, load_schema
+from memory.engine.schema import Schema, SchemaError, canonical_json, get_schema, schema_from_document
 
 FORMAT = "personatree-training/1"
-#: Parsed schema documents kept, by the digest of their canonical JSON (oldest dropped first).
-MAX_DOCUMENTS = 256
-_documents: OrderedDict[str, Schema] = OrderedDict()
-
-
-def canonical_json(document: Mapping[str, Any]) -> str:
-    """Sorted keys, no spaces: the form ``serving.pointing.document_digest`` hashes."""
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def document_of(value: Mapping[str, Any] | str | None) -> dict[str, Any] | None:
@@ -72,19 +64,10 @@ def schema_of(
             raise SchemaError(
                 f"{where}: {exc} (a line of a tenant's own schema carries schema_document)"
             ) from exc
-    canonical = canonical_json(doc)
-    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    schema = _documents.get(digest)
-    if schema is None:
-        try:
-            schema = load_schema(doc)
-        except SchemaError as exc:
-            raise SchemaError(f"{where}: invalid schema_document: {exc}") from exc
-        _documents[digest] = schema
-        while len(_documents) > MAX_DOCUMENTS:
-            _documents.popitem(last=False)
-    else:
-        _documents.move_to_end(digest)
+    try:
+        schema, _ = schema_from_document(doc)  # parsed once per digest of its canonical JSON
+    except SchemaError as exc:
+        raise SchemaError(f"{where}: invalid schema_document: {exc}") from exc
     if schema.key != (schema_id, int(schema_version)):
         raise SchemaError(
             f"{where}: schema_document is {schema.id} v{schema.version} but the line names "

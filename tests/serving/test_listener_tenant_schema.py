@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import OrderedDict
 
 import pytest
 
+from memory.engine import schema as engine_schema
 from memory.engine.candidates import CandidateSettings
-from memory.engine.schema import load_schema
+from memory.engine.schema import load_schema, parsed_document_digests
 from memory.schema_models import document_digest as model_digest
-from serving import listener as listener_module
 from serving.config import EngineConfig
 from serving.engines.base import Generation
 from serving.engines.extractive import ExtractiveEngine
@@ -113,7 +114,7 @@ def test_two_tenants_same_id_and_version_never_share_a_schema_or_leaf_index():
     assert keys == sorted(
         [("tutor-profile", 1, document_digest(TUTOR)), ("tutor-profile", 1, document_digest(OTHER))]
     )
-    assert set(listener._documents) == {document_digest(TUTOR), document_digest(OTHER)}
+    assert {document_digest(TUTOR), document_digest(OTHER)} <= set(parsed_document_digests())  # parsed apart
     # a leaf index used without a digest keys by the leaves themselves, never by id and version alone
     assert index.leaves(load_schema(TUTOR))[0] != index.leaves(load_schema(OTHER))[0]
     assert schema_fingerprint(load_schema(TUTOR)) != schema_fingerprint(load_schema(OTHER))
@@ -156,8 +157,9 @@ def test_full_enum_output_schemas_are_per_document():
 
 def test_a_document_is_parsed_once(monkeypatch):
     parsed = []
-    real = listener_module.load_schema
-    monkeypatch.setattr(listener_module, "load_schema", lambda doc: parsed.append(doc) or real(doc))
+    real = engine_schema.load_schema
+    monkeypatch.setattr(engine_schema, "_parsed", OrderedDict())  # nothing parsed by earlier tests
+    monkeypatch.setattr(engine_schema, "load_schema", lambda doc: parsed.append(doc) or real(doc))
     listener = bag_listener()
     listener.run([job(TUTOR, job_id="1"), job(copy.deepcopy(TUTOR), job_id="2")])
     listener.run([job(json.loads(json.dumps(TUTOR)), job_id="3")])
