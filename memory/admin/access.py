@@ -109,6 +109,20 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return qs.filter(**{field: tenants})
 
 
+class ReadOnlyAdmin:
+    """Mixin (before the ModelAdmin) for rows the admin shows but never adds, changes or deletes:
+    audit records and logs that only the services write."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 def scoped_subjects(request):
     """The subjects ``request.user`` may see."""
     qs = Subject.objects.all()

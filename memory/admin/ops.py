@@ -11,7 +11,13 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.template.response import TemplateResponse
 
-from memory.admin.access import TenantScopedAdmin, masked_record, record_is_special, sees_special
+from memory.admin.access import (
+    ReadOnlyAdmin,
+    TenantScopedAdmin,
+    masked_record,
+    record_is_special,
+    sees_special,
+)
 from memory.models import OpRecord, ReviewItem
 from memory.services import ServiceError
 from memory.services.governance import ops_review_approve, ops_review_decline
@@ -82,7 +88,7 @@ def decline_ops(modeladmin, request, queryset):
     return TemplateResponse(request, "admin/memory/decline_confirm.html", context)
 
 
-class OpRecordAdmin(TenantScopedAdmin):
+class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve / decline actions
     tenant_lookup = "subject__tenant"
     list_display = (
         "created_at",
@@ -171,15 +177,6 @@ class OpRecordAdmin(TenantScopedAdmin):
 
     def has_review_permission(self, request):
         return request.user.has_perm("memory.change_oprecord")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False  # records are immutable; decisions go through the approve / decline actions
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 admin.site.register(OpRecord, OpRecordAdmin)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from memory.admin.access import TenantScopedAdmin
+from memory.admin.access import ReadOnlyAdmin, TenantScopedAdmin
 from memory.models import SchemaMigration
 from memory.services.schema_migrations import COUNTS
 
@@ -24,7 +24,7 @@ def _count(name: str):
 
 
 @admin.register(SchemaMigration)
-class SchemaMigrationAdmin(TenantScopedAdmin):
+class SchemaMigrationAdmin(ReadOnlyAdmin, TenantScopedAdmin):
     list_display = (
         "mapping_id",
         "tenant",
@@ -51,12 +51,3 @@ class SchemaMigrationAdmin(TenantScopedAdmin):
     @admin.display(description="remaining")
     def remaining(self, obj):
         return obj.counts.get("remaining", "")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

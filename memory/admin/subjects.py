@@ -18,6 +18,7 @@ from django.urls import path, reverse
 
 from memory import selectors
 from memory.admin.access import (
+    ReadOnlyAdmin,
     TenantScopedAdmin,
     is_special,
     masked_changes,
@@ -204,7 +205,7 @@ def _report(request, outcome: ApplyOutcome, path: str) -> None:
 
 
 @admin.register(TreeVersion)
-class TreeVersionAdmin(TenantScopedAdmin):
+class TreeVersionAdmin(ReadOnlyAdmin, TenantScopedAdmin):
     tenant_lookup = "subject__tenant"
     list_display = ("subject", "number", "created_by", "chunk", "note", "created_at")
     list_filter = ("created_by", ("subject__tenant", admin.RelatedOnlyFieldListFilter))
@@ -230,12 +231,3 @@ class TreeVersionAdmin(TenantScopedAdmin):
         # ``tree`` shown in place of the whole tree (``snapshot``); ``stored_as`` still reads ``delta``.
         shown.tree = masked_tree(version.snapshot or {}, selectors.subject_schema(version.subject))
         return shown
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

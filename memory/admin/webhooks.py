@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from memory.admin.access import TenantScopedAdmin
+from memory.admin.access import ReadOnlyAdmin, TenantScopedAdmin
 from memory.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from memory.services.webhooks import webhook_endpoint_update
 
@@ -68,7 +68,7 @@ class WebhookAttemptInline(admin.TabularInline):
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(TenantScopedAdmin):
+class WebhookDeliveryAdmin(ReadOnlyAdmin, TenantScopedAdmin):
     """The delivery log: one row per event and endpoint, its attempts inline. Read-only."""
 
     tenant_lookup = "endpoint__tenant"
@@ -99,12 +99,3 @@ class WebhookDeliveryAdmin(TenantScopedAdmin):
     )
     readonly_fields = fields
     inlines = [WebhookAttemptInline]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
