@@ -1,6 +1,8 @@
 """`--memlistener` / `--responder` endpoint specs -> the serving package's own configs.
 
-Spec forms (the default for both is `local`, the settings' local GGUF):
+Spec forms (the MemListener's default is the product's: the configured listener,
+`PERSONATREE_MEMLISTENER_BACKEND`, extractive unless set; the responder's default is `local`, the
+settings' local GGUF):
 - `local` or `local:/path/model.gguf` — llama.cpp in this process;
 - `extractive` — the extractive listener (no language model; the pointing pipeline's rules);
 - `recorded:/path/recording.jsonl` — replays a named recording (tests, demos);
@@ -36,9 +38,12 @@ def parse_spec(spec: str | None) -> tuple[str, str]:
 
 
 def memlistener_config(spec: str | None) -> ClientConfig:
-    """The MemListener client config for `spec`, starting from the settings (so limits stay as configured)."""
-    kind, rest = parse_spec(spec)
+    """The MemListener client config for `spec`, starting from the settings (so limits stay as
+    configured); no spec: the settings' own listener, as the product runs it."""
     base = conf.listener_client_config()
+    if spec is None:
+        return base
+    kind, rest = parse_spec(spec)
     engine = base.engine
     if kind == "ray":
         return base.model_copy(update={"backend": "ray", "url": rest})

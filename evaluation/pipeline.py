@@ -44,7 +44,7 @@ class RunContext:
 def run_context(
     *,
     run_id: str,
-    memlistener: str,
+    memlistener: str | None,
     responder: str,
     responder_max_tokens: int = 48,
     record_memlistener: str | None = None,
@@ -52,7 +52,8 @@ def run_context(
     tenant_name: str | None = None,
     usage_path: str | None = None,
 ) -> RunContext:
-    client = CountingClient(build_client(memlistener_config(memlistener)), record_path=record_memlistener)
+    listener_config = memlistener_config(memlistener)
+    client = CountingClient(build_client(listener_config), record_path=record_memlistener)
     configure_responder(responder_settings(responder, max_tokens=responder_max_tokens))
     resp = Responder(record_path=record_responder)
     tenant, reused = store.eval_tenant(tenant_name or f"eval-{run_id}", reuse=bool(tenant_name))
@@ -61,7 +62,7 @@ def run_context(
         tenant=tenant,
         client=client,
         responder=resp,
-        memlistener_spec=memlistener,
+        memlistener_spec=memlistener or f"{listener_config.backend} (the configured default)",
         responder_spec=responder,
         usage_path=usage_path,
     )

@@ -1,10 +1,11 @@
 import pytest
 
 from evaluation.endpoints import EndpointError, memlistener_config, parse_spec, responder_settings
+from memory import conf
 
 
 def test_parse_spec():
-    assert parse_spec(None) == ("local", "")
+    assert parse_spec(None) == ("local", "")  # the responder's default
     assert parse_spec("openai:http://h:1/v1#m") == ("openai", "http://h:1/v1#m")
     with pytest.raises(EndpointError, match="unknown endpoint"):
         parse_spec("grpc:x")
@@ -14,6 +15,8 @@ def test_parse_spec():
 
 def test_configs(settings):
     assert memlistener_config("local:/m.gguf").engine.model_path == "/m.gguf"
+    default = memlistener_config(None)  # the product's configured listener, whatever it is
+    assert default == conf.listener_client_config()
     assert memlistener_config("ray:http://127.0.0.1:8000/x").url == "http://127.0.0.1:8000/x"
     c = memlistener_config("openai:http://h/v1#qwen")
     assert (c.backend, c.engine.base_url, c.engine.model) == ("openai", "http://h/v1", "qwen")

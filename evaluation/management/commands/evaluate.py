@@ -5,7 +5,8 @@
     manage.py evaluate personamem --questions CSV --contexts JSONL [--limit N] [--modes ...]
     manage.py evaluate merge --out DIR PART_DIR PART_DIR ...   (runs over one tenant that split the work)
 
-Common: `--memlistener SPEC`, `--responder SPEC` (default `local`; see evaluation/endpoints.py),
+Common: `--memlistener SPEC` (default: the product's configured listener), `--responder SPEC`
+(default `local`; see evaluation/endpoints.py),
 `--out DIR` (results.json, results.md, PNG plots). Data paths come from the user; nothing is vendored.
 Each run writes into a fresh tenant `eval-<run id>` of the configured database.
 """
@@ -81,8 +82,9 @@ class Command(BaseCommand):
             )
             p.add_argument(
                 "--memlistener",
-                default="local",
-                help="local | local:GGUF | recorded:JSONL | openai:URL[#model] | ray:URL",
+                default=None,
+                help="extractive | local | local:GGUF | recorded:JSONL | openai:URL[#model] | ray:URL "
+                "(default: the product's configured MemListener, PERSONATREE_MEMLISTENER_BACKEND)",
             )
             p.add_argument(
                 "--responder",
