@@ -1,0 +1,283 @@
+"""Step 1 of the listener pipeline: cut a chat turn into clauses worth classifying.
+
+:func:`segment` works on character spans of the turn, so every :class:`Clause` keeps the exact
+source text it came from (``content[clause.start:clause.end]``):
+
+- sentences end at ``.``/``!``/``?``/``…`` followed by a space, and at newlines (an abbreviation
+  such as "Dr." or a lone initial does not end one; "3.5" is one number);
+- a sentence is cut into clauses at ``"; "``, ``" - "`` (and dashes), ``", so"``, ``", but"``,
+  ``", because"``, ``", plus"``, ``", and I/my/we"`` and before a trailing ``", how about you?"``;
+  a piece too short to stand alone (under three words or without a content word) stays attached;
+- tag questions are stripped so the statement survives ("…, right?", "…, you know?",
+  "… - pretty cool, huh?");
+- vocatives go ("Gina, …", "…, Mel!"): the speakers' ``names`` (or a prefix of one, "Mel" for
+  "Melanie"), and a leading single capitalised word followed by a comma that is not a common word;
+- interjection and evaluative openers go ("Wow,", "Oh nice,", "Great!", "Hey Mel!", "Thanks!"),
+  and a clause made only of small talk is dropped ("Good to see you!", "That's so cool!", "Bye!",
+  "ttyl", "How have you been?");
+- emoji and emoticons are removed from the clause text.
+
+Questions are kept with their ``?`` (the classifier decides what to do with them). Pure regular
+expressions, no parsing: a turn takes well under a millisecond.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from .text import STOPWORDS, content_stems, fold, folded_words, words
+
+__all__ = ["Clause", "segment", "strip_emoji", "is_small_talk"]
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """One clause of a turn; ``content[start:end]`` is its source text."""
+
+    text: str  # the clause as said, cleaned: opener/vocative/tag question removed, first person kept
+    sentence: str  # the whole source sentence it came from
+    turn: int  # index of the turn in the chunk (passed in)
+    start: int  # character span in the turn's content
+    end: int
+
+
+_ABBREVIATIONS = frozenset(
+    {"dr", "mr", "mrs", "ms", "st", "e.g", "i.e", "etc", "vs", "approx", "jr", "sr", "no"}
+)
+_SENTENCE_END = re.compile(r"[.!?\u2026]+[\"'\u2019\u201d)\]]*(?=\s)|\n")
+
+_EMOJI = re.compile(
+    r"[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F\u200D\u20E3\u2300-\u23FF]+"
+    r"|(?<![\w:/])(?:[:;=][-'^]?[)(\]\[DPpOo3/\\|*]+|<3+|\^_?\^|[xX]D)(?![\w/])"
+)
+
+# A clause break inside a sentence; the connective word itself ("so", "but") is not kept.
+_CUT = re.compile(
+    r";\s+"
+    r"|\s+(?:-{1,2}|\u2013|\u2014)\s+|(?<=\w)(?:--|\u2014)(?=\s*\w)"
+    r"|,\s+(?:so|but|because|'cause|cause|plus)\s+"
+    r"|,\s+and\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b)"
+    r"|,\s+(?=(?:and\s+)?(?:how|what)\s+about\s+you\b|and\s+you\s*\?|you\s*\?)",
+    re.IGNORECASE,
+)
+
+# Tag questions at the end of a statement: "..., right?", "... - pretty cool, huh?".
+_TAG = re.compile(
+    r"(?:\s*,|\s+[-\u2013\u2014]+)\s*(?:"
+    r"(?:right|huh|eh|yeah|no|ya know|you know|innit|isn't it|don't you think|am i right|"
+    r"wouldn't you say|don't you|didn't i)"
+    r"|(?:(?:pretty|so|really|super)\s+)?(?:cool|neat|awesome|great|amazing|fun|crazy|wild)"
+    r"(?:\s*,\s*(?:huh|right|eh|no))?"
+    r")\s*\?+[!?]*\s*$",
+    re.IGNORECASE,
+)
+
+_INTERJECTION = (
+    r"o+h+|o+o+h+|a+w+|wo+w+|wh?oa+h?|yay+|woo+hoo+|omg|oh my (?:god|gosh)|gosh|geez|"
+    r"hey+|hiya|hi+|hello|heya|yo|yeah+|yes+|yep|yup|ya|sure(?: thing)?|ok|okay|alright|all right|"
+    r"ha(?:ha)+|hah|lol|lmao|hmm+|um+|uh+|ah+|aha|great|awesome|amazing|cool|nice|sweet|lovely|"
+    r"wonderful|fantastic|perfect|good|thanks(?: a (?:lot|ton|bunch))?|thank you(?: so much)?|thx|"
+    r"congrats|congratulations|no way|exactly|totally|absolutely|definitely|true|indeed|right|well|"
+    r"gotcha|got it|sounds good|of course|for sure|same|bye|goodbye|cheers|dude|man|girl|"
+    r"appreciated|agreed|nope|no"
+)
+_GREETING = (
+    r"hey+|hi+|hello|heya|hiya|yo|thanks|thank you|bye|congrats|congratulations|woah|wow|yeah|yep|sorry"
+)
+_NAME = r"(?-i:[A-Z][a-z'\u2019-]+)"
+_OPENER = re.compile(
+    rf"^(?:(?:(?:{_GREETING})\s+{_NAME}\s*(?:[,!.\u2026]+|\s+-+)\s*)"
+    rf"|(?:(?:{_INTERJECTION})(?:\s+(?:nice|cool|wow|great|man|dude|so much|again|then|thing|too|there))*"
+    r"\s*(?:[,!.:\u2026]+|\s+-+)\s*))+",
+    re.IGNORECASE,
+)
+_GREETING_NAME = re.compile(rf"^(?:{_GREETING})\s+({_NAME})\b", re.IGNORECASE)
+_LEAD_VOCATIVE = re.compile(rf"^({_NAME})\s*(?:,|!+|\.(?=\s))\s*")
+_TRAIL_VOCATIVE = re.compile(r",\s*([A-Za-z][\w'\u2019-]*)\s*([.!?\u2026]*)\s*$")
+_COMMON_VOCATIVES = frozenset({"dude", "man", "girl", "buddy", "friend", "pal", "mate", "bro", "sis", "guys"})
+_NOT_VOCATIVE = frozenset(
+    """
+yesterday today tonight tomorrow now then sometimes recently lately lastly also anyway anyways
+besides however plus still though well meanwhile otherwise yes yeah no nope sure ok okay so and but
+honestly seriously personally luckily unfortunately fortunately basically actually currently
+monday tuesday wednesday thursday friday saturday sunday january february march april may june july
+august september october november december spring summer autumn fall winter afterwards later
+again first second finally initially originally eventually overall usually normally mostly
+yet instead sadly thankfully hopefully luckily sure guess everyone everybody somehow
+""".split()
+)
+
+_SMALL_TALK = frozenset(
+    """
+hey hi hello heya hiya yo bye goodbye ttyl ttys cya see seeya ya later soon talk chat chatting catch
+care take good great nice awesome amazing cool sweet lovely wonderful fantastic fun glad happy hear
+hearing that's that it's it its this is was so really very super pretty such a an wow oh omg thanks
+thank much for sharing how how's what's what up are have been doing going morning evening night day
+hope too as well again sounds sound looks look looking totally definitely yes yeah yep sure ok okay
+haha lol congrats congratulations exciting incredible impressive beautiful gorgeous stunning cute
+adorable love it's the and all you your you're me same here luck best of wishing cheers welcome no
+problem worries anytime course true right exactly agree agreed absolutely indeed know get got
+appreciate appreciated kind words means lot totally gotcha there thing things news idea ideas cheers
+rock on keep up work cool wild crazy neat interesting fascinating inspiring powerful tough rough sad
+sorry woah whoa aw aww ooh yay woohoo hugs xoxo sounds stuff now for to in touch yourself
+""".split()
+)
+
+
+def strip_emoji(text: str) -> str:
+    """``text`` without emoji and emoticons, whitespace normalised."""
+    return " ".join(_EMOJI.sub(" ", text).split())
+
+
+def is_small_talk(text: str, names: Collection[str] = ()) -> bool:
+    """True when every word of ``text`` is greeting/evaluation small talk or a speaker's name."""
+    folded = folded_words(text)
+    if not folded:
+        return True
+    named = {fold(n) for n in names}
+    return all(w in _SMALL_TALK or w in named or _is_name_prefix(w, named) for w in folded)
+
+
+def _is_name_prefix(word: str, named: set[str]) -> bool:
+    return len(word) >= 3 and any(n.startswith(word) for n in named)
+
+
+def _sentence_spans(content: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence, whitespace trimmed."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in _SENTENCE_END.finditer(content):
+        if m.group(0).startswith("."):
+            before = content[pos : m.start()].rsplit(None, 1)
+            last = before[-1].lower().lstrip("(\"'") if before else ""
+            if m.group(0) == "." and (last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())):
+                continue
+        spans.append((pos, m.end()))
+        pos = m.end()
+    spans.append((pos, len(content)))
+    return [t for t in (_trim(content, s, e) for s, e in spans) if t[0] < t[1]]
+
+
+def _trim(content: str, start: int, end: int, chars: str = " \t\r\n") -> tuple[int, int]:
+    while start < end and content[start] in chars:
+        start += 1
+    while end > start and content[end - 1] in chars:
+        end -= 1
+    return start, end
+
+
+def _strip_edges(content: str, start: int, end: int, names: set[str]) -> tuple[int, int, str]:
+    """Narrow a span past emoji, openers and vocatives at its start and tag questions, vocatives and
+    emoji at its end; also the ``"?"`` a stripped trailing vocative took with it ("..., Mel?")."""
+    mark = ""
+    for _ in range(4):  # openers, vocatives and emoji can alternate ("Wow, Mel! 😊 Great, ...")
+        before = (start, end)
+        start, end = _trim(content, start, end, " \t\r\n,;:-\u2013\u2014\"'(*~")
+        text = content[start:end]
+        m = _EMOJI.match(text)
+        if m:
+            start += m.end()
+            continue
+        m = _GREETING_NAME.match(text)
+        if m and _vocative(m.group(1), names) and text[m.end() :].strip(" ,!.") == "":
+            return end, end, ""  # "Hey Mel" alone
+        m = _OPENER.match(text)
+        if m:
+            start += m.end()
+            continue
+        m = _LEAD_VOCATIVE.match(text)
+        if m and _vocative(m.group(1), names):
+            start += m.end()
+            continue
+        if (start, end) == before:
+            break
+    for _ in range(4):
+        before = (start, end)
+        start, end = _trim(content, start, end)
+        text = content[start:end]
+        m = re.search(r"(?:\s*(?:" + _EMOJI.pattern + r"))+\s*$", text)
+        if m and m.start() > 0:
+            end = start + m.start()
+            continue
+        m = _TAG.search(text)
+        if m and m.start() > 0:
+            end, mark = start + m.start(), ""  # a statement with a tag question is a statement
+            continue
+        m = _TRAIL_VOCATIVE.search(text)
+        if m and m.start() > 0 and (fold(m.group(1)) in _COMMON_VOCATIVES or _known_name(m.group(1), names)):
+            end, mark = start + m.start(), "?" if "?" in m.group(2) else mark
+            continue
+        if (start, end) == before:
+            break
+    return start, end, mark
+
+
+def _known_name(word: str, names: set[str]) -> bool:
+    f = fold(word)
+    return f in names or _is_name_prefix(f, names)
+
+
+def _vocative(word: str, names: set[str]) -> bool:
+    """A capitalised word used to address someone: a speaker's name, else a word that is not common."""
+    f = fold(word)
+    if _known_name(word, names):
+        return True
+    return f not in STOPWORDS and f not in _NOT_VOCATIVE and f not in _SMALL_TALK and not f.endswith("ly")
+
+
+def _stands_alone(text: str) -> bool:
+    return text.rstrip().endswith("?") or (len(words(text)) >= 3 and bool(content_stems(text)))
+
+
+def _pieces(content: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Clause spans of one sentence span; short pieces merged into a neighbour."""
+    raw: list[tuple[int, int]] = []
+    pos = start
+    for m in _CUT.finditer(content, start, end):
+        raw.append((pos, m.start()))
+        pos = m.end()
+    raw.append((pos, end))
+    merged: list[tuple[int, int]] = []
+    carry: int | None = None  # start of a short leading piece waiting for the next one
+    for s, e in raw:
+        if carry is not None:
+            s, carry = carry, None
+        if not content[s:e].strip():
+            continue
+        if _stands_alone(content[s:e]):
+            merged.append((s, e))
+        elif merged and not content[merged[-1][0] : merged[-1][1]].rstrip().endswith("?"):
+            merged[-1] = (merged[-1][0], e)
+        else:
+            carry = s
+    if carry is not None:
+        merged.append((carry, end))
+    return merged
+
+
+def _clean(text: str, mark: str = "") -> str:
+    out = strip_emoji(text).strip(" ,;:-\u2013\u2014")
+    return out + mark if mark and not out.endswith(mark) else out
+
+
+def segment(content: str, *, turn: int = 0, names: Collection[str] = ()) -> list[Clause]:
+    """Clauses of one turn in order (see the module docstring)."""
+    named = {fold(part) for name in names for part in name.split()}
+    out: list[Clause] = []
+    for s_start, s_end in _sentence_spans(content):
+        sentence = " ".join(content[s_start:s_end].split())
+        head, tail, mark = _strip_edges(content, s_start, s_end, named)
+        if head >= tail:
+            continue
+        pieces = _pieces(content, head, tail)
+        for i, (p_start, p_end) in enumerate(pieces):
+            c_start, c_end, own_mark = _strip_edges(content, p_start, p_end, named)
+            if c_start >= c_end:
+                continue
+            text = _clean(content[c_start:c_end], own_mark or (mark if i == len(pieces) - 1 else ""))
+            if not words(text) or is_small_talk(text, named):
+                continue
+            out.append(Clause(text=text, sentence=sentence, turn=turn, start=c_start, end=c_end))
+    return out

@@ -1,0 +1,142 @@
+"""segment(): chat turns cut into clauses with exact source spans (invented chat lines)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from memory.engine.segment import Clause, is_small_talk, segment, strip_emoji
+
+NAMES = ("Priya", "Tomasz")
+
+
+def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
+    return [c.text for c in segment(content, names=names)]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        # greetings, thanks, farewells and evaluative sentences go entirely
+        ("Hey Priya! Good to see you!", []),
+        ("Thanks!", []),
+        ("Bye!", []),
+        ("ttyl", []),
+        ("That's so cool!", []),
+        ("Awesome!", []),
+        ("Take care, Tomasz. Talk to you soon!", []),
+        ("How have you been?", []),
+        # openers and vocatives are stripped, the statement survives
+        ("Wow, I just adopted a beagle.", ["I just adopted a beagle."]),
+        ("Oh nice, I start at the bakery on Monday.", ["I start at the bakery on Monday."]),
+        ("Great, I'll bring my guitar.", ["I'll bring my guitar."]),
+        ("Tomasz, I finally finished my thesis!", ["I finally finished my thesis!"]),
+        ("Hey Tom! I moved to Leeds last month.", ["I moved to Leeds last month."]),
+        ("I got the job, Priya!", ["I got the job"]),
+        ("Thanks, Tomasz! I signed up for the marathon.", ["I signed up for the marathon."]),
+        ("Yeah Priya, my sister lives in Oslo.", ["my sister lives in Oslo."]),
+        ("Hey Sam! My knee is finally better.", ["My knee is finally better."]),
+        # tag questions go, the statement stays and is no longer a question
+        ("I built the treehouse myself - pretty cool, huh?", ["I built the treehouse myself"]),
+        ("My brother is a pilot, right?", ["My brother is a pilot"]),
+        ("I hate mornings, you know?", ["I hate mornings"]),
+        # clause breaks
+        ("I lost my job, so I'm starting a bakery.", ["I lost my job", "I'm starting a bakery."]),
+        (
+            "I love painting; my favourite is watercolour.",
+            ["I love painting", "my favourite is watercolour."],
+        ),
+        ("I teach yoga - I've done it for six years.", ["I teach yoga", "I've done it for six years."]),
+        (
+            "I wanted to go hiking, but my ankle still hurts.",
+            ["I wanted to go hiking", "my ankle still hurts."],
+        ),
+        (
+            "My parents visited, and I cooked dinner for everyone.",
+            ["My parents visited", "I cooked dinner for everyone."],
+        ),
+        ("I sold my car, because I bike everywhere now.", ["I sold my car", "I bike everywhere now."]),
+        # a piece too short to stand alone stays attached
+        ("I ran a 10k, so fun!", ["I ran a 10k, so fun!"]),
+        # questions are kept and recognisable
+        (
+            "I just got back from Kyoto - have you ever been?",
+            ["I just got back from Kyoto", "have you ever been?"],
+        ),
+        ("I play the cello, how about you?", ["I play the cello", "how about you?"]),
+        ("Did you watch the game, Priya?", ["Did you watch the game?"]),
+        # emoji and emoticons
+        ("I got a puppy 🐶😍", ["I got a puppy"]),
+        ("My cat knocked over the plant :) lol", ["My cat knocked over the plant lol"]),
+        ("😂😂", []),
+        # dates and adverbs at the start are not vocatives
+        ("Yesterday, I went to the dentist.", ["Yesterday, I went to the dentist."]),
+        ("Sadly, my grandpa passed away.", ["Sadly, my grandpa passed away."]),
+        ("Monday, I have a job interview.", ["Monday, I have a job interview."]),
+        # abbreviations and decimals do not end a sentence
+        (
+            "I saw Dr. Patel about my back. It's 3.5 cm off.",
+            ["I saw Dr. Patel about my back.", "It's 3.5 cm off."],
+        ),
+    ],
+)
+def test_segment_clauses(content: str, expected: list[str]) -> None:
+    assert texts(content) == expected
+
+
+def test_trailing_name_only_when_known() -> None:
+    # "France" is not a speaker: an appositive place stays
+    assert texts("I live in Lyon, France.") == ["I live in Lyon, France."]
+    assert texts("I live in Lyon, Priya.") == ["I live in Lyon"]
+
+
+def test_name_prefix_counts_as_vocative() -> None:
+    assert texts("Wow, Mel, I got engaged!", ("Melanie",)) == ["I got engaged!"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Hey Priya! Wow, I just adopted a beagle 🐶 - pretty cool, huh? Thanks, Tomasz!",
+        "I lost my job, so I'm starting a bakery; my partner thinks it's brave.\nAnyway, how about you?",
+        "  Yeah,   I teach   yoga -- I've done it for six years!!  ",
+        "Oh, and my daughter turned 5 last week, Priya.",
+    ],
+)
+def test_spans_are_exact(content: str) -> None:
+    clauses = segment(content, turn=3, names=NAMES)
+    assert clauses
+    for c in clauses:
+        assert isinstance(c, Clause)
+        assert c.turn == 3
+        assert 0 <= c.start < c.end <= len(content)
+        source = content[c.start : c.end]
+        for word in re.findall(r"\w+", c.text):
+            assert word in source
+        assert source.strip() == source
+        assert source in content and " ".join(source.split()) in c.sentence or c.text in c.sentence
+
+
+def test_sentence_is_the_whole_source_sentence() -> None:
+    (first, second) = segment("I lost my job, so I'm starting a bakery. Wish me luck.")[:2]
+    assert first.sentence == second.sentence == "I lost my job, so I'm starting a bakery."
+    assert first.start < first.end <= second.start
+
+
+def test_small_talk_and_emoji_helpers() -> None:
+    assert is_small_talk("Good to see you!")
+    assert is_small_talk("Thanks so much, Priya!", NAMES)
+    assert not is_small_talk("I love my new job")
+    assert strip_emoji("Nice 😀 day :-) <3") == "Nice day"
+    assert strip_emoji("see https://x.org/a:b") == "see https://x.org/a:b"
+
+
+def test_segment_is_fast() -> None:
+    turn = "Hey Priya! Wow, I lost my job, so I'm starting a bakery - pretty cool, huh? My sister helps. " * 3
+    segment(turn, names=NAMES)
+    t0 = time.perf_counter()
+    for _ in range(50):
+        segment(turn, names=NAMES)
+    assert (time.perf_counter() - t0) / 50 < 0.005
