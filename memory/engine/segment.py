@@ -56,7 +56,7 @@ _EMOJI = re.compile(
 # A clause break inside a sentence; the connective word itself ("so", "but") is not kept.
 _CUT = re.compile(
     r";\s+"
-    r"|\s+(?:-{1,2}|\u2013|\u2014)\s+|(?<=\w)(?:--|\u2014)(?=\s*\w)"
+    r"|\s+(?:-{1,2}|\u2013|\u2014)\s+|(?<=\w)(?:--|\u2014)(?=\s*\w)|(?<=[a-z])-\s+(?=\w)"
     r"|,\s+(?:so|but|because|'cause|cause|plus)\s+"
     r"|,\s+and\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b)"
     r"|,\s+(?=(?:and\s+)?(?:how|what)\s+about\s+you\b|and\s+you\s*\?|you\s*\?)",

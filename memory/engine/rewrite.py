@@ -1,0 +1,304 @@
+"""Step 4 of the listener pipeline: one clause as a short third-person fact.
+
+:func:`rewrite` only removes or swaps words of the clause, so the fact stays grounded in what the
+user said ("Oh, and I've actually been running a lot lately!" -> "Has been running a lot lately"):
+
+- discourse openers go ("Oh, and", "By the way,", "Yeah,", "Honestly,"), so do trailing small
+  talk (", lol", "haha", "!!!"), emoji and the final ``.!?``;
+- filler adverbs and hedges go ("really", "just", "actually", "totally", "kind of", "so" before
+  an adjective), and "I think"/"I guess" before another subject;
+- a leading "I" is dropped and its verb takes the third person ("I work" -> "Works", "I'm a
+  nurse" -> "Is a nurse", "I've been" -> "Has been", "I'd love to" -> "Would love to", "I don't"
+  -> "Doesn't", "I went" -> "Went"); with ``name`` the fact starts with it ("Maya is a nurse",
+  "My dog" -> "Maya's dog"); other first-person words become "they/them/their/theirs";
+- over ``max_words``, trailing subordinate/adverbial tails go first (", which was awesome",
+  "because ...", "when I was ..."), then words from the end, never inside a number or a name.
+
+Verbs are inflected with ``lemminflect`` when it is installed (a small rule set otherwise).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .segment import strip_emoji
+from .text import content_stems, fold, number_tokens
+
+try:  # pure Python; optional so the engine still imports without it
+    from lemminflect import getAllLemmas, getInflection
+except ImportError:  # pragma: no cover - exercised only without lemminflect
+    getAllLemmas = None  # type: ignore[assignment]  # noqa: N816
+    getInflection = None  # type: ignore[assignment]  # noqa: N816
+
+__all__ = ["rewrite", "third_person_verb", "FIRST_PERSON_WORDS"]
+
+FIRST_PERSON_WORDS = frozenset({"i", "me", "my", "mine", "myself", "we", "our", "ours", "us", "ourselves"})
+
+_OPENER = re.compile(
+    r"^(?:(?:oh+|and|also|so|well|yeah|yes|yep|yup|haha+|ha|lol|wow|hey|honestly|actually|anyway|anyways|"
+    r"but|plus|by the way|btw|fun fact|guess what|to be honest|tbh|of course|you know what|you know|"
+    r"i mean|right|ok|okay|alright|sure|speaking of which|funny enough|funnily enough|besides|"
+    r"oh my god|omg|gosh|man|dude|um+|uh+|hmm+|ah+|aw+|ooh+|nope|no|yay|cool|nice|great|awesome|"
+    r"totally|definitely|absolutely|seriously|literally|basically|truthfully|frankly|personally|"
+    r"bad news|good news|big news|update|news)"
+    r"(?:\s*[,!.:\u2026-]+\s*|\s+(?=and\b|also\b|so\b|by\b|btw\b|i\b|i'm\b|i've\b|my\b)))+",
+    re.IGNORECASE,
+)
+_HEDGE = re.compile(
+    r"^(?:i\s+(?:think|guess|believe|feel like|suppose|reckon|bet)|i'd say|i have to say|i gotta say|"
+    r"i must say|i can tell you|i'll tell you)(?:\s+that)?\s+"
+    r"(?=(?:i|i'm|i've|i'd|i'll|it|it's|its|that|this|they|they're|we|we're|my|our|the|there|he|she)\b)",
+    re.IGNORECASE,
+)
+_TRAILING_TALK = re.compile(
+    r"(?:[\s,]*(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|haha+\w*|you know|ya know|right|"
+    r"(?:don't|doesn't|isn't|aren't|wasn't|weren't|didn't|won't|can't)\s+(?:they|it|you|we|he|she|i))\b)+"
+    r"[\s.!?]*$"
+    r"|[\s,]*\.\.\.+\s*$",
+    re.IGNORECASE,
+)
+_FILLER = re.compile(
+    r"\b(?:really|just|actually|totally|literally|basically|definitely|honestly|seriously|truly|"
+    r"kinda|sorta|super)\s+(?=\w)",
+    re.IGNORECASE,
+)
+_KIND_OF = re.compile(
+    r"(?<!\ba)(?<!\bthe)(?<!\bwhat)(?<!\bthis)(?<!\bthat)(?<!\bsome)(?<!\bany)(?<!\bsame)(?<!\bone)"
+    r"(?<!\bwhich)(?<!\bnew)(?<!\bevery)(?<!\bdifferent)(?<!\bthese)(?<!\bthose)(?<!\bmy)"
+    r"(?<!\btheir)(?<!\byour)(?<!\bour)\s+(?:kind|sort)\s+of\s+(?=\w)",
+    re.IGNORECASE,
+)
+# "so" as an intensifier ("so happy"), not as a conjunction or in "so much/many/far/that".
+_SO = re.compile(
+    r"\bso\s+(?!(?:much|many|far|that|long|i|i'm|i've|i'd|i'll|we|they|he|she|it|you|my|the|a|an|"
+    r"on|and|to|when|if|then|yeah|what)\b)(?=[a-z])",
+    re.IGNORECASE,
+)
+
+_BE_HAVE = {"am": "is", "'m": "is", "have": "has", "do": "does", "don't": "doesn't", "haven't": "hasn't",
+            "dont": "doesn't", "are": "is", "aren't": "isn't", "was": "was", "wasn't": "wasn't"}  # fmt: skip
+_KEEP_AFTER_I = frozenset(
+    "can can't cannot could couldn't will won't would wouldn't should shouldn't must might may did didn't "
+    "was wasn't had hadn't used never also always often usually sometimes still recently finally even "
+    "already now once mostly currently gonna wanna gotta ought".split()
+)
+_ADVERBS = frozenset(
+    "also always often usually sometimes still recently finally even already now once mostly currently "
+    "never rarely seldom generally normally typically occasionally probably".split()
+)
+_IRREGULAR_PAST = frozenset(
+    "went took won made got had saw met ran began bought brought came did felt found gave kept knew left lost "
+    "paid put read said sent sold spent taught thought told wrote drove ate flew grew heard held built caught "
+    "chose fell fought forgot hung hurt let led meant rode rose sang sat slept spoke stood swam threw woke "
+    "wore became broke understood".split()
+)
+# Same spelling in the present and the past: "I set up meetings" is a past event more often than not.
+_PAST_OR_PRESENT = frozenset(
+    "set put read cut hit let quit spread cost hurt shut bet cast upset split burst".split()
+)
+_PARTICIPLE = frozenset("been gone done seen had made taken given known got gotten".split())
+_SUBJECT = re.compile(r"^(i am|i have|i will|i would|i'm|im|i've|ive|i'd|i'll|i|we're|we've|we'd|we'll|we)(?![\w'])",
+                      re.IGNORECASE)  # fmt: skip
+_LEAD_FORMS = {"i'm": "is", "im": "is", "i am": "is", "i've": "has", "ive": "has", "i have": "has",
+               "i'll": "will", "i will": "will", "i would": "would",
+               "we": "they", "we're": "they're", "we've": "they've", "we'd": "they'd", "we'll": "they'll"}  # fmt: skip
+_SWAP = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themself",
+         "i'm": "they're", "im": "they're", "i've": "they've", "ive": "they've", "i'd": "they'd",
+         "i'll": "they'll", "we": "they", "we're": "they're", "we've": "they've", "we'd": "they'd",
+         "we'll": "they'll", "our": "their", "ours": "theirs", "us": "them", "ourselves": "themselves"}  # fmt: skip
+_PRONOUN = re.compile(
+    r"(?<![\w'])(?:i am|i was|i'm|im|i've|ive|i'd|i'll|i|me|my|mine|myself|we're|we've|we'd|we'll|we|"
+    r"our|ours|us|ourselves)(?![\w'])",
+    re.IGNORECASE,
+)
+# Where a long fact may be cut, best first: subordinate/adverbial tails, then coordination, then a
+# trailing prepositional phrase; (pattern, words that must stay before the cut).
+_TAILS = (
+    (
+        re.compile(
+            r",\s+(?:which|who|where|when|while|since|because|especially|even|as|although|though|but|so|"
+            r"and|like|plus|if|or)\b"
+            r"|\s+(?:because|since|when|while|although|though|which|after|before|until|so that|as soon as|"
+            r"whenever|if|cause|'cause|especially|considering|even though|just like|like when)\b"
+            r"|\s+[-\u2013\u2014]+\s+|(?<=\w)-\s+|,\s+",
+            re.IGNORECASE,
+        ),
+        3,
+    ),
+    (
+        re.compile(r"\s+(?:and|or|but|so|in hopes? of|in order to|to help|to get|to make)\s+", re.IGNORECASE),
+        3,
+    ),
+    (
+        re.compile(
+            r"\s+(?:in|at|for|with|on|during|about|from|to|of|into|by|over|through|around|like|than|that)\s+",
+            re.IGNORECASE,
+        ),
+        4,
+    ),
+)
+_EVALUATIVE_TAIL = re.compile(
+    r",?\s+(?:which|and\s+it|it)\s*(?:is|was|'s|has been)\s+(?:so\s+|really\s+|pretty\s+|super\s+|very\s+)*"
+    r"(?:awesome|amazing|great|cool|fun|exciting|nice|wonderful|fantastic|incredible|lovely|sweet)"
+    r"[\s.!]*$",
+    re.IGNORECASE,
+)
+_DANGLING = frozenset(
+    "and or but so the a an to of with for in on at by from as their them they that which who because "
+    "when while is was were are be been has have had very this these those it its each every some any "
+    "than then how what where there".split()
+)
+
+
+def third_person_verb(word: str) -> str:
+    """The third-person singular of a verb said after "I" ("run" -> "runs", "am" -> "is"); other
+    words (past forms, modals, adverbs, nouns) are returned unchanged."""
+    low = fold(word)
+    if low in _BE_HAVE:
+        out = _BE_HAVE[low]
+    elif low in _KEEP_AFTER_I or low in _PAST_OR_PRESENT or not low.isalpha() or not low.isascii():
+        return word
+    elif getInflection is not None and getAllLemmas is not None:
+        lemmas = getAllLemmas(low, upos="VERB").get("VERB", ())
+        if low not in lemmas:
+            return word
+        forms = getInflection(low, tag="VBZ")
+        out = forms[0] if forms else low + "s"
+    else:
+        if low.endswith(("ed", "s")) or low in _IRREGULAR_PAST:
+            return word
+        if low.endswith(("sh", "ch", "x", "z", "o")):
+            out = low + "es"
+        elif low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
+            out = low[:-1] + "ies"
+        else:
+            out = low + "s"
+    return out.capitalize() if word[:1].isupper() else out
+
+
+def _lead(text: str) -> tuple[str, bool]:
+    """Drop a leading first-person subject; (rest, dropped) with the verb in the third person."""
+    m = _SUBJECT.match(text)
+    if not m:
+        return text, False
+    form = fold(m.group(1))
+    rest = text[m.end() :].lstrip()
+    if form in ("we", "we're", "we've", "we'd", "we'll"):
+        return f"{_LEAD_FORMS[form]} {rest}", False
+    if form in _LEAD_FORMS:
+        return f"{_LEAD_FORMS[form]} {rest}".strip(), True
+    tokens = rest.split(" ")
+    if form == "i'd":
+        k = 0
+        while k < len(tokens) - 1 and fold(tokens[k]) in _ADVERBS:
+            k += 1
+        nxt = fold(tokens[k]) if tokens else ""
+        had = nxt in _PARTICIPLE or (nxt.endswith("ed") and nxt not in ("need", "feed", "seed", "bleed"))
+        return f"{'had' if had else 'would'} {rest}".strip(), True
+    # "I" + optional adverbs + verb
+    k = 0
+    while k < len(tokens) - 1 and (fold(tokens[k]) in _ADVERBS or _adverb_ly(tokens[k])):
+        k += 1
+    if tokens and tokens[0]:
+        tokens[k] = third_person_verb(tokens[k])
+    return " ".join(tokens), True
+
+
+def _adverb_ly(token: str) -> bool:
+    """An -ly adverb before the verb ("I completely agree"); "I apply"/"I rely" are verbs."""
+    low = fold(token)
+    return low.endswith("ly") and len(low) > 5 and low not in ("apply", "reply", "supply", "multiply")
+
+
+def _swap(text: str) -> str:
+    def repl(m: re.Match[str]) -> str:
+        word = fold(m.group(0))
+        if word == "i am":
+            out = "they are"
+        elif word == "i was":
+            out = "they were"
+        else:
+            out = _SWAP[word]
+        return out.capitalize() if m.start() == 0 and m.group(0)[:1].isupper() else out
+
+    return _PRONOUN.sub(repl, text)
+
+
+def _words_of(text: str) -> list[str]:
+    return text.split()
+
+
+def _shorten(text: str, max_words: int) -> tuple[str, bool]:
+    """Cut tails, then words, until ``text`` has at most ``max_words`` words; (text, cut).
+
+    A subordinate tail that leaves a fitting fact is cut first (the latest such); else the latest
+    fitting coordination or prepositional cut; else the last subordinate tail, and try again; words
+    from the end only when no cut is left."""
+    cut_any = False
+    while len(_words_of(text)) > max_words:
+        tiers = [
+            [m.start() for m in pattern.finditer(text) if len(_words_of(text[: m.start()])) >= least]
+            for pattern, least in _TAILS
+        ]
+        first = [p for p in tiers[0] if len(_words_of(text[:p])) <= max_words]
+        later = [p for p in tiers[1] + tiers[2] if len(_words_of(text[:p])) <= max_words]
+        if first or later or tiers[0]:
+            text, cut_any = text[: max(first or later or tiers[0])].rstrip(" ,;"), True
+            continue
+        tokens = _words_of(text)
+        n = max_words
+        while n < len(tokens) and _joined(tokens[n - 1], tokens[n]):
+            n += 1
+        return " ".join(tokens[:n]), True
+    return text, cut_any
+
+
+def _joined(a: str, b: str) -> bool:
+    """Two adjacent tokens of one name or number ("New York", "3 500")."""
+    a, b = a.rstrip(",.;:!?"), b.rstrip(",.;:!?")
+    if a[-1:].isdigit() and b[:1].isdigit():
+        return True
+    return a[:1].isupper() and b[:1].isupper() and a.isalpha() and b.replace("'s", "").isalpha()
+
+
+def _tidy(text: str, cut: bool) -> str:
+    """Whitespace and edge punctuation; after a cut, no dangling function word at the end."""
+    text = " ".join(text.split()).strip(" ,;:-\u2013\u2014'")
+    if text.count('"') % 2:  # an unbalanced quote at an edge (a cut name keeps its quotes)
+        text = text.strip('"')
+    tokens = text.split(" ")
+    while cut and len(tokens) > 1 and fold(tokens[-1].strip(",;:")) in _DANGLING:
+        tokens.pop()
+    text = " ".join(tokens).rstrip(" ,;:-\u2013\u2014.!?")
+    return text
+
+
+def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str:
+    """A short third-person fact from one clause (see the module docstring); "" when nothing with
+    content is left."""
+    text = strip_emoji(clause.replace("\u2019", "'").replace("\u2018", "'"))
+    for _ in range(3):
+        before = text
+        text = _OPENER.sub("", text)
+        text = _HEDGE.sub("", text)
+        text = _TRAILING_TALK.sub("", text).rstrip(" .!?,;")
+        if text == before:
+            break
+    text = _EVALUATIVE_TAIL.sub("", text)
+    text = _KIND_OF.sub(" ", _FILLER.sub("", text))
+    text = _SO.sub("", text)
+    text = " ".join(text.split()).strip(" ,;:-")
+    text, dropped = _lead(text)
+    possessive = False
+    if name and not dropped and re.match(r"my\b", text, re.IGNORECASE):
+        text, possessive = text[2:].lstrip(), True
+    text = _swap(text)
+    text, cut = _shorten(text, max_words - (1 if (name and (dropped or possessive)) else 0))
+    text = _tidy(text, cut)
+    if not text or not (content_stems(text) or number_tokens(text)):
+        return ""
+    if name and possessive:
+        return f"{name}'s {text}"
+    if name and dropped:
+        return f"{name} {text[:1].lower()}{text[1:]}"
+    return text[:1].upper() + text[1:]

@@ -1,0 +1,156 @@
+"""rewrite(): one chat clause as a short third-person fact (invented chat lines)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.engine.rewrite import FIRST_PERSON_WORDS, rewrite, third_person_verb
+from memory.engine.text import folded_words, stem
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        # subject dropped, verb in the third person
+        ("I'm a nurse.", "Is a nurse"),
+        ("I am a teacher", "Is a teacher"),
+        ("i'm training for a triathlon", "Is training for a triathlon"),
+        ("I've been running every weekend", "Has been running every weekend"),
+        ("i have two kids", "Has two kids"),
+        ("I went to Porto in May", "Went to Porto in May"),
+        ("I'd love to visit Japan", "Would love to visit Japan"),
+        ("I'd moved there before the war", "Had moved there before the war"),
+        ("I used to paint landscapes", "Used to paint landscapes"),
+        ("I'll start my new job in March", "Will start their new job in March"),
+        ("I work at a bakery", "Works at a bakery"),
+        ("I go climbing on Sundays", "Goes climbing on Sundays"),
+        ("I watch anime with my brother", "Watches anime with their brother"),
+        ("I study marine biology", "Studies marine biology"),
+        ("I do pottery", "Does pottery"),
+        ("I don't eat meat", "Doesn't eat meat"),
+        ("I can't stand cilantro", "Can't stand cilantro"),
+        ("I was born in Nairobi", "Was born in Nairobi"),
+        ("I also play the drums", "Also plays the drums"),
+        ("I never drink coffee", "Never drinks coffee"),
+        ("I completely agree with my mentor", "Completely agrees with their mentor"),
+        # first person elsewhere
+        ("My daughter turned 5 last week", "Their daughter turned 5 last week"),
+        ("We adopted a cat named Biscuit", "They adopted a cat named Biscuit"),
+        ("Our house has a tiny garden", "Their house has a tiny garden"),
+        ("My boss gave me a raise", "Their boss gave them a raise"),
+        ("I visit my grandma when I have time", "Visits their grandma when they have time"),
+        ("My sister and I are opening a cafe", "Their sister and they are opening a cafe"),
+        # openers, fillers, hedges and trailing small talk
+        ("Oh, and I just moved to Lisbon!", "Moved to Lisbon"),
+        ("By the way, my dog is called Pixel", "Their dog is called Pixel"),
+        ("Yeah, I really love hiking, lol", "Loves hiking"),
+        ("Honestly, I kind of hate running", "Hates running"),
+        ("I'm totally obsessed with sourdough haha", "Is obsessed with sourdough"),
+        ("Actually, I'm so nervous about the exam!!!", "Is nervous about the exam"),
+        ("I think I'll try pottery next", "Will try pottery next"),
+        ("Bad news: my car broke down", "Their car broke down"),
+        ("I love it so much", "Loves it so much"),
+        ("What kind of music do you like?", "What kind of music do you like"),
+        # evaluative tails
+        ("I ran my first marathon, which was awesome", "Ran their first marathon"),
+        # nothing with content left
+        ("Thanks!", ""),
+        ("Haha yeah", ""),
+        ("I'd been there before", ""),
+        ("", ""),
+    ],
+)
+def test_rewrite(clause: str, expected: str) -> None:
+    assert rewrite(clause) == expected
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        ("I'm a nurse", "Maya is a nurse"),
+        ("I've been learning Korean", "Maya has been learning Korean"),
+        ("I work nights at the hospital", "Maya works nights at the hospital"),
+        ("My partner is from Chile", "Maya's partner is from Chile"),
+        ("We got married in June", "They got married in June"),
+        ("The bakery closed last year", "The bakery closed last year"),
+    ],
+)
+def test_rewrite_with_name(clause: str, expected: str) -> None:
+    assert rewrite(clause, name="Maya") == expected
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        # a subordinate tail goes before any word is cut
+        (
+            "I started volunteering at the animal shelter near my flat because my therapist suggested it",
+            "Started volunteering at the animal shelter near their flat",
+        ),
+        (
+            "I still remember the lake house my grandparents owned when I was about seven years old",
+            "Still remembers the lake house their grandparents owned",
+        ),
+        # no subordinate tail or coordination: a trailing prepositional phrase goes
+        (
+            "I met the lead singer of the band at a festival in Rio de Janeiro Brazil",
+            "Met the lead singer of the band at a festival",
+        ),
+    ],
+)
+def test_rewrite_shortens(clause: str, expected: str) -> None:
+    out = rewrite(clause, max_words=12)
+    assert out == expected
+    assert len(out.split()) <= 12
+
+
+def test_never_cuts_inside_a_number_or_name() -> None:
+    assert (
+        rewrite("I adored seeing the Golden Gate Bridge", max_words=4)
+        == "Adored seeing the Golden Gate Bridge"
+    )
+    assert rewrite("I scored 100 000 points", max_words=2) == "Scored 100 000"
+    assert rewrite("I adored seeing the big bridge", max_words=4) == "Adored seeing the big"
+
+
+def test_short_clause_is_not_cut() -> None:
+    assert rewrite("I have a dog, and it is a corgi") == "Has a dog, and it is a corgi"
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        "I told my mom we would visit our cousins, and they said I should bring my kids",
+        "We're moving to Denver with our dog and my parents will help us",
+        "I'm sure I'll miss my old team, but we keep in touch",
+        "Me and my wife love ourselves a good road trip",
+    ],
+)
+def test_no_first_person_left(clause: str) -> None:
+    out = rewrite(clause, max_words=30)
+    assert out
+    assert not FIRST_PERSON_WORDS & set(folded_words(out))
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [("run", "runs"), ("am", "is"), ("have", "has"), ("go", "goes"), ("watch", "watches"), ("try", "tries"),
+     ("went", "went"), ("can", "can"), ("Love", "Loves"), ("used", "used")],
+)  # fmt: skip
+def test_third_person_verb(word: str, expected: str) -> None:
+    assert third_person_verb(word) == expected
+
+
+def test_only_removes_or_swaps_words() -> None:
+    swaps = {"they", "them", "their", "theirs", "themself", "themselves", "is", "has", "does", "doesn't",
+             "hasn't", "would", "had", "will", "they're", "they've", "they'd", "they'll", "are", "were"}  # fmt: skip
+    for clause in [
+        "Oh, and I just moved to Lisbon with my girlfriend!",
+        "I've been baking bread for my neighbours every Friday",
+        "I love my job, lol",
+        "We're adopting a rescue greyhound next month",
+    ]:
+        said = set(folded_words(clause))
+        said_stems = {stem(w) for w in said}
+        for w in folded_words(rewrite(clause)):
+            assert w in said or w in swaps or stem(w) in said_stems, (clause, w)
