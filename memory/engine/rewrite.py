@@ -90,7 +90,8 @@ _IRREGULAR_PAST = frozenset(
     "went took won made got had saw met ran began bought brought came did felt found gave kept knew left lost "
     "paid put read said sent sold spent taught thought told wrote drove ate flew grew heard held built caught "
     "chose fell fought forgot hung hurt let led meant rode rose sang sat slept spoke stood swam threw woke "
-    "wore became broke understood".split()
+    "wore became broke understood lay wound ground bore bound fed shot struck stuck swore tore wept dug "
+    "drew rang sank shook slid spun stole stung swung".split()
 )
 # Same spelling in the present and the past: "I set up meetings" is a past event more often than not.
 _PAST_OR_PRESENT = frozenset(
@@ -156,7 +157,13 @@ def third_person_verb(word: str) -> str:
     low = fold(word)
     if low in _BE_HAVE:
         out = _BE_HAVE[low]
-    elif low in _KEEP_AFTER_I or low in _PAST_OR_PRESENT or not low.isalpha() or not low.isascii():
+    elif (
+        low in _KEEP_AFTER_I
+        or low in _PAST_OR_PRESENT
+        or low in _IRREGULAR_PAST
+        or not low.isalpha()
+        or not low.isascii()
+    ):
         return word
     elif getInflection is not None and getAllLemmas is not None:
         lemmas = getAllLemmas(low, upos="VERB").get("VERB", ())
@@ -165,7 +172,7 @@ def third_person_verb(word: str) -> str:
         forms = getInflection(low, tag="VBZ")
         out = forms[0] if forms else low + "s"
     else:
-        if low.endswith(("ed", "s")) or low in _IRREGULAR_PAST:
+        if low.endswith(("ed", "s")):
             return word
         if low.endswith(("sh", "ch", "x", "z", "o")):
             out = low + "es"

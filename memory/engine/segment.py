@@ -81,7 +81,8 @@ _INTERJECTION = (
     r"wonderful|fantastic|perfect|good|thanks(?: a (?:lot|ton|bunch))?|thank you(?: so much)?|thx|"
     r"congrats|congratulations|no way|exactly|totally|absolutely|definitely|true|indeed|right|well|"
     r"gotcha|got it|sounds good|of course|for sure|same|bye|goodbye|cheers|dude|man|girl|"
-    r"appreciated|agreed|nope|no"
+    r"appreciated|agreed|nope|no|yum+|oof|yea+h?|mm+|nah|phew|whew|oops|ugh|dang|bummer|woo+|hola|likewise|"
+    r"yikes|meh|eh|huh|aha+|ah+h|hehe+|lmao|rofl"
 )
 _GREETING = (
     r"hey+|hi+|hello|heya|hiya|yo|thanks|thank you|bye|congrats|congratulations|woah|wow|yeah|yep|sorry"
@@ -105,10 +106,16 @@ honestly seriously personally luckily unfortunately fortunately basically actual
 monday tuesday wednesday thursday friday saturday sunday january february march april may june july
 august september october november december spring summer autumn fall winter afterwards later
 again first second finally initially originally eventually overall usually normally mostly
-yet instead sadly thankfully hopefully luckily sure guess everyone everybody somehow
+yet instead sadly thankfully hopefully luckily sure guess everyone everybody somehow together maybe
+perhaps remember enjoy besides definitely otherwise
 """.split()
 )
 
+# Words a sentence after a vocative starts with ("Larry, I ...", "Sam, that's ...").
+_SENTENCE_START = STOPWORDS | frozenset(
+    "glad thanks thank sounds good great nice congrats sorry wow hope welcome long awesome cool love "
+    "happy what's how's where's".split()
+)
 _SMALL_TALK = frozenset(
     """
 hey hi hello heya hiya yo bye goodbye ttyl ttys cya see seeya ya later soon talk chat chatting catch
@@ -188,7 +195,7 @@ def _strip_edges(content: str, start: int, end: int, names: set[str]) -> tuple[i
             start += m.end()
             continue
         m = _LEAD_VOCATIVE.match(text)
-        if m and _vocative(m.group(1), names):
+        if m and _vocative(m.group(1), names, text[m.end() :]):
             start += m.end()
             continue
         if (start, end) == before:
@@ -219,12 +226,16 @@ def _known_name(word: str, names: set[str]) -> bool:
     return f in names or _is_name_prefix(f, names)
 
 
-def _vocative(word: str, names: set[str]) -> bool:
-    """A capitalised word used to address someone: a speaker's name, else a word that is not common."""
+def _vocative(word: str, names: set[str], after: str = "") -> bool:
+    """A capitalised word used to address someone: a speaker's name, else an uncommon word followed
+    by the start of a sentence ("Larry, I ..."; not a list such as "Shawarma, falafel and ...")."""
     f = fold(word)
     if _known_name(word, names):
         return True
-    return f not in STOPWORDS and f not in _NOT_VOCATIVE and f not in _SMALL_TALK and not f.endswith("ly")
+    if f in STOPWORDS or f in _NOT_VOCATIVE or f in _SMALL_TALK or f.endswith("ly"):
+        return False
+    following = folded_words(after[:40])
+    return not after.strip() or (bool(following) and following[0] in _SENTENCE_START)
 
 
 def _stands_alone(text: str) -> bool:

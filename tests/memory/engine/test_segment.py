@@ -75,6 +75,14 @@ def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
         ("Yesterday, I went to the dentist.", ["Yesterday, I went to the dentist."]),
         ("Sadly, my grandpa passed away.", ["Sadly, my grandpa passed away."]),
         ("Monday, I have a job interview.", ["Monday, I have a job interview."]),
+        # an unknown capitalised word is a vocative only before the start of a sentence
+        ("Larry, I finally bought a kayak.", ["I finally bought a kayak."]),
+        (
+            "Shawarma, falafel and hummus are my favourites.",
+            ["Shawarma, falafel and hummus are my favourites."],
+        ),
+        ("Together, we built a shed.", ["Together, we built a shed."]),
+        ("Yum, I baked banana bread.", ["I baked banana bread."]),
         # abbreviations and decimals do not end a sentence
         (
             "I saw Dr. Patel about my back. It's 3.5 cm off.",
