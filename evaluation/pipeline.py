@@ -75,12 +75,14 @@ def run_context(
 
 
 def configure_responder(overrides: dict) -> None:
-    """Point this process's recall runtime (answers, expansion, judge) at the run's responder."""
+    """Point this process's recall runtime (answers, expansion, judge) at the run's responder. The tree
+    modes' answers come from it too (answer mode ``model``, not the product's extractive default), so
+    every QA mode is the same responder over a different context."""
     from django.conf import settings
 
     from memory.recall import runtime
 
-    settings.PERSONATREE.update(overrides)
+    settings.PERSONATREE.update({**overrides, "ANSWER_MODE": "model"})
     runtime.reset_runtime()
 
 

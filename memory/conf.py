@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 RecallStrategy = Literal["batch", "threads", "overlap"]  # memory.recall.search.STRATEGIES
 ResponderBackend = Literal["local", "openai", "recorded", "standin", "none"]
+AnswerMode = Literal["extractive", "model"]  # memory.services.query.answer_build
 PromptModeSetting = Literal["pointing", "full_enum", ""]  # serving.config.PromptMode, "": engine default
 
 
@@ -136,8 +137,11 @@ class ReviewSettings(_Section):
 
 
 class AnswerSettings(_Section):
-    """The responder: query expansion and answers (``memory.recall.runtime``)."""
+    """Answers (``memory.services.query.answer_build``: ``mode`` extractive = quoted, cited passages, no
+    model; model = the responder) and the responder: query expansion, model answers
+    (``memory.recall.runtime``)."""
 
+    mode: AnswerMode = Field(alias="ANSWER_MODE")
     backend: ResponderBackend = Field(alias="RESPONDER_BACKEND")
     recording_path: str = Field(alias="RESPONDER_RECORDING_PATH")
     max_tokens: int = Field(alias="RESPONDER_MAX_TOKENS", ge=1, le=4096)

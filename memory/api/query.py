@@ -1,7 +1,9 @@
 """Query API: memory context and answers for one subject (scope ``read``).
 
 - ``POST /v1/subjects/<external_id>/context`` -> tree context (+ evidence in deep mode), router decision, timings
-- ``POST /v1/subjects/<external_id>/answer``  -> the same plus the responder model's answer
+- ``POST /v1/subjects/<external_id>/answer``  -> the same plus an answer: by default extractive (the
+  supporting leaf clauses and evidence sentences quoted, with ``citations``; no model), or the
+  responder model's (``PERSONATREE_ANSWER_MODE=model``)
 
 ``special``-tier leaves are included only for keys with scope ``read_special``, and so is
 evidence: it is raw dialogue, unclassified, so it counts as the ``special`` tier (deep mode for
@@ -121,8 +123,15 @@ class AnswerOut(ContextOut):
         prompt_tokens = serializers.IntegerField(allow_null=True)
         completion_tokens = serializers.IntegerField(allow_null=True)
 
+    class CitationOut(serializers.Serializer):
+        kind = serializers.CharField(help_text="leaf or evidence")
+        cite = serializers.CharField(help_text="the leaf path, or 'evidence N' (N: rank in evidence)")
+        quote = serializers.CharField()
+        score = serializers.FloatField()
+
     answer = serializers.CharField()
-    model = ModelOut()
+    model = ModelOut(help_text="model_id 'extractive' for a quoted answer (no model call)")
+    citations = CitationOut(many=True, help_text="extractive answers: the quoted passages; else empty")
 
 
 REQUEST_EXAMPLES = [
@@ -223,12 +232,14 @@ class SubjectAnswerView(_QueryView):
         request=QueryIn,
         responses={
             200: AnswerOut,
-            **problems(503, d503="model_unavailable: no responder model can be reached."),
+            **problems(503, d503="model_unavailable: no responder model can be reached (model mode)."),
         },
         examples=[*REQUEST_EXAMPLES],
-        summary="Answer a query with the responder model over [query, tree, evidence]",
-        description="404 not_found (field as_of) when the subject has no version as_of; "
-        "503 model_unavailable when no responder model can be reached.",
+        summary="Answer a query over [query, tree, evidence]: quoted and cited, or by the responder model",
+        description="The answer mode is a server setting (PERSONATREE_ANSWER_MODE): extractive (default) "
+        "quotes the supporting leaf values and evidence sentences with citations, or says the memory holds "
+        "nothing on it; model asks the responder model. 404 not_found (field as_of) when the subject has no "
+        "version as_of; 503 model_unavailable when, in model mode, no responder model can be reached.",
     )
     def post(self, request, external_id: str):
         args = self._args(request, external_id)

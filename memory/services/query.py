@@ -25,7 +25,14 @@ deep recall is not run for it (the index is not even searched), the response
 stays in fast mode with ``recall.status == "withheld"`` and a notice. Keys get
 evidence with the ``read_special`` scope.
 
-`answer_build` adds one responder-model call on `[query, tree, evidence]`.
+`answer_build` answers over that context in the configured answer mode (``PERSONATREE_ANSWER_MODE``,
+``conf.get().answer.mode``):
+
+- **extractive** (default): no model call. The leaf clauses and evidence sentences that support the
+  question (lexical overlap + cosine of the configured embedder, `memory.engine.answer`) are quoted
+  with their citations (leaf path / ``evidence N``), or the answer says the memory holds nothing on
+  it; deterministic, milliseconds, and it cannot contradict the tree.
+- **model**: one responder-model call on `[query, tree, evidence]` (`answer_prompt`).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from types import MappingProxyType
 from django.db.models import Max
 
 from memory import conf, selectors
+from memory.engine.answer import extractive_answer, passage_texts, passages
 from memory.engine.render import Rendered, render, token_counter_name
 from memory.models import Chunk, Subject
 from memory.recall.agentic import agentic_recall
@@ -62,6 +70,7 @@ MAX_TOKEN_BUDGET = 32000
 EVIDENCE_TIER = "special"
 
 ANSWER_PROMPT_VERSION = "answer-v1"
+EXTRACTIVE_ANSWER_VERSION = "extractive-answer-v1"
 ANSWER_RULES = (
     "You are a personal assistant with long-term memory of the user. Answer the user's question using "
     "the memory profile (the user's current state) and, when given, the conversation evidence (past "
@@ -180,6 +189,21 @@ def context_build(
     token_budget: int | None = None,
     tiers: Collection[str] = selectors.PUBLIC_TIERS,
 ) -> ContextResult:
+    return _context(
+        subject=subject, query=query, mode=mode, as_of=as_of, token_budget=token_budget, tiers=tiers
+    )[0]
+
+
+def _context(
+    *,
+    subject: Subject,
+    query: str,
+    mode: str,
+    as_of: int | datetime | None,
+    token_budget: int | None,
+    tiers: Collection[str],
+) -> tuple[ContextResult, Mapping[str, str]]:
+    """`context_build`'s result and the visible leaves it rendered (path -> value)."""
     started = time.perf_counter()
     query, mode, budget = _validate(query, mode, token_budget)
     schema = selectors.subject_schema(subject)
@@ -224,7 +248,7 @@ def context_build(
         notices.extend(recall.pop("notices"))
         timings.update(recall.pop("timings_ms", {}))
     timings["total_ms"] = (time.perf_counter() - started) * 1000
-    return ContextResult(
+    result = ContextResult(
         subject=subject.external_id,
         query=query,
         mode=mode,
@@ -239,6 +263,7 @@ def context_build(
         notices=notices,
         timings_ms={k: round(v, 3) for k, v in timings.items()},
     )
+    return result, visible
 
 
 def _deep(
@@ -332,11 +357,53 @@ def answer_build(
     token_budget: int | None = None,
     tiers: Collection[str] = selectors.PUBLIC_TIERS,
 ) -> AnswerResult:
-    from memory.recall import runtime
-
-    ctx = context_build(
+    """The context of `context_build` and an answer over it, in the configured answer mode."""
+    ctx, leaves = _context(
         subject=subject, query=query, mode=mode, as_of=as_of, token_budget=token_budget, tiers=tiers
     )
+    if conf.get().answer.mode == "extractive":
+        return extractive_build(ctx, leaves)
+    return model_build(ctx)
+
+
+def extractive_build(ctx: ContextResult, leaves: Mapping[str, str]) -> AnswerResult:
+    """Quote the supporting leaf clauses and evidence sentences of `ctx`, cited; no model call.
+
+    Cosine needs the configured embedder; when it is unavailable the choice is lexical only and a
+    notice says so."""
+    from memory.recall import runtime
+
+    t0 = time.perf_counter()
+    items = passages(leaves, ctx.evidence)
+    query_vector, vectors = None, None
+    notices = list(ctx.notices)
+    if items:
+        try:
+            embedded = runtime.configured_embedder().embed([ctx.query, *passage_texts(items)])
+            rows = [[float(x) for x in row] for row in embedded]
+            query_vector, vectors = rows[0], rows[1:]
+        except EmbedderUnavailable as exc:
+            logger.warning("extractive answer without cosine (embedder unavailable): %s", exc)
+            notices.append("embedder unavailable: the answer's passages were chosen by word overlap only")
+    got = extractive_answer(ctx.query, items, query_vector=query_vector, vectors=vectors)
+    timings = {**ctx.timings_ms, "answer_ms": round((time.perf_counter() - t0) * 1000, 3)}
+    return AnswerResult(
+        **{**ctx.to_dict(), "notices": notices, "timings_ms": timings},
+        answer=got.text,
+        model={
+            "model_id": "extractive",
+            "prompt_version": EXTRACTIVE_ANSWER_VERSION,
+            "prompt_tokens": None,
+            "completion_tokens": None,
+        },
+        citations=got.citations,
+    )
+
+
+def model_build(ctx: ContextResult) -> AnswerResult:
+    """One responder-model call on `[query, tree, evidence]` (answer mode ``model``)."""
+    from memory.recall import runtime
+
     engine, why = runtime.responder_engine()
     if engine is None:
         raise ModelUnavailable(why or "no responder model configured")

@@ -9,7 +9,7 @@ the evaluation harness consume it; ``to_dict()`` gives a plain dict (a new, muta
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -58,10 +58,13 @@ class ContextResult(ServiceResult):
 
 @dataclass(frozen=True, eq=False)
 class AnswerResult(ContextResult):
-    """:func:`memory.services.query.answer_build`: the context plus the responder's answer."""
+    """:func:`memory.services.query.answer_build`: the context plus the answer (extractive or the
+    responder model's)."""
 
     answer: str
     model: dict[str, Any]  # model_id, prompt_version, prompt_tokens, completion_tokens
+    # extractive mode: the quoted passages (kind, cite: leaf path or "evidence N", quote, score)
+    citations: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, eq=False)

@@ -239,7 +239,10 @@ PERSONATREE = {
     "OPENAI_BASE_URL": env.str("PERSONATREE_OPENAI_BASE_URL", default=""),
     "OPENAI_API_KEY": env.str("PERSONATREE_OPENAI_API_KEY", default=""),
     "OPENAI_MODEL": env.str("PERSONATREE_OPENAI_MODEL", default=""),
-    # Responder (answers queries): same backends as the MemListener.
+    # Answers (/answer): extractive (the supporting leaf clauses and evidence sentences, quoted and cited;
+    # no model) or model (the responder below); compared by bench/compare_answers.py.
+    "ANSWER_MODE": env.str("PERSONATREE_ANSWER_MODE", default="extractive"),
+    # Responder (query expansion, model answers): same backends as the MemListener.
     "RESPONDER_BACKEND": env.str("PERSONATREE_RESPONDER_BACKEND", default="local"),
     "RESPONDER_MAX_TOKENS": env.int("PERSONATREE_RESPONDER_MAX_TOKENS", default=256),
     # Evidence index.

@@ -127,7 +127,8 @@ def test_async_client_same_operations(base_url, api_key):
     asyncio.run(main())
 
 
-def test_errors_are_mapped_from_the_servers_json(base_url, make_key):
+def test_errors_are_mapped_from_the_servers_json(base_url, make_key, settings):
+    settings.PERSONATREE = {**settings.PERSONATREE, "ANSWER_MODE": "model"}  # 503 below: no responder
     key = make_key()
     with PersonaTree(base_url, key, max_batch_messages=2) as pt:
         with pytest.raises(BadRequestError) as info:
@@ -192,7 +193,8 @@ class EchoResponder:
         return [Generation(text=f"echo: {p.dynamic[-60:]}", model_id=self.model_id) for p in prompts]
 
 
-def test_answer_returns_the_responders_text(base_url, api_key, monkeypatch):
+def test_answer_returns_the_responders_text(base_url, api_key, monkeypatch, settings):
+    settings.PERSONATREE = {**settings.PERSONATREE, "ANSWER_MODE": "model"}  # the default asks no model
     monkeypatch.setattr(runtime, "responder_engine", lambda: (EchoResponder(), ""))
     with PersonaTree(base_url, api_key) as pt:
         pt.ingest("d", conversation(3, "d"))

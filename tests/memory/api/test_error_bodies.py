@@ -52,8 +52,9 @@ def test_an_unexpected_error_is_a_json_500_with_an_id_and_the_cause_only_in_the_
 
 
 def test_an_unavailable_model_is_a_503_with_retry_after_and_no_url_or_path(
-    subject, make_api_client, monkeypatch, caplog
+    subject, make_api_client, monkeypatch, caplog, settings
 ):
+    settings.PERSONATREE = {**settings.PERSONATREE, "ANSWER_MODE": "model"}  # extractive asks no model
     monkeypatch.setattr(runtime, "responder_engine", lambda: (None, f"responder model unavailable: {CAUSE}"))
     client, _ = make_api_client(subject.tenant, scopes=["read"])
     with caplog.at_level(logging.WARNING, logger="personatree.api"):

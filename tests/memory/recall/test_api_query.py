@@ -137,8 +137,9 @@ def test_other_tenants_subject_is_a_404_like_a_missing_one(world, name, external
         assert r.status_code == 200
         assert all("grey cat" not in e["text"] for e in r.json()["evidence"])
         assert "swimming" not in r.json()["context"]["text"]
-    elif external_id == "alice":
-        assert r.status_code == 503  # no responder model configured; still its own subject
+    elif external_id == "alice":  # its own subject: an extractive answer from its own memory only
+        assert r.status_code == 200
+        assert "swimming" not in r.json()["answer"] and "grey cat" not in r.json()["answer"]
     else:
         assert r.status_code == 404
         assert r.json()["error"] == {"code": "not_found", "message": "Subject not found."}
@@ -191,6 +192,13 @@ def test_milvus_down_falls_back_to_fast_and_says_so(world, settings):
     assert "swimming" in body["context"]["text"]
 
 
+@pytest.fixture
+def model_mode(settings):
+    """Answers by the responder model (PERSONATREE_ANSWER_MODE=model); extractive is the default."""
+    settings.PERSONATREE = {**settings.PERSONATREE, "ANSWER_MODE": "model"}
+
+
+@pytest.mark.usefixtures("model_mode")
 def test_answer_uses_query_tree_and_evidence(world, monkeypatch):
     engine = FixedEngine("Your cat is Pixel.")
     monkeypatch.setattr(runtime, "responder_engine", lambda: (engine, ""))
@@ -207,6 +215,7 @@ def test_answer_uses_query_tree_and_evidence(world, monkeypatch):
     assert "answer_ms" in body["timings_ms"]
 
 
+@pytest.mark.usefixtures("model_mode")
 def test_answer_without_read_special_sees_neither_special_leaves_nor_evidence(world, monkeypatch):
     engine = FixedEngine("You swim.")
     monkeypatch.setattr(runtime, "responder_engine", lambda: (engine, ""))
@@ -218,9 +227,27 @@ def test_answer_without_read_special_sees_neither_special_leaves_nor_evidence(wo
     assert r.json()["recall"]["status"] == "withheld"
 
 
+@pytest.mark.usefixtures("model_mode")
 def test_answer_without_model_is_503(world):
     r = _post(world["client"], "subject-answer", "alice", {"query": "cat?", "mode": "fast"})
     assert r.status_code == 503 and r.json()["error"]["code"] == "model_unavailable"
+
+
+def test_extractive_answer_quotes_tree_and_evidence_without_a_model(world):
+    # the default answer mode; RESPONDER_BACKEND is "none" here: no model can be asked
+    r = _post(world["special"], "subject-answer", "alice", {"query": "what sport do I do?", "mode": "fast"})
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert body["model"]["model_id"] == "extractive"
+    assert body["answer"].startswith("Swimming [behaviour/habits/exercise]")
+    first = body["citations"][0]
+    assert (first["kind"], first["cite"], first["quote"]) == ("leaf", "behaviour/habits/exercise", "swimming")
+    deep = _post(
+        world["special"], "subject-answer", "alice", {"query": "what is my cat called?", "mode": "deep"}
+    )
+    assert deep.status_code == 200, deep.content
+    answer = deep.json()["answer"]
+    assert "Pixel" in answer and "[evidence " in answer and "(the user" in answer
 
 
 def test_openapi_schema_documents_query_endpoints(world, client):

@@ -1,0 +1,209 @@
+"""Extractive answers: quote the leaf values and evidence sentences that support a question, cited.
+
+No model call, deterministic, pure Python. The caller (``memory.services.query``) hands in what the
+answer path already built — the visible leaves (path -> value) and the deep-recall evidence — and,
+optionally, MiniLM vectors of the question and of each passage as plain float sequences.
+
+- :func:`passages` cuts the context into quotable passages: each clause of a leaf value (clauses are
+  joined by ``"; "``) cited by its leaf path, and each sentence of an evidence unit cited as
+  ``evidence N`` (its 1-based rank, as the answer prompt numbers it), with the speaker's role and
+  the unit's date.
+- :func:`passage_texts` gives the text to embed for each passage (a leaf clause is embedded with its
+  path words, so "do for a living" meets ``identity/work/occupation``).
+- :func:`extractive_answer` scores every passage by ``COSINE_WEIGHT * cosine + LEXICAL_WEIGHT *
+  overlap`` (overlap: the share of the question's content stems the passage, or its leaf path, holds),
+  keeps the best one and any close runner-up, and returns them quoted with citations —
+  ``Data engineer at a logistics startup [identity/work/occupation].`` — or, when nothing scores
+  ``min_score``, says plainly that the memory holds nothing on it (:data:`NOTHING`).
+
+It never writes a negation the context does not hold: the answer is made of the passages only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .clauses import SEPARATOR
+from .text import content_stems, split_sentences
+
+__all__ = [
+    "COSINE_WEIGHT",
+    "LEXICAL_WEIGHT",
+    "MIN_SCORE",
+    "NOTHING",
+    "Passage",
+    "Support",
+    "ExtractiveAnswer",
+    "passages",
+    "passage_texts",
+    "extractive_answer",
+]
+
+NOTHING = "The memory holds no information on that."
+COSINE_WEIGHT = 0.6
+LEXICAL_WEIGHT = 0.4
+MIN_SCORE = 0.3  # below it the best passage is not taken as support (tuned on conv-30, see docs)
+RUNNER_UP = 0.85  # a second passage is quoted when it scores at least this share of the best one
+LEAF_BONUS = 0.05  # the tree is the subject's current state: a tie goes to the leaf
+OTHER_SPEAKER_PENALTY = 0.1  # evidence lines of the other speaker support less than the subject's own
+MAX_QUOTE_WORDS = 40
+
+_ROLE = re.compile(r"^(user|assistant):\s*", re.IGNORECASE)
+_WHEN = re.compile(r"^\s*(when|what (date|day|year|month|time))\b|\bhow long ago\b", re.IGNORECASE)
+_QUESTION_WORDS = frozenset({"what", "when", "where", "who", "why", "how", "which", "whom", "whose", "doe"})
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One quotable piece of the context. ``cite``: a leaf path or ``evidence N``."""
+
+    text: str
+    cite: str
+    kind: str  # "leaf" | "evidence"
+    role: str = ""  # evidence: "user" (the subject) or "assistant" (the other speaker)
+    date: str = ""  # evidence: the unit's date, "2 Mar 2026"
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    passage: Passage
+    score: float
+    cosine: float
+    overlap: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractiveAnswer:
+    text: str
+    supports: tuple[Support, ...]
+
+    @property
+    def citations(self) -> list[dict[str, object]]:
+        """One entry per quoted passage: kind, cite (leaf path or ``evidence N``), quote, score."""
+        return [
+            {
+                "kind": s.passage.kind,
+                "cite": s.passage.cite,
+                "quote": s.passage.text,
+                "score": round(s.score, 4),
+            }
+            for s in self.supports
+        ]
+
+
+def _date(ts: object) -> str:
+    if not isinstance(ts, str) or not ts:
+        return ""
+    try:
+        when = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return f"{when.day} {when:%b %Y}"
+
+
+def passages(leaves: Mapping[str, str], evidence: Sequence[Mapping[str, object]] = ()) -> list[Passage]:
+    """The context as passages: leaf clauses (schema order as given), then evidence sentences."""
+    out: list[Passage] = []
+    for path, value in leaves.items():
+        for clause in str(value or "").split(SEPARATOR):
+            if clause.strip():
+                out.append(Passage(clause.strip(), path, "leaf"))
+    for rank, ev in enumerate(evidence, 1):
+        source = ev.get("source")
+        date = _date(source.get("ts")) if isinstance(source, Mapping) else ""
+        for line in str(ev.get("text") or "").splitlines():
+            m = _ROLE.match(line)
+            role = m.group(1).lower() if m else ""
+            body = line[m.end() :] if m else line
+            for sentence in split_sentences(body):
+                if content_stems(sentence):
+                    out.append(Passage(sentence, f"evidence {rank}", "evidence", role=role, date=date))
+    return out
+
+
+def _path_words(path: str) -> str:
+    return " ".join(path.replace("_", " ").split("/"))
+
+
+def passage_texts(items: Sequence[Passage]) -> list[str]:
+    """What to embed per passage: a leaf clause with its path words, an evidence sentence as is."""
+    return [f"{_path_words(p.cite)}: {p.text}" if p.kind == "leaf" else p.text for p in items]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def _query_stems(query: str) -> set[str]:
+    return {s for s in content_stems(query) if s not in _QUESTION_WORDS}
+
+
+def _overlap(query_stems: set[str], passage: Passage) -> float:
+    if not query_stems:
+        return 0.0
+    held = content_stems(passage.text)
+    if passage.kind == "leaf":
+        held |= content_stems(_path_words(passage.cite))
+    return len(query_stems & held) / len(query_stems)
+
+
+def _quote(passage: Passage, *, dated: bool) -> str:
+    words = passage.text.split()
+    text = " ".join(words[:MAX_QUOTE_WORDS]) + (" …" if len(words) > MAX_QUOTE_WORDS else "")
+    text = text.rstrip(" .;,")
+    if passage.kind == "leaf":
+        return f"{text[:1].upper()}{text[1:]} [{passage.cite}]"
+    who = "the other speaker" if passage.role == "assistant" else "the user"
+    when = f", {passage.date}" if passage.date and dated else ""
+    return f'"{text}" ({who}{when}) [{passage.cite}]'
+
+
+def extractive_answer(
+    query: str,
+    items: Sequence[Passage],
+    *,
+    query_vector: Sequence[float] | None = None,
+    vectors: Sequence[Sequence[float]] | None = None,
+    min_score: float = MIN_SCORE,
+    max_supports: int = 2,
+) -> ExtractiveAnswer:
+    """The best-supported passages for ``query``, quoted and cited; :data:`NOTHING` when none is.
+
+    ``vectors`` (one per passage, any length-consistent floats) and ``query_vector`` add the cosine
+    term; without them the score is the lexical overlap alone (scaled to the same range)."""
+    if vectors is not None and len(vectors) != len(items):
+        raise ValueError(f"{len(vectors)} vectors for {len(items)} passages")
+    stems = _query_stems(query)
+    use_cos = query_vector is not None and vectors is not None
+    scored: list[Support] = []
+    for i, p in enumerate(items):
+        overlap = _overlap(stems, p)
+        cos = _cosine(query_vector, vectors[i]) if use_cos and query_vector is not None and vectors else 0.0
+        score = COSINE_WEIGHT * cos + LEXICAL_WEIGHT * overlap if use_cos else overlap
+        if p.kind == "leaf":
+            score += LEAF_BONUS
+        elif p.role == "assistant":
+            score -= OTHER_SPEAKER_PENALTY
+        scored.append(Support(p, score, cos, overlap))
+    # Stable order on ties: the context's own order (leaves first, then evidence by rank).
+    ranked = sorted(scored, key=lambda s: -s.score)
+    if not ranked or ranked[0].score < min_score:
+        return ExtractiveAnswer(NOTHING, ())
+    best = ranked[0].score
+    chosen = [ranked[0]]
+    for s in ranked[1:]:
+        if len(chosen) >= max_supports or s.score < RUNNER_UP * best:
+            break
+        if any(s.passage.text == c.passage.text for c in chosen):
+            continue
+        chosen.append(s)
+    dated = bool(_WHEN.search(query))
+    text = "; ".join(_quote(s.passage, dated=dated) for s in chosen) + "."
+    return ExtractiveAnswer(text, tuple(chosen))
