@@ -54,9 +54,10 @@ def setup(work: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
-def build_contexts(args, conv, questions) -> list[dict]:
+def build_contexts(args, conv, questions, records: list[dict], cache: Path | None) -> list[dict]:
     """Backfill the conversation, then per question and subject read: the product's context (and the
-    leaves it rendered) and, unless --no-model, the responder's answer over it."""
+    leaves it rendered) and, unless --no-model, the responder's answer over it. Appends to `records`
+    (questions already there are skipped) and rewrites `cache` after each question."""
     from evaluation import pipeline
     from evaluation.locomo_run import subjects_for
     from memory.backfill.locomo import LocomoSource
@@ -78,8 +79,10 @@ def build_contexts(args, conv, questions) -> list[dict]:
         t0 = time.perf_counter()
         subjects[history.meta["speaker"]] = pipeline.ingest_history(ctx=ctx, history=history)
         print(f"ingested {history.external_id} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    records = []
     for n, qa in enumerate(questions):
+        if n < len(records):
+            continue
+        ask_model = not args.no_model and (args.model_limit is None or n < args.model_limit)
         reads, model = [], []
         for speaker in subjects_for(qa.question, conv.speakers):
             built, leaves = q_service._context(
@@ -91,7 +94,7 @@ def build_contexts(args, conv, questions) -> list[dict]:
                 tiers=ALL_TIERS,
             )
             reads.append({"context": built.to_dict(), "leaves": dict(leaves)})
-            if not args.no_model:
+            if ask_model:
                 try:
                     md = q_service.model_build(built)
                     model.append((md.answer, md.timings_ms["answer_ms"]))
@@ -99,6 +102,8 @@ def build_contexts(args, conv, questions) -> list[dict]:
                     model.append(("", 0.0))
                     print(f"model failed: {exc}", file=sys.stderr)
         records.append({"question": qa.question, "reads": reads, "model": model})
+        if cache is not None:
+            cache.write_text(json.dumps(records))
         print(f"[{n}] context built ({len(reads)} read(s))", file=sys.stderr)
     return records
 
@@ -112,6 +117,7 @@ def main() -> None:
     ap.add_argument("--mode", default="auto", choices=("fast", "auto", "deep"))
     ap.add_argument("--responder", default="local")
     ap.add_argument("--no-model", action="store_true", help="extractive only (fast iteration)")
+    ap.add_argument("--model-limit", type=int, help="ask the responder model for the first N questions only")
     ap.add_argument("--work", default="/tmp/compare_answers")
     ap.add_argument("--out", required=True)
     ap.add_argument(
@@ -135,12 +141,9 @@ def main() -> None:
     questions = [q for q in conv.qa if q.category in (1, 2, 3, 4) and q.answer]
     questions = questions[args.skip : args.skip + args.limit]
     cache = Path(args.contexts) if args.contexts else None
-    if cache is not None and cache.exists():
-        records = json.loads(cache.read_text())
-    else:
-        records = build_contexts(args, conv, questions)
-        if cache is not None:
-            cache.write_text(json.dumps(records))
+    records = json.loads(cache.read_text()) if cache is not None and cache.exists() else []
+    if len(records) < len(questions):
+        records = build_contexts(args, conv, questions, records, cache)
     items = []
     for n, (qa, record) in enumerate(zip(questions, records, strict=True)):
         per_mode: dict[str, list[tuple[str, float]]] = {"extractive": [], "model": record["model"]}

@@ -7,12 +7,15 @@ optionally, MiniLM vectors of the question and of each passage as plain float se
 - :func:`passages` cuts the context into quotable passages: each clause of a leaf value (clauses are
   joined by ``"; "``) cited by its leaf path, and each sentence of an evidence unit cited as
   ``evidence N`` (its 1-based rank, as the answer prompt numbers it), with the speaker's role and
-  the unit's date.
+  the unit's date; questions are left out (they assert nothing).
+- :func:`subject_names` / :func:`without_names`: the subject's own name (``identity/name/*``) says
+  whom the question is about, not what: it is left out of the question's words and embedding.
 - :func:`passage_texts` gives the text to embed for each passage (a leaf clause is embedded with its
   path words, so "do for a living" meets ``identity/work/occupation``).
 - :func:`extractive_answer` scores every passage by ``COSINE_WEIGHT * cosine + LEXICAL_WEIGHT *
   overlap`` (overlap: the share of the question's content stems the passage, or its leaf path, holds),
-  keeps the best one and any close runner-up, and returns them quoted with citations —
+  keeps the best one and any close runner-up that is not a near-duplicate of it (a leaf clause and
+  the sentence it came from), and returns them quoted with citations —
   ``Data engineer at a logistics startup [identity/work/occupation].`` — or, when nothing scores
   ``min_score``, says plainly that the memory holds nothing on it (:data:`NOTHING`).
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -40,20 +43,23 @@ __all__ = [
     "ExtractiveAnswer",
     "passages",
     "passage_texts",
+    "subject_names",
+    "without_names",
     "extractive_answer",
 ]
 
 NOTHING = "The memory holds no information on that."
 COSINE_WEIGHT = 0.6
 LEXICAL_WEIGHT = 0.4
-MIN_SCORE = 0.3  # below it the best passage is not taken as support (tuned on conv-30, see docs)
+MIN_SCORE = 0.2  # below it the best passage is not taken as support (a leaf needs cosine >= 0.25 alone)
 RUNNER_UP = 0.85  # a second passage is quoted when it scores at least this share of the best one
 LEAF_BONUS = 0.05  # the tree is the subject's current state: a tie goes to the leaf
 OTHER_SPEAKER_PENALTY = 0.1  # evidence lines of the other speaker support less than the subject's own
 MAX_QUOTE_WORDS = 40
 
 _ROLE = re.compile(r"^(user|assistant):\s*", re.IGNORECASE)
-_WHEN = re.compile(r"^\s*(when|what (date|day|year|month|time))\b|\bhow long ago\b", re.IGNORECASE)
+_WHEN = re.compile(r"\b(when|what (date|day|year|month|time)|how long ago)\b", re.IGNORECASE)
+NAME_PREFIX = "identity/name/"  # leaves naming the subject: their words say whom a question is about
 _QUESTION_WORDS = frozenset({"what", "when", "where", "who", "why", "how", "which", "whom", "whose", "doe"})
 
 
@@ -120,9 +126,24 @@ def passages(leaves: Mapping[str, str], evidence: Sequence[Mapping[str, object]]
             role = m.group(1).lower() if m else ""
             body = line[m.end() :] if m else line
             for sentence in split_sentences(body):
-                if content_stems(sentence):
+                # a question asserts nothing ("Are there other ways you'd like to stay active?")
+                if content_stems(sentence) and not sentence.rstrip().endswith("?"):
                     out.append(Passage(sentence, f"evidence {rank}", "evidence", role=role, date=date))
     return out
+
+
+def subject_names(leaves: Mapping[str, str]) -> set[str]:
+    """The subject's own names (words of the ``identity/name/*`` leaves), folded to lower case."""
+    return {w.lower() for p, v in leaves.items() if p.startswith(NAME_PREFIX) for w in re.findall(r"\w+", v)}
+
+
+def without_names(query: str, names: Collection[str]) -> str:
+    """``query`` without the subject's names (and their possessive): "What does Maya do?" asks what
+    the subject does; the name would pull the name leaf and every sentence that greets them."""
+    if not names:
+        return query
+    pattern = r"\b(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?:'s)?\b"
+    return " ".join(re.sub(pattern, " ", query, flags=re.IGNORECASE).split())
 
 
 def _path_words(path: str) -> str:
@@ -154,6 +175,12 @@ def _overlap(query_stems: set[str], passage: Passage) -> float:
     return len(query_stems & held) / len(query_stems)
 
 
+def _same(a: Passage, b: Passage) -> bool:
+    """Near-duplicates (a leaf clause and the sentence it came from): content stems Jaccard >= 0.6."""
+    sa, sb = content_stems(a.text), content_stems(b.text)
+    return a.text == b.text or bool(sa and sb and len(sa & sb) / len(sa | sb) >= 0.6)
+
+
 def _quote(passage: Passage, *, dated: bool) -> str:
     words = passage.text.split()
     text = " ".join(words[:MAX_QUOTE_WORDS]) + (" …" if len(words) > MAX_QUOTE_WORDS else "")
@@ -171,16 +198,19 @@ def extractive_answer(
     *,
     query_vector: Sequence[float] | None = None,
     vectors: Sequence[Sequence[float]] | None = None,
+    names: Collection[str] = (),
     min_score: float = MIN_SCORE,
     max_supports: int = 2,
 ) -> ExtractiveAnswer:
     """The best-supported passages for ``query``, quoted and cited; :data:`NOTHING` when none is.
 
     ``vectors`` (one per passage, any length-consistent floats) and ``query_vector`` add the cosine
-    term; without them the score is the lexical overlap alone (scaled to the same range)."""
+    term; without them the score is the lexical overlap alone (scaled to the same range). ``names``:
+    the subject's own names (:func:`subject_names`), left out of the question's words (embed
+    :func:`without_names` of the question for ``query_vector``)."""
     if vectors is not None and len(vectors) != len(items):
         raise ValueError(f"{len(vectors)} vectors for {len(items)} passages")
-    stems = _query_stems(query)
+    stems = _query_stems(without_names(query, names))
     use_cos = query_vector is not None and vectors is not None
     scored: list[Support] = []
     for i, p in enumerate(items):
@@ -201,7 +231,7 @@ def extractive_answer(
     for s in ranked[1:]:
         if len(chosen) >= max_supports or s.score < RUNNER_UP * best:
             break
-        if any(s.passage.text == c.passage.text for c in chosen):
+        if any(_same(s.passage, c.passage) for c in chosen):
             continue
         chosen.append(s)
     dated = bool(_WHEN.search(query))

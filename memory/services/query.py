@@ -48,7 +48,7 @@ from types import MappingProxyType
 from django.db.models import Max
 
 from memory import conf, selectors
-from memory.engine.answer import extractive_answer, passage_texts, passages
+from memory.engine.answer import extractive_answer, passage_texts, passages, subject_names, without_names
 from memory.engine.render import Rendered, render, token_counter_name
 from memory.models import Chunk, Subject
 from memory.recall.agentic import agentic_recall
@@ -375,17 +375,19 @@ def extractive_build(ctx: ContextResult, leaves: Mapping[str, str]) -> AnswerRes
 
     t0 = time.perf_counter()
     items = passages(leaves, ctx.evidence)
+    names = subject_names(leaves)
     query_vector, vectors = None, None
     notices = list(ctx.notices)
     if items:
         try:
-            embedded = runtime.configured_embedder().embed([ctx.query, *passage_texts(items)])
+            question = without_names(ctx.query, names)
+            embedded = runtime.configured_embedder().embed([question, *passage_texts(items)])
             rows = [[float(x) for x in row] for row in embedded]
             query_vector, vectors = rows[0], rows[1:]
         except EmbedderUnavailable as exc:
             logger.warning("extractive answer without cosine (embedder unavailable): %s", exc)
             notices.append("embedder unavailable: the answer's passages were chosen by word overlap only")
-    got = extractive_answer(ctx.query, items, query_vector=query_vector, vectors=vectors)
+    got = extractive_answer(ctx.query, items, query_vector=query_vector, vectors=vectors, names=names)
     timings = {**ctx.timings_ms, "answer_ms": round((time.perf_counter() - t0) * 1000, 3)}
     return AnswerResult(
         **{**ctx.to_dict(), "notices": notices, "timings_ms": timings},

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from memory.engine.answer import NOTHING, Passage, extractive_answer, passage_texts, passages
+from memory.engine.answer import (
+    NOTHING,
+    Passage,
+    extractive_answer,
+    passage_texts,
+    passages,
+    subject_names,
+    without_names,
+)
 
 LEAVES = {
     "identity/work/occupation": "Data engineer at a logistics startup; mostly pipelines and a lot of SQL",
     "identity/location/home": "Moved to Lisbon from Toronto",
     "relationships/pets": "Adopted a cat named Pastel, a grey tabby",
+    "identity/name/full_name": "Maya",
 }
 EVIDENCE = [
     {
@@ -76,7 +85,7 @@ def test_close_runner_up_is_quoted_too_but_never_twice():
     items = [
         Passage("Runs every morning", "behaviour/exercise", "leaf"),
         Passage("Runs every morning", "behaviour/habits", "leaf"),
-        Passage("Running every morning before work", "routine/mornings", "leaf"),
+        Passage("Every morning a run by the river, then coffee with friends", "routine/mornings", "leaf"),
         Passage("Grey tabby cat", "pets", "leaf"),
     ]
     got = extractive_answer("Does she run every morning?", items, max_supports=3)
@@ -91,3 +100,24 @@ def test_deterministic_and_checks_vector_count():
     )
     with pytest.raises(ValueError):
         extractive_answer("x", items, query_vector=[1.0], vectors=[[1.0]])
+
+
+def test_the_subjects_name_does_not_pull_the_name_leaf():
+    names = subject_names(LEAVES)
+    assert (
+        names == {"maya"}
+        and without_names("What does Maya's cat eat, Maya?", names) == "What does cat eat, ?"
+    )
+    got = extractive_answer("Which home location does Maya have?", passages(LEAVES, EVIDENCE), names=names)
+    assert got.supports[0].passage.cite == "identity/location/home"
+    assert all(s.passage.cite != "identity/name/full_name" for s in got.supports)
+
+
+def test_questions_in_evidence_are_not_quoted_and_near_duplicates_once():
+    evidence = [
+        {"text": "assistant: Are there other ways you'd like to stay active?\nuser: I switched to swimming."},
+    ]
+    items = passages({"behaviour/habits/exercise": "Switched to swimming"}, evidence)
+    assert [p.text for p in items] == ["Switched to swimming", "I switched to swimming."]
+    got = extractive_answer("What does she do to stay active, swimming?", items)
+    assert [s.passage.kind for s in got.supports] == ["leaf"]
