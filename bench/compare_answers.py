@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "benchmarks" / "locomo" / "locomo_dev5.json"
@@ -90,7 +91,7 @@ def build_contexts(args, conv, questions, records: list[dict], cache: Path | Non
                 query=qa.question,
                 mode=args.mode,
                 as_of=None,
-                token_budget=ctx.token_budget,
+                token_budget=q_service.DEFAULT_TOKEN_BUDGET,  # what /answer uses when not told
                 tiers=ALL_TIERS,
             )
             reads.append({"context": built.to_dict(), "leaves": dict(leaves)})
@@ -144,18 +145,18 @@ def main() -> None:
     records = json.loads(cache.read_text()) if cache is not None and cache.exists() else []
     if len(records) < len(questions):
         records = build_contexts(args, conv, questions, records, cache)
-    items = []
+    items: list[dict[str, Any]] = []
     for n, (qa, record) in enumerate(zip(questions, records, strict=True)):
         per_mode: dict[str, list[tuple[str, float]]] = {"extractive": [], "model": record["model"]}
         contexts = []
         for read in record["reads"]:
             built = ContextResult(**read["context"])
-            contexts.append(pipeline._context_text(built))
+            contexts.append(pipeline._context_text(built.to_dict()))
             ex = q_service.extractive_build(built, read["leaves"])
             per_mode["extractive"].append((ex.answer, ex.timings_ms["answer_ms"]))
         context = "\n\n".join(contexts)
         recall = context_answer_recall(context, qa.answer)
-        item = {
+        item: dict[str, Any] = {
             "i": n,
             "category": qa.category_name,
             "question": qa.question,

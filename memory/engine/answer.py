@@ -55,10 +55,16 @@ MIN_SCORE = 0.2  # below it the best passage is not taken as support (a leaf nee
 RUNNER_UP = 0.85  # a second passage is quoted when it scores at least this share of the best one
 LEAF_BONUS = 0.05  # the tree is the subject's current state: a tie goes to the leaf
 OTHER_SPEAKER_PENALTY = 0.1  # evidence lines of the other speaker support less than the subject's own
+DATE_BONUS = 0.1  # a "when" question: a passage that carries a date (evidence's own, or in the value)
 MAX_QUOTE_WORDS = 40
 
 _ROLE = re.compile(r"^(user|assistant):\s*", re.IGNORECASE)
 _WHEN = re.compile(r"\b(when|what (date|day|year|month|time)|how long ago)\b", re.IGNORECASE)
+_DATED = re.compile(
+    r"\b(1[89]\d\d|20\d\d)\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}\b"
+    r"|\b\d{1,2} (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)",
+    re.IGNORECASE,
+)
 NAME_PREFIX = "identity/name/"  # leaves naming the subject: their words say whom a question is about
 _QUESTION_WORDS = frozenset({"what", "when", "where", "who", "why", "how", "which", "whom", "whose", "doe"})
 
@@ -212,6 +218,7 @@ def extractive_answer(
         raise ValueError(f"{len(vectors)} vectors for {len(items)} passages")
     stems = _query_stems(without_names(query, names))
     use_cos = query_vector is not None and vectors is not None
+    when = bool(_WHEN.search(query))
     scored: list[Support] = []
     for i, p in enumerate(items):
         overlap = _overlap(stems, p)
@@ -221,6 +228,8 @@ def extractive_answer(
             score += LEAF_BONUS
         elif p.role == "assistant":
             score -= OTHER_SPEAKER_PENALTY
+        if when and (p.date or _DATED.search(p.text)):
+            score += DATE_BONUS
         scored.append(Support(p, score, cos, overlap))
     # Stable order on ties: the context's own order (leaves first, then evidence by rank).
     ranked = sorted(scored, key=lambda s: -s.score)
@@ -234,6 +243,5 @@ def extractive_answer(
         if any(_same(s.passage, c.passage) for c in chosen):
             continue
         chosen.append(s)
-    dated = bool(_WHEN.search(query))
-    text = "; ".join(_quote(s.passage, dated=dated) for s in chosen) + "."
+    text = "; ".join(_quote(s.passage, dated=when) for s in chosen) + "."
     return ExtractiveAnswer(text, tuple(chosen))

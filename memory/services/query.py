@@ -366,6 +366,37 @@ def answer_build(
     return model_build(ctx)
 
 
+# Passage vectors of extractive answers: a subject's leaf clauses and evidence sentences recur from one
+# question to the next, so each text is embedded once per process (per embedder), LRU-bounded.
+EMBED_CACHE_MAX = 20000
+_embed_cache: OrderedDict[tuple[str, str, str], list[float]] = OrderedDict()
+_embed_lock = threading.Lock()
+
+
+def _embed_cached(embedder, texts: list[str]) -> list[list[float]]:
+    kind = type(embedder)
+    key = (f"{kind.__module__}.{kind.__qualname__}", str(getattr(embedder, "path", "")))
+    with _embed_lock:
+        missing = list(dict.fromkeys(t for t in texts if (*key, t) not in _embed_cache))
+    if missing:
+        fresh = [[float(x) for x in row] for row in embedder.embed(missing)]
+        with _embed_lock:
+            for text, row in zip(missing, fresh, strict=True):
+                _embed_cache[(*key, text)] = row
+            while len(_embed_cache) > EMBED_CACHE_MAX:
+                _embed_cache.popitem(last=False)
+    with _embed_lock:
+        out = []
+        for t in texts:
+            row = _embed_cache.get((*key, t))
+            if row is None:  # evicted meanwhile by another thread: embed it alone
+                row = [float(x) for x in embedder.embed([t])[0]]
+            else:
+                _embed_cache.move_to_end((*key, t))
+            out.append(row)
+    return out
+
+
 def extractive_build(ctx: ContextResult, leaves: Mapping[str, str]) -> AnswerResult:
     """Quote the supporting leaf clauses and evidence sentences of `ctx`, cited; no model call.
 
@@ -381,8 +412,7 @@ def extractive_build(ctx: ContextResult, leaves: Mapping[str, str]) -> AnswerRes
     if items:
         try:
             question = without_names(ctx.query, names)
-            embedded = runtime.configured_embedder().embed([question, *passage_texts(items)])
-            rows = [[float(x) for x in row] for row in embedded]
+            rows = _embed_cached(runtime.configured_embedder(), [question, *passage_texts(items)])
             query_vector, vectors = rows[0], rows[1:]
         except EmbedderUnavailable as exc:
             logger.warning("extractive answer without cosine (embedder unavailable): %s", exc)

@@ -131,3 +131,22 @@ def test_answer_endpoint_returns_citations(subject, settings, monkeypatch, make_
         body["citations"][0]["cite"] == "behaviour/habits/exercise"
         and body["model"]["model_id"] == "extractive"
     )
+
+
+def test_passage_vectors_are_embedded_once_per_process(subject, settings, monkeypatch):
+    _mode(settings, "extractive")
+    seen: list[str] = []
+
+    class CountingEmbedder(WordEmbedder):
+        def embed(self, texts):
+            seen.extend(texts)
+            return super().embed(texts)
+
+    monkeypatch.setattr(runtime, "configured_embedder", CountingEmbedder)
+    first = answer_build(subject=subject, query="Where does Maya swim?", mode="fast")
+    n = len(seen)
+    assert n == 1 + len(TREE)  # the question and each leaf clause
+    again = answer_build(subject=subject, query="Where does Maya swim?", mode="fast")
+    assert len(seen) == n and again.answer == first.answer
+    answer_build(subject=subject, query="What is her job?", mode="fast")
+    assert seen[n:] == ["What is her job?"]
