@@ -1,0 +1,191 @@
+"""Relative time expressions become absolute dates (memory.engine.dates), with fixed timestamps."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from memory.engine.dates import DatePhrase, date_phrases, grounding_dates, with_dates
+
+MONDAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # LoCoMo style: "1:56 pm on 8 May, 2023"
+SATURDAY = datetime(2023, 7, 15, 10, 0, tzinfo=UTC)
+SUNDAY = datetime(2023, 7, 16, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("fact", "expected"),
+    [
+        ("Went to a support group yesterday", "Went to a support group (7 May 2023)"),
+        ("Cooked dinner today", "Cooked dinner (8 May 2023)"),
+        ("Is cooking for friends tonight", "Is cooking for friends (8 May 2023)"),
+        ("Ran 5 km this morning", "Ran 5 km (8 May 2023)"),
+        ("Had a blast last night", "Had a blast (7 May 2023)"),
+        ("Will see her tomorrow", "Will see her (9 May 2023)"),
+        ("Did it the day before yesterday", "Did it (6 May 2023)"),
+        ("Adopted a cat 3 days ago", "Adopted a cat (5 May 2023)"),
+        ("Adopted a cat three days ago", "Adopted a cat (5 May 2023)"),
+        ("Ran a charity race last Saturday", "Ran a charity race (6 May 2023)"),
+        ("Adopted a cat on last Friday", "Adopted a cat (5 May 2023)"),
+        ("Was there this past Friday", "Was there (5 May 2023)"),
+        ("Has an interview next Friday", "Has an interview (12 May 2023)"),
+        ("Gave a talk last week", "Gave a talk (week of 1 May 2023)"),
+        ("Started a class two weeks ago", "Started a class (week of 24 April 2023)"),
+        ("Is busy this week", "Is busy (week of 8 May 2023)"),
+        ("Moves next week", "Moves (week of 15 May 2023)"),
+        ("Went camping last weekend", "Went camping (weekend of 6 May 2023)"),
+        ("Camped two weekends ago", "Camped (weekend of 29 April 2023)"),
+        ("Quit her job last month", "Quit her job (April 2023)"),
+        ("Is going camping next month", "Is going camping (June 2023)"),
+        ("Visited Paris last May", "Visited Paris (May 2022)"),
+        ("Is moving next May", "Is moving (May 2024)"),
+        ("Will travel this summer", "Will travel (summer 2023)"),
+        ("Went to Spain last summer", "Went to Spain (summer 2022)"),
+        ("Painted a sunrise last year", "Painted a sunrise (2022)"),
+        ("Moved here two years ago", "Moved here (2021)"),
+        ("Turned 18 ten years ago", "Turned 18 (2013)"),
+        ("Started running a year ago", "Started running (2022)"),
+        ("Two years ago she started painting", "(2021) she started painting"),
+    ],
+)
+def test_relative_phrase_becomes_a_dated_one(fact: str, expected: str) -> None:
+    assert with_dates(fact, MONDAY) == expected
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "Started painting in 2019",  # already absolute
+        "Was born on 3 May 1990",
+        "Saw her recently",  # vague
+        "Met him the other day",
+        "Moved here a few years ago",
+        "Her last year of college was hard",  # an ordinal, not a date
+        "Ran every day in the last week",  # a duration
+        "Loved this year's festival",
+        "Hikes on Saturdays",  # a habit
+        "May go to the gym",  # "may" the verb
+        "Is a weekend person",
+    ],
+)
+def test_absolute_vague_and_non_date_phrases_are_left_alone(fact: str) -> None:
+    assert with_dates(fact, MONDAY) == fact
+    assert grounding_dates(fact, MONDAY) == []
+
+
+def test_a_bare_weekday_follows_the_tense() -> None:
+    assert with_dates("Went to the beach on Saturday", MONDAY) == "Went to the beach (6 May 2023)"
+    assert with_dates("Is going to a concert on Saturday", MONDAY) == "Is going to a concert (13 May 2023)"
+    assert with_dates("Will call her on Monday", MONDAY) == "Will call her (15 May 2023)"  # not today
+    # No tense cue: the fact keeps its weekday, though either reading would be grounded.
+    assert with_dates("Goes hiking on Saturday", MONDAY) == "Goes hiking on Saturday"
+    assert grounding_dates("Goes hiking on Saturday", MONDAY) == ["6 May 2023", "13 May 2023"]
+    # A rewrite that lost the tense cue can borrow it from its source sentence.
+    assert with_dates("Beach on Saturday", MONDAY, context="I went to the beach on Saturday") == (
+        "Beach (6 May 2023)"
+    )
+
+
+def test_weekends_relative_to_the_day_said() -> None:
+    assert with_dates("Went hiking this weekend", MONDAY) == "Went hiking (weekend of 6 May 2023)"
+    assert with_dates("Is going hiking this weekend", MONDAY) == "Is going hiking (weekend of 13 May 2023)"
+    assert with_dates("Is hiking this weekend", SATURDAY) == "Is hiking (weekend of 15 July 2023)"
+    assert with_dates("Hiked last weekend", SUNDAY) == "Hiked (weekend of 8 July 2023)"
+    assert with_dates("Will hike next weekend", SATURDAY) == "Will hike (weekend of 22 July 2023)"
+
+
+def test_a_few_days_ago_gives_its_week() -> None:
+    assert with_dates("Saw her a few days ago", MONDAY) == "Saw her (week of 1 May 2023)"
+    assert with_dates("Saw her a couple of days ago", SATURDAY) == "Saw her (week of 10 July 2023)"
+
+
+def test_last_weekday_said_on_that_weekday_is_a_week_back() -> None:
+    friday = datetime(2023, 5, 12, 9, 0, tzinfo=UTC)
+    assert with_dates("Adopted a cat last Friday", friday) == "Adopted a cat (5 May 2023)"
+    assert with_dates("Adopted a cat last Friday", SATURDAY) == "Adopted a cat (14 July 2023)"
+
+
+def test_seasons_around_the_year() -> None:
+    spring = datetime(2023, 4, 2, tzinfo=UTC)
+    assert with_dates("Will travel this summer", spring) == "Will travel (summer 2023)"
+    assert with_dates("Travelled last summer", spring) == "Travelled (summer 2022)"
+    january = datetime(2023, 1, 20, tzinfo=UTC)
+    assert with_dates("Skied this winter", january) == "Skied (winter 2022)"  # named by its December
+    assert with_dates("Skied last winter", january) == "Skied (winter 2021)"
+    assert with_dates("Visited in autumn last year", january) == "Visited in autumn (2022)"
+
+
+def test_year_boundaries() -> None:
+    new_year = datetime(2023, 1, 2, 8, 0, tzinfo=UTC)
+    assert with_dates("Went skiing last week", new_year) == "Went skiing (week of 26 December 2022)"
+    assert with_dates("Quit last month", new_year) == "Quit (December 2022)"
+    assert with_dates("Met him yesterday", new_year) == "Met him (1 January 2023)"
+
+
+def test_the_message_date_is_read_in_its_own_offset() -> None:
+    late = datetime(2023, 5, 8, 23, 30, tzinfo=timezone(timedelta(hours=-5)))  # 9 May in UTC
+    assert with_dates("Met him yesterday", late) == "Met him (7 May 2023)"
+    assert with_dates("Met him yesterday", datetime(2023, 5, 8, 9, 0)) == "Met him (7 May 2023)"  # naive
+
+
+def test_abbreviated_weekdays_later_this_and_an_idiom() -> None:
+    assert with_dates("Took the kids to a pottery workshop last Fri", MONDAY) == (
+        "Took the kids to a pottery workshop (5 May 2023)"
+    )
+    assert (
+        with_dates("Joined an activist group last Tues.", MONDAY) == "Joined an activist group (2 May 2023)."
+    )
+    assert with_dates("Plans a fundraiser later this month", MONDAY) == "Plans a fundraiser (May 2023)"
+    assert (
+        with_dates("Feels like just yesterday she wore it", MONDAY) == "Feels like just yesterday she wore it"
+    )
+
+
+def test_several_phrases_and_case() -> None:
+    fact = "Moved in LAST YEAR and started a job yesterday"
+    assert with_dates(fact, MONDAY) == "Moved in (2022) and started a job (7 May 2023)"
+
+
+def test_date_phrases_give_exact_spans() -> None:
+    text = "I went to a support group yesterday, and on Saturday I ran."
+    phrases = date_phrases(text, MONDAY)
+    assert phrases == [
+        DatePhrase(26, 35, "yesterday", "7 May 2023"),
+        DatePhrase(41, 52, "on Saturday", "6 May 2023"),
+    ]
+    assert all(text[p.start : p.end] == p.phrase for p in phrases)
+
+
+def test_without_a_timestamp_nothing_changes() -> None:
+    assert with_dates("Went to a support group yesterday", None) == "Went to a support group yesterday"
+    assert grounding_dates("Went to a support group yesterday", None) == []
+    assert with_dates("", MONDAY) == ""
+    assert date_phrases("", MONDAY) == []
+
+
+def test_grounding_dates_are_what_with_dates_can_insert() -> None:
+    text = "I went to a support group yesterday and I'm moving next month"
+    assert grounding_dates(text, MONDAY) == ["7 May 2023", "June 2023"]
+    # Every date with_dates inserts into a rewrite of the text is among the text's grounding dates.
+    for fact in ("Went to a support group yesterday", "Is moving next month"):
+        inserted = with_dates(fact, MONDAY)
+        assert any(f"({d})" in inserted for d in grounding_dates(text, MONDAY))
+    # A tense-dependent weekday is grounded both ways: the rewrite may have lost the cue.
+    assert grounding_dates("Saturday plans: on Saturday I went out", MONDAY) == ["6 May 2023", "13 May 2023"]
+    assert grounding_dates("Nothing dated here", MONDAY) == []
+
+
+def test_cost_per_clause_is_small() -> None:
+    clauses = [f"Went to the gym {n} days ago and to a party last weekend" for n in range(2, 9)] + [
+        "I love painting sunsets with my kids",
+        "My cat is called Oliver",
+    ] * 20
+    for clause in clauses:  # warm dateparser and the cache
+        with_dates(clause, MONDAY)
+    start = time.perf_counter()
+    for _ in range(5):
+        for clause in clauses:
+            with_dates(clause, MONDAY)
+    per_clause = (time.perf_counter() - start) / (5 * len(clauses))
+    assert per_clause < 0.002
