@@ -6,6 +6,7 @@ ingestion workers, the Ray Serve deployment and the HTTP client all share one sh
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +19,9 @@ class ListenerTurn(BaseModel):
 
     role: Literal["user", "assistant", "system"]
     content: str
+    #: When the turn was said: the message's ``ts`` (or, unknown, when it was received). The pipeline
+    #: turns "yesterday" into a date from it (``memory.engine.dates``); None = no date to resolve against.
+    ts: datetime | None = None
 
 
 class ListenerJob(BaseModel):

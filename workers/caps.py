@@ -44,7 +44,7 @@ def bound_turns(turns: list[ListenerTurn]) -> tuple[list[ListenerTurn], str]:
             continue
         cuts.append(f"{turn.role} turn {len(bounded) + 1}: {n} -> {cap}")
         content = turn.content[: max(cap, 1)] + CUT_MARK
-        bounded.append(ListenerTurn(role=turn.role, content=content))
+        bounded.append(turn.model_copy(update={"content": content}))  # keeps its ts
     notice = f"input cut to the MemListener caps ({turn_cap}/turn, {chunk_cap}/chunk chars): " + "; ".join(
         cuts
     )

@@ -106,7 +106,8 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
     """One job per claim: the subject's head tree and version, its tenant schema's document (None for a
     shipped schema; cached per process, no query per subject), and the chunk's turns (with the last
     system message at or before the chunk, if any), cut to the MemListener's caps
-    (:func:`workers.caps.bound_turns`; the chunk's ``notice`` says what was cut). One query for the whole batch on
+    (:func:`workers.caps.bound_turns`; the chunk's ``notice`` says what was cut). Every turn carries when it
+    was said (the message's ``ts``, else when it was received). One query for the whole batch on
     PostgreSQL. A claim whose subject was erased after the claim gets no job (its chunk is gone)."""
     inputs = job_inputs(claims)
     jobs, notices = [], {}
@@ -117,12 +118,12 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
         rows = head.messages
         system = [r for r in rows if r[1] == "system" and r[0] <= c.end_seq]
         turns = [
-            ListenerTurn(role=r[1], content=r[2])
+            ListenerTurn(role=r[1], content=r[2], ts=r[3])
             for r in rows
             if c.start_seq <= r[0] <= c.end_seq and r[1] != "system"
         ]
         if system:
-            turns.insert(0, ListenerTurn(role="system", content=system[-1][2]))
+            turns.insert(0, ListenerTurn(role="system", content=system[-1][2], ts=system[-1][3]))
         turns, notice = bound_turns(turns)
         if notice:
             notices[c.chunk_id] = notice

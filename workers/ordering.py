@@ -262,8 +262,9 @@ def chunks_reclaim(*, tenant_id: int, before: datetime, subject_ids: Sequence[in
 @dataclass(frozen=True)
 class JobInputs:
     """What one claimed subject's job is built from: its tenant, head (version and tree), pinned schema,
-    and the messages ``(seq, role, content)`` of the chunk's span plus every system message at or
-    before its end, in seq order."""
+    and the messages ``(seq, role, content, when)`` of the chunk's span plus every system message at or
+    before its end, in seq order. ``when`` is the message's ``ts``, or its ``created_at`` when the
+    client sent none (an aware datetime either way: every turn can date what it says)."""
 
     tenant_id: int
     head_version: int
@@ -284,7 +285,8 @@ def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT s.id, s.tenant_id, s.head_version, s.schema_id, s.schema_version, v.tree, "
-                "(SELECT json_agg(json_build_array(m.seq, m.role, m.content) ORDER BY m.seq) "
+                "(SELECT json_agg(json_build_array(m.seq, m.role, m.content, COALESCE(m.ts, m.created_at)) "
+                "ORDER BY m.seq) "
                 f"FROM {message} m WHERE m.subject_id = c.sid AND m.seq <= c.hi "
                 "AND (m.seq >= c.lo OR m.role = %s)) "
                 "FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS c(sid, lo, hi) "
@@ -298,7 +300,12 @@ def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
             )
             return {
                 sid: JobInputs(
-                    tenant, head, schema_id, schema_v, _json(tree), [tuple(m) for m in _json(rows) or ()]
+                    tenant,
+                    head,
+                    schema_id,
+                    schema_v,
+                    _json(tree),
+                    [_message_row(m) for m in _json(rows) or ()],
                 )
                 for sid, tenant, head, schema_id, schema_v, tree, rows in cursor.fetchall()
             }
@@ -311,15 +318,22 @@ def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
     for row in (
         Message.objects.filter(spans)
         .order_by("subject_id", "seq")
-        .values_list("subject_id", "seq", "role", "content")
+        .values_list("subject_id", "seq", "role", "content", "ts", "created_at")
     ):
-        messages[row[0]].append(row[1:])
+        sid, seq, role, content, ts, created_at = row
+        messages[sid].append((seq, role, content, ts or created_at))
     return {
         sid: JobInputs(tenant, head, schema_id, schema_v, tree, messages[sid])
         for sid, tenant, head, schema_id, schema_v, tree in Subject.objects.filter(
             pk__in=[c.subject_id for c in claims]
         ).values_list("pk", "tenant_id", "head_version", "schema_id", "schema_version", "head__tree")
     }
+
+
+def _message_row(row: Sequence) -> tuple:
+    """``[seq, role, content, when]`` from json_agg (``when`` an ISO-8601 string) as a tuple."""
+    seq, role, content, when = row
+    return seq, role, content, datetime.fromisoformat(when) if isinstance(when, str) else when
 
 
 def _json(value):
