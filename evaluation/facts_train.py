@@ -11,19 +11,22 @@ Training data (development data only; the held-out parts are scored once, at the
 
 - LoCoMo conv-26, conv-30, conv-41, conv-42 (conv-43 is held out). For each speaker X, X's turns
   (with an image's caption appended as the product does: ``[shares an image: ...]``) are cut into
-  clauses with the listener's segmenter. A clause of a turn that is the evidence of one of X's
-  observations is ``self`` when it is the turn's best clause for that observation (cosine >= 0.3)
-  or its cosine to one of them is >= 0.5 — both sides neutralised (X's name, first-person words
-  on the clause side, third-person pronouns on the observation side all become "someone") — and
-  ``relation`` instead when that observation names the other speaker and the clause says
-  we/us/our. Other clauses of an evidence turn with a cosine in [0.35, 0.5) are ambiguous and
-  left out. Every other clause is ``third_party`` when it opens with he/she/they/a name and says
-  nothing in the first person, ``relation`` when it says we/us/our, you, and a relation word
-  (friends, together, each other, met, known), and ``none`` otherwise. Caption clauses are ``none``.
-- Synthetic-Persona-Chat valid dialogues 0..799 (800..999 are held out): a speaker's clause is
-  ``self`` when its cosine to one of that speaker's persona sentences is >= 0.6, else ``none``.
-  Both sides already speak in the first person, so they are compared as said (neutralising both
-  the same way changes nothing in kind and would double the embedding cost).
+  clauses with the listener's segmenter. A statement (no "?", no image caption) of a turn that is
+  the evidence of one of X's observations is ``self`` when its cosine to one of them is >= 0.5, or
+  when it is the turn's best statement for that observation (cosine >= 0.3) and says I/me/my/we —
+  both sides neutralised (X's name, first-person words on the clause side, third-person pronouns
+  on the observation side all become "someone") — and ``relation`` instead when that observation
+  names the other speaker and the clause states it ("we've been friends", "we met"...; left out
+  when it only says we/us/our). Other statements of an evidence turn with
+  a cosine in [0.35, 0.5) are ambiguous and left out. Every other clause is ``third_party`` when it
+  opens with he/she/they/his/her/their and says nothing in the first person, ``relation`` when it
+  says "we've been friends", "our friendship", "known each other", "we met"..., else ``none``
+  (questions and captions always ``none``).
+- Synthetic-Persona-Chat valid dialogues 0..799 (800..999 are held out): a speaker's statement is
+  ``self`` when its cosine to one of that speaker's persona sentences is >= 0.6; a first-person
+  statement in [0.5, 0.6) is ambiguous and left out; everything else (questions included) is
+  ``none``. Both sides already speak in the first person, so they are compared as said
+  (neutralising both the same way changes nothing in kind and would double the embedding cost).
 
 The model is a multinomial logistic regression (scikit-learn) over [MiniLM vector + the lexical
 features of ``memory.engine.facts``]. C and the keep threshold (``P(self) + P(relation) >= t``,
@@ -54,13 +57,14 @@ TRAIN_CONVS = ("conv-26", "conv-30", "conv-41", "conv-42")
 VALID_CONVS = ("conv-43",)
 SPC_TRAIN = range(0, 800)
 SPC_VALID = range(800, 1000)
-C_GRID = (0.1, 0.3, 1.0, 3.0)
+C_GRID = (0.25, 1.0, 4.0)
 FOLDS = 5
 SEED = 0
 POSITIVE_COS = 0.5  # any clause of an evidence turn this close to one of its observations
 BEST_COS = 0.3  # the best clause of the turn for an observation, if at least this close
 AMBIGUOUS_COS = 0.35  # evidence-turn clauses in [AMBIGUOUS_COS, POSITIVE_COS) are left out
 SPC_COS = 0.6
+SPC_AMBIGUOUS_COS = 0.5  # a first-person SPC statement in [0.5, 0.6) is left out
 NEUTRAL = "someone"
 KEEP = frozenset({"self", "relation"})
 
@@ -69,8 +73,12 @@ _SESSION = re.compile(r"^session_(\d+)$")
 _FIRST = re.compile(r"\b(?:I'm|I've|I'd|I'll|I|me|my|mine|myself)\b", re.IGNORECASE)
 _THIRD = re.compile(r"\b(?:he|she|him|her|his|hers|himself|herself|they|them|their)\b", re.IGNORECASE)
 _WE = re.compile(r"\b(?:we|we're|we've|us|our|ours)\b", re.IGNORECASE)
-_YOU = re.compile(r"\b(?:you|your|you're|yours)\b", re.IGNORECASE)
-_RELATION_WORD = re.compile(r"\b(?:friends?|friendship|together|each other|met|known)\b", re.IGNORECASE)
+_THIRD_SUBJECT = re.compile(r"\s*(?:he|she|they|he's|she's|they're|they've|his|her|their)\b", re.IGNORECASE)
+_RELATION = re.compile(
+    r"\b(?:we(?:'ve| have)? (?:been|are|were|became) (?:\w+ )?friends|our friendship|known each other"
+    r"|we (?:first )?met|since we met|you and I (?:have|are|met|were))\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,12 +233,12 @@ def texts_to_embed(turns: Sequence[_Turn]) -> list[str]:
 
 
 def _cue_label(clause: str) -> str:
-    feats = dict(zip(FEATURES, lexical_features(clause), strict=True))
-    if feats["caption"]:
+    """The label of a clause no observation or persona sentence matched: reliable cues, else none."""
+    if is_caption(clause) or "?" in clause:
         return "none"
-    if feats["third_subject"] and not _FIRST.search(clause) and not _WE.search(clause):
+    if _THIRD_SUBJECT.match(clause) and not _FIRST.search(clause) and not _WE.search(clause):
         return "third_party"
-    if _WE.search(clause) and _YOU.search(clause) and _RELATION_WORD.search(clause):
+    if _RELATION.search(clause):
         return "relation"
     return "none"
 
@@ -242,19 +250,27 @@ def label_turn(turn: _Turn, vec: Callable[[str], np.ndarray]) -> list[Example]:
         refs = np.stack([vec(r) for r in turn.references]) if turn.references else None
         for clause in turn.clauses:
             best = float((refs @ vec(clause)).max()) if refs is not None else 0.0
-            out.append(Example(clause, "self" if best >= SPC_COS else "none", turn.source, turn.group))
+            if "?" in clause:
+                label = "none"
+            elif best >= SPC_COS:
+                label = "self"
+            elif best >= SPC_AMBIGUOUS_COS and _FIRST.search(clause):
+                continue
+            else:
+                label = "none"
+            out.append(Example(clause, label, turn.source, turn.group))
         return out
     if not turn.references:
         return [Example(c, _cue_label(c), turn.source, turn.group) for c in turn.clauses]
     obs = np.stack([vec(neutral_observation(r, turn.speaker)) for r in turn.references])
     sims = np.stack([obs @ vec(neutral_clause(c, turn.speaker)) for c in turn.clauses])  # clauses x obs
-    usable = np.array([not is_caption(c) for c in turn.clauses])
+    usable = np.array([not is_caption(c) and "?" not in c for c in turn.clauses])
     best_of: set[int] = set()
     if usable.any():
         masked = np.where(usable[:, None], sims, -np.inf)
         for j in range(obs.shape[0]):
             i = int(masked[:, j].argmax())
-            if masked[i, j] >= BEST_COS:
+            if masked[i, j] >= BEST_COS and (_FIRST.search(turn.clauses[i]) or _WE.search(turn.clauses[i])):
                 best_of.add(i)
     other_first = turn.other.split()[0].lower() if turn.other.split() else ""
     for i, clause in enumerate(turn.clauses):
@@ -262,7 +278,9 @@ def label_turn(turn: _Turn, vec: Callable[[str], np.ndarray]) -> list[Example]:
         if usable[i] and (i in best_of or score >= POSITIVE_COS):
             matched = turn.references[int(sims[i].argmax())]
             names_other = bool(other_first) and re.search(rf"\b{re.escape(other_first)}\b", matched.lower())
-            label = "relation" if names_other and _WE.search(clause) else "self"
+            if names_other and _WE.search(clause) and not _RELATION.search(clause):
+                continue  # about both speakers, but not a stated relation: left out
+            label = "relation" if names_other and _RELATION.search(clause) else "self"
         elif usable[i] and score >= AMBIGUOUS_COS:
             continue
         else:
@@ -346,14 +364,15 @@ def keep_scores(
 def _fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, c: float):
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(C=c, max_iter=2000, random_state=SEED)
+    model = LogisticRegression(C=c, max_iter=500, random_state=SEED)
     model.fit(x, y, sample_weight=w)
     return model
 
 
 def _p_keep(model, x: np.ndarray) -> np.ndarray:
     proba = model.predict_proba(x)
-    columns = [list(model.classes_).index(label) for label in KEEP if label in model.classes_]
+    classes = [int(c) for c in model.classes_]
+    columns = [classes.index(LABELS.index(label)) for label in sorted(KEEP) if LABELS.index(label) in classes]
     return proba[:, columns].sum(axis=1)
 
 
@@ -430,10 +449,8 @@ def evaluate(classifier: FactClassifier, examples: Sequence[Example], vectors: d
         verdicts = classifier.classify([e.text for e in chosen], [vectors[e.text].tolist() for e in chosen])
         truth = np.array([e.label in KEEP for e in chosen])
         predicted = np.array([v.label in KEEP for v in verdicts])
-        scores = keep_scores(truth, predicted)
-        scores["n"] = len(chosen)
-        scores["labels"] = dict(sorted(Counter(e.label for e in chosen).items()))
-        out[source] = scores
+        labels = dict(sorted(Counter(e.label for e in chosen).items()))
+        out[source] = {**keep_scores(truth, predicted), "n": len(chosen), "labels": labels}
     return out
 
 
@@ -507,6 +524,7 @@ def train(
             "locomo_best_clause_cos": BEST_COS,
             "locomo_ambiguous_from": AMBIGUOUS_COS,
             "spc_self_cos": SPC_COS,
+            "spc_ambiguous_from": SPC_AMBIGUOUS_COS,
         },
         "command": command,
         "sklearn": sklearn.__version__,

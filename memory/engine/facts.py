@@ -171,8 +171,8 @@ def lexical_features(clause: str) -> list[float]:
     first_count = sum(1 for t in low if t in _FIRST_SINGULAR)
     you_count = sum(1 for t in low if t in _YOU)
     name_subject = bool(
-        raw and raw[0][:1].isupper() and first not in _STOP_CAPITAL and first not in _FIRST_SUBJECT
-        and (second in _NAME_VERB or second.startswith(first) or raw[0].endswith("'s"))
+        raw and raw[0][:1].isupper() and "'" not in first and first not in _STOP_CAPITAL
+        and first not in _FIRST_SUBJECT and first not in _DEICTIC and second in _NAME_VERB
     )  # fmt: skip
     proper_mid = any(
         t[:1].isupper() and t.lower() not in _FIRST_SINGULAR and t.lower() not in _STOP_CAPITAL

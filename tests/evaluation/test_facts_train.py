@@ -186,6 +186,7 @@ def test_train_end_to_end(data):
     assert prov["counts"]["locomo"]["self"] >= 3 and prov["counts"]["spc"]["self"] >= 4
     assert set(prov["cv"]["oof_weighted"]) == {"accuracy", "precision", "recall", "f1"}
     assert prov["cv"]["threshold"] == artefact["threshold"]
+    assert prov["cv"]["oof_weighted"]["f1"] > 0.5  # the fixture's facts share words with their observations
     assert set(summary["held_out"]) == {"locomo", "spc"}
     assert summary["held_out"]["spc"]["n"] > 0
     # weights are rounded to 5 significant digits
