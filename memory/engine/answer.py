@@ -53,6 +53,7 @@ COSINE_WEIGHT = 0.6
 LEXICAL_WEIGHT = 0.4
 MIN_SCORE = 0.2  # below it the best passage is not taken as support (a leaf needs cosine >= 0.25 alone)
 RUNNER_UP = 0.85  # a second passage is quoted when it scores at least this share of the best one
+RUNNER_UP_COSINE = 0.5  # ... and shares a word with the question that is no proper name, or is this close
 LEAF_BONUS = 0.05  # the tree is the subject's current state: a tie goes to the leaf
 OTHER_SPEAKER_PENALTY = 0.1  # evidence lines of the other speaker support less than the subject's own
 DATE_BONUS = 0.1  # a "when" question: a passage that carries a date (evidence's own, or in the value)
@@ -217,6 +218,9 @@ def extractive_answer(
     if vectors is not None and len(vectors) != len(items):
         raise ValueError(f"{len(vectors)} vectors for {len(items)} passages")
     stems = _query_stems(without_names(query, names))
+    # the question's words that are no proper names ("Caroline", "LGBTQ"): a runner-up must share one
+    words = query.split()
+    plain_stems = _query_stems(" ".join(w for i, w in enumerate(words) if i == 0 or not w[:1].isupper()))
     use_cos = query_vector is not None and vectors is not None
     when = bool(_WHEN.search(query))
     scored: list[Support] = []
@@ -242,6 +246,8 @@ def extractive_answer(
             break
         if any(_same(s.passage, c.passage) for c in chosen):
             continue
+        if s.cosine < RUNNER_UP_COSINE and not _overlap(plain_stems, s.passage):
+            continue  # "Sounds great, Caroline!" meets the question by the name only
         chosen.append(s)
     text = "; ".join(_quote(s.passage, dated=when) for s in chosen) + "."
     return ExtractiveAnswer(text, tuple(chosen))

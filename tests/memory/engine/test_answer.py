@@ -121,3 +121,13 @@ def test_questions_in_evidence_are_not_quoted_and_near_duplicates_once():
     assert [p.text for p in items] == ["Switched to swimming", "I switched to swimming."]
     got = extractive_answer("What does she do to stay active, swimming?", items)
     assert [s.passage.kind for s in got.supports] == ["leaf"]
+
+
+def test_a_runner_up_that_meets_the_question_by_a_name_only_is_not_quoted():
+    items = [
+        Passage("Mentors a transgender teen", "identity/education/field", "leaf"),
+        Passage("Sounds great, Caroline", "evidence 3", "evidence", role="user"),
+    ]
+    # both score on word overlap alone: "caroline" for the second, "mentor" for the first
+    got = extractive_answer("Whom does Caroline mentor?", items)
+    assert [s.passage.cite for s in got.supports] == ["identity/education/field"]
