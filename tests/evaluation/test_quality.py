@@ -6,13 +6,24 @@ import numpy as np
 import pytest
 
 from evaluation.quality import (
+    answer_present,
     answer_tokens,
+    answerable,
+    answerable_ratio,
     context_answer_recall,
+    context_tokens,
+    first_person_rate,
     invented_tokens,
+    neutralise,
     observation_coverage,
     pool_coverage,
+    removal,
+    sample_values,
+    stated_facts,
     tree_clauses,
     value_metrics,
+    word_count,
+    words_per_clause_p50,
 )
 from memory.engine.render import count_tokens
 
@@ -157,3 +168,96 @@ def test_answer_tokens_fall_back_to_all_words_when_only_stopwords():
     assert answer_tokens("The cat, the CAT") == ["cat"]
     assert answer_tokens("yes") == ["yes"]
     assert context_answer_recall("she said yes", "Yes") == 1.0
+
+
+# the judge of issue 23 ------------------------------------------------------------------------
+
+
+def test_neutralise_names_first_person_and_subjectless_values():
+    names = ["Caroline Smith", "Caroline"]
+    assert neutralise("Caroline attended a support group", names) == "the person attended a support group"
+    assert (
+        neutralise("Caroline Smith's sister lives in Boston", names) == "the person's sister lives in Boston"
+    )
+    assert neutralise("I'm a nurse and my dog is Max") == "the person is a nurse and the person's dog is Max"
+    assert neutralise("I love to bake cookies.") == "the person loves to bake cookies."
+    assert neutralise("i can swim") == "the person can swim"  # a modal is not inflected
+    assert neutralise("That bike is mine") == "That bike is the person's"
+    # a subject-less value gets the neutral subject, and its singular they with it
+    assert neutralise("Is a nurse") == "the person is a nurse"
+    assert neutralise("Went to their class") == "the person went to the person's class"
+    # a value with its own subject keeps it, and its "they" (other people)
+    assert neutralise("Her sister lives in Boston") == "Her sister lives in Boston"
+    assert neutralise("Knitting is my passion") == "Knitting is the person's passion"
+    assert neutralise("They live in Lisbon") == "They live in Lisbon"
+
+
+def test_observation_coverage_with_names_neutralises_both_sides():
+    tree = {"identity/work": "Is a nurse"}
+    plain = observation_coverage(tree, ["Ana is a nurse"], bow_embed, taus=(0.9,))
+    judged = observation_coverage(tree, ["Ana is a nurse"], bow_embed, taus=(0.9,), names=["Ana"])
+    assert plain["covered"] == {"0.9": 0} and judged["covered"] == {"0.9": 1}
+    assert judged["precision_at"] == {"0.9": 1.0} and plain["precision_at"] == {"0.9": 0.0}
+
+
+def test_precision_at_each_tau_and_pooled():
+    facts = ["Paints landscapes", "Plays chess"]  # chess: 0.707 against its clause
+    cov = observation_coverage(TREE, facts, bow_embed, taus=(0.5, 0.75))
+    assert cov["precise_at"] == {"0.5": 2, "0.75": 1}
+    assert cov["precision_at"] == {
+        "0.5": pytest.approx(2 / 3, abs=1e-4),
+        "0.75": pytest.approx(1 / 3, abs=1e-4),
+    }
+    empty = observation_coverage({}, facts, bow_embed, taus=(0.5, 0.75))
+    assert empty["precision_at"] is None
+    both = pool_coverage([cov, empty, cov])
+    assert both["precise_at"] == {"0.5": 4, "0.75": 2}
+    assert both["precision_at"]["0.75"] == pytest.approx(2 / 6, abs=1e-4)
+
+
+def test_first_person_rate_and_words_per_clause():
+    clauses = ["Is a nurse", "I love my job", "Lives in the US", "Goes out with us on Fridays"]
+    assert first_person_rate(clauses) == 0.5  # "I ... my" and "us"; the country "US" does not count
+    assert first_person_rate([]) is None
+    assert words_per_clause_p50(["Is a nurse", "Runs", "Has two cats named Luna"]) == 3.0
+    assert words_per_clause_p50([]) is None
+    assert word_count(["Is a nurse", "", "Bob's dog"]) == 5
+
+
+def test_answer_present_and_answerable_ratio():
+    tree = "Went to a support group (7 May 2023); Works as a well-known counselor"
+    history = "1:56 pm on 8 May, 2023\nI went to a support group yesterday. I work as a counselor. Bye!"
+    tokens = context_tokens(tree)
+    assert answer_present(tokens, "7 May 2023") is True  # absolute date written by the tree
+    assert answer_present(tokens, "known") is True  # a part of a hyphenated word
+    assert answer_present(tokens, "8 May 2023") is False
+    assert answer_present(tokens, 2023) is True and answer_present(tokens, "") is None
+    res = answerable(["7 May 2023", "counselor", "Bye", "Paris", ""], tree, history)
+    # 4 measured answers; tree holds 2 (date, counselor); history 2 (counselor, Bye): "7" is not in it
+    assert (res["questions"], res["in_tree"], res["in_history"]) == (4, 2, 2)
+    assert res["tree_share"] == 0.5 and res["history_share"] == 0.5 and res["ratio"] == 1.0
+    assert answerable_ratio(0, 0, 0) == {"tree_share": None, "history_share": None, "ratio": None}
+
+
+def test_removal_counts_deletes_and_clause_only_removing_updates():
+    assert removal("DELETE", "Runs daily; Swims", None) == ["Runs daily", "Swims"]
+    assert removal("UPDATE", "Runs daily; Swims", "Runs daily") == ["Swims"]  # a retraction
+    assert removal("UPDATE", "Lives in Porto", "Lives in Lisbon") is None  # a replacement
+    assert removal("UPDATE", "Runs daily", "Runs daily; Swims") is None  # an append
+    assert removal("UPDATE", "Runs daily; Swims", "runs daily") == ["Swims"]  # case-folded comparison
+    assert removal("ADD", None, "Runs") is None and removal("UPDATE", None, "Runs") is None
+
+
+def test_stated_facts_keeps_what_the_speaker_says():
+    personas = ["I have two cats.", "I play the violin.", "I live in Lisbon."]
+    sentences = ["Hi there!", "I have two cats at home.", "I live in Lisbon."]
+    assert stated_facts(personas, sentences, bow_embed, 0.6) == ["I have two cats.", "I live in Lisbon."]
+    assert stated_facts(personas, [], bow_embed) == [] and stated_facts([], sentences, bow_embed) == []
+
+
+def test_sample_values_is_seeded_and_bounded():
+    trees = {"a": {"x/1": "One", "x/2": "Two", "x/3": ""}, "b": {"y/1": "Three"}}
+    first = sample_values(trees, 2, seed=3)
+    assert first == sample_values(trees, 2, seed=3) and len(first) == 2
+    assert all(set(r) == {"subject", "path", "value"} and r["value"] for r in first)
+    assert len(sample_values(trees, 40)) == 3  # the empty leaf is not a value
