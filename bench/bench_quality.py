@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib
 import json
 import os
 import statistics
@@ -552,21 +551,33 @@ def measure_all(path: Path, conversations: Sequence[str], driver: Driver, *, spc
     elif spc_path is not None:
         out["spc_data"] = f"skipped: not found at {shown(spc_path)}"
     if leaf_labels is not None:
-        out["leaf_accuracy"] = leaf_accuracy_hook(leaf_labels)
+        out["leaf_accuracy"] = leaf_accuracy_hook(leaf_labels, driver.embed)
     out["seconds"] = round(time.perf_counter() - started, 1)
     out["load"] = os.getloadavg()[0]
     return out
 
 
-def leaf_accuracy_hook(path: Path) -> dict | None:
-    """``evaluation.leaf_labels.leaf_accuracy(path) -> {"accuracy": float, ...}`` when the placement
-    piece provides it (its owner measures leaf accuracy); None otherwise."""
+def leaf_accuracy_hook(path: Path, embed: Embed) -> dict:
+    """Leaf accuracy of the shipped placer on hand-labelled clauses (JSONL ``clause``, ``leaf``, ``alt``):
+    top-1 of ``memory.engine.placement.LeafPlacer.rank`` in {leaf} ∪ alt; an unfiled clause is wrong.
+    The placement piece owns the number (and its cross-validation when it trains on these clauses);
+    this only reports it beside the others. ``{"error": ...}`` when the placer is not there."""
     try:
-        module = importlib.import_module("evaluation.leaf_labels")
-    except ImportError:
-        return None
-    fn = getattr(module, "leaf_accuracy", None)
-    return fn(path) if callable(fn) else None
+        from memory.engine.placement import LeafPlacer
+
+        labels = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        placer = LeafPlacer.for_schema(default_schema())
+        texts = placer.texts()
+        leaf_vectors = embed([t for _, t in texts])
+        vectors = embed([r["clause"] for r in labels])
+        right = 0
+        for row, vector in zip(labels, vectors, strict=True):
+            ranked = placer.rank(row["clause"], [float(x) for x in vector], leaf_vectors, top=1)
+            right += bool(ranked) and ranked[0][0] in {row["leaf"], *row.get("alt", [])}
+    except Exception as exc:  # another piece's API: report, never stop the run
+        return {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    return {"accuracy": round(right / len(labels), 4) if labels else None, "clauses": len(labels),
+            "labels": shown(path)}  # fmt: skip
 
 
 # --- metrics ---------------------------------------------------------------------------------------

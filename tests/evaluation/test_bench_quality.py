@@ -191,3 +191,38 @@ def test_cached_embed_embeds_each_text_once(bench):
     second = cached(["c", "a b", "d"])
     assert calls == [["a b", "c"], ["d"]]
     assert np.allclose(first[0], second[1])
+
+
+def test_leaf_accuracy_hook_scores_a_placer(bench, tmp_path, monkeypatch):
+    import sys
+    import types
+
+    labels = tmp_path / "labels.jsonl"
+    rows = [
+        {"clause": "I have a cat", "leaf": "family/pets", "alt": []},
+        {"clause": "I live in Lisbon", "leaf": "location/home", "alt": ["location/city"]},
+        {"clause": "Nice weather", "leaf": "mind/moods", "alt": []},
+    ]
+    labels.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    class Placer:
+        @classmethod
+        def for_schema(cls, schema):
+            return cls()
+
+        def texts(self):
+            return [("family/pets", "pets"), ("location/city", "city")]
+
+        def rank(self, clause, vector, leaf_vectors, *, top=3):
+            assert len(leaf_vectors) == 2 and len(vector) == 512
+            if "cat" in clause:
+                return [("family/pets", 0.9)]
+            return [("location/city", 0.8)] if "Lisbon" in clause else []
+
+    monkeypatch.setitem(sys.modules, "memory.engine.placement", types.SimpleNamespace(LeafPlacer=Placer))
+    got = bench.leaf_accuracy_hook(labels, bow_embed)
+    assert (
+        got["accuracy"] == pytest.approx(2 / 3, abs=1e-4) and got["clauses"] == 3
+    )  # alt counts; unfiled is wrong
+    monkeypatch.setitem(sys.modules, "memory.engine.placement", types.SimpleNamespace())
+    assert "error" in bench.leaf_accuracy_hook(labels, bow_embed)
