@@ -2,8 +2,11 @@
 
 A :class:`Schema` has an ``id``, an integer ``version`` and a tuple of :class:`Leaf` records
 (``path``, one-line ``description`` that goes into the model prompt, ``budget`` = maximum value
-length in characters after whitespace normalisation, sensitivity ``tier``). The engine works
-with any valid schema; the default one ships as ``schemas/personatree-default.v1.json``.
+length in characters after whitespace normalisation, sensitivity ``tier``) and optional placement
+metadata: ``aliases`` (short keyword phrases that name the slot, e.g. "dog", "cat" for pets),
+``examples`` (a few short third-person example facts, e.g. "Has a dog named Max") and ``single``
+(the leaf holds one current state that a new value replaces: city, employer, age...). The engine
+works with any valid schema; the default one ships as ``schemas/personatree-default.v1.json``.
 
 Schema file format (JSON object)::
 
@@ -27,7 +30,9 @@ Validation (:func:`load_schema`) raises :class:`SchemaError` naming the offendin
 bad id/version, path segments that are not lower_snake, duplicate paths (also duplicate JSON
 keys in a file), an inner node carrying leaf fields or a leaf that is a prefix of another leaf
 ("no value on inner nodes"), unknown leaf fields, an empty description, a non-positive or
-unknown budget, and an unknown tier.
+unknown budget, an unknown tier, and ``aliases``/``examples`` that are not lists of short
+non-empty strings (at most :data:`MAX_ALIASES` aliases of :data:`MAX_ALIAS_CHARS` characters, at
+most :data:`MAX_EXAMPLES` examples of :data:`MAX_EXAMPLE_CHARS`) or a ``single`` that is not a bool.
 """
 
 from __future__ import annotations
@@ -68,7 +73,11 @@ DEFAULT_SCHEMA_VERSION = 1
 
 _SEGMENT = re.compile(r"[a-z][a-z0-9_]*")
 _SCHEMA_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
-_LEAF_FIELDS = {"description", "budget", "tier"}
+_LEAF_FIELDS = {"description", "budget", "tier", "aliases", "examples", "single"}
+MAX_ALIASES = 24
+MAX_ALIAS_CHARS = 40
+MAX_EXAMPLES = 6
+MAX_EXAMPLE_CHARS = 120
 
 
 class SchemaError(ValueError):
@@ -81,6 +90,9 @@ class Leaf:
     description: str
     budget: int
     tier: Tier = "normal"
+    aliases: tuple[str, ...] = ()  # short keyword phrases naming the slot ("dog", "cat" for pets)
+    examples: tuple[str, ...] = ()  # short third-person example facts ("Has a dog named Max")
+    single: bool = False  # one current state: a new value replaces the old one instead of appending
 
     @property
     def trunk(self) -> str:
@@ -138,11 +150,25 @@ class Schema:
             "id": self.id,
             "version": self.version,
             "doc": self.doc,
-            "leaves": [
-                {"path": x.path, "description": x.description, "budget": x.budget, "tier": x.tier}
-                for x in self.leaves
-            ],
+            "leaves": [_leaf_dict(x) for x in self.leaves],
         }
+
+
+def _leaf_dict(leaf: Leaf) -> dict[str, Any]:
+    """A leaf in file form; the optional placement fields only when set (old documents stay the same)."""
+    out: dict[str, Any] = {
+        "path": leaf.path,
+        "description": leaf.description,
+        "budget": leaf.budget,
+        "tier": leaf.tier,
+    }
+    if leaf.aliases:
+        out["aliases"] = list(leaf.aliases)
+    if leaf.examples:
+        out["examples"] = list(leaf.examples)
+    if leaf.single:
+        out["single"] = True
+    return out
 
 
 def _ancestors_and_self(path: str) -> list[str]:
@@ -202,7 +228,31 @@ def _make_leaf(path: str, spec: Any, budgets: Mapping[str, int], default_tier: s
     tier = spec.get("tier", default_tier)
     if tier not in TIERS:
         raise SchemaError(f"{path}: unknown tier {tier!r} (known: {', '.join(TIERS)})")
-    return Leaf(path, " ".join(description.split()), budget, tier)
+    aliases = _short_strings(path, "aliases", spec.get("aliases", []), MAX_ALIASES, MAX_ALIAS_CHARS)
+    examples = _short_strings(path, "examples", spec.get("examples", []), MAX_EXAMPLES, MAX_EXAMPLE_CHARS)
+    single = spec.get("single", False)
+    if not isinstance(single, bool):
+        raise SchemaError(f"{path}: single must be true or false, got {single!r}")
+    return Leaf(path, " ".join(description.split()), budget, tier, aliases, examples, single)
+
+
+def _short_strings(path: str, name: str, raw: Any, most: int, chars: int) -> tuple[str, ...]:
+    """A validated list of short non-empty strings, whitespace normalised, duplicates refused."""
+    if not isinstance(raw, list):
+        raise SchemaError(f"{path}: {name} must be a list of strings")
+    if len(raw) > most:
+        raise SchemaError(f"{path}: {name} holds {len(raw)} items (at most {most})")
+    out: list[str] = []
+    for item in raw:
+        if not isinstance(item, str) or not item.strip():
+            raise SchemaError(f"{path}: {name} must hold non-empty strings, got {item!r}")
+        text = " ".join(item.split())
+        if len(text) > chars:
+            raise SchemaError(f"{path}: {name} item {text[:20]!r}... is longer than {chars} characters")
+        if text.lower() in (x.lower() for x in out):
+            raise SchemaError(f"{path}: duplicate {name} item {text!r}")
+        out.append(text)
+    return tuple(out)
 
 
 def _walk(node: Mapping[str, Any], prefix: str, out: list[tuple[str, Any]]) -> None:

@@ -156,3 +156,63 @@ def test_registry_of_shipped_schemas():
         get_schema("../etc/passwd", 1)
     for path in SCHEMA_DIR.glob("*.json"):
         load_schema(path)  # every shipped file validates
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("aliases", "dog", "aliases must be a list"),
+        ("aliases", ["dog", ""], "aliases must hold non-empty strings"),
+        ("aliases", ["dog", 3], "aliases must hold non-empty strings"),
+        ("aliases", ["x" * 41], "longer than 40"),
+        ("aliases", [f"a{i}" for i in range(25)], "at most 24"),
+        ("aliases", ["dog", "Dog"], "duplicate aliases item 'Dog'"),
+        ("examples", ["Has a dog"] * 2, "duplicate examples"),
+        ("examples", ["Has a dog named " + "x" * 120], "longer than 120"),
+        ("examples", [f"Has pet {i}" for i in range(7)], "at most 6"),
+        ("single", "yes", "single must be true or false"),
+        ("single", 1, "single must be true or false"),
+    ],
+)
+def test_placement_fields_are_validated(field, value, needle):
+    with pytest.raises(SchemaError) as err:
+        load_schema(_broken(lambda d: d["tree"]["identity"]["family"]["pets"].update({field: value})))
+    assert "identity/family/pets" in str(err.value) and needle in str(err.value)
+
+
+def test_placement_fields_default_load_and_round_trip(tiny):
+    pets = tiny.leaf("identity/family/pets")
+    assert (pets.aliases, pets.examples, pets.single) == ((), (), False)
+    assert "aliases" not in tiny.to_dict()["leaves"][1]  # unset fields stay out of the document
+    data = _broken(
+        lambda d: d["tree"]["identity"]["family"]["pets"].update(
+            aliases=["dog", " guinea   pig "], examples=["Has a dog named Max"], single=True
+        )
+    )
+    s = load_schema(data)
+    pets = s.leaf("identity/family/pets")
+    assert pets.aliases == ("dog", "guinea pig") and pets.examples == ("Has a dog named Max",) and pets.single
+    assert load_schema(s.to_dict()) == s and s != tiny  # metadata is part of the leaf
+    with pytest.raises(SchemaError, match="inner node carries a value"):
+        load_schema(_broken(lambda d: d["tree"]["identity"]["family"].update(aliases=["kin"])))
+
+
+def test_default_schema_carries_placement_metadata():
+    s = default_schema()
+    assert all(leaf.examples for leaf in s.leaves)
+    assert sum(bool(leaf.aliases) for leaf in s.leaves) >= 200
+    pets = s.leaf("identity/family/pets")
+    assert {"dog", "cat", "puppy"} <= set(pets.aliases)
+    single = {leaf.path for leaf in s.leaves if leaf.single}
+    for path in (
+        "identity/location/current_city",
+        "identity/occupation/employer",
+        "identity/occupation/current_role",
+        "identity/relationships/status",
+        "body/basics/age",
+    ):
+        assert path in single, path
+    assert "identity/family/pets" not in single and "behaviour/hobbies/main" not in single
+    # the stem-match traps of the old bonus are not aliases
+    aliases = {a for leaf in s.leaves for a in leaf.aliases}
+    assert not {"new", "'cause", "cause", "home", "like", "love"} & aliases
