@@ -389,6 +389,10 @@ class Driver:
 # --- measuring -------------------------------------------------------------------------------------
 
 
+def _progress(text: str) -> None:
+    print(f"bench_quality: {text} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+
+
 def measure_sample(sample: dict, driver: Driver) -> dict:
     """Both speakers of one LoCoMo conversation: runs, judged coverage, form and answerability."""
     conversation = sample["sample_id"]
@@ -474,7 +478,10 @@ def measure_spc(rows: Sequence[dict], indices: Iterable[int], driver: Driver, ta
     tree_clauses_all: list[str] = []
     key = f"{tau:g}"
     subjects = 0
-    for side in sides(rows, indices):
+    t0 = time.perf_counter()
+    for n, side in enumerate(sides(rows, indices), start=1):
+        if n % 100 == 0:
+            _progress(f"SPC: {n} speakers, {time.perf_counter() - t0:.0f} s")
         run = driver.run(list(side.turns), side.subject)
         tree = dict(run["tree"])
         seconds += run["seconds"]
@@ -523,7 +530,11 @@ def measure_all(path: Path, conversations: Sequence[str], driver: Driver, *, spc
     missing = [c for c in conversations if c not in samples]
     if missing:
         raise SystemExit(f"bench_quality: conversations {missing} are not in {path}")
-    convs = [measure_sample(samples[c], driver) for c in conversations]
+    convs = []
+    for c in conversations:
+        t0 = time.perf_counter()
+        convs.append(measure_sample(samples[c], driver))
+        _progress(f"{c}: {time.perf_counter() - t0:.0f} s")
     validation = [c for c in convs if c["conversation"] in VALIDATION]
     tune = [c for c in convs if c["conversation"] not in VALIDATION]
     out: dict = {
