@@ -66,7 +66,9 @@ _DATED = re.compile(
     r"|\b\d{1,2} (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)",
     re.IGNORECASE,
 )
-NAME_PREFIX = "identity/name/"  # leaves naming the subject: their words say whom a question is about
+NAME_PREFIX = "identity/name/"
+_VOCATIVE = re.compile(r",\s*([A-Z][a-z]+)\s*[!.?]")  # "..., Maya!" / "Yep, Caroline."
+MIN_STEMS = 2  # an evidence sentence needs this many content words besides names ("Yep, Caroline" has 1)  # leaves naming the subject: their words say whom a question is about
 _QUESTION_WORDS = frozenset({"what", "when", "where", "who", "why", "how", "which", "whom", "whose", "doe"})
 
 
@@ -134,14 +136,21 @@ def passages(leaves: Mapping[str, str], evidence: Sequence[Mapping[str, object]]
             body = line[m.end() :] if m else line
             for sentence in split_sentences(body):
                 # a question asserts nothing ("Are there other ways you'd like to stay active?")
-                if content_stems(sentence) and not sentence.rstrip().endswith("?"):
+                plain = " ".join(w for i, w in enumerate(sentence.split()) if i == 0 or not w[:1].isupper())
+                if len(content_stems(plain)) >= MIN_STEMS and not sentence.rstrip().endswith("?"):
                     out.append(Passage(sentence, f"evidence {rank}", "evidence", role=role, date=date))
     return out
 
 
-def subject_names(leaves: Mapping[str, str]) -> set[str]:
-    """The subject's own names (words of the ``identity/name/*`` leaves), folded to lower case."""
-    return {w.lower() for p, v in leaves.items() if p.startswith(NAME_PREFIX) for w in re.findall(r"\w+", v)}
+def subject_names(leaves: Mapping[str, str], evidence: Sequence[Mapping[str, object]] = ()) -> set[str]:
+    """The subject's own names, lower case: the words of the ``identity/name/*`` leaves, and the names
+    the other speaker calls the subject by in the evidence ("Welcome to Lisbon, Maya!")."""
+    names = {w.lower() for p, v in leaves.items() if p.startswith(NAME_PREFIX) for w in re.findall(r"\w+", v)}
+    for ev in evidence:
+        for line in str(ev.get("text") or "").splitlines():
+            if line.lower().startswith("assistant:"):
+                names.update(m.lower() for m in _VOCATIVE.findall(line))
+    return names
 
 
 def without_names(query: str, names: Collection[str]) -> str:

@@ -406,7 +406,7 @@ def extractive_build(ctx: ContextResult, leaves: Mapping[str, str]) -> AnswerRes
 
     t0 = time.perf_counter()
     items = passages(leaves, ctx.evidence)
-    names = subject_names(leaves)
+    names = subject_names(leaves, ctx.evidence)
     query_vector, vectors = None, None
     notices = list(ctx.notices)
     if items:

@@ -131,3 +131,15 @@ def test_a_runner_up_that_meets_the_question_by_a_name_only_is_not_quoted():
     # both score on word overlap alone: "caroline" for the second, "mentor" for the first
     got = extractive_answer("Whom does Caroline mentor?", items)
     assert [s.passage.cite for s in got.supports] == ["identity/education/field"]
+
+
+def test_names_the_other_speaker_calls_the_subject_by_and_vocative_small_talk():
+    evidence = [
+        {
+            "text": "user: I researched adoption agencies this week.\nassistant: Wow, that's so cool, Caroline!"
+        },
+        {"text": "assistant: Yep, Caroline."},
+    ]
+    assert subject_names({}, evidence) == {"caroline"}
+    items = passages({}, evidence)
+    assert [p.text for p in items] == ["I researched adoption agencies this week."]  # no "Yep, Caroline."
