@@ -386,14 +386,14 @@ def _embed_cached(embedder, texts: list[str]) -> list[list[float]]:
             while len(_embed_cache) > EMBED_CACHE_MAX:
                 _embed_cache.popitem(last=False)
     with _embed_lock:
-        out = []
+        out: list[list[float]] = []
         for t in texts:
-            row = _embed_cache.get((*key, t))
-            if row is None:  # evicted meanwhile by another thread: embed it alone
-                row = [float(x) for x in embedder.embed([t])[0]]
+            cached = _embed_cache.get((*key, t))
+            if cached is None:  # evicted meanwhile by another thread: embed it alone
+                cached = [float(x) for x in embedder.embed([t])[0]]
             else:
                 _embed_cache.move_to_end((*key, t))
-            out.append(row)
+            out.append(cached)
     return out
 
 
