@@ -10,18 +10,25 @@ extractive listener and by the pointing pipeline for every model's ADD/UPDATE/DE
   so the result stays grounded in the sentence;
 - :func:`merge_clauses` keeps what the old value holds, drops an old clause the new one repeats or
   supersedes (it shares most of its content words), appends the new clause, and drops the oldest
-  clauses first when over budget; an already-held clause is a no-change;
+  clauses first when over budget; an already-held clause is a no-change; a ``single`` leaf (one
+  current state: city, employer, job title, relationship status) is replaced by the new clause;
+- :func:`duplicate_leaf` finds the leaf of a whole tree that already holds a clause's fact, so a
+  fact is filed once per subject, not once per leaf;
 - :func:`retract` removes the clauses a retraction sentence names ("forget the half marathon").
+
+Clauses are compared by their content stems plus their numbers and month names ("Is 32" and "Is
+33", "(May 2023)" and "(June 2023)" differ).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from .candidates import salient
-from .text import content_stems, fold
+from .text import content_stems, fold, folded_words, number_tokens
 
-__all__ = ["SEPARATOR", "clauses_of", "third_person", "trim", "merge_clauses", "retract"]
+__all__ = ["SEPARATOR", "clauses_of", "third_person", "trim", "merge_clauses", "duplicate_leaf", "retract"]
 
 SEPARATOR = "; "
 _LEAD = re.compile(
@@ -121,22 +128,64 @@ def _overlap(a: set[str], b: set[str]) -> float:
     return len(a & b) / min(len(a), len(b)) if a and b else 0.0
 
 
-def merge_clauses(old: str | None, new: str, budget: int) -> str:
-    """Old value + new clause, oldest dropped first when over ``budget`` (see the module docstring)."""
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+DUPLICATE_OVERLAP = 0.8  # share of the smaller clause's key a clause must repeat to be "the same fact"
+
+
+def clause_key(clause: str) -> frozenset[str]:
+    """What a clause says, for comparing: content stems, numbers and month names."""
+    folded = folded_words(clause)
+    months = {"m:" + w[:3] for w in folded if w in _MONTHS}
+    return frozenset(content_stems(clause, folded) | number_tokens(clause, folded) | months)
+
+
+def _held(new_key: frozenset[str], key: frozenset[str]) -> bool:
+    return bool(new_key) and bool(key) and new_key <= key
+
+
+def merge_clauses(old: str | None, new: str, budget: int, *, single: bool = False) -> str:
+    """Old value + new clause, oldest dropped first when over ``budget`` (see the module docstring).
+
+    ``single``: the leaf holds one current state, so the new clause replaces the value unless the
+    value already holds it."""
     new = trim(" ".join(new.split()).strip(" ;"), budget)
     kept = []
-    new_stems = content_stems(new)
+    new_key = clause_key(new)
     for clause in clauses_of(old):
-        stems = content_stems(clause)
-        if new_stems and stems and new_stems <= stems:  # already held: nothing new
+        key = clause_key(clause)
+        if _held(new_key, key) or clause.casefold() == new.casefold():  # already held: nothing new
             return old or new
-        if _overlap(stems, new_stems) >= 0.6:  # the new clause restates or supersedes this one
+        if single:
+            continue
+        if _overlap(set(key), set(new_key)) >= 0.6:  # the new clause restates or supersedes this one
             continue
         kept.append(clause)
     kept.append(new)
     while len(kept) > 1 and len(SEPARATOR.join(kept)) > budget:
         kept.pop(0)
     return SEPARATOR.join(kept)
+
+
+def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:
+    """The path of a leaf of ``tree`` that already holds ``clause``'s fact, or None.
+
+    A held clause holds it when the clause's key is a subset of the held clause's key, or when the
+    two keys share at least :data:`DUPLICATE_OVERLAP` of the smaller one and the clause brings at
+    most one new word; the first such leaf in ``tree`` order is returned."""
+    new_key = clause_key(clause)
+    if not new_key:
+        return None
+    for path, value in tree.items():
+        for held in clauses_of(value):
+            key = clause_key(held)
+            if _held(new_key, key):
+                return path
+            if len(new_key - key) <= 1 and _overlap(set(key), set(new_key)) >= DUPLICATE_OVERLAP:
+                return path
+    return None
 
 
 def retract(old: str | None, sentence: str) -> str | None:

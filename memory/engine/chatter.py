@@ -1,0 +1,264 @@
+"""Small talk: values with no lasting content, which no engine may file as a memory.
+
+:func:`small_talk_reason` says why a value is small talk (``None`` when it may be a fact);
+:func:`is_small_talk` is its boolean. The gate refuses such ADD/UPDATE values from the listener
+and from models (reason ``SMALL_TALK``), whatever engine wrote them. Deterministic and
+conservative: a value is flagged only when it is, as a whole, one of
+
+- ``question``: ends with "?" or is a tag question such as "how about you";
+- ``greeting``: a greeting or farewell ("Hey there", "ttyl, Bye!", "Talk soon");
+- ``thanks``: thanks or congratulations ("Thanks so much", "Congrats on the new job!");
+- ``backchannel``: an acknowledgement ("I hear ya", "Sounds good", "Same here", "Me too");
+- ``addressed``: about the other speaker, not the subject ("You're so sweet", "Your kids are adorable",
+  "Hope you have fun", "Good for you");
+- ``compliment``: an evaluation of the chat ("Great pic", "What a beautiful photo");
+- ``caption``: an image description in the BLIP style ("a photo of a dog sitting on a couch");
+- ``platitude``: a general saying ("Life is short", "family is everything");
+- ``no content``: nothing left once pronouns, evaluative words ("great", "so true") and light verbs
+  ("was", "loved", "feels") are set aside ("It was great", "That's so true", "They loved it").
+
+A real fact keeps at least one content word, a number or a name ("Has a dog", "Is 32", "Moved to
+Lisbon (May 2023)", "Loves hiking") and is never flagged.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .text import STOPWORDS, fold, words
+
+__all__ = ["is_small_talk", "small_talk_reason"]
+
+_EMOJI = re.compile(r"[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
+_PARENS = re.compile(r"\([^)]*\)")
+_LEAD = re.compile(r"^(?:(?:oh+|ah+|aw+|aww+|wow|whoa|woo+|woohoo|yay+|yum+|mm+|ooh+|hooray|haha+|hah|ha|lol|lmao|omg|yeah|yes|yep|yup|ok|okay|"
+                   r"oh my|hey|hi|hmm+|well|so|and|but|man|dude|girl)\b[\s,!.:-]*)+")  # fmt: skip
+
+_QUESTION = re.compile(
+    r"^(?:and )?(?:how|what) about (?:you|yourself|u)\b|^(?:and )?(?:you|u|yourself)$|"
+    r"^(?:hbu|wbu|wyd|sup)$|^(?:anything|any) (?:new|exciting|fun|good|interesting|else|plans)\b|"
+    r"^(?:what|how|where|when|why|who|which|whose|did|do|does|have|has|had|are|were|is|was|can|could|would|"
+    r"will|how've|what's|how's|where's|when's|who's)\b[^.!]*\b(?:you|your|u|ya|yourself)\b"
+)
+_GREETING = re.compile(
+    r"^(?:hi+|hello+|hey+|heya|hiya|yo|howdy|greetings|good (?:morning|afternoon|evening|night|day)|"
+    r"morning|evening|bye+|goodbye|good ?bye|bye for now|byee+|see (?:you|ya|u)(?: (?:later|soon|then|"
+    r"around|tomorrow|next time))?|ttyl|ttys|talk (?:to you |soon|later)\w*|later|cya|catch (?:you|ya) later|"
+    r"take care|have a (?:good|great|nice|lovely|wonderful) (?:one|day|night|evening|weekend|time)|"
+    r"gotta go|got to go|g2g|gtg|nice (?:to meet|meeting|chatting|talking)|good (?:to see|talking|chatting)|"
+    r"great (?:to see|talking|chatting)|nice to (?:see|chat|talk)|(?:it was |it's )?(?:nice|good|great|lovely) "
+    r"(?:to )?(?:chat|talk|catch)\w*(?: with)?(?: you)?(?: up)?|long time no see|welcome|night|"
+    r"there|you too|same to you|all the best|cheers|peace(?: out)?|what'?s up|whats new|what's new|"
+    r"how (?:are|r) (?:you|u)(?: doing)?|how have you been|how's it going|how is it going|how you doing)"
+    r"(?:[\s,!.]+(?:there|again|you|ya|to you|too|guys|everyone|friend|buddy|now|soon|later|then|bye|"
+    r"ttyl|take care|talk soon|cheers))*$"
+)
+_THANKS = re.compile(
+    r"^(?:(?:thanks?|thank you|thx|ty|tysm|many thanks|much appreciated|appreciate(?:s|d)? (?:it|that|you|"
+    r"this|the|your)|thanks? a (?:lot|bunch|million)|congrat\w*|kudos|cheers|good luck|best of luck|bless you|"
+    r"(?:is )?grateful for (?:you|your|that|it|this)|means a lot)\b.*|(?:so )?sweet of you.*)$"
+)
+_BACKCHANNEL = re.compile(
+    r"^(?:i |they |(?:she|he) )?(?:hear|hears) (?:ya|you|u)|^(?:me|them|him|her) (?:too|neither|either)\b|"
+    r"^same(?: here| for me| with me| to you)?$|^(?:sounds?|seems?|looks?) (?:like )?(?:good|great|fun|"
+    r"awesome|amazing|cool|nice|perfect|lovely|wonderful|fantastic|like a plan|like fun|like a blast|"
+    r"like a great|like a good|interesting|exciting|tough|hard|rough)|^(?:i |they )?(?:totally |completely )?"
+    r"(?:agree|agrees)(?: with (?:you|that|this))?(?: 100%)?$|^(?:i |they )?(?:feel|feels) (?:you|ya|the same)$|^(?:i )?(?:know|knows),? right|^i know$|^knows$|"
+    r"^(?:i |they )?(?:get|gets|see|sees) (?:it|that|you|what you mean)$|^(?:that )?makes? (?:total |"
+    r"perfect )?sense|^fair enough|^good (?:point|idea|to know|call|question)|^(?:for sure|exactly|"
+    r"totally|definitely|absolutely|indeed|agreed|true|right|sure|of course|no worries|no problem|np|"
+    r"got it|gotcha|noted|cool|nice|neat|sweet|great|awesome|perfect|okay|ok|alright|yep|yeah|yes|nope|"
+    r"no|lol|haha|hahaha|wow|whoa|oh|ah|hmm|mhm|uh huh|same|ditto|indeed|word|bet|tell me about it|"
+    r"you bet|no way|oh no|oh well|my bad|never mind|nevermind|sorry|i see|i know|you know|"
+    r"not really|maybe|probably|i guess|guess so|hope so|i hope so|me neither|that's it|let me know|"
+    r"woo+|woohoo|yay+|yum+|mm+|ooh+|hooray|check it out|check this out|"
+    r"keep it up|keep (?:up )?the good work|you got this|you've got this|go for it|have fun|enjoy)\b[\s,!.]*$"
+)
+_ADDRESSED = re.compile(
+    r"^(?:you|your|you're|youre|you've|you'll|you'd|yours|u|ur|yourself)\b|"
+    r"^(?:(?:i |they )?(?:hope|hopes|wish|wishes|bet|bets) (?:you|your|u)\b)|"
+    r"^(?:good|great|happy|glad|proud|so proud|so happy|so glad) (?:for|of) (?:you|ya|u)\b|"
+    r"^(?:(?:i'm |i am |is )?(?:so |really )?(?:glad|happy|sorry|excited|thrilled|proud) "
+    r"(?:to hear|you|that you|for you|of you)\b)|^(?:can't|cannot|can not) wait to (?:see|hear)\b|"
+    r"^(?:let me know|let us know|keep me posted|tell me more|show me)\b|"
+    r"^(?:(?:i |they )?(?:got|gets|have|has) (?:your|ya) back)"
+)
+_EVALUATIVE = frozenset(
+    """
+great good awesome amazing cool nice fun wonderful fantastic sweet cute lovely beautiful gorgeous
+adorable incredible impressive interesting exciting excited true right glad sorry thrilled stunning
+perfect brilliant terrific super neat wild crazy insane funny hilarious sad awful terrible horrible
+tough hard rough scary touching inspiring inspirational powerful special cool fab fabulous epic
+beautifully best better worse worst favorite favourite magical breathtaking heartwarming relaxing
+peaceful fascinating remarkable unbelievable lucky blessed welcome happy delightful precious bummer
+shame pity congrats congratulations luck wonderfully boring weird strange tasty delicious yummy
+lit dope rad solid okay fine proud delish yum yummy
+""".split()
+)
+_LIGHT = frozenset(
+    """
+is are was were be been being am has have had having do does did doing 'm 's 're 've 'd 'll
+love loves loved loving like likes liked enjoy enjoys enjoyed appreciate appreciates appreciated agree
+agrees agreed hear hears heard know knows knew see sees saw seen feel feels felt think thinks thought
+guess guesses guessed mean means meant sound sounds sounded look looks looked seem seems seemed say
+says said get gets got totally definitely absolutely wait waits can't cannot hope hopes hoped wish
+wishes bet miss misses missed sure tell tells told thing things time times way ways one ones lot kind
+sort such so very really too true indeed right wow oh yeah gonna wanna gotta lol haha ya yeah yes
+wonder wonders wondered imagine imagines believe believes must might could would should will
+absolutely truly super pretty quite bit little always never ever forever
+""".split()
+)
+_PRONOUNS = frozenset(
+    """
+i me my mine myself we us our ours they them their theirs themself themselves it its it's itself
+that that's this these those he him his she her hers there there's here what which who
+you your yours ya u
+""".split()
+)
+_CHAT_NOUNS = (
+    r"(?:pic|pics|picture|pictures|photo|photos|shot|shots|snap|selfie|idea|ideas|point|points|job|work|"
+    r"question|news|story|stories|one|choice|advice|tip|tips|view|find|catch|plan|pick|chat|talk|work|"
+    r"effort|attitude|mindset|outlook|vibe|vibes|thing)"
+)
+_COMPLIMENT = re.compile(
+    r"^(?:what an?|such an?|how|that's an?|that is an?|that's|that is|this is|it's|it is|its|so|very|"
+    r"really|absolutely|truly|just)?\s*(?:(?:so|very|really|super|absolutely|truly|such|pretty|"
+    r"totally)\s+)*(?:" + "|".join(sorted(_EVALUATIVE)) + r")(?:\s+(?:and|&)\s+\w+)?\s+" + _CHAT_NOUNS + r"\b"
+)
+_POSTURE = (
+    r"(?:sitting|standing|laying|lying|holding|posing|wearing|hanging|leaning|walking|riding|parked|"
+    r"perched|displayed|covered|filled|stacked|floating|flying|looking|smiling|sleeping|resting|playing|"
+    r"running|swimming|surrounded|decorated|painted|written|made|placed|topped|piled)"
+)
+_CAPTION = re.compile(
+    r"^(?:an? |the )?(?:close ?up|photo|photography|photograph|picture|image|pic|screenshot|view|painting|drawing|"
+    r"sketch|selfie|snapshot|cartoon|poster|sign|black and white photo|blurry photo|blurry picture)"
+    r"s? (?:of|from|with|showing|that)\b|"
+    r"^(?:here's|here is|here are|heres|look at) (?:a|an|the|some|my|this|these|another|our|their)?\s*"
+    r"(?:\w+ )?(?:pics?|photos?|pictures?|images?|shots?|snaps?|selfies?|screenshots?)\b|"
+    r"^(?:there (?:is|are)|this is|it is|it's) an? (?:close ?up|photo|picture|image|view|screenshot|"
+    r"painting|drawing)\b|"
+    r"^(?:there (?:is|are) )?(?:an?|two|three|four|several|some|many|a group of|a couple of|a bunch of|"
+    r"a pair of) (?:[a-z'-]+ ){1,4}(?:that (?:is|are) )?" + _POSTURE + r" (?:on|in|at|with|next|by|under|"
+    r"over|near|in front|up|down|around|out|a|an|the|of|into|inside|outside|behind|along|across|against|"
+    r"together|their|his|her|its)\b"
+)
+_PLATITUDE = re.compile(
+    r"^(?:life|family|love|time|friendship|friends|happiness|health|music|nature|art|kindness|"
+    r"hard work|practice|patience|change|laughter|food|travel|home|money|everything|everyone|nothing|"
+    r"nobody|people|things|the best things|good things|every day|each day|the world)"
+    r"(?:'s| is| are| can be| will| makes?| means?| matters?| heals?| flies| goes| comes| happens?|"
+    r"helps?| never| always| really| truly| sure| totally| definitely| should| has| have| do| does|"
+    r"'re)\b.*$|"
+    r"^(?:everything happens for a reason|you only live once|yolo|time flies|better late than never|"
+    r"practice makes perfect|no pain,? no gain|it is what it is|it's what it is|such is life|c'est la vie|"
+    r"that's life|that's how it goes|one day at a time|live and learn|you never know|who knows|"
+    r"all good|all is well|so it goes|good things take time|easier said than done)\b"
+)
+_PERSONAL = frozenset({"they", "them", "their", "theirs", "themself", "themselves", "i", "me", "my", "mine",
+                       "myself", "we", "us", "our", "ours", "he", "she", "his", "her"})  # fmt: skip
+
+
+def _normalise(value: str) -> str:
+    text = _EMOJI.sub(" ", value.replace("\u2019", "'").replace("\u2018", "'"))
+    return " ".join(text.split())
+
+
+def _content(tokens: list[str]) -> list[str]:
+    """Tokens that carry meaning: not a function word, pronoun, evaluation or light verb."""
+    out = []
+    for t in tokens:
+        bare = t.removesuffix("'s").removesuffix("'re").removesuffix("'m")
+        if any(ch.isdigit() for ch in t):
+            out.append(t)
+        elif bare in STOPWORDS or bare in _PRONOUNS or bare in _EVALUATIVE or bare in _LIGHT:
+            continue
+        elif t in STOPWORDS or t in _LIGHT or t in _PRONOUNS:
+            continue
+        else:
+            out.append(t)
+    return out
+
+
+_VOCATIVE_HEAD = re.compile(r"^(?:[A-Za-z]+[,!]?\s+)?([A-Z][a-z]+)[,!]\s+(?=\S)")
+_VOCATIVE_TAIL = re.compile(r"(?<=\S)[,!]\s*([A-Z][a-z]+)[.!]*$")
+
+
+def _is_word(token: str) -> bool:
+    """A chat word rather than a name ("Thanks", "Wow", "Great")."""
+    low = fold(token)
+    return (
+        low in STOPWORDS or low in _EVALUATIVE or low in _LIGHT or low in _PRONOUNS or bool(_LEAD.match(low))
+    )
+
+
+def _without_vocatives(text: str) -> str:
+    """``text`` without a leading or trailing name addressed to ("Wow Maria, ...", "..., Gina!")."""
+    head = _VOCATIVE_HEAD.match(text)
+    if head and not _is_word(head.group(1)):
+        text = text[head.end() :]
+    tail = _VOCATIVE_TAIL.search(text)
+    if tail and not _is_word(tail.group(1)):
+        text = text[: tail.start()]
+    return text.strip()
+
+
+def small_talk_reason(value: str) -> str | None:
+    """Why ``value`` is small talk (one of the reasons in the module docstring), or None."""
+    text = _normalise(value)
+    if not text:
+        return None
+    core = _without_vocatives(text)
+    if core and core != text:  # "Wow Maria, that's awesome!", "Nice work, Maria": judge what is said
+        return small_talk_reason(core)
+    if len(words(text)) == 1 and text[:1].isupper() and not text.isupper():  # "Maria", "Caroline!"
+        single = fold(words(text)[0])
+        if single in STOPWORDS or single in _EVALUATIVE or single in _LIGHT or single in _PRONOUNS:
+            pass
+        elif _BACKCHANNEL.search(single) or _GREETING.match(single) or _THANKS.match(single):
+            pass
+        else:
+            return None
+    raw_words = words(text)
+    if not raw_words:
+        return "no content"
+    names = [w for w in raw_words[1:] if w[:1].isupper() and fold(w) not in _PRONOUNS and w != "I"]
+    digits = any(ch.isdigit() for ch in text)
+    low = fold(_PARENS.sub(" ", text) if not digits else text).strip()
+    low = low.strip(" .!,;:-~*\"'")
+    if text.rstrip(" .!~*\"')").endswith("?"):
+        return "question"
+    low = _LEAD.sub("", low).strip(" .!,;:-~") or low
+    if _QUESTION.search(low):
+        return "question"
+    if _CAPTION.search(low):
+        return "caption"
+    bare = low
+    for name in names:  # "Hi Mel!", "Thanks, Jon": a vocative does not make a greeting a fact
+        bare = re.sub(rf"[\s,]*\b{re.escape(fold(name))}\b", "", bare)
+    bare = bare.strip(" .!,;:-~")
+    if not bare and _LEAD.match(fold(text)):  # "Hi Mel!", "Hey Nate": a greeting and a name
+        return "greeting"
+    bare = bare or low
+    if _GREETING.match(bare):
+        return "greeting"
+    if _THANKS.match(bare):
+        return "thanks"
+    if _BACKCHANNEL.search(bare):
+        return "backchannel"
+    if _ADDRESSED.search(bare):
+        return "addressed"
+    if _COMPLIMENT.match(low) and not names:
+        return "compliment"
+    tokens = [fold(w) for w in words(low)]
+    personal = {t.split("'")[0] for t in tokens} & _PERSONAL
+    if tokens and not digits and not names and not personal and _PLATITUDE.match(low):
+        return "platitude"
+    if not _content(tokens) and not names:
+        return "no content"
+    return None
+
+
+def is_small_talk(value: str) -> bool:
+    """True when ``value`` has no lasting content (see :func:`small_talk_reason`)."""
+    return small_talk_reason(value) is not None

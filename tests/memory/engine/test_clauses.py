@@ -1,0 +1,58 @@
+"""Update rules for leaf values: single-state leaves are replaced, duplicates found across a tree."""
+
+from __future__ import annotations
+
+from memory.engine.clauses import clause_key, duplicate_leaf, merge_clauses
+
+
+def test_single_leaf_is_replaced_not_appended() -> None:
+    assert merge_clauses("Lives in Boston", "Moved to Lisbon (May 2023)", 80, single=True) == (
+        "Moved to Lisbon (May 2023)"
+    )
+    assert merge_clauses("Works at Google; Works at Meta", "Works at a bakery", 80, single=True) == (
+        "Works at a bakery"
+    )
+    assert merge_clauses(None, "Is single", 80, single=True) == "Is single"
+
+
+def test_single_leaf_keeps_a_value_that_already_holds_the_new_clause() -> None:
+    old = "Works as a nurse at St Mary's hospital"
+    assert merge_clauses(old, "Works as a nurse", 80, single=True) == old
+    assert merge_clauses("works as a nurse", "Works as a nurse", 80, single=True) == "works as a nurse"
+
+
+def test_multi_leaf_appends_and_drops_restated_clauses_as_before() -> None:
+    assert merge_clauses("Has a dog", "Has a cat named Luna", 80) == "Has a dog; Has a cat named Luna"
+    assert (
+        merge_clauses("Runs 5 km every morning", "Runs 10 km every morning", 80) == "Runs 10 km every morning"
+    )
+    assert merge_clauses("Is 31", "Is 32", 80) == "Is 31; Is 32"  # numbers count: not "already held"
+    assert merge_clauses("Is 31", "Is 32", 80, single=True) == "Is 32"
+    assert merge_clauses("Has a dog; Loves hiking", "Loves hiking", 80) == "Has a dog; Loves hiking"
+
+
+def test_clause_key_counts_numbers_and_months() -> None:
+    assert clause_key("Is 32") == {"32"}
+    assert clause_key("Went to a concert (May 2023)") != clause_key("Went to a concert (June 2023)")
+    assert clause_key("Has two kids") == clause_key("Has 2 kids")
+
+
+def test_duplicate_leaf_finds_the_same_fact_anywhere_in_the_tree() -> None:
+    tree = {
+        "identity/family/pets": "Has a dog named Max; Has a cat",
+        "behaviour/hobbies/outdoor": "Loves hiking in the Alps",
+        "identity/location/city": "Lives in Lisbon",
+    }
+    assert duplicate_leaf("Has a dog named Max", tree) == "identity/family/pets"
+    assert duplicate_leaf("Loves hiking", tree) == "behaviour/hobbies/outdoor"  # subset of a held clause
+    assert duplicate_leaf("Lives in Lisbon", tree) == "identity/location/city"
+    assert duplicate_leaf("Really loves hiking in the Alps", tree) == "behaviour/hobbies/outdoor"  # overlap
+
+
+def test_duplicate_leaf_is_none_for_a_new_fact() -> None:
+    tree = {"identity/family/pets": "Has a dog named Max", "events/trips": "Went to a concert (May 2023)"}
+    assert duplicate_leaf("Has a dog named Rex", tree) is None
+    assert duplicate_leaf("Went to a concert (June 2023)", tree) is None
+    assert duplicate_leaf("Loves hiking", tree) is None
+    assert duplicate_leaf("Is", tree) is None  # nothing to compare
+    assert duplicate_leaf("Has a dog", {}) is None
