@@ -39,11 +39,31 @@ __all__ = [
 
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're",
                           "we've", "our", "ours", "us", "im", "ive"})  # fmt: skip
-_RETRACTION = re.compile(
-    r"\b(forget|no longer|not any ?more|anymore|is off|plan is off|called off|cancel+ed|"
-    r"stopped|quit|gave up|give up|not .{0,20} any ?more|used to)\b",
-    re.IGNORECASE,
+# Explicit self-retractions only (issue 23): "I no longer ...", "I don't ... anymore", "I'm not ...
+# any more", "forget that I ...", "please forget ...", "I quit my job", "we broke up", "I stopped
+# ...ing", "that plan is off". "I used to ..." (a past fact), "I won't give up", "don't forget to",
+# "never stop", "I can't stop" and "gave up sugar" (a diet fact) are not.
+_SELF = r"(?:i|we|i'm|im|i am|we're|we are|i've|we've|i have|we have)"
+_RETRACTIONS = (
+    rf"(?:^|\b{_SELF}\s+(?:\w+ly\s+|just\s+|really\s+|now\s+)?)no longer\b",
+    r"(?:^|\b(?:i|we)\s+)(?:really\s+|just\s+)?(?:don't|do not|dont|didn't|did not)\s+"
+    r"(?!think|know|feel|care|get|understand|remember|want to talk|mind|"
+    r"have (?:as much |the |enough |much |any )?(?:free )?(?:time|energy))\w+\b[^.!?;]{0,50}?\bany ?more\b",
+    r"(?:^|\b(?:i'm|im|i am|we're|we are)\s+)not\s+(?!sure|certain|able to tell|gonna lie|going to lie|"
+    r"(?:very |that |as |so |too )?(?:good|bad|great) at)"
+    r"[^.!?;]{1,50}?\bany ?more\b",
+    r"(?:^|[.!,;:]\s*|\bplease\s+(?:just\s+)?|\b(?:can|could|would) you\s+(?:please\s+)?|\byou can\s+)"
+    r"forget\s+(?!about it\b|it\b)(?:that\b|about\b|what i\b|i\b|i've\b|i'm\b|my\b|the\b|everything\b)",
+    r"\bplease\s+(?:just\s+)?forget\b(?!\s+(?:about\s+)?it\b)",
+    r"\b(?:i|we)\s+(?:just\s+|finally\s+|recently\s+|actually\s+)?(?:quit|left|resigned from)\s+"
+    r"(?:my|our|the)\s+(?:\w+\s+)?(?:job|role|position|post|work|company|gig|career)\b",
+    r"\b(?:we|i)\s+(?:just\s+|finally\s+|recently\s+|actually\s+)?(?:broke up|split up|separated|"
+    r"got divorced|divorced)\b",
+    r"\b(?:i|we)(?:\s+have|'ve)?\s+(?:just\s+|finally\s+|recently\s+|actually\s+)?stopped\s+"
+    r"(?!by\b)\w+ing\b",
+    r"\b(?:that|the|my|our)\s+plans?\s+(?:is|are)\s+off\b",
 )
+_RETRACTION = re.compile("|".join(f"(?:{r})" for r in _RETRACTIONS), re.IGNORECASE)
 _REQUEST = re.compile(r"^(can|could|would|will) you\b|^(please|tell me|help me|show me|remind me)\b", re.I)
 
 
@@ -126,9 +146,13 @@ def _elided_subject(tokens: list[str]) -> bool:
 
 
 def is_retraction(text: str) -> bool:
-    """A statement that takes something back: "forget that...", "no longer", "that plan is off"
-    (a request to forget counts; a question does not)."""
-    return not text.strip().endswith("?") and bool(_RETRACTION.search(text))
+    """An explicit self-retraction: "I no longer...", "I don't ... anymore", "forget that I...",
+    "please forget...", "I quit my job", "we broke up", "I stopped ...ing" (a question, "I used
+    to...", "don't forget to...", "never stop..." and "I can't stop..." are not)."""
+    clean = " ".join(text.replace("\u2019", "'").split())
+    if not clean or clean.endswith("?"):
+        return False
+    return bool(_RETRACTION.search(clean))
 
 
 def select_candidates(
