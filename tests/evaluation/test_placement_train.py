@@ -1,0 +1,105 @@
+"""The leaf head's training command on a tiny schema, labels and persona CSV with a fake embedder."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from evaluation import placement_train as pt
+from memory.engine import load_schema
+from memory.engine.placement import LeafHead, LeafPlacer, paths_digest
+
+DIM = 32
+SCHEMA = load_schema(
+    {
+        "id": "tiny-train",
+        "version": 1,
+        "leaves": [
+            {"path": "family/pets", "description": "Pets", "budget": 80, "aliases": ["dog", "cat"],
+             "examples": ["Has a dog named Max", "Has two cats"]},
+            {"path": "hobbies/outdoor", "description": "Outdoor hobbies", "budget": 80, "aliases": ["hiking"],
+             "examples": ["Loves hiking", "Goes camping"]},
+            {"path": "media/music", "description": "Music", "budget": 80, "aliases": ["music", "band"],
+             "examples": ["Loves rock music"]},
+        ],
+    }
+)  # fmt: skip
+
+
+def fake_embed(texts: Sequence[str]) -> np.ndarray:
+    """Bag of words hashed into DIM buckets, unit length: shared words -> high cosine."""
+    out = np.zeros((len(texts), DIM), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for word in re.findall(r"[a-z']+", text.lower()):
+            out[i, int(hashlib.md5(word.encode()).hexdigest(), 16) % DIM] += 1.0  # noqa: S324
+        out[i] /= max(float(np.linalg.norm(out[i])), 1e-9)
+    return out
+
+
+def _labels(tmp_path):
+    rows = []
+    facts = [
+        ("I have a dog", "Has a dog", "family/pets"),
+        ("my cat sleeps all day", "Their cat sleeps all day", "family/pets"),
+        ("I love hiking", "Loves hiking", "hobbies/outdoor"),
+        ("we go camping", "Goes camping", "hobbies/outdoor"),
+        ("I play in a band", "Plays in a band", "media/music"),
+        ("rock music is my thing", "Rock music is their thing", "media/music"),
+    ]
+    for n in range(12):
+        clause, fact, leaf = facts[n % len(facts)]
+        rows.append(
+            {"clause": clause, "fact": fact, "leaf": leaf, "alt": [], "source": f"spc:{n}:user 1:persona"}
+        )
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_groups_never_straddle_folds():
+    rows = [{"source": f"locomo:conv-{n % 3}:D1:{n}"} for n in range(30)]
+    rows += [{"source": f"spc:{n % 7}:turn 2"} for n in range(30)]
+    folds = pt.grouped_folds(rows)
+    owner = {}
+    for k, fold in enumerate(folds):
+        for i in fold:
+            assert owner.setdefault(pt.group_of(rows[i]["source"]), k) == k
+    assert sorted(i for f in folds for i in f) == list(range(60))
+    assert (
+        pt.group_of("locomo:conv-26:D1:3") == "locomo:conv-26"
+        and pt.group_of("spc:17:user 1:persona") == "spc:17"
+    )
+
+
+def test_rule_labels_need_exactly_one_leaf_and_skip_gold_and_validation(tmp_path):
+    path = tmp_path / "valid.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["user 1 personas", "user 2 personas", "Best Generated Conversation"])
+        w.writerow(["I have a dogs.\nI like hiking and my dog.", "I love my band.", "User 1: hi"])
+        w.writerow(["I have two cats.", "I am tall.", "User 1: hi"])  # dialogue 1: cited by the gold
+        w.writerow(["I listen to music.", "", "User 1: hi"])  # dialogue 2: past the dev limit
+    texts, labels = pt.rule_labelled_personas(path, SCHEMA, exclude={1}, limit=2)
+    assert dict(zip(texts, labels, strict=True)) == {
+        "I have a dogs": "family/pets",
+        "I love my band": "media/music",
+    }
+
+
+def test_run_cross_validates_and_writes_a_loadable_head(tmp_path):
+    out = tmp_path / "head.json"
+    report = pt.run(None, out, None, 4.0, _labels(tmp_path), embed=fake_embed, schema=SCHEMA)
+    assert report["gold"] == 12 and set(report["clause"]) == {"prior", "prior_alias", "head", "blend"}
+    assert all(0.0 <= v <= 1.0 for v in report["clause"].values())
+    assert report["clause"]["head"] >= 0.5  # the same six facts recur across folds (hashed words collide)
+    head = LeafHead.load(out)
+    assert head.digest == paths_digest(SCHEMA) and len(head.weights[0]) == DIM
+    placer = LeafPlacer.for_schema(SCHEMA, head_path=out)
+    leaf_vectors = fake_embed([t for _, t in placer.texts()]).tolist()
+    clause = "I have a dog"
+    assert placer.rank(clause, fake_embed([clause])[0].tolist(), leaf_vectors, top=1)[0][0] == "family/pets"
