@@ -33,6 +33,11 @@ human-readable detail). Policy, in the order the checks run:
    chunk's user turns, when those are given), else by the ``evidence``; the leaf's old value
    counts as support too. Failing that, or with no user words to check against, it is
    ``UNGROUNDED``.
+8. Small talk (``GatePolicy(small_talk=True)``, on for the listener and for model writes, off for
+   moderators and migrations): an ``ADD``/``UPDATE`` whose value brings a clause the leaf does not
+   hold yet that has no lasting content (:func:`memory.engine.chatter.small_talk_reason`: a
+   greeting, "how about you?", "I hear ya", an image caption, "It was great", ...) is
+   ``SMALL_TALK``, whatever engine wrote it.
 
 ``PARSE_ERROR`` and ``REVIEW_REQUIRED`` are never produced here; callers use them to record
 lines the parser could not read and ops held back for human review in the same shape.
@@ -46,6 +51,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from .chatter import small_talk_reason
 from .grounding import DEFAULT_MIN_SUPPORT, check_grounding
 from .ops import Op, OpType
 from .schema import Schema
@@ -78,6 +84,7 @@ class Reason(StrEnum):
     NO_OP_NOT_ALONE = "NO_OP_NOT_ALONE"
     NO_CHANGE = "NO_CHANGE"
     UNGROUNDED = "UNGROUNDED"
+    SMALL_TALK = "SMALL_TALK"
     PARSE_ERROR = "PARSE_ERROR"
     REVIEW_REQUIRED = "REVIEW_REQUIRED"
 
@@ -87,11 +94,13 @@ class GatePolicy:
     """``lenient=False`` (default): ADD on occupied / UPDATE on empty are rejected.
     ``lenient=True``: they are normalised to UPDATE / ADD and recorded.
     ``grounding=True``: values must be supported by the user's words (rule 7), at least
-    ``min_support`` of their content words."""
+    ``min_support`` of their content words.
+    ``small_talk=True``: values that add small talk are rejected (rule 8)."""
 
     lenient: bool = False
     grounding: bool = False
     min_support: float = DEFAULT_MIN_SUPPORT
+    small_talk: bool = False
 
 
 STRICT = GatePolicy()
@@ -158,6 +167,17 @@ def _ungrounded(op: Op, value: str, old: str | None, evidence, policy: GatePolic
         return "no user words to check the value against"
     verdict = check_grounding(value, sources, old, min_support=policy.min_support)
     return None if verdict.ok else verdict.detail
+
+
+def _small_talk(value: str, old: str | None) -> str | None:
+    """Why ``value`` brings small talk to a leaf holding ``old`` (rule 8), or None."""
+    held = {c.strip().casefold() for c in (old or "").split(";")}
+    for clause in (c.strip() for c in value.split(";")):
+        if clause and clause.casefold() not in held:
+            reason = small_talk_reason(clause)
+            if reason is not None:
+                return f"no lasting content ({reason}): {clause!r}"
+    return None
 
 
 def gate(
@@ -264,6 +284,13 @@ def gate(
                 if normalised and normalised[-1].original is op:
                     normalised.pop()
                 rejected.append(Rejection(op, Reason.UNGROUNDED, why))
+                continue
+        if policy.small_talk:
+            why = _small_talk(clean, tree.get(path))
+            if why is not None:
+                if normalised and normalised[-1].original is op:
+                    normalised.pop()
+                rejected.append(Rejection(op, Reason.SMALL_TALK, why))
                 continue
         accepted.append(result)
 

@@ -216,6 +216,7 @@ def plan_apply(
     policy = GatePolicy(
         lenient=locked.tenant.gate_lenient,
         grounding=evidence is not None and actor.kind == "model" and locked.tenant.require_grounding,
+        small_talk=actor.kind == "model",  # models may not file chit-chat; moderators write what they like
     )
     result: GateResult = gate(schema, tree, ops, policy, evidence)
     apply_now, held = (

@@ -158,3 +158,51 @@ def test_pipeline_on_default_schema(lenient):
     assert new_tree.to_dict() == expected
     assert [c.path for c in changes] == sorted(expected)
     assert Reason.UNKNOWN_PATH in {r.reason for r in gated.rejected}
+
+
+LISTENER_POLICY = GatePolicy(small_talk=True)
+
+
+def test_small_talk_is_refused_with_its_own_reason_when_the_policy_asks(tiny):
+    ops = [
+        Op.add("identity/family/pets", "ttyl, Bye!"),
+        Op.add("behaviour/hobbies", "a photo of a dog sitting on a couch"),
+        Op.add("body/health/conditions", "how about you?"),
+    ]
+    r = gate(tiny, Tree.empty(), ops, LISTENER_POLICY)
+    assert reasons(r) == [
+        ("identity/family/pets", Reason.SMALL_TALK),
+        ("behaviour/hobbies", Reason.SMALL_TALK),
+        ("body/health/conditions", Reason.SMALL_TALK),
+    ]
+    assert r.accepted == ()
+    assert "greeting" in r.rejected[0].detail and "caption" in r.rejected[1].detail
+    assert r.to_dict()["rejected"][2]["reason"] == "SMALL_TALK"
+
+
+def test_small_talk_check_is_off_by_default_for_moderators_and_migrations(tiny):
+    op = Op.add("identity/family/pets", "It was great")
+    assert gate(tiny, Tree.empty(), [op]).accepted == (op,)
+    assert gate(tiny, Tree.empty(), [op], LENIENT).accepted == (op,)
+
+
+def test_small_talk_policy_keeps_real_facts_and_judges_only_new_clauses(tiny):
+    tree = Tree({"identity/family/pets": "Has a dog", "behaviour/hobbies": "That's so true"})
+    ok = [
+        Op.update("identity/family/pets", "Has a dog; Has a cat named Luna"),
+        Op.update("behaviour/hobbies", "That's so true; Loves hiking"),  # the held clause is not re-judged
+        Op.add("body/health/conditions", "Is allergic to peanuts (May 2023)"),
+    ]
+    assert gate(tiny, tree, ok, LISTENER_POLICY).accepted == tuple(ok)
+    bad = gate(tiny, tree, [Op.update("identity/family/pets", "Has a dog; Thanks so much!")], LISTENER_POLICY)
+    assert (
+        reasons(bad) == [("identity/family/pets", Reason.SMALL_TALK)]
+        and "Thanks so much!" in bad.rejected[0].detail
+    )
+
+
+def test_small_talk_rejection_drops_the_lenient_normalisation(tiny):
+    r = gate(
+        tiny, OCCUPIED, [Op.add("identity/name", "Sounds good")], GatePolicy(lenient=True, small_talk=True)
+    )
+    assert reasons(r) == [("identity/name", Reason.SMALL_TALK)] and r.normalised == ()
