@@ -579,7 +579,8 @@ def leaf_accuracy_hook(path: Path, embed: Embed) -> dict:
         labels = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         placer = LeafPlacer.for_schema(default_schema())
         texts = placer.texts()
-        leaf_vectors = embed([t for _, t in texts])
+        embedded = [[float(x) for x in v] for v in embed([t for _, t in texts])]
+        leaf_vectors = placer.vectors(embedded) if hasattr(placer, "vectors") else embedded  # indexed once
         vectors = embed([r["clause"] for r in labels])
         right = 0
         for row, vector in zip(labels, vectors, strict=True):

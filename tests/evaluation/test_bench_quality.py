@@ -214,7 +214,7 @@ def test_leaf_accuracy_hook_scores_a_placer(bench, tmp_path, monkeypatch):
             return [("family/pets", "pets"), ("location/city", "city")]
 
         def rank(self, clause, vector, leaf_vectors, *, top=3):
-            assert len(leaf_vectors) == 2 and len(vector) == 512
+            assert len(leaf_vectors) == 2 and len(vector) == 512 and isinstance(leaf_vectors[0][0], float)
             if "cat" in clause:
                 return [("family/pets", 0.9)]
             return [("location/city", 0.8)] if "Lisbon" in clause else []
