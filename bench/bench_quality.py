@@ -126,7 +126,9 @@ def data_path(
 
 
 def shown(path: Path) -> str:
-    """A data path as docs name it: relative to the repository's parent when beside it."""
+    """A data path as docs name it: inside the repository relative to it, beside it as ``../...``."""
+    if path.resolve().is_relative_to(ROOT):
+        return str(path.resolve().relative_to(ROOT))
     try:
         return "../" + str(path.resolve().relative_to(ROOT.parent))
     except ValueError:
