@@ -42,11 +42,21 @@ tense cue). Without a timestamp nothing changes. Month names are written in full
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
+from typing import Any
 
-__all__ = ["DatePhrase", "date_phrases", "with_dates", "grounding_dates"]
+__all__ = [
+    "DATE_EVIDENCE",
+    "DatePhrase",
+    "chunk_evidence",
+    "date_phrases",
+    "derived_dates",
+    "grounding_dates",
+    "with_dates",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,3 +389,34 @@ def grounding_dates(text: str, ts: datetime | None) -> list[str]:
     for phrase in _phrases(text, _today(ts), _tense(text), both=True):
         seen.setdefault(phrase.absolute, None)
     return list(seen)
+
+
+#: Marks an evidence line that is a date derived from a message's timestamp, not the user's words.
+DATE_EVIDENCE = "[date derived from the message time] "
+
+
+def chunk_evidence(turns: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What a chunk's values may be grounded in: the user turns' text, then one marked line per
+    absolute date derived from a relative phrase of a user turn and its message's time
+    (:func:`grounding_dates`). The gate reads the marked lines as dates, nothing else."""
+    texts: list[str] = []
+    dates: dict[str, None] = {}
+    for turn in turns:
+        if turn.get("role") != "user":
+            continue
+        content = turn.get("content") or ""
+        texts.append(content)
+        ts = turn.get("ts")
+        if isinstance(ts, str):
+            try:
+                ts = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+            except ValueError:
+                ts = None
+        for absolute in grounding_dates(content, ts if isinstance(ts, datetime) else None):
+            dates.setdefault(DATE_EVIDENCE + absolute, None)
+    return texts + list(dates)
+
+
+def derived_dates(evidence: Iterable[str]) -> list[str]:
+    """The dates :func:`chunk_evidence` marked in ``evidence``."""
+    return [e[len(DATE_EVIDENCE) :] for e in evidence if e.startswith(DATE_EVIDENCE)]

@@ -29,9 +29,11 @@ human-readable detail). Policy, in the order the checks run:
    ``NO_CHANGE`` (audited, never written as a new version).
 7. Grounding (``GatePolicy(grounding=True)``): the value of an ``ADD``/``UPDATE`` must be
    supported by the user's words (:func:`memory.engine.grounding.check_grounding`): by the op's
-   cited ``source`` sentence when it has one (which must itself occur in the ``evidence``, the
-   chunk's user turns, when those are given), else by the ``evidence``; the leaf's old value
-   counts as support too. Failing that, or with no user words to check against, it is
+   cited ``source`` sentences when it has them (one a line; each must itself occur in the
+   ``evidence``, the chunk's user turns, when those are given), else by the ``evidence``; the
+   leaf's old value counts as support too, and so does a date the evidence marks as derived from
+   a message's timestamp (``memory.engine.dates.chunk_evidence``: "yesterday" sent on 8 May 2023
+   grounds "7 May 2023"; nothing else new is accepted). Failing that, or with no user words to check against, it is
    ``UNGROUNDED``.
 8. Small talk (``GatePolicy(small_talk=True)``, on for the listener and for model writes, off for
    moderators and migrations): an ``ADD``/``UPDATE`` whose value brings a clause the leaf does not
@@ -52,6 +54,7 @@ from enum import StrEnum
 from typing import Any
 
 from .chatter import small_talk_reason
+from .dates import DATE_EVIDENCE, derived_dates
 from .grounding import DEFAULT_MIN_SUPPORT, check_grounding
 from .ops import Op, OpType
 from .schema import Schema
@@ -156,13 +159,15 @@ def normalise_value(value: str) -> str:
 
 def _ungrounded(op: Op, value: str, old: str | None, evidence, policy: GatePolicy) -> str | None:
     """Why ``value`` is not grounded (rule 7), or None when it is."""
+    dates = derived_dates(evidence or ())
     if op.source:
-        cited = normalise_value(op.source)
-        if evidence is not None and not any(cited in normalise_value(e) for e in evidence):
+        cited = [normalise_value(line) for line in op.source.split("\n") if line.strip()]
+        turns = [normalise_value(e) for e in evidence or () if not e.startswith(DATE_EVIDENCE)]
+        if evidence is not None and not all(any(c in t for t in turns) for c in cited):
             return "the cited sentence is not in the chunk's user turns"
-        sources: list[str] = [cited]
+        sources: list[str] = cited + dates
     else:
-        sources = [e for e in evidence or () if e]
+        sources = [e for e in evidence or () if e and not e.startswith(DATE_EVIDENCE)] + dates
     if not sources:
         return "no user words to check the value against"
     verdict = check_grounding(value, sources, old, min_support=policy.min_support)

@@ -1,0 +1,103 @@
+"""The fact pipeline end to end on the shipped artefacts (MiniLM, the fact classifier, the leaf
+placer): one chunk in, short dated third-person facts in fitting leaves out, small talk refused,
+and the gate accepting a date only when a message's timestamp derives it.
+
+The dialogue is written for this test (no benchmark text)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.engine.dates import DATE_EVIDENCE, chunk_evidence
+from memory.engine.gate import GatePolicy, Reason, gate
+from memory.engine.ops import Op, OpType
+from memory.engine.schema import default_schema
+from memory.engine.tree import Tree
+from serving.config import EngineConfig
+from serving.listener import build_listener
+from serving.protocol import ListenerJob
+
+TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+TURNS = [
+    {
+        "role": "user",
+        "content": "Hey Sam! I joined a pottery class yesterday and it was so relaxing.",
+        "ts": TS,
+    },
+    {"role": "assistant", "content": "Wow, that's cool! How did it go?", "ts": TS},
+    {
+        "role": "user",
+        "content": "It was great. I'm a nurse at the city hospital, so I work night shifts.",
+        "ts": TS,
+    },
+    {"role": "assistant", "content": "Nice! Any pets?", "ts": TS},
+    {"role": "user", "content": "My dog Biscuit sleeps all day - pretty cute, huh? Thanks, bye!", "ts": TS},
+]
+
+
+def job(turns, tree=None) -> ListenerJob:
+    schema = default_schema()
+    return ListenerJob(
+        job_id="j1", subject_id="s1", base_version=0, schema_id=schema.id,
+        schema_version=schema.version, tree=tree or {}, turns=turns,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def listener():
+    return build_listener(EngineConfig(kind="extractive"))
+
+
+def test_a_chunk_becomes_short_dated_facts_in_fitting_leaves(listener):
+    result = listener.run([job(TURNS)])[0]
+    assert result.error is None
+    values = {op["path"]: op["value"] for op in result.ops}
+    assert values["identity/family/pets"].startswith("Their dog Biscuit")
+    assert any("pottery class (7 May 2023)" in v for v in values.values())
+    assert any("nurse at the city hospital" in v for v in values.values())
+    for value in values.values():
+        assert len(value.split()) <= 12
+        assert not {"i", "me", "my", "we"} & {w.strip(".,!?").lower() for w in value.split()}
+    text = " ".join(values.values()).lower()
+    assert "thanks" not in text and "huh" not in text and "it was great" not in text
+
+
+def test_small_talk_alone_writes_nothing(listener):
+    turns = [
+        {"role": "user", "content": "Hey! How about you?", "ts": TS},
+        {"role": "assistant", "content": "All good, thanks.", "ts": TS},
+        {"role": "user", "content": "I hear ya. Ttyl, bye!", "ts": TS},
+    ]
+    result = listener.run([job(turns)])[0]
+    assert result.ops == [{"op": "NO_OP", "path": None, "value": None}]
+
+
+def test_a_derived_date_is_grounded_and_an_invented_one_is_not():
+    schema, sentence = default_schema(), "I joined a pottery class yesterday."
+    evidence = chunk_evidence([{"role": "user", "content": sentence, "ts": TS}])
+    assert evidence == [sentence, DATE_EVIDENCE + "7 May 2023"]
+    policy = GatePolicy(grounding=True)
+    ok = Op(OpType.ADD, "behaviour/hobbies/main", "Joined a pottery class (7 May 2023)", source=sentence)
+    made_up = Op(
+        OpType.ADD, "behaviour/hobbies/main", "Joined a pottery class (9 June 2021)", source=sentence
+    )
+    assert gate(schema, Tree(), [ok], policy, evidence).accepted == (ok,)
+    judged = gate(schema, Tree(), [made_up], policy, evidence)
+    assert [r.reason for r in judged.rejected] == [Reason.UNGROUNDED]
+    undated = chunk_evidence([{"role": "user", "content": sentence}])  # no timestamp: no date
+    assert [r.reason for r in gate(schema, Tree(), [ok], policy, undated).rejected] == [Reason.UNGROUNDED]
+
+
+def test_an_op_citing_two_sentences_needs_both_in_the_chunk():
+    schema, policy = default_schema(), GatePolicy(grounding=True)
+    evidence = ["I run every morning.", "I also swim on Sundays."]
+    both = Op(OpType.ADD, "behaviour/habits/exercise", "Runs every morning; swims on Sundays",
+              source="I run every morning.\nI also swim on Sundays.")  # fmt: skip
+    forged = Op(OpType.ADD, "behaviour/habits/exercise", "Runs every morning; swims on Sundays",
+                source="I run every morning.\nI also swim on Sundays and I am 45.")  # fmt: skip
+    assert gate(schema, Tree(), [both], policy, evidence).accepted == (both,)
+    assert [r.reason for r in gate(schema, Tree(), [forged], policy, evidence).rejected] == [
+        Reason.UNGROUNDED
+    ]
