@@ -11,8 +11,10 @@ the `bge` extra installs. Models load lazily on first use and are cached per pro
 from __future__ import annotations
 
 import os
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Protocol
 
@@ -173,3 +175,26 @@ def build_embedder(kind: str, path: str = "") -> Embedder:
 def get_embedder(kind: str = "minilm", path: str = "") -> Embedder:
     """Process-wide cached embedder (models are large; load once)."""
     return build_embedder(kind, path)
+
+
+@contextmanager
+def one_intraop_thread() -> Iterator[None]:
+    """Run torch inference in this thread with one intra-op thread; the count is restored on the way out.
+
+    A query batch is a few short texts: a second intra-op thread saves little on an idle host,
+    and on a busy one the two wait for each other (a 2-core host at load ~5, 4 MiniLM queries,
+    separate processes: 236-293 ms with two threads, 18-63 ms with one; `bench/bench_query.py`).
+    With torch's OpenMP backend the count set from the main thread is the process default and
+    the one set from another thread is that thread's own; without torch loaded (test doubles)
+    this does nothing.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

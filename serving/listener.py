@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from memory.engine.candidates import CandidateSettings
+from memory.engine.dates import chunk_evidence
 from memory.engine.gate import GatePolicy, gate
 from memory.engine.ops import Op
 from memory.engine.parser import parse_ops
@@ -24,6 +25,7 @@ from memory.engine.render import count_tokens
 from memory.engine.schema import Schema, SchemaError, get_schema, schema_from_document
 from memory.engine.tree import Tree
 from serving.engines.base import Engine, EngineError, Generation, Prompt
+from serving.facts import FactStep
 from serving.output_schema import MAX_OPS, op_list_schema, pointer_list_schema
 from serving.pointing import LeafIndex, PointingStep, default_embed
 from serving.prompt import POINTING_PROMPT_VERSION, PROMPT_VERSION, build_pointing_prompt, build_prompt
@@ -145,7 +147,9 @@ class MemListener:
         self.engine = engine
         self.schema_resolver = schema_resolver
         base = policy or GatePolicy()
-        self.policy = GatePolicy(lenient=base.lenient, grounding=grounding, min_support=base.min_support)
+        self.policy = GatePolicy(
+            lenient=base.lenient, grounding=grounding, min_support=base.min_support, small_talk=True
+        )
         self.constrained = constrained
         self.max_ops = max_ops
         self.pointing = pointing
@@ -222,7 +226,7 @@ class MemListener:
         ops, errors = [_storable_op(op) for op in ops], storable_data(errors)  # JSON escapes decode late
         if not ops and not errors and prompt.pointing is not None:  # the model said NO_OP
             ops = [Op.no_op()]
-        evidence = [t.content for t in job.turns if t.role == "user"]
+        evidence = chunk_evidence(t.model_dump() for t in job.turns)
         judged = gate(schema, tree, ops, self.policy, evidence)
         return ListenerResult(
             job_id=job.job_id,
@@ -325,7 +329,8 @@ def build_listener(config, engine: Engine | None = None, *, lenient: bool = Fals
     if prompt_mode_for(config) == "pointing":
         settings = CandidateSettings(k=config.candidate_k, threshold=config.candidate_threshold,
                                      filled_threshold=config.candidate_threshold)  # fmt: skip
-        pointing = PointingStep(LeafIndex(default_embed(config.embedder, config.embedder_path)), settings)
+        embed = default_embed(config.embedder, config.embedder_path)
+        pointing = PointingStep(LeafIndex(embed), settings, FactStep(default_embed("minilm")))
     return MemListener(
         engine if engine is not None else build_engine(config),
         policy=GatePolicy(lenient=lenient),

@@ -21,8 +21,8 @@ import functools
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from memory.engine.candidates import (
     Candidates,
@@ -39,6 +39,7 @@ from memory.engine.candidates import (
 from memory.engine.pointing import ops_from_pointers
 from memory.engine.schema import Schema, document_digest
 from memory.engine.tree import Tree
+from serving.facts import FactStep, PlacedFact
 
 Embed = Callable[[Sequence[str]], "object"]  # texts -> (n, dim) unit vectors (numpy)
 
@@ -49,6 +50,11 @@ class PointingContext:
     candidates: Candidates
     budgets: dict[str, int]
     skip_reason: str = ""
+    #: The fact pipeline's decisions (``serving.facts``): kept clause id -> verdict and leaves;
+    #: empty when the step runs without it (whole sentences, candidates by cosine alone).
+    facts: Mapping[int, PlacedFact] = field(default_factory=dict)
+    singles: frozenset[str] = frozenset()  # leaves holding one current state (replaced, not appended)
+    tree: Mapping[str, str] = field(default_factory=dict)  # the subject's tree the chunk is read against
 
 
 @functools.lru_cache(maxsize=64)
@@ -113,16 +119,22 @@ def default_embed(kind: str = "minilm", path: str = "") -> Embed:
 
 
 class PointingStep:
-    def __init__(self, index: LeafIndex, settings: CandidateSettings) -> None:
+    """``facts``: the fact pipeline (clauses, classifier, placer: the product's default); None:
+    whole sentences and candidates by cosine alone (kept for tests of the pointing mechanics)."""
+
+    def __init__(self, index: LeafIndex, settings: CandidateSettings, facts: FactStep | None = None) -> None:
         self.index = index
         self.settings = settings
+        self.facts = facts
 
     def prepare(
         self, schema: Schema, tree: Tree, turns: Sequence[dict], *, digest: str | None = None
     ) -> PointingContext:
         """``digest``: the schema document's (:class:`LeafIndex` keys its vectors by it)."""
-        sentences = tuple(user_sentences(turns))
         budgets = {leaf.path: leaf.budget for leaf in schema.leaves}
+        if self.facts is not None:
+            return self._prepare_facts(schema, tree, turns, budgets, digest)
+        sentences = tuple(user_sentences(turns))
         eligible = [is_self_disclosure(s.text) or is_retraction(s.text) for s in sentences]
         if not any(eligible):
             reason = "no user sentence states a fact about the user" if sentences else "no user turn"
@@ -138,6 +150,19 @@ class PointingStep:
             skip = f"no model call: no candidate leaf scored >= {self.settings.threshold:.2f}"
         return PointingContext(sentences, candidates, budgets, skip)
 
+    def _prepare_facts(self, schema, tree, turns, budgets, digest) -> PointingContext:
+        assert self.facts is not None
+        snapshot = tree.to_dict()
+        key = digest or schema_fingerprint(schema)
+        units, candidates, facts = self.facts.prepare(schema, snapshot, turns, key)
+        singles = frozenset(leaf.path for leaf in schema.leaves if getattr(leaf, "single", False))
+        skip = ""
+        if not units:
+            skip = "no model call: no user turn"
+        elif candidates.empty:
+            skip = "no model call: no clause states a lasting fact about the user"
+        return PointingContext(units, candidates, budgets, skip, facts, singles, snapshot)
+
     @staticmethod
     def items(text: str) -> list:
         """The op items of the model's JSON reply; raises ValueError when it is not ``{"ops": [...]}``."""
@@ -151,6 +176,6 @@ class PointingStep:
     def ops(items: list, context: PointingContext, tree: Tree):
         """(ops, errors) of parsed items; errors in the parser's ``{line_no, line, message}`` shape."""
         ops, errors = ops_from_pointers(
-            items, context.sentences, context.candidates, tree.to_dict(), context.budgets
+            items, context.sentences, context.candidates, tree.to_dict(), context.budgets, context.singles
         )
         return ops, [{"line_no": 0, "line": e.item, "message": e.message} for e in errors]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from memory.engine.schema import Schema
 from serving.engines.base import Prompt
@@ -62,7 +63,7 @@ def static_prefix(schema: Schema) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _render_turns(turns: Sequence[Mapping[str, str]]) -> str:
+def _render_turns(turns: Sequence[Mapping]) -> str:
     return "\n".join(f"{t['role']}: {' '.join(t['content'].split())}" for t in turns)
 
 
@@ -87,7 +88,7 @@ def build_prompt(schema: Schema, tree: Mapping[str, str], turns: Sequence[Mappin
 
 # The pointing prompt (prompt_mode="pointing"): the model sees only this chunk's numbered user
 # sentences and a few candidate leaves under short ids, and writes ops that point at them.
-POINTING_PROMPT_VERSION = "memlistener-pointing/3"
+POINTING_PROMPT_VERSION = "memlistener-pointing/4"
 
 POINTING_RULES = """\
 You keep the long-term memory of one user. You get the user's sentences from one piece of \
@@ -103,8 +104,10 @@ something, write only the new fact; it is merged in.
 is no longer true, or asks to forget it.
 - {"op": "NO_OP"} alone: no sentence states a lasting fact about the user (greetings, questions, \
 requests, small talk, passing moods).
-Facts come from the user's sentences only. One operation per slot. Reply with JSON only: \
-{"ops": [...]}.
+Facts come from the user's numbered sentences only: the dialogue around them is context, and \
+what the other speaker says is never a fact about the user. Notes are at most 12 words. When a \
+sentence dates an event relatively ("yesterday", "last week"), write the absolute date from the \
+dialogue's date. Reply with JSON only: {"ops": [...]}.
 
 Example.
 User sentences:
@@ -124,20 +127,39 @@ Answer:
 """
 
 
-def pointing_per_call(context) -> str:
+def _session_date(turns: Sequence[Mapping]) -> str:
+    """The chunk's date ("8 May 2023"), from its last timestamped turn; "" when none is known."""
+    for turn in reversed(turns):
+        ts = turn.get("ts")
+        if isinstance(ts, str) and ts:
+            try:
+                ts = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+        if isinstance(ts, datetime):
+            return f"{ts.day} {ts:%b %Y}"
+    return ""
+
+
+def pointing_per_call(context, turns: Sequence[Mapping] = ()) -> str:
+    """The chunk for a pointing prompt: its date, the whole dialogue (the other speaker's turns
+    are context, never a source), the user's numbered sentences and the candidate slots."""
     sentences = "\n".join(f"{s.id}. {s.text}" for s in context.sentences)
     slots = "\n".join(
         f"{c.id}. {c.path} -- now: {c.value if c.value is not None else '(empty)'}"
         for c in context.candidates.leaves
     )
-    return f"\nUser sentences:\n{sentences}\n\nSlots:\n{slots}\n\nWrite the operations as JSON.\n"
+    date = _session_date(turns)
+    head = f"\nDate of this dialogue: {date}\n" if date else ""
+    dialogue = f"\nDialogue:\n{_render_turns(turns)}\n" if turns else ""
+    return f"{head}{dialogue}\nUser sentences:\n{sentences}\n\nSlots:\n{slots}\n\nWrite the operations as JSON.\n"
 
 
 def build_pointing_prompt(context, tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]) -> Prompt:
     plain_turns = tuple({"role": t["role"], "content": t["content"]} for t in turns)
     return Prompt(
         static=POINTING_RULES,
-        dynamic=pointing_per_call(context),
+        dynamic=pointing_per_call(context, [t for t in turns if t.get("role") != "system"]),
         prompt_version=POINTING_PROMPT_VERSION,
         turns=plain_turns,
         tree=dict(tree),

@@ -52,6 +52,7 @@ from django.db import OperationalError
 from django.dispatch import receiver
 
 from memory import conf
+from memory.engine.dates import chunk_evidence
 from memory.engine.ops import Op, OpError
 from memory.selectors import schema_document
 from memory.services import ServiceError, VersionConflict
@@ -217,7 +218,7 @@ def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> Ap
             chunk_id=claim.chunk_id,
             start_seq=claim.start_seq,
             end_seq=claim.end_seq,
-            evidence=tuple(t.content for t in job.turns if t.role == "user"),
+            evidence=tuple(chunk_evidence(t.model_dump() for t in job.turns)),
             note=result.note,
         ),
         parse_errors=parse_errors,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import lru_cache
 
 from .text import STOPWORDS, content_stems, fold, split_sentences, words
@@ -70,8 +71,15 @@ _REQUEST = re.compile(r"^(can|could|would|will) you\b|^(please|tell me|help me|s
 @dataclass(frozen=True, slots=True)
 class UserSentence:
     id: int  # 1-based, in chunk order
-    text: str
+    text: str  # what the model is shown: a sentence, or one clause of it
     turn: int  # index of the turn in the chunk
+    source: str = ""  # the whole sentence ``text`` was cut from ("" = ``text`` itself)
+    ts: datetime | None = None  # when its message was sent, when known
+
+    @property
+    def origin(self) -> str:
+        """The user's sentence this unit stands for: what an op built from it cites."""
+        return self.source or self.text
 
 
 @dataclass(frozen=True, slots=True)

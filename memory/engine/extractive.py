@@ -20,14 +20,18 @@ user's words, so it is grounded by construction.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 
 from .candidates import Candidates, UserSentence, is_retraction, is_self_disclosure, salient
-from .clauses import SEPARATOR, clauses_of, merge_clauses, third_person, trim
+from .chatter import is_small_talk
+from .clauses import SEPARATOR, clauses_of, duplicate_leaf, merge_clauses, third_person, trim
+from .dates import with_dates
 from .grounding import proper_nouns
+from .rewrite import rewrite
 from .text import content_stems, number_tokens
 
-__all__ = ["extractive_pointers", "split_facts"]
+__all__ = ["extractive_pointers", "fact_pointers", "split_facts", "state_fact"]
 
 # A sentence that talks to the other person ("your support means a lot") is about them, not a fact
 # of the subject's own (measured: dropping these raised precision at equal coverage).
@@ -124,3 +128,66 @@ def _weight(clause: str) -> int:
         + len(number_tokens(clause))
         + (3 if names and len(clause.split()) <= 3 else 0)
     )
+
+
+def fact_pointers(
+    units: Sequence[UserSentence],
+    facts: Mapping[int, object],
+    candidates: Candidates,
+    tree: Mapping[str, str],
+    budgets: Mapping[str, int],
+    singles: Collection[str] = (),
+) -> list[dict]:
+    """Pointer items of the fact pipeline for one chunk (``facts``: kept clause id -> its
+    placement, with ``leaves`` best first, from ``serving.facts``).
+
+    Each kept clause becomes a short dated third-person fact (:func:`state_fact`) filed under its
+    best candidate leaf; small talk that slipped through, and a fact the subject's tree already
+    holds under any leaf, are dropped; an explicit self-retraction deletes the filled leaf it names.
+    Several facts may go to one leaf (the pointer mapping folds them in order)."""
+    ids = {c.path: c.id for c in candidates.leaves}
+    values = dict(tree)
+    items: list[dict] = []
+    for unit in units:
+        deleted = None
+        if is_retraction(unit.text):  # "I quit my job to paint full time": delete, then file the rest
+            deleted = _retraction_leaf(unit.origin, candidates)
+            if deleted is not None:
+                items.append({"op": "DELETE", "sentence": unit.id, "leaf": deleted.id, "value": None})
+                values.pop(deleted.path, None)
+        placed = facts.get(unit.id)
+        if placed is None:
+            continue
+        fact = state_fact(unit.text, unit.ts, unit.origin)
+        if not fact or is_small_talk(fact) or duplicate_leaf(fact, values) is not None:
+            continue
+        path = next((p for p, _score in placed.leaves if p in ids), None)  # type: ignore[attr-defined]
+        if path is None or (deleted is not None and path == deleted.path):
+            continue
+        items.append({"op": "ADD", "sentence": unit.id, "leaf": ids[path], "value": fact})
+        values[path] = merge_clauses(values.get(path), fact, budgets.get(path, 80), single=path in singles)
+    return items or [{"op": "NO_OP", "sentence": None, "leaf": None, "value": None}]
+
+
+def state_fact(clause: str, ts: datetime | None = None, sentence: str | None = None) -> str:
+    """One clause as the fact the tree keeps: relative dates made absolute against the message's
+    time (``sentence``, the clause's whole sentence, decides the tense), then a short third-person
+    rewrite of the user's own words."""
+    fact = rewrite(with_dates(clause, ts, context=sentence))
+    # "I'm Maya." -> "Is Maya" -> "Maya": a self-introduction is the name itself
+    return fact[3:] if _INTRODUCED.fullmatch(fact) else fact
+
+
+_INTRODUCED = re.compile(r"Is (?:[A-Z][\w'-]*)(?: [A-Z][\w'-]*){0,2}")
+
+
+def _retraction_leaf(sentence: str, candidates: Candidates):
+    """The filled candidate leaf whose value shares the most salient words with the retraction."""
+    names = salient(sentence)
+    hits = [
+        (len(names & content_stems(c.value or "")), c.score, c)
+        for c in candidates.leaves
+        if c.value is not None
+    ]
+    hits = [h for h in hits if h[0] > 0]
+    return max(hits, key=lambda h: (h[0], h[1]))[2] if hits else None

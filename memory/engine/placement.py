@@ -44,6 +44,7 @@ __all__ = [
     "LeafPlacer",
     "LeafVectors",
     "PRIOR_ONLY",
+    "DESCRIPTIONS_ONLY",
     "HEAD_FORMAT",
     "HEAD_PATH",
     "alias_hits",
@@ -69,6 +70,10 @@ class Blend:
 #: development clauses by ``evaluation/placement_train.py`` (leaf accuracy 0.61 vs 0.53 for the
 #: prior alone, cross-validated; the threshold files 98 % of those fileable clauses).
 PRIOR_ONLY = Blend(prior=1.0, head=0.0, alias=0.2, threshold=0.34)
+#: Blend for a schema whose leaves have no examples (a tenant's bare schema): only ``path:
+#: description`` is embedded, which scores lower than an example, so the threshold is the pointing
+#: step's candidate threshold measured for those texts (0.30, docs/MEMLISTENER.md).
+DESCRIPTIONS_ONLY = Blend(prior=1.0, head=0.0, alias=0.2, threshold=0.30)
 
 
 def paths_digest(schema: Schema) -> str:
@@ -205,11 +210,12 @@ class LeafPlacer:
         """A placer for ``schema``: with the shipped head (or ``head_path``) when it was trained for
         exactly these leaves, the default schema v1 today; otherwise prior and aliases only."""
         path = head_path or HEAD_PATH
+        bare = DESCRIPTIONS_ONLY if not any(leaf.examples for leaf in schema.leaves) else None
         if head_path is None and schema.key != (DEFAULT_SCHEMA_ID, DEFAULT_SCHEMA_VERSION):
-            return cls(schema)
+            return cls(schema, blend=bare)
         head = _load_head(path) if path.is_file() else None
         if head is None or head.digest != paths_digest(schema):
-            return cls(schema)
+            return cls(schema, blend=bare)
         return cls(schema, head)
 
     def texts(self) -> list[tuple[str, str]]:
@@ -230,13 +236,15 @@ class LeafPlacer:
         prior = index.prior(unit)
         head = self.head.probabilities(unit) if self.head is not None else {}
         words = _tokens(clause)
+        bag = frozenset().union(*words)  # an alias none of whose words is in the clause cannot match
         out = {}
         for leaf in self.schema.leaves:
             aliases = self._aliases.get(leaf.path, ())
+            hit = any(parts[0] & bag and _holds(words, parts) for parts in aliases if parts)
             out[leaf.path] = {
                 "prior": prior.get(leaf.path, 0.0),
                 "head": head.get(leaf.path, 0.0),
-                "alias": 1.0 if any(_holds(words, parts) for parts in aliases) else 0.0,
+                "alias": 1.0 if hit else 0.0,
             }
         return out
 

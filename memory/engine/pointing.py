@@ -15,13 +15,16 @@ numbered user sentence and a numbered candidate leaf of this chunk::
   one an UPDATE, whatever the model called it); a merge that changes nothing stays an UPDATE to
   the same value, which the gate audits as ``NO_CHANGE``;
 - DELETE: the clauses the cited sentence names are removed (an UPDATE), or the leaf is cleared;
-- an unknown sentence or leaf id, or two items on one leaf, become errors (the first item on a
-  leaf wins), reported in the parser's error shape.
+- several items on one leaf fold into one op, in order (each merged into the value so far; the
+  op cites their sentences); a leaf in ``singles`` holds one current state, so a new fact replaces
+  it instead of being appended;
+- an unknown sentence or leaf id, an ADD without a value, or a second item on a leaf already
+  being deleted become errors, reported in the parser's error shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,13 +59,13 @@ def ops_from_pointers(
     candidates: Candidates,
     tree: Mapping[str, str],
     budgets: Mapping[str, int],
+    singles: Collection[str] = (),
 ) -> tuple[list[Op], list[PointerError]]:
     """Map pointer items to ops; see the module docstring."""
     by_sentence = {s.id: s for s in sentences}
     by_leaf = {c.id: c for c in candidates.leaves}
-    ops: list[Op] = []
+    pending: dict[str, Op] = {}  # path -> its op so far, in first-touch order
     errors: list[PointerError] = []
-    claimed: set[str] = set()
     for raw in items:
         if not isinstance(raw, Mapping):
             errors.append(PointerError(repr(raw)[:200], "an op must be a JSON object"))
@@ -80,37 +83,46 @@ def ops_from_pointers(
             what = "leaf" if leaf is None else "sentence"
             errors.append(PointerError(repr(dict(raw))[:200], f"{what} id is not one of this chunk's"))
             continue
-        if leaf.path in claimed:
-            errors.append(PointerError(repr(dict(raw))[:200], f"a second op on candidate {leaf.id}"))
+        before = pending.get(leaf.path)
+        if before is not None and before.type is OpType.DELETE:
+            errors.append(PointerError(repr(dict(raw))[:200], f"candidate {leaf.id} is already deleted"))
             continue
-        claimed.add(leaf.path)
-        old = tree.get(leaf.path)
+        old = before.value if before is not None else tree.get(leaf.path)
+        source = _cite(before, sentence.origin)
         if kind == "DELETE":
             if old is None:
                 continue
-            remaining = retract(old, sentence.text)
-            op = (
-                Op(OpType.DELETE, leaf.path, None, source=sentence.text)
+            remaining = retract(old, sentence.origin)
+            pending[leaf.path] = (
+                Op(OpType.DELETE, leaf.path, None, source=source)
                 if remaining is None
-                else Op(OpType.UPDATE, leaf.path, remaining, source=sentence.text)
+                else Op(OpType.UPDATE, leaf.path, remaining, source=source)
             )
-            ops.append(op)
             continue
         value = raw.get("value")
         if not isinstance(value, str) or not normalise_value(value):
             errors.append(PointerError(repr(dict(raw))[:200], "ADD/UPDATE needs a non-empty string value"))
             continue
         value = normalise_value(value)
-        merged = merge_clauses(old, value, budgets.get(leaf.path, 80))
-        op_type = OpType.UPDATE if old is not None else OpType.ADD
-        ops.append(Op(op_type, leaf.path, merged, source=_supporting(value, sentence, sentences).text))
-    return ops, errors
+        merged = merge_clauses(old, value, budgets.get(leaf.path, 80), single=leaf.path in singles)
+        op_type = OpType.UPDATE if tree.get(leaf.path) is not None else OpType.ADD
+        cited = _supporting(value, sentence, sentences).origin
+        pending[leaf.path] = Op(op_type, leaf.path, merged, source=_cite(before, cited))
+    return list(pending.values()), errors
+
+
+def _cite(before: Op | None, sentence: str) -> str:
+    """The sentences an op folded from several items cites: each once, in order, a line each."""
+    if before is None or not before.source:
+        return sentence
+    cited = before.source.split("\n")
+    return before.source if sentence in cited else "\n".join([*cited, sentence])
 
 
 def _supporting(value: str, cited: UserSentence, sentences: Sequence[UserSentence]) -> UserSentence:
     """The cited sentence when it supports ``value``; else the chunk's sentence that does (small
     models cite the sentence next to the right one); else the cited one (the gate then rejects)."""
-    if check_grounding(value, [cited.text]).ok:
+    if check_grounding(value, [cited.origin]).ok:
         return cited
-    best = max(sentences, key=lambda s: check_grounding(value, [s.text]).support, default=cited)
-    return best if check_grounding(value, [best.text]).ok else cited
+    best = max(sentences, key=lambda s: check_grounding(value, [s.origin]).support, default=cited)
+    return best if check_grounding(value, [best.origin]).ok else cited

@@ -9,13 +9,11 @@ being embedded, then the dense request, and fuses each query's two rankings with
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Literal
 
-from serving.embedder import Embedder
+from serving.embedder import Embedder, one_intraop_thread
 
 from .index import EvidenceIndex, Hit, Scope, hybrid_candidates
 from .rows import rrf_fuse
@@ -85,29 +83,6 @@ def _embed(embedder: Embedder | None, queries: list[str], method: str):
         raise ValueError(f"method {method!r} needs an embedder")
     with one_intraop_thread():
         return embedder.embed(queries)
-
-
-@contextmanager
-def one_intraop_thread() -> Iterator[None]:
-    """Run torch inference in this thread with one intra-op thread; the count is restored on the way out.
-
-    A query batch is a few short texts: a second intra-op thread saves little on an idle host,
-    and on a busy one the two wait for each other (a 2-core host at load ~5, 4 MiniLM queries,
-    separate processes: 236-293 ms with two threads, 18-63 ms with one; `bench/bench_query.py`).
-    With torch's OpenMP backend the count set from the main thread is the process default and
-    the one set from another thread is that thread's own; without torch loaded (test doubles)
-    this does nothing.
-    """
-    torch = sys.modules.get("torch")
-    if torch is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _tag(queries: list[str], results: list[list[Hit]]) -> list[list[Hit]]:

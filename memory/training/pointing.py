@@ -1,4 +1,4 @@
-"""Rebuilding the pointing prompt (``memlistener-pointing/3``) of a past chunk.
+"""Rebuilding the pointing prompt (``memlistener-pointing/4``) of a past chunk.
 
 The pointing prompt lists the chunk's candidate leaves, which ``serving.pointing.PointingStep``
 chooses by embedding the user's sentences and every leaf of the schema. Rebuilding it therefore

@@ -1,8 +1,10 @@
 """The extractive listener as an engine: rules instead of a language model (kind ``extractive``).
 
-It reads the pointing context of each prompt (numbered user sentences, candidate leaves) and
-writes pointer ops with :func:`memory.engine.extractive.extractive_pointers`; the listener maps,
-gates and audits them like any model's output. Deterministic, no weights, milliseconds a chunk.
+It reads the pointing context of each prompt and writes pointer ops: from the fact pipeline's
+kept, placed clauses (:func:`memory.engine.extractive.fact_pointers`: short dated third-person
+facts), or, for a context built without it, whole sentences by rule
+(:func:`memory.engine.extractive.extractive_pointers`). The listener maps, gates and audits them
+like any model's output. Deterministic, no generative model, milliseconds a chunk.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from memory.engine.extractive import extractive_pointers
+from memory.engine.extractive import extractive_pointers, fact_pointers
 from serving.engines.base import Generation, Prompt
 
-EXTRACTIVE_MODEL_ID = "extractive/1"
+EXTRACTIVE_MODEL_ID = "extractive/2"
 
 
 class ExtractiveEngine:
@@ -31,7 +33,12 @@ class ExtractiveEngine:
                     Generation(error="the extractive engine needs the pointing pipeline", retryable=False)
                 )
                 continue
-            items = extractive_pointers(ctx.sentences, ctx.candidates, ctx.budgets)
+            if ctx.facts:
+                items = fact_pointers(
+                    ctx.sentences, ctx.facts, ctx.candidates, ctx.tree, ctx.budgets, ctx.singles
+                )
+            else:
+                items = extractive_pointers(ctx.sentences, ctx.candidates, ctx.budgets)
             out.append(
                 Generation(
                     text=json.dumps({"ops": items}, ensure_ascii=False),

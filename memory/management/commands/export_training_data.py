@@ -72,7 +72,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--rebuild-pointing",
             action="store_true",
-            help="rebuild memlistener-pointing/3 prompts (loads the embedder; current candidate settings)",
+            help="rebuild memlistener-pointing/4 prompts (loads the embedder; current candidate settings)",
         )
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--resume", action="store_true", help="append chunks not yet in --out")

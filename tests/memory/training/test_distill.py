@@ -63,7 +63,7 @@ def test_extractive_teacher_lines_replay_to_the_teachers_ops(tmp_path):
     # chunk 1 states facts; chunk 2 has no self-disclosure, so no model call and no line
     assert stats.chunks == 2 and stats.lines == 1 and stats.skipped["no_model_call"] == 1
     line = lines[0]
-    assert line["prompt_version"] == "memlistener-pointing/3" and line["split"] == "train"
+    assert line["prompt_version"] == "memlistener-pointing/4" and line["split"] == "train"
     gold = [Op.from_dict({k: v for k, v in g.items() if k != "origin"}) for g in line["gold"]]
     assert any(op.path == "identity/location/current_city" for op in gold)
     # a student that writes exactly the target gets exactly the teacher's accepted ops

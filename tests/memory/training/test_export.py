@@ -134,7 +134,7 @@ def test_pointing_prompt_not_rebuilt_without_the_flag(tmp_path, history):
     c8 = by_chunk(lines, history)["c8"]
     assert c8["prompt"] is None and "--rebuild-pointing" in c8["prompt_note"] and c8["target"] is None
     assert (
-        c8["prompt_version"] == "memlistener-pointing/3"
+        c8["prompt_version"] == "memlistener-pointing/4"
         and c8["gold"][0]["path"] == "behaviour/hobbies/outdoor"
     )
 

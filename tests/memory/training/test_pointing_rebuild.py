@@ -65,4 +65,4 @@ def test_rebuilt_pointing_prompt_equals_the_listeners(turns):
     assert why == skip
     assert (prompt is None) == (expected is None)
     if prompt is not None:
-        assert prompt.text == expected.text and prompt.prompt_version == "memlistener-pointing/3"
+        assert prompt.text == expected.text and prompt.prompt_version == "memlistener-pointing/4"
