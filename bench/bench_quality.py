@@ -82,6 +82,7 @@ from memory.backfill.locomo import parse_locomo_date, turn_text  # noqa: E402
 from memory.engine.candidates import is_self_disclosure, leaf_text, user_sentences  # noqa: E402
 from memory.engine.chunker import chunk_turns  # noqa: E402
 from memory.engine.clauses import merge_clauses  # noqa: E402
+from memory.engine.dates import DATE_EVIDENCE, chunk_evidence  # noqa: E402
 from memory.engine.ops import Op, OpType  # noqa: E402
 from memory.engine.schema import default_schema  # noqa: E402
 from memory.engine.tree import Tree, apply  # noqa: E402
@@ -232,7 +233,8 @@ def engine_config(spec: str, prompt_mode: PromptMode):
 
 
 def _rows(tree: Tree, ops: list[Op], turns: list[dict]) -> list[dict]:
-    user = "\n".join(t["content"] for t in turns if t["role"] == "user")
+    # the user's words plus the dates the gate derives from their timestamps ("yesterday")
+    user = "\n".join(u.removeprefix(DATE_EVIDENCE) for u in chunk_evidence(turns))
     other = "\n".join(t["content"] for t in turns if t["role"] == "assistant")
     return [
         {"new_value": op.value, "old_value": tree.get(op.path or ""), "user_text": user, "other_text": other}

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from evaluation.quality import TAUS, observation_coverage, pool_coverage, value_metrics
+from memory.engine.dates import DATE_EVIDENCE, chunk_evidence
 from memory.engine.render import token_counter_name
 from memory.models import Message, OpRecord, Subject
 from memory.selectors import tree_current
@@ -47,22 +48,24 @@ def op_value_rows(subject: Subject) -> list[dict]:
         .values("new_value", "old_value", "source_start_seq", "source_end_seq")
     )
     messages = list(
-        Message.objects.filter(subject=subject).order_by("seq").values_list("seq", "role", "content")
+        Message.objects.filter(subject=subject).order_by("seq").values_list("seq", "role", "content", "ts")
     )
     rows = []
     for op in ops:
         lo, hi = op["source_start_seq"], op["source_end_seq"]
         span = [
-            (role, text)
-            for seq, role, text in messages
+            (role, text, ts)
+            for seq, role, text, ts in messages
             if lo is not None and hi is not None and lo <= seq <= hi
         ]
+        # the user's words plus the dates the gate derives from their timestamps ("yesterday")
+        user = chunk_evidence({"role": r, "content": t, "ts": ts} for r, t, ts in span)
         rows.append(
             {
                 "new_value": op["new_value"],
                 "old_value": op["old_value"],
-                "user_text": "\n".join(t for r, t in span if r == Message.Role.USER),
-                "other_text": "\n".join(t for r, t in span if r == Message.Role.ASSISTANT),
+                "user_text": "\n".join(u.removeprefix(DATE_EVIDENCE) for u in user),
+                "other_text": "\n".join(t for r, t, _ in span if r == Message.Role.ASSISTANT),
             }
         )
     return rows
