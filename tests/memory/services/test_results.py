@@ -45,8 +45,8 @@ def test_an_answer_is_the_context_plus_the_answer_and_model():
     model = {"model_id": "m", "prompt_version": "answer-v1", "prompt_tokens": 10, "completion_tokens": 2}
     answer = AnswerResult(**CONTEXT, answer="Lyon.", model=model)
     assert isinstance(answer, ContextResult)
-    assert list(answer) == [*CONTEXT, "answer", "model"]
-    assert json.loads(JSONRenderer().render(answer)) == {**CONTEXT, "answer": "Lyon.", "model": model}
+    assert list(answer) == [*CONTEXT, "answer", "model", "citations"]
+    assert json.loads(JSONRenderer().render(answer)) == {**CONTEXT, "answer": "Lyon.", "model": model, "citations": []}
 
 
 def test_ingest_status_renders_its_datetime():
