@@ -46,7 +46,12 @@ def test_an_answer_is_the_context_plus_the_answer_and_model():
     answer = AnswerResult(**CONTEXT, answer="Lyon.", model=model)
     assert isinstance(answer, ContextResult)
     assert list(answer) == [*CONTEXT, "answer", "model", "citations"]
-    assert json.loads(JSONRenderer().render(answer)) == {**CONTEXT, "answer": "Lyon.", "model": model, "citations": []}
+    assert json.loads(JSONRenderer().render(answer)) == {
+        **CONTEXT,
+        "answer": "Lyon.",
+        "model": model,
+        "citations": [],
+    }
 
 
 def test_ingest_status_renders_its_datetime():
