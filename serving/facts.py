@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -128,7 +128,8 @@ class FactStep:
         for fact in facts.values():
             for path, score in fact.leaves:
                 scores[path] = max(score, scores.get(path, float("-inf")))
-        for path in retraction_targets(units, tree):
+        # a retraction is read in its whole sentence: "please forget that ..., that plan is off"
+        for path in retraction_targets([replace(u, text=u.origin) for u in units], tree):
             scores.setdefault(path, 0.0)
         ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
         leaves = tuple(Candidate(n, p, round(s, 4), tree.get(p)) for n, (p, s) in enumerate(ordered, 1))

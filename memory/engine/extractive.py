@@ -26,7 +26,7 @@ from datetime import datetime
 from .candidates import Candidates, UserSentence, is_retraction, is_self_disclosure, salient
 from .chatter import is_small_talk
 from .clauses import SEPARATOR, clauses_of, duplicate_leaf, merge_clauses, third_person, trim
-from .dates import with_dates
+from .dates import date_phrases, with_dates
 from .grounding import proper_nouns
 from .rewrite import rewrite
 from .text import content_stems, number_tokens
@@ -150,14 +150,15 @@ def fact_pointers(
     items: list[dict] = []
     for unit in units:
         deleted = None
-        if is_retraction(unit.text):  # "I quit my job to paint full time": delete, then file the rest
+        retracting = is_retraction(unit.text) or is_retraction(unit.origin)
+        if retracting:  # "I quit my job to paint full time": delete, then file the rest
             deleted = _retraction_leaf(unit.origin, candidates)
             if deleted is not None:
                 items.append({"op": "DELETE", "sentence": unit.id, "leaf": deleted.id, "value": None})
                 values.pop(deleted.path, None)
         placed = facts.get(unit.id)
-        if placed is None:
-            continue
+        if placed is None or (retracting and _TAKING_BACK.search(unit.text)):
+            continue  # "please forget that I mentioned X" is never itself a fact
         fact = state_fact(unit.text, unit.ts, unit.origin)
         if not fact or is_small_talk(fact) or duplicate_leaf(fact, values) is not None:
             continue
@@ -173,11 +174,18 @@ def state_fact(clause: str, ts: datetime | None = None, sentence: str | None = N
     """One clause as the fact the tree keeps: relative dates made absolute against the message's
     time (``sentence``, the clause's whole sentence, decides the tense), then a short third-person
     rewrite of the user's own words."""
-    fact = rewrite(with_dates(clause, ts, context=sentence))
+    # rewrite first: its word budget must not cut a "(week of 1 May 2023)" in half
+    lead = date_phrases(clause, ts, context=sentence) if ts is not None else []
+    if lead and lead[0].start == 0:  # "Two years ago I ran a marathon" -> "Ran a marathon (2024)"
+        rest = rewrite(clause[lead[0].end :].lstrip(" ,"))
+        fact = f"{rest} ({lead[0].absolute})" if rest else ""
+    else:
+        fact = with_dates(rewrite(clause), ts, context=sentence or clause)
     # "I'm Maya." -> "Is Maya" -> "Maya": a self-introduction is the name itself
     return fact[3:] if _INTRODUCED.fullmatch(fact) else fact
 
 
+_TAKING_BACK = re.compile(r"\b(?:forget|no longer|any ?more|is off|called off)\b", re.IGNORECASE)
 _INTRODUCED = re.compile(r"Is (?:[A-Z][\w'-]*)(?: [A-Z][\w'-]*){0,2}")
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.engine.dates import DATE_EVIDENCE, chunk_evidence
+from memory.engine.extractive import state_fact
 from memory.engine.gate import GatePolicy, Reason, gate
 from memory.engine.ops import Op, OpType
 from memory.engine.schema import default_schema
@@ -101,3 +102,39 @@ def test_an_op_citing_two_sentences_needs_both_in_the_chunk():
     assert [r.reason for r in gate(schema, Tree(), [forged], policy, evidence).rejected] == [
         Reason.UNGROUNDED
     ]
+
+
+@pytest.mark.parametrize(
+    ("clause", "fact"),
+    [
+        ("Two years ago I ran a marathon in Boston", "Ran a marathon in Boston (2021)"),
+        ("Yesterday, I adopted a puppy", "Adopted a puppy (7 May 2023)"),
+        ("Great, I'll check it out with my partner Tomás this weekend", None),
+        ("I'm Maya.", "Maya"),
+    ],
+)
+def test_state_fact_dates_after_the_rewrite(clause, fact):
+    out = state_fact(clause, TS, clause)
+    if fact is None:  # the date is never cut in half by the word budget
+        assert out.count("(") == out.count(")") and "Tomás" in out
+    else:
+        assert out == fact
+
+
+def test_a_request_to_forget_is_never_filed_as_a_fact(listener):
+    turns = [
+        {"role": "user", "content": "I'm training for a half marathon in October.", "ts": TS},
+        {"role": "assistant", "content": "Good luck!", "ts": TS},
+    ]
+    first = listener.run([job(turns)])[0]
+    tree = {op["path"]: op["value"] for op in first.ops if op["op"] != "NO_OP"}
+    assert any("half marathon" in v for v in tree.values())
+    forget = [
+        {
+            "role": "user",
+            "content": "Oh, and please forget that I mentioned the half marathon, that plan is off.",
+        }
+    ]
+    second = listener.run([job(forget, tree)])[0]
+    assert all("forget" not in (op.get("value") or "") for op in second.ops)
+    assert [op["op"] for op in second.ops] == ["DELETE"]
