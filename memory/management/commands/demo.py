@@ -255,9 +255,7 @@ def leaf_sources(subject: Subject) -> dict[str, list[str]]:
 def describe_backend(cfg: conf.Settings) -> str:
     backend = cfg.listener.backend
     if backend == "extractive":
-        return (
-            "extractive listener (no language model: each self-disclosing user sentence into its best leaf)"
-        )
+        return "extractive fact pipeline (no language model: short dated facts, each in its trained leaf)"
     if backend == "local":
         return f"llama.cpp in process, model {cfg.models.model_path}"
     if backend == "standin":
