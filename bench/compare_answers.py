@@ -12,7 +12,7 @@ the share of answers flagged as contradicting the context (a negation or abstent
 answer's words are in the context), and milliseconds per answer. Items go to ``--out`` (JSON) for
 reading.
 
-    .venv/bin/python bench/compare_answers.py --conversation conv-26 --limit 60 --out /tmp/answers.json
+    .venv/bin/python bench/compare_answers.py --conversation conv-26 --limit 60 --out var/compare_answers/answers.json
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def main() -> None:
     ap.add_argument("--responder", default="local")
     ap.add_argument("--no-model", action="store_true", help="extractive only (fast iteration)")
     ap.add_argument("--model-limit", type=int, help="ask the responder model for the first N questions only")
-    ap.add_argument("--work", default="/tmp/compare_answers")
+    ap.add_argument("--work", default="var/compare_answers")
     ap.add_argument("--out", required=True)
     ap.add_argument(
         "--contexts",

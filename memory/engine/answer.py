@@ -11,12 +11,12 @@ optionally, MiniLM vectors of the question and of each passage as plain float se
 - :func:`subject_names` / :func:`without_names`: the subject's own name (``identity/name/*``) says
   whom the question is about, not what: it is left out of the question's words and embedding.
 - :func:`passage_texts` gives the text to embed for each passage (a leaf clause is embedded with its
-  path words, so "do for a living" meets ``identity/work/occupation``).
+  path words, so "do for a living" meets ``identity/occupation/current_role``).
 - :func:`extractive_answer` scores every passage by ``COSINE_WEIGHT * cosine + LEXICAL_WEIGHT *
   overlap`` (overlap: the share of the question's content stems the passage, or its leaf path, holds),
   keeps the best one and any close runner-up that is not a near-duplicate of it (a leaf clause and
   the sentence it came from), and returns them quoted with citations —
-  ``Data engineer at a logistics startup [identity/work/occupation].`` — or, when nothing scores
+  ``Data engineer at a logistics startup [identity/occupation/current_role].`` — or, when nothing scores
   ``min_score``, says plainly that the memory holds nothing on it (:data:`NOTHING`).
 
 It never writes a negation the context does not hold: the answer is made of the passages only.
