@@ -74,7 +74,7 @@ def registered_identity(path: Path) -> tuple[str | None, str, str | None]:
     """(model id, version, chat format) the audit log records for a GGUF file.
 
     A pinned packaged model is named by its size (``make model`` verified its SHA-256). A trained
-    checkpoint is named by the card ``python -m memory.training.gguf to-gguf`` writes beside it
+    checkpoint is named by the card ``python -m evaluation.training.gguf to-gguf`` writes beside it
     (``<file>.json``: ``model_id``, ``version``). Otherwise ``(None, "", None)``: the file name.
     """
     from serving.models import MODELS

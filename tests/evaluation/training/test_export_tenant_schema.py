@@ -13,7 +13,7 @@ from memory.engine.schema import load_schema
 from memory.services.schemas import schema_upload
 from memory.services.subjects import subject_get_or_create
 from serving.prompt import build_prompt
-from tests.memory.training.conftest import apply_chunk
+from tests.evaluation.training.conftest import apply_chunk
 
 pytestmark = pytest.mark.django_db
 

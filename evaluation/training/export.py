@@ -41,8 +41,8 @@ from typing import Any
 from memory import selectors
 from memory.engine.schema import Schema
 from memory.models import Chunk, Message, OpRecord, Subject, TreeVersion
-from memory.training.gold import ChunkOps, PathHistory, chunk_ops
-from memory.training.split import split_of
+from evaluation.training.gold import ChunkOps, PathHistory, chunk_ops
+from evaluation.training.split import split_of
 from serving.prompt import POINTING_PROMPT_VERSION, PROMPT_VERSION, build_prompt
 
 FORMAT = "personatree-training/1"

@@ -4,7 +4,7 @@
         [--split-seed 0 --val-share 0.1] [--include-special] [--rebuild-pointing]
         [--resume | --overwrite] [--no-progress]
 
-One line per chunk a model processed (``memory.training.export``). An existing file is refused
+One line per chunk a model processed (``evaluation.training.export``). An existing file is refused
 unless ``--resume`` (append the chunks not yet in it) or ``--overwrite``. ``--resume`` first
 re-reads the file: lines whose chunk no longer exists (the subject was erased since) and a torn
 last line are dropped and the file rewritten, and every kept line must have the split the given
@@ -23,8 +23,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from memory.models import Chunk
-from memory.training.export import Exporter, ExportOptions, model_chunks
-from memory.training.split import split_of
+from evaluation.training.export import Exporter, ExportOptions, model_chunks
+from evaluation.training.split import split_of
 
 
 def read_existing(path: Path, *, seed: int, val_share: float) -> tuple[set[int], int]:
@@ -94,7 +94,7 @@ class Command(BaseCommand):
 
         pointing = None
         if opts["rebuild_pointing"]:
-            from memory.training.pointing import pointing_prompt_builder
+            from evaluation.training.pointing import pointing_prompt_builder
 
             pointing = pointing_prompt_builder()
         exporter = Exporter(

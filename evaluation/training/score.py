@@ -8,7 +8,7 @@ answers without a model call is scored as its ``NO_OP``; each unreadable item of
 what an unreadable line costs in the reward (``PARSE_ERROR``). Reported: the mean and median score,
 the share of chunks with a perfect score, and the gate's ``UNGROUNDED`` share of the ops.
 
-    python -m memory.training.score --data var/training/distilled.jsonl --split val \\
+    python -m evaluation.training.score --data var/training/distilled.jsonl --split val \\
         --listener local:var/models/memlistener-sft.gguf --max-lines 40
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 
 from memory.engine.ops import Op
 from memory.engine.scorer import score
-from memory.training.data import FORMAT, document_of, line_schema
-from memory.training.reward import ops_of
+from evaluation.training.data import FORMAT, document_of, line_schema
+from evaluation.training.reward import ops_of
 
 
 def lines_of(path: str, split: str | None, max_lines: int | None) -> list[dict[str, Any]]:
@@ -86,7 +86,7 @@ def score_lines(listener, lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from memory.training.distill import teacher_config
+    from evaluation.training.distill import teacher_config
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="export / teacher JSONL")

@@ -1,4 +1,4 @@
-"""Teacher runs (memory.training.distill): lines a student can learn from and be scored on.
+"""Teacher runs (evaluation.training.distill): lines a student can learn from and be scored on.
 
 The embedder is the deterministic bag-of-words stand-in of tests/serving/test_pointing.py, so
 candidate choice is exact; the teacher is the real extractive engine, or a scripted reply that
@@ -14,8 +14,8 @@ from memory.engine.candidates import CandidateSettings
 from memory.engine.ops import Op
 from memory.engine.schema import default_schema
 from memory.engine.tree import Tree, apply
-from memory.training.data import read_lines, to_row
-from memory.training.distill import RecordingEngine, Subject, distill
+from evaluation.training.data import read_lines, to_row
+from evaluation.training.distill import RecordingEngine, Subject, distill
 from serving.engines.base import sha256_text
 from serving.engines.extractive import ExtractiveEngine
 from serving.engines.recorded import RecordedEngine
@@ -122,8 +122,8 @@ def test_each_chunk_sees_the_tree_the_teacher_built_so_far():
 
 
 def test_the_reward_maps_pointing_replies_like_the_listener():
-    from memory.training.data import to_row
-    from memory.training.reward import ScorerReward
+    from evaluation.training.data import to_row
+    from evaluation.training.reward import ScorerReward
 
     line = run(ExtractiveEngine())[0][0]
     row = to_row(line)

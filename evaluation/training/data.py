@@ -1,7 +1,7 @@
 """Export JSONL (``personatree-training/1``) -> Hugging Face datasets for the trainers.
 
 Only lines with a ``prompt`` and a ``target`` are used: full-enum lines of the audit export, and
-teacher lines of either prompt (``memory.training.distill``); pointing lines of the audit export
+teacher lines of either prompt (``evaluation.training.distill``); pointing lines of the audit export
 have ``target: null`` (their model reply cited ids of a prompt that is only rebuilt approximately). Each row has the conversational ``prompt`` (system = the prompt's
 static part, user = its dynamic part, as the listener sends them), the SFT ``completion`` (the
 assistant's ``target``), and for the GRPO reward the scorer's inputs as JSON strings (``gold``,

@@ -1,4 +1,4 @@
-"""CPU smoke test of the fine-tuning entry point (``memory.training.train``): the tiny random Llama
+"""CPU smoke test of the fine-tuning entry point (``evaluation.training.train``): the tiny random Llama
 of ``serving/vllm_cpu/tiny_model.py``, six export lines, a few LoRA SFT steps, then a few GRPO
 steps whose reward is the op scorer reading the dataset's columns.
 
@@ -81,7 +81,7 @@ def _param(model_dir: Path, name: str = "model.layers.0.mlp.up_proj.weight"):
 
 
 def _run(config: str, *overrides: str, reward=None):
-    from memory.training.train import load_config, train
+    from evaluation.training.train import load_config, train
 
     return train(load_config(CONFIGS / config, list(overrides)), reward=reward)
 
@@ -91,7 +91,7 @@ def test_sft_then_grpo_on_the_tiny_model(tmp_path, monkeypatch):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from memory.engine.scorer import score
-    from memory.training.reward import ScorerReward, ops_of
+    from evaluation.training.reward import ScorerReward, ops_of
     from serving.vllm_cpu.tiny_model import build
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -13,8 +13,8 @@ directory. Both directions use maintained code:
   The run's model card (``memlistener_model.json``) is copied beside the file as ``<file>.json``
   with the file's SHA-256: the llama.cpp engine then records the trained model id and version.
 
-    python -m memory.training.gguf to-hf var/models/memlistener.gguf var/models/hf/qwen2.5-coder-0.5b
-    python -m memory.training.gguf to-gguf var/training/runs/sft-cpu/final var/models/trained.gguf
+    python -m evaluation.training.gguf to-hf var/models/memlistener.gguf var/models/hf/qwen2.5-coder-0.5b
+    python -m evaluation.training.gguf to-gguf var/training/runs/sft-cpu/final var/models/trained.gguf
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GGUF conversion plumbing (memory.training.gguf) without the network or a real model.
+"""GGUF conversion plumbing (evaluation.training.gguf) without the network or a real model.
 
 The converter comes from the llama-cpp-python source archive of the installed version; here a
 hand-built archive of that name stands in for the one ``pip download`` fetches (a real
@@ -14,7 +14,7 @@ from importlib.metadata import version
 
 import pytest
 
-from memory.training.gguf import converter, hf_to_gguf
+from evaluation.training.gguf import converter, hf_to_gguf
 
 FAKE_CONVERTER = """
 import json, os, sys

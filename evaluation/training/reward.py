@@ -3,13 +3,13 @@
 TRL's ``GRPOTrainer`` calls a reward function with ``prompts``, ``completions``, ``completion_ids``
 and every other dataset column as a keyword argument (one value per completion; the installed TRL
 1.16 also passes ``trainer_state``, ``log_extra`` and ``log_metric``). The columns used here are
-the ones :mod:`memory.training.data` writes: ``gold``, ``negatives`` (the declined ops),
+the ones :mod:`evaluation.training.data` writes: ``gold``, ``negatives`` (the declined ops),
 ``tree``, ``turns``, ``pointing`` (JSON strings), ``schema_id``, ``schema_version`` and
 ``schema_document`` (a tenant's own schema as a JSON string, None for a shipped one; a dataset
-without the column names shipped schemas only): :func:`memory.training.data.schema_of`.
+without the column names shipped schemas only): :func:`evaluation.training.data.schema_of`.
 
 A completion of a **pointing** prompt (the row's ``pointing`` holds its sentences and slots) is
-mapped to ops the way the listener maps it (:func:`memory.training.pointing.reply_ops`); items
+mapped to ops the way the listener maps it (:func:`evaluation.training.pointing.reply_ops`); items
 it cannot map count as unreadable (``PARSE_ERROR`` each), a reply that is not ``{"ops": [...]}``
 scores -1. Any other completion is read as the full-enum op text.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 from memory.engine.ops import Op
 from memory.engine.scorer import score
-from memory.training.data import schema_of
+from evaluation.training.data import schema_of
 
 
 def ops_of(items: Iterable[dict[str, Any]]) -> list[Op]:
@@ -75,7 +75,7 @@ class ScorerReward:
             predicted: Any = text
             errors = 0
             if context:
-                from memory.training.pointing import reply_ops
+                from evaluation.training.pointing import reply_ops
 
                 predicted, errors = reply_ops(text, context, subject_tree)
             report = score(

@@ -14,14 +14,14 @@ from memory.engine.ops import Op
 from memory.engine.schema import SchemaError, default_schema, load_schema
 from memory.services.schemas import schema_upload
 from memory.services.subjects import subject_get_or_create
-from memory.training.data import line_schema, schema_of, to_row
-from memory.training.distill import RecordingEngine, Subject, distill, main, schema_and_document
-from memory.training.export import Exporter, ExportOptions
-from memory.training.reward import ScorerReward
-from memory.training.score import score_lines
+from evaluation.training.data import line_schema, schema_of, to_row
+from evaluation.training.distill import RecordingEngine, Subject, distill, main, schema_and_document
+from evaluation.training.export import Exporter, ExportOptions
+from evaluation.training.reward import ScorerReward
+from evaluation.training.score import score_lines
 from serving.listener import MemListener
-from tests.memory.training.conftest import apply_chunk
-from tests.memory.training.test_distill import run
+from tests.evaluation.training.conftest import apply_chunk
+from tests.evaluation.training.test_distill import run
 from tests.serving.test_pointing import ScriptedEngine
 
 GOAL = "learning/goals/current_goal"

@@ -5,7 +5,7 @@ a **teacher** (any MemListener backend: the extractive pipeline, a larger local 
 OpenAI-compatible endpoint) runs over conversations the way ingestion would -- each subject's
 chunks in order, each on the tree so far, the gate's accepted ops applied -- and every chunk that
 reached the model becomes one line of the export format (``personatree-training/1``, see
-docs/TRAINING.md), so ``memory.training.train`` reads both alike.
+docs/TRAINING.md), so ``evaluation.training.train`` reads both alike.
 
 What a line holds beyond the audit export:
 
@@ -20,14 +20,14 @@ What a line holds beyond the audit export:
   the GRPO reward maps a sampled reply to ops exactly as the listener would, without the embedder;
 - ``schema_document``: the schema's document when it is not one the engine ships (``--schema
   FILE.json``, a tenant's own), sent to the teacher with each job and read back by the scorer and
-  the reward (:func:`memory.training.data.schema_of`); None for a shipped schema.
+  the reward (:func:`evaluation.training.data.schema_of`); None for a shipped schema.
 
 Chunks the listener answered without a model call (no candidate leaf, no self-disclosure) are not
 written: a student running the same pipeline is never asked about them either. The split is by
-subject (:func:`memory.training.split.split_of`) unless ``--val-conversation`` names whole
+subject (:func:`evaluation.training.split.split_of`) unless ``--val-conversation`` names whole
 conversations for ``val``.
 
-    python -m memory.training.distill --data ../shared/benchmarks/locomo/locomo_dev5.json \\
+    python -m evaluation.training.distill --data ../shared/benchmarks/locomo/locomo_dev5.json \\
         --conversation conv-26 --conversation conv-41 --teacher extractive \\
         --out var/training/distilled.jsonl
 """
@@ -47,9 +47,9 @@ from memory.engine.chunker import chunk_turns
 from memory.engine.ops import Op
 from memory.engine.schema import Schema, default_schema, get_schema, load_schema, shipped_schemas
 from memory.engine.tree import Tree, apply
-from memory.training.data import FORMAT
-from memory.training.pointing import context_json
-from memory.training.split import split_of
+from evaluation.training.data import FORMAT
+from evaluation.training.pointing import context_json
+from evaluation.training.split import split_of
 from serving.engines.base import Generation, Prompt
 
 TEACHER_ORIGIN = "teacher"

@@ -1,4 +1,4 @@
-"""Scoring a listener on held-out lines (memory.training.score): the teacher scores 1 on its own
+"""Scoring a listener on held-out lines (evaluation.training.score): the teacher scores 1 on its own
 lines, an inventing student scores less and its invented ops show as UNGROUNDED."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import io
 import json
 
-from memory.training.distill import Subject, distill
-from memory.training.score import score_lines
+from evaluation.training.distill import Subject, distill
+from evaluation.training.score import score_lines
 from serving.engines.extractive import ExtractiveEngine
-from tests.memory.training.test_distill import SUBJECT, listener
+from tests.evaluation.training.test_distill import SUBJECT, listener
 from tests.serving.test_pointing import ScriptedEngine
 
 

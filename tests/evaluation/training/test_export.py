@@ -13,12 +13,12 @@ from memory.engine.scorer import score
 from memory.models import TreeVersion
 from memory.services.subjects import subject_erase
 from memory.services.tree import Actor, leaf_edit
-from memory.training.export import Exporter, ExportOptions, chunk_turns
-from memory.training.reward import ops_of
-from memory.training.split import split_of
+from evaluation.training.export import Exporter, ExportOptions, chunk_turns
+from evaluation.training.reward import ops_of
+from evaluation.training.split import split_of
 from serving.prompt import build_prompt
 from tests.factories import TenantFactory
-from tests.memory.training.conftest import (
+from tests.evaluation.training.conftest import (
     ALLERGIES,
     CITY,
     CONDITIONS,

@@ -1,7 +1,7 @@
 """Fine-tune the MemListener: ``sft`` (TRL ``SFTTrainer``) or ``grpo`` (TRL ``GRPOTrainer``, the
-scorer as reward), one YAML config per stage (``memory/training/configs/``).
+scorer as reward), one YAML config per stage (``evaluation/training/configs/``).
 
-    python -m memory.training.train memory/training/configs/sft.yaml \\
+    python -m evaluation.training.train evaluation/training/configs/sft.yaml \\
         [--model DIR] [--data JSONL] [--output-dir DIR] [--set trainer.max_steps=10 ...]
 
 The config (keys not listed are refused):
@@ -37,8 +37,8 @@ from typing import Any
 
 import yaml
 
-from memory.training.data import load_dataset
-from memory.training.reward import ScorerReward
+from evaluation.training.data import load_dataset
+from evaluation.training.reward import ScorerReward
 
 STAGES = ("sft", "grpo")
 TOP_KEYS = {"stage", "model", "output_dir", "model_id", "version", "data", "lora", "merge", "seed", "trainer"}
@@ -228,8 +228,8 @@ def train(cfg: dict[str, Any], *, reward: ScorerReward | None = None) -> TrainRe
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m memory.training.train", description=__doc__.split("\n")[0])
-    ap.add_argument("config", help="YAML config (memory/training/configs/*.yaml)")
+    ap = argparse.ArgumentParser(prog="python -m evaluation.training.train", description=__doc__.split("\n")[0])
+    ap.add_argument("config", help="YAML config (evaluation/training/configs/*.yaml)")
     ap.add_argument("--model", help="override `model` (local Hugging Face directory)")
     ap.add_argument("--data", help="override `data.path` (export JSONL)")
     ap.add_argument("--output-dir", help="override `output_dir`")
