@@ -4,7 +4,7 @@ Each LoCoMo sample becomes one subject in a fresh Milvus Lite collection (temp
 dir); every pair unit (user turn + assistant reply, `memory.recall.units`) is
 embedded with the configured embedder (MiniLM by default) and indexed. Gold =
 the units containing each question's `evidence` turns. The recall computation
-is `memory.recall.metrics.evaluate_recall`.
+is `evaluation.recall_metrics.evaluate_recall`.
 
 Data: env PERSONATREE_LOCOMO_PATH, default ../shared/benchmarks/locomo/locomo_dev5.json
 (relative to the repository root); skipped with a note when absent.
@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from evaluation.recall_locomo import locomo_questions, locomo_turns  # noqa: E402
+from evaluation.recall_metrics import evaluate_recall  # noqa: E402
 from memory.recall.index import EvidenceIndex, EvidenceRow, Scope  # noqa: E402
-from memory.recall.locomo import locomo_questions, locomo_turns  # noqa: E402
-from memory.recall.metrics import evaluate_recall  # noqa: E402
 from memory.recall.search import search_many  # noqa: E402
 from memory.recall.units import pair_units, unit_index  # noqa: E402
 from serving.embedder import get_embedder  # noqa: E402

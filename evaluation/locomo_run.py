@@ -4,7 +4,7 @@
   as the user's; `--sessions N` keeps the first N sessions (the slice is reported).
 - Evidence recall@k (LLM-free): the question's subject is the speaker it names (else speaker_a);
   the ranked evidence units of the recall search are matched against the gold `dia_id`s mapped to
-  the same pair units (`memory.recall.units`), scored by `memory.recall.metrics.evaluate_recall`.
+  the same pair units (`memory.recall.units`), scored by `evaluation.recall_metrics.evaluate_recall`.
 - QA per category and mode through the product's `answer_build` (optionally only the first `qa_limit` selected questions of each
   conversation — recall@k still covers all of them), scored by `scoring.score_locomo`; a question naming both or neither
   speaker reads both speakers' memory contexts. Questions whose gold evidence lies outside the
@@ -30,11 +30,11 @@ from evaluation.datasets.locomo import CATEGORY_NAMES, LocomoConversation, load_
 from evaluation.metrics import Outcome, accuracy_table, distribution, recall_section
 from evaluation.quality import context_answer_recall, context_recall_section
 from evaluation.quality_run import quality_section
+from evaluation.recall_metrics import RecallQuestion, evaluate_recall
 from evaluation.scoring import is_abstention, score_locomo
 from memory.backfill.locomo import LocomoSource
 from memory.backfill.records import derive_key
 from memory.engine.render import count_tokens
-from memory.recall.metrics import RecallQuestion, evaluate_recall
 from memory.services.query import answer_prompt
 
 MODES = ("no_memory", "full_history", "tree_only", "tree_router", "tree_agentic")

@@ -118,7 +118,7 @@ def op_stats(chunks: Iterable[ChunkOps]) -> dict:
 
 
 def recall_section(report, names: dict[str, str] | None = None) -> dict:
-    """Render a `memory.recall.metrics.RecallReport` (the recall package's own recall@k) for results.json."""
+    """Render a `evaluation.recall_metrics.RecallReport` (the recall package's own recall@k) for results.json."""
     names = names or {}
 
     def row(n: int, values: dict[int, float]) -> dict:

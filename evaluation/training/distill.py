@@ -43,13 +43,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluation.training.data import FORMAT
+from evaluation.training.pointing import context_json
+from evaluation.training.split import split_of
 from memory.engine.chunker import chunk_turns
 from memory.engine.ops import Op
 from memory.engine.schema import Schema, default_schema, get_schema, load_schema, shipped_schemas
 from memory.engine.tree import Tree, apply
-from evaluation.training.data import FORMAT
-from evaluation.training.pointing import context_json
-from evaluation.training.split import split_of
 from serving.engines.base import Generation, Prompt
 
 TEACHER_ORIGIN = "teacher"

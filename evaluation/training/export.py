@@ -38,11 +38,11 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluation.training.gold import ChunkOps, PathHistory, chunk_ops
+from evaluation.training.split import split_of
 from memory import selectors
 from memory.engine.schema import Schema
 from memory.models import Chunk, Message, OpRecord, Subject, TreeVersion
-from evaluation.training.gold import ChunkOps, PathHistory, chunk_ops
-from evaluation.training.split import split_of
 from serving.prompt import POINTING_PROMPT_VERSION, PROMPT_VERSION, build_prompt
 
 FORMAT = "personatree-training/1"

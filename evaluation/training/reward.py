@@ -20,9 +20,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from evaluation.training.data import schema_of
 from memory.engine.ops import Op
 from memory.engine.scorer import score
-from evaluation.training.data import schema_of
 
 
 def ops_of(items: Iterable[dict[str, Any]]) -> list[Op]:

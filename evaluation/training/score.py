@@ -21,10 +21,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from memory.engine.ops import Op
-from memory.engine.scorer import score
 from evaluation.training.data import FORMAT, document_of, line_schema
 from evaluation.training.reward import ops_of
+from memory.engine.ops import Op
+from memory.engine.scorer import score
 
 
 def lines_of(path: str, split: str | None, max_lines: int | None) -> list[dict[str, Any]]:

@@ -228,7 +228,9 @@ def train(cfg: dict[str, Any], *, reward: ScorerReward | None = None) -> TrainRe
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m evaluation.training.train", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m evaluation.training.train", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("config", help="YAML config (evaluation/training/configs/*.yaml)")
     ap.add_argument("--model", help="override `model` (local Hugging Face directory)")
     ap.add_argument("--data", help="override `data.path` (export JSONL)")

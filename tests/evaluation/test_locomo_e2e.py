@@ -6,8 +6,8 @@ import json
 import pytest
 from django.core.management import call_command
 
+from evaluation.recall_metrics import recall_at_k
 from memory.models import Subject
-from memory.recall.metrics import recall_at_k
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 

@@ -8,7 +8,7 @@ from evaluation.metrics import (
     op_stats,
     recall_section,
 )
-from memory.recall.metrics import RecallQuestion, evaluate_recall
+from evaluation.recall_metrics import RecallQuestion, evaluate_recall
 
 
 def test_accuracy_table_counts_failures():

@@ -22,9 +22,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from memory.models import Chunk
 from evaluation.training.export import Exporter, ExportOptions, model_chunks
 from evaluation.training.split import split_of
+from memory.models import Chunk
 
 
 def read_existing(path: Path, *, seed: int, val_share: float) -> tuple[set[int], int]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import io
 import json
 
+from evaluation.training.data import read_lines, to_row
+from evaluation.training.distill import RecordingEngine, Subject, distill
 from memory.engine.candidates import CandidateSettings
 from memory.engine.ops import Op
 from memory.engine.schema import default_schema
 from memory.engine.tree import Tree, apply
-from evaluation.training.data import read_lines, to_row
-from evaluation.training.distill import RecordingEngine, Subject, distill
 from serving.engines.base import sha256_text
 from serving.engines.extractive import ExtractiveEngine
 from serving.engines.recorded import RecordedEngine

@@ -7,17 +7,16 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from evaluation.training.export import Exporter, ExportOptions, chunk_turns
+from evaluation.training.reward import ops_of
+from evaluation.training.split import split_of
 from memory.engine.ops import Op
 from memory.engine.schema import get_schema
 from memory.engine.scorer import score
 from memory.models import TreeVersion
 from memory.services.subjects import subject_erase
 from memory.services.tree import Actor, leaf_edit
-from evaluation.training.export import Exporter, ExportOptions, chunk_turns
-from evaluation.training.reward import ops_of
-from evaluation.training.split import split_of
 from serving.prompt import build_prompt
-from tests.factories import TenantFactory
 from tests.evaluation.training.conftest import (
     ALLERGIES,
     CITY,
@@ -30,6 +29,7 @@ from tests.evaluation.training.conftest import (
     apply_chunk,
     build_history,
 )
+from tests.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -7,11 +7,11 @@ import hashlib
 import numpy as np
 import pytest
 
+from evaluation.training.pointing import pointing_prompt_builder
 from memory import conf
 from memory.engine.candidates import CandidateSettings
 from memory.engine.schema import get_schema
 from memory.engine.tree import Tree
-from evaluation.training.pointing import pointing_prompt_builder
 from serving.listener import MemListener
 from serving.pointing import LeafIndex, PointingStep
 from serving.protocol import ListenerJob

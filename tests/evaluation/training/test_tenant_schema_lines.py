@@ -10,15 +10,15 @@ import json
 
 import pytest
 
-from memory.engine.ops import Op
-from memory.engine.schema import SchemaError, default_schema, load_schema
-from memory.services.schemas import schema_upload
-from memory.services.subjects import subject_get_or_create
 from evaluation.training.data import line_schema, schema_of, to_row
 from evaluation.training.distill import RecordingEngine, Subject, distill, main, schema_and_document
 from evaluation.training.export import Exporter, ExportOptions
 from evaluation.training.reward import ScorerReward
 from evaluation.training.score import score_lines
+from memory.engine.ops import Op
+from memory.engine.schema import SchemaError, default_schema, load_schema
+from memory.services.schemas import schema_upload
+from memory.services.subjects import subject_get_or_create
 from serving.listener import MemListener
 from tests.evaluation.training.conftest import apply_chunk
 from tests.evaluation.training.test_distill import run

@@ -90,8 +90,8 @@ def _run(config: str, *overrides: str, reward=None):
 def test_sft_then_grpo_on_the_tiny_model(tmp_path, monkeypatch):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from memory.engine.scorer import score
     from evaluation.training.reward import ScorerReward, ops_of
+    from memory.engine.scorer import score
     from serving.vllm_cpu.tiny_model import build
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -3,11 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from memory.recall.locomo import locomo_questions, locomo_turns, parse_locomo_time
-from memory.recall.metrics import RecallQuestion, evaluate_recall, recall_at_k
+from evaluation.recall_locomo import locomo_questions, locomo_turns, parse_locomo_time
+from evaluation.recall_metrics import RecallQuestion, evaluate_recall, recall_at_k
 from memory.recall.units import UnitTurn, pair_units, unit_index
 
-FIXTURE = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "locomo_tiny.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "locomo_tiny.json"
 
 
 def test_recall_at_k_basic_and_dedup():

@@ -1,7 +1,7 @@
 """Evidence recall metrics, shared by the recall benchmark and the evaluation harness.
 
 Gold evidence is given as turn ids; the retrieval unit is the pair unit that
-contains the turn (`units.unit_index`). recall@k for one question is the
+contains the turn (`memory.recall.units.unit_index`). recall@k for one question is the
 fraction of its gold units found among the first k retrieved units; questions
 without gold evidence are skipped (and counted as such).
 """

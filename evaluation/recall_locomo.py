@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from .metrics import RecallQuestion
-from .units import UnitTurn
+from evaluation.recall_metrics import RecallQuestion
+from memory.recall.units import UnitTurn
 
 _SESSION_RE = re.compile(r"^session_(\d+)$")
 
