@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.scratch import scratch_db  # noqa: E402
-from serving.testing import free_port  # noqa: E402
+from tests.ray_serve import free_port  # noqa: E402
 
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_CLIENT_DB", "bench_pt_client")
 BATCH = 100

@@ -190,7 +190,7 @@ def throughput_metrics(model_path: str, chunks: list[list[dict]], *, max_tokens:
     """jobs/s through the real Ray Serve app with the llama.cpp engine, one request of b jobs."""
     from serving.client import RayServeClient
     from serving.config import AppConfig
-    from serving.testing import serve_memlistener
+    from tests.ray_serve import serve_memlistener
 
     schema = default_schema()
     config = AppConfig(

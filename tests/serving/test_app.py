@@ -24,7 +24,7 @@ def app_config(**engine) -> AppConfig:
 @pytest.fixture(scope="module")
 def serve_url():
     pytest.importorskip("ray.serve", reason="Ray Serve is an optional extra (pip install '.[serve]')")
-    from serving.testing import serve_memlistener
+    from tests.ray_serve import serve_memlistener
 
     with serve_memlistener(app_config(kind="standin", standin_mode="derived")) as url:
         yield url

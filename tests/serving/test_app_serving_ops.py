@@ -198,7 +198,7 @@ def test_the_responder_answers_through_a_live_serve_app():
     against the running Serve app's /v1 route."""
     pytest.importorskip("ray.serve", reason="Ray Serve is an optional extra (pip install '.[serve]')")
     from serving.engines.openai_compat import OpenAICompatEngine
-    from serving.testing import serve_memlistener
+    from tests.ray_serve import serve_memlistener
 
     config = AppConfig(engine=EngineConfig(kind="standin", standin_mode="derived"))
     with serve_memlistener(config) as url:

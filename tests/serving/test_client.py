@@ -6,7 +6,7 @@ import pytest
 
 from serving.client import ClientConfig, RayServeClient, build_client
 from serving.protocol import ListenerBatchResult, ListenerResult
-from serving.testing import free_port
+from tests.ray_serve import free_port
 from tests.serving.conftest import make_job
 
 

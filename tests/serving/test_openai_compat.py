@@ -96,7 +96,7 @@ def test_timeout_is_retryable(http_server, schema, chunks):
 
 
 def test_unreachable_endpoint_is_retryable(schema, chunks):
-    from serving.testing import free_port
+    from tests.ray_serve import free_port
 
     engine = OpenAICompatEngine(
         base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", max_retries=0, timeout_s=2

@@ -65,7 +65,7 @@ def serve_fixture(engine):
     pytest.importorskip("ray", reason="ray[serve] (the 'serve' extra) is not installed")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     from serving.config import AppConfig
-    from serving.testing import serve_memlistener
+    from tests.ray_serve import serve_memlistener
 
     config = AppConfig(engine=engine, max_batch_size=16, batch_wait_timeout_s=0.005, num_cpus=0.5)
     return serve_memlistener(config, num_cpus=2)
