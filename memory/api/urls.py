@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from memory.api import ingest, keys, leaves, query, schema_migrations, schemas, subjects, webhooks
+from memory.api import ingest, keys, leaves, query, schema_migrations, schemas, search, subjects, webhooks
 from memory.api.errors import ApiNotFoundView
 
 urlpatterns = [
@@ -31,6 +31,8 @@ urlpatterns = [
     # --- query (issue 6) ---
     path("subjects/<str:external_id>/context", query.SubjectContextView.as_view(), name="subject-context"),
     path("subjects/<str:external_id>/answer", query.SubjectAnswerView.as_view(), name="subject-answer"),
+    # --- search: ranked leaves and evidence (issue 26) ---
+    path("subjects/<str:external_id>/search", search.SubjectSearchView.as_view(), name="subject-search"),
     # --- API keys of one's own tenant, scope admin (issue 17) ---
     path("keys", keys.ApiKeyListView.as_view(), name="api-keys"),
     path("keys/<str:prefix>", keys.ApiKeyDetailView.as_view(), name="api-key"),

@@ -27,12 +27,14 @@ def typed_int(value: object, name: str) -> int:
 
 @dataclass(frozen=True)
 class Scope:
-    """What a search may see: one tenant, one subject, optionally only evidence up to a point."""
+    """What a search may see: one tenant, one subject, optionally only evidence up to a point or in a
+    time range (``min_ts_ms``..``max_ts_ms``, the message time in ms)."""
 
     tenant_id: int
     subject_id: int
     max_seq: int | None = None
     max_ts_ms: int | None = None
+    min_ts_ms: int | None = None
 
     def __post_init__(self) -> None:
         typed_int(self.tenant_id, "tenant_id")
@@ -41,6 +43,8 @@ class Scope:
             typed_int(self.max_seq, "max_seq")
         if self.max_ts_ms is not None:
             typed_int(self.max_ts_ms, "max_ts_ms")
+        if self.min_ts_ms is not None:
+            typed_int(self.min_ts_ms, "min_ts_ms")
 
     def expr(self) -> str:
         parts = [
@@ -51,6 +55,8 @@ class Scope:
             parts.append(f"end_seq <= {typed_int(self.max_seq, 'max_seq')}")
         if self.max_ts_ms is not None:
             parts.append(f"ts_ms <= {typed_int(self.max_ts_ms, 'max_ts_ms')}")
+        if self.min_ts_ms is not None:
+            parts.append(f"ts_ms >= {typed_int(self.min_ts_ms, 'min_ts_ms')}")
         return " and ".join(parts)
 
 
