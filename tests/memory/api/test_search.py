@@ -122,3 +122,9 @@ def test_bad_input_is_a_400_naming_the_field(alice, make_api_client, body, field
     assert r.status_code == 400, r.content
     fields = {e.get("field") for e in r.json().get("errors", [])} | {r.json().get("field")}
     assert field in fields, r.json()
+
+
+def test_a_query_on_nothing_the_tree_holds_finds_no_leaf(alice, make_api_client, no_index):
+    client, _ = make_api_client(alice.tenant, scopes=["read"])
+    body = _search(client, "alice", {"query": "which car brand"}).json()
+    assert body["leaves"] == []
