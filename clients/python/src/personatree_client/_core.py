@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -33,7 +34,17 @@ from personatree_client._protocol import (
 )
 from personatree_client.errors import APIError, IngestBlockedError, WaitTimeoutError
 from personatree_client.models import AsOf, FlushResult, IngestResult, IngestStatus, Message, Mode
-from personatree_client.results import Answer, Context, Erasure, Export, Leaf, SubjectSummary, Tree, Versions
+from personatree_client.results import (
+    Answer,
+    Context,
+    Erasure,
+    Export,
+    Leaf,
+    SearchResult,
+    SubjectSummary,
+    Tree,
+    Versions,
+)
 
 T = TypeVar("T")
 
@@ -287,3 +298,28 @@ class Operations:
         """The responder model's answer to ``query`` over the same context (``timeout``: per call)."""
         request = self._query_request(subject, "answer", query, mode, as_of, token_budget, timeout)
         return self._call(request, Answer.from_json)
+
+    def search(
+        self,
+        subject: str,
+        query: str,
+        *,
+        prefix: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        limit: int | None = None,
+        timeout: float | None = None,
+    ) -> Plan[SearchResult]:
+        """Leaf values and evidence matching ``query``, best first: leaves under ``prefix`` whose
+        value was set in ``since``..``until``, evidence said in that range (keys with
+        ``read_special``; otherwise ``evidence_status`` is ``withheld``)."""
+        body: dict[str, Any] = {"query": query}
+        if prefix:
+            body["prefix"] = prefix
+        for name, when in (("since", since), ("until", until)):
+            if when is not None:
+                body[name] = when.isoformat() if isinstance(when, datetime) else when
+        if limit is not None:
+            body["limit"] = limit
+        request = ApiRequest("POST", subject_path(subject, "search"), content=dumps(body), timeout=timeout)
+        return self._call(request, SearchResult.from_json)

@@ -246,3 +246,69 @@ class Leaf:
             op_id=data.get("op_id"),
             raw=data,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class LeafHit:
+    """A leaf matching a search: its value now, its score and when the value was set."""
+
+    path: str
+    tier: str
+    value: str
+    score: float
+    set_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceHit:
+    """A past-dialogue unit matching a search (keys with ``read_special`` only)."""
+
+    id: str
+    text: str
+    score: float
+    start_seq: int
+    end_seq: int
+    ts: datetime | None
+    session: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """``search``: ranked leaves and evidence; ``evidence_status`` is ``ok``, ``withheld`` (the key
+    lacks ``read_special``) or ``unavailable`` (the index is down; ``notices`` say so)."""
+
+    subject: str
+    query: str
+    version: int
+    leaves: tuple[LeafHit, ...]
+    evidence: tuple[EvidenceHit, ...]
+    evidence_status: str
+    notices: tuple[str, ...]
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchResult:
+        return cls(
+            subject=data["subject"],
+            query=data["query"],
+            version=int(data["version"]),
+            leaves=tuple(
+                LeafHit(h["path"], h["tier"], h["value"], float(h["score"]), _dt(h.get("set_at")))
+                for h in data["leaves"]
+            ),
+            evidence=tuple(
+                EvidenceHit(
+                    id=h["id"],
+                    text=h["text"],
+                    score=float(h["score"]),
+                    start_seq=int(h["source"]["start_seq"]),
+                    end_seq=int(h["source"]["end_seq"]),
+                    ts=_dt(h["source"].get("ts")),
+                    session=h["source"].get("session"),
+                )
+                for h in data["evidence"]
+            ),
+            evidence_status=data["evidence_status"],
+            notices=tuple(data.get("notices", ())),
+            raw=data,
+        )

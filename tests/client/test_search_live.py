@@ -1,0 +1,39 @@
+"""``PersonaTree.search`` / ``AsyncPersonaTree.search`` against a live server: typed hits, filters."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from personatree_client import AsyncPersonaTree, BadRequestError, LeafHit, PersonaTree, SearchResult
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_search_sync_and_async(base_url, make_key):
+    key = make_key(["ingest", "read", "write"])
+    with PersonaTree(base_url, key) as pt:
+        pt.ingest("dee", [{"role": "user", "content": "hello"}])
+        pt.set_leaf("dee", "behaviour/habits/exercise", "swims three times a week")
+        pt.set_leaf("dee", "identity/location/current_city", "Lisbon")
+        found = pt.search("dee", "which sport for exercise")
+        assert isinstance(found, SearchResult) and found.subject == "dee"
+        assert isinstance(found.leaves[0], LeafHit) and found.leaves[0].path == "behaviour/habits/exercise"
+        assert found.leaves[0].set_at is not None and found.leaves[0].set_at.tzinfo is not None
+        assert found.evidence == () and found.evidence_status == "withheld"
+        assert found.raw["version"] == found.version
+        under = pt.search("dee", "which sport for exercise", prefix="identity/")
+        assert all(h.path.startswith("identity/") for h in under.leaves)
+        later = pt.search("dee", "exercise", since=datetime.now(UTC) + timedelta(hours=1))
+        assert later.leaves == ()
+        with pytest.raises(BadRequestError) as bad:
+            pt.search("dee", "exercise", limit=0)
+        assert bad.value.field == "limit"
+
+    async def run():
+        async with AsyncPersonaTree(base_url, key) as apt:
+            return await apt.search("dee", "where does she live", limit=1)
+
+    got = asyncio.run(run())
+    assert [h.path for h in got.leaves] == ["identity/location/current_city"]
