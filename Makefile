@@ -5,7 +5,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-EXTRAS ?= recall,bge,serve,local-llm,stack,otel,eval,train,dev
+EXTRAS ?= recall,bge,serve,local-llm,stack,otel,eval,train,mcp,dev
 # Every install pins what it resolves to this file (scripts/lock.sh writes it: `make lock`).
 LOCK := requirements/lock.txt
 STAMP := $(VENV)/.installed-$(shell echo "$(EXTRAS)" | tr ',' '-')
