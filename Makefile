@@ -14,7 +14,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_AUTH_MODE := disabled
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: help venv lock lint test test-unit test-integration bench soak demo serve migrate clean
+.PHONY: help venv lock lint test test-sqlite test-unit test-integration bench soak demo serve migrate clean
 
 help:
 	@echo "make demo   - install, migrate and run the pipeline on the embedded default"
@@ -49,6 +49,14 @@ lint: venv
 test: venv model
 	$(MAKE) lint
 	$(VENV)/bin/pytest
+	$(MAKE) test-sqlite
+
+# The service tests again on SQLite (the embedded default's database): both stores of
+# memory/services/tree_store.py keep the same promises.
+test-sqlite: venv
+	mkdir -p var && rm -f var/test-sqlite.sqlite3 var/test-sqlite-test.sqlite3
+	DATABASE_URL=sqlite:///$(CURDIR)/var/test-sqlite.sqlite3 PERSONATREE_TEST_DB=$(CURDIR)/var/test-sqlite-test.sqlite3 \
+		$(VENV)/bin/pytest -q tests/memory/services
 
 test-unit: venv
 	$(VENV)/bin/pytest -m "not integration"

@@ -18,7 +18,6 @@ retried by the next pass."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import uuid
@@ -39,10 +38,10 @@ from memory.engine.ops import Op, OpType
 from memory.engine.schema import Schema, SchemaError, document_digest
 from memory.engine.tree import Tree, apply
 from memory.models import OpRecord, SchemaMigration, Subject, Tenant, TreeVersion
-from memory.services import NotFoundError, ServiceError
+from memory.services import ServiceError
 from memory.services.schemas import tenant_default_schema_follow
 from memory.services.tree_plan import Actor, next_version, schedule_follow_up
-from memory.services.tree_store import lock_subject, lock_subjects, single_statement_writes, write_applies
+from memory.services.tree_store import lock_subjects, write_applies
 
 logger = logging.getLogger(__name__)
 ACTOR_PREFIX = "schema-migration:"
@@ -315,13 +314,7 @@ def status_dict(row: SchemaMigration) -> dict[str, Any]:
 
 
 def _lock(ids: list[int]) -> dict[int, Subject]:
-    if single_statement_writes():
-        return lock_subjects(dict.fromkeys(ids))
-    found = {}
-    for pk in ids:
-        with contextlib.suppress(NotFoundError):  # erased meanwhile
-            found[pk] = lock_subject(pk)
-    return found
+    return lock_subjects(dict.fromkeys(ids))  # a subject erased meanwhile is absent
 
 
 def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: list[int]) -> None:

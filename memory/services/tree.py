@@ -21,12 +21,12 @@ no version is created. The op records then point at the chunk and carry the
 Idempotency: a chunk already ``applied`` is never applied again; the second
 call returns the stored outcome with ``created=False``.
 
-Batch form: :func:`tree_apply_ops_batch` (below) runs the same steps (the same
-code: ``precheck``, ``plan_apply``, ``write_applies``) for many subjects in one transaction -- one
-lock query for all of them, one write statement -- with a result or a refusal per request; the
-dispatcher applies each model batch with it. Review approval
-(:mod:`memory.services.governance`) re-gates the held ops itself and writes its version with
-:func:`write_version`.
+One path: :func:`tree_apply_ops_batch` is the only code that gates and writes ops; a single call
+(:func:`tree_apply_ops`, a revert, a leaf edit) is a batch of one request. On PostgreSQL a batch is
+one lock query for all its subjects and one write statement; on other databases the ORM store does
+the same job query by query (:mod:`memory.services.tree_store`), with the same refusals
+(``SchemaMoved`` included). Review approval (:mod:`memory.services.governance`) re-gates the held
+ops itself and writes its version with :func:`write_version`.
 
 ``Actor``, ``Source`` and ``ApplyOutcome`` are defined in :mod:`memory.services.tree_plan` and
 importable from here.
@@ -58,13 +58,7 @@ from memory.services.tree_plan import (
     schedule_follow_up,
     split_for_review,
 )
-from memory.services.tree_store import (
-    lock_subject,
-    lock_subjects,
-    single_statement_writes,
-    write_applies,
-    write_apply,
-)
+from memory.services.tree_store import lock_subject, lock_subjects, write_applies
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +82,7 @@ __all__ = [
 
 def tree_apply_ops(
     *,
-    subject: Subject,
+    subject: Subject | int,
     base_version: int,
     ops: Sequence[Op],
     actor: Actor,
@@ -97,43 +91,22 @@ def tree_apply_ops(
     created_by: str | None = None,
     note: str = "",
 ) -> ApplyOutcome:
-    """Gate and apply ``ops`` on top of ``base_version``; see the module docstring."""
-    ops = tuple(ops)
-    if not all(isinstance(op, Op) for op in ops):
-        raise ServiceError("ops must be engine Op objects.", field="ops")
-    chunk_id = source.chunk_id if source is not None else None
-    # No savepoint inside a caller's transaction (two round trips saved). Refusals are returned out
-    # of the block, not raised in it, so they leave the caller's transaction usable; they happen
-    # before any write. A database error while writing does doom the caller's transaction.
-    with transaction.atomic(savepoint=False):
-        if single_statement_writes():
-            pk = subject.pk if isinstance(subject, Subject) else subject
-            locked = lock_subjects({pk: chunk_id}).get(pk)
-            if locked is None:
-                raise NotFoundError("Subject not found.")
-        else:
-            locked = lock_subject(subject, chunk_id=chunk_id, reserve_version_id=True)
-        refusal, outcome = None, precheck(locked, base_version, chunk_id)
-        if isinstance(outcome, ServiceError):
-            refusal, outcome = outcome, None
-        elif outcome is None:
-            outcome = _apply_locked(
-                locked,
-                base_version=base_version,
-                ops=ops,
-                actor=actor,
-                source=source,
-                chunk_id=chunk_id,
-                parse_errors=tuple(parse_errors),
-                created_by=created_by,
-                note=note,
-                review=actor.reviewable,
-            )
-    if refusal is not None:
-        raise refusal
-    assert outcome is not None  # no refusal: the stored or the new outcome
-    _refresh_caller(subject, outcome)
-    return outcome
+    """Gate and apply ``ops`` on top of ``base_version`` (a batch of one); see the module docstring.
+
+    No savepoint inside a caller's transaction (two round trips saved). Refusals are raised after
+    the block, not in it, so they leave the caller's transaction usable; they happen before any
+    write. A database error while writing does doom the caller's transaction."""
+    request = ApplyRequest(
+        subject_id=subject.pk if isinstance(subject, Subject) else subject,
+        base_version=base_version,
+        ops=tuple(ops),
+        actor=actor,
+        source=source,
+        parse_errors=tuple(parse_errors),
+        created_by=created_by,
+        note=note,
+    )
+    return _one(subject, request)
 
 
 def tree_revert(
@@ -153,7 +126,7 @@ def tree_revert(
     else:
         to_number = int(to_version)
     with transaction.atomic():
-        locked = lock_subject(subject)
+        locked = lock_subject(subject)  # the target is diffed against the head: hold it still
         if base_version is not None and base_version != locked.head_version:
             raise VersionConflict(locked.head_version, base_version)
         if to_number < 0 or to_number > locked.head_version:
@@ -168,20 +141,16 @@ def tree_revert(
                 raise ServiceError(f"Version {to_number} does not exist.", field="to_version")
             target = Tree.from_dict(stored)
         ops = changes_to_ops(diff(selectors.tree_current(locked), target))
-        outcome = _apply_locked(
-            locked,
+        request = ApplyRequest(
+            subject_id=locked.pk,
             base_version=locked.head_version,
-            ops=ops,
+            ops=tuple(ops),
             actor=actor,
-            source=None,
-            chunk_id=None,
-            parse_errors=(),
             created_by=TreeVersion.CreatedBy.REVERT,
             note=f"revert to v{to_number}",
             review=False,
         )
-    _refresh_caller(subject, outcome)
-    return outcome
+        return _one(subject, request)
 
 
 def leaf_edit(*, subject: Subject, path: str, value: str, actor: Actor, base_version: int | None = None):
@@ -194,7 +163,7 @@ def leaf_delete(*, subject: Subject, path: str, actor: Actor, base_version: int 
     return _single_op(subject, path, None, actor, base_version)
 
 
-# --- batch form (the dispatcher's) ---------------------------------------------------------
+# --- the one path ------------------------------------------------------------------------------
 
 
 class SchemaMoved(VersionConflict):
@@ -213,7 +182,7 @@ class SchemaMoved(VersionConflict):
 
 @dataclass(frozen=True)
 class ApplyRequest:
-    """One item of :func:`tree_apply_ops_batch`: the arguments of one :func:`tree_apply_ops` call."""
+    """One apply of ops to one subject: an item of :func:`tree_apply_ops_batch`."""
 
     subject_id: int
     base_version: int
@@ -224,6 +193,11 @@ class ApplyRequest:
     #: ``(schema_id, version)`` the ops were written under (the MemListener's job); when the subject
     #: was migrated to another schema since, the request is refused as :class:`SchemaMoved`.
     schema: tuple[str, int] | None = None
+    #: The version's ``created_by`` (None: from the actor and the source) and note.
+    created_by: str | None = None
+    note: str = ""
+    #: Hold special-tier and mass-delete ops for review (None: when the actor's writes are reviewable).
+    review: bool | None = None
 
     @property
     def chunk_id(self) -> int | None:
@@ -231,66 +205,57 @@ class ApplyRequest:
 
 
 def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome | Exception]:
-    """:func:`tree_apply_ops` for many subjects in one transaction (the dispatcher's batch).
+    """Apply many requests in one transaction: the one path every write of ops takes.
 
-    Returns one entry per request, in order: its :class:`ApplyOutcome`, or the exception
-    :func:`tree_apply_ops` would have raised for it (:class:`VersionConflict`,
-    :class:`ServiceError`, :class:`NotFoundError`, a ``DatabaseError``); such a request wrote nothing
-    and the others are not affected. Every guarantee of :func:`tree_apply_ops` holds per request:
-    subject row locked, stale base refused, an applied chunk replayed (``created=False``), the gate
-    and the review queue under the tenant's policy, every op audited, signals after commit.
+    Returns one entry per request, in order: its :class:`ApplyOutcome`, or the refusal
+    (:class:`VersionConflict`, :class:`SchemaMoved`, :class:`ServiceError`, :class:`NotFoundError`, a
+    ``DatabaseError``); such a request wrote nothing and the others are not affected. Per request:
+    subject row locked, stale base or schema refused, an applied chunk replayed (``created=False``),
+    the gate and the review queue under the tenant's policy, every op audited, signals after commit.
 
-    On PostgreSQL the batch is four statements whatever its size: BEGIN, one ``SELECT ... FOR
-    UPDATE`` of all the subjects in id order (:func:`lock_subjects`; two batches never deadlock),
-    one write statement (:func:`memory.services.tree_store.write_applies`), COMMIT. A subject named
-    twice is applied in request order: its later requests run in a next round of the same
-    transaction, against the head the earlier one left. If the database refuses the batch (an error
-    while writing) the transaction rolls back and every request is applied again on its own
-    (:func:`tree_apply_ops`, one transaction each), so a bad request fails alone and nothing
-    accepted is lost. Other databases (SQLite) take that per-request path directly.
+    The subjects are locked in id order in one query (two batches never deadlock) and the writes go
+    to the store together (one statement on PostgreSQL). A subject named twice is applied in request
+    order: its later requests run in a next round of the same transaction, against the head the
+    earlier one left. If the database refuses the batch the transaction rolls back and every request
+    is applied again on its own (one transaction each), so a bad request fails alone and nothing
+    accepted is lost.
     """
     requests = list(requests)
-    if not single_statement_writes():
-        return [_apply_alone(request) for request in requests]
+    try:
+        return _run(requests, savepoint=True)
+    except DatabaseError as exc:
+        if len(requests) == 1:
+            return [exc]
+        logger.warning("applying a batch's %d requests one by one: %s", len(requests), exc)
+        return [_alone(request) for request in requests]
+
+
+def _run(requests: list[ApplyRequest], *, savepoint: bool) -> list[ApplyOutcome | Exception]:
     results: list[ApplyOutcome | Exception | None] = [None] * len(requests)
     waiting = list(range(len(requests)))
-    try:
-        with transaction.atomic():
-            while waiting:  # one round per request of each subject, in request order
-                wave: list[int] = []
-                later: list[int] = []
-                seen: set[int] = set()
-                for i in waiting:
-                    (later if requests[i].subject_id in seen else wave).append(i)
-                    seen.add(requests[i].subject_id)
-                _apply_round(requests, wave, results)
-                waiting = later
-    except DatabaseError as exc:
-        logger.warning("batch apply failed (%s); applying its %d requests one by one", exc, len(requests))
-        return [_apply_alone(request) for request in requests]
+    with transaction.atomic(savepoint=savepoint):
+        while waiting:  # one round per request of each subject, in request order
+            wave: list[int] = []
+            later: list[int] = []
+            seen: set[int] = set()
+            for i in waiting:
+                (later if requests[i].subject_id in seen else wave).append(i)
+                seen.add(requests[i].subject_id)
+            _apply_round(requests, wave, results)
+            waiting = later
     return cast(list[ApplyOutcome | Exception], results)  # every request has its entry now
 
 
 def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -> None:
-    """Lock the subjects of ``wave`` (one request each), plan every request, write all in one statement."""
+    """Lock the subjects of ``wave`` (one request each), plan every request, write all at once."""
     locked_by_id = lock_subjects({requests[i].subject_id: requests[i].chunk_id for i in wave})
     plans = []
     for i in wave:
         request = requests[i]
-        locked = locked_by_id.get(request.subject_id)
-        chunk_id = request.chunk_id
-        if locked is None:
-            results[i] = NotFoundError("Subject not found.")
-            continue
-        if not all(isinstance(op, Op) for op in request.ops):
-            results[i] = ServiceError("ops must be engine Op objects.", field="ops")
-            continue
-        results[i] = precheck(locked, request.base_version, chunk_id)
+        results[i] = _refusal(request, locked_by_id.get(request.subject_id))
         if results[i] is not None:
             continue
-        if request.schema is not None and (locked.schema_id, locked.schema_version) != tuple(request.schema):
-            results[i] = SchemaMoved(locked, request)
-            continue
+        locked = locked_by_id[request.subject_id]
         try:
             plan = plan_apply(
                 locked,
@@ -298,14 +263,14 @@ def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -
                 ops=tuple(request.ops),
                 actor=request.actor,
                 source=request.source,
-                chunk_id=chunk_id,
+                chunk_id=request.chunk_id,
                 parse_errors=tuple(request.parse_errors),
-                created_by=None,
-                note="",
-                review=request.actor.reviewable,
+                created_by=request.created_by,
+                note=request.note,
+                review=request.actor.reviewable if request.review is None else request.review,
             )
         except Exception as exc:  # one request's failure (nothing written yet) must not sink the batch
-            logger.exception("apply of subject %s (chunk %s) failed", request.subject_id, chunk_id)
+            logger.exception("apply of subject %s (chunk %s) failed", request.subject_id, request.chunk_id)
             results[i] = exc
             continue
         plans.append((i, plan))
@@ -317,23 +282,38 @@ def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -
             results[i] = plan.written()
 
 
-def _apply_alone(request: ApplyRequest) -> ApplyOutcome | Exception:
+def _refusal(request: ApplyRequest, locked: Subject | None) -> ServiceError | ApplyOutcome | None:
+    """Before planning: a refusal, the stored outcome of an applied chunk, or None (go ahead)."""
+    if locked is None:
+        return NotFoundError("Subject not found.")
+    if not all(isinstance(op, Op) for op in request.ops):
+        return ServiceError("ops must be engine Op objects.", field="ops")
+    found = precheck(locked, request.base_version, request.chunk_id)
+    if found is not None:
+        return found
+    if request.schema is not None and (locked.schema_id, locked.schema_version) != tuple(request.schema):
+        return SchemaMoved(locked, request)
+    return None
+
+
+def _alone(request: ApplyRequest) -> ApplyOutcome | Exception:
     """One request in its own transaction (a savepoint inside a caller's), its refusal returned."""
     try:
-        with transaction.atomic():
-            return tree_apply_ops(
-                subject=Subject(pk=request.subject_id),
-                base_version=request.base_version,
-                ops=request.ops,
-                actor=request.actor,
-                source=request.source,
-                parse_errors=request.parse_errors,
-            )
-    except (ServiceError, DatabaseError) as exc:
+        return _run([request], savepoint=True)[0]
+    except DatabaseError as exc:
         return exc
     except Exception as exc:  # as in the batch: this request fails, the others go on
         logger.exception("apply of subject %s failed", request.subject_id)
         return exc
+
+
+def _one(subject: Subject | int, request: ApplyRequest) -> ApplyOutcome:
+    """A batch of one, without a savepoint; its refusal raised."""
+    [outcome] = _run([request], savepoint=False)
+    if isinstance(outcome, Exception):
+        raise outcome
+    _refresh_caller(subject, outcome)
+    return outcome
 
 
 # --- internals -------------------------------------------------------------------------------
@@ -341,35 +321,20 @@ def _apply_alone(request: ApplyRequest) -> ApplyOutcome | Exception:
 
 def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
     with transaction.atomic():
-        locked = lock_subject(subject)
-        base = locked.head_version if base_version is None else base_version
+        locked = lock_subject(subject)  # ADD or UPDATE is read from the head: hold it still
         current = selectors.tree_current(locked)
         if value is None:
             op = Op(OpType.DELETE, path)
         else:
             op = Op(OpType.UPDATE if path in current else OpType.ADD, path, value)
-        outcome = _apply_locked(
-            locked,
-            base_version=base,
+        request = ApplyRequest(
+            subject_id=locked.pk,
+            base_version=locked.head_version if base_version is None else base_version,
             ops=(op,),
             actor=actor,
-            source=None,
-            chunk_id=None,
-            parse_errors=(),
-            created_by=None,
             note=f"{actor.kind} {'delete' if value is None else 'edit'} {path}",
-            review=actor.reviewable,
         )
-    _refresh_caller(subject, outcome)
-    return outcome
-
-
-def _apply_locked(locked: Subject, **kwargs) -> ApplyOutcome:
-    plan = plan_apply(locked, **kwargs)
-    if not write_apply(*plan.write_entry):  # applied meanwhile by another holder of the chunk
-        assert plan.chunk_id is not None  # only a chunk's apply can find it applied already
-        return replayed(locked, plan.chunk_id)
-    return plan.written()
+        return _one(subject, request)
 
 
 def write_version(
@@ -380,11 +345,11 @@ def write_version(
     if new_tree == tree:
         return None
     version = next_version(locked, tree, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
-    write_apply(locked, version, None, ())
+    write_applies([(locked, version, None, ())])
     return version
 
 
-def _refresh_caller(subject: Subject, outcome: ApplyOutcome) -> None:
+def _refresh_caller(subject: Subject | int, outcome: ApplyOutcome) -> None:
     """Keep the caller's Subject instance in step with the head it just moved (handy for retries)."""
     if outcome.created and outcome.version is not None and isinstance(subject, Subject):
         subject.head, subject.head_id, subject.head_version = (

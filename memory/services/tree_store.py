@@ -1,73 +1,65 @@
-"""The store of the tree services: row locks and writes, each raw-SQL form beside its ORM twin, so
-the service modules (:mod:`memory.services.tree`, :mod:`memory.services.tree_plan`) read as policy.
+"""The store under the tree services: lock subjects, write versions and op rows. One small interface
+(:func:`lock_subjects` / :func:`lock_subject`, :func:`write_applies`) with two implementations, picked
+by the database's vendor: :class:`PostgresStore` and :class:`OrmStore` (any database; SQLite is the
+embedded default). The service modules (:mod:`memory.services.tree`, :mod:`memory.services.tree_plan`)
+read as policy and behave the same on both.
 
-**Locks.** The subject row (``SELECT ... FOR UPDATE``) with what an apply needs read in the same
-query (tenant, head, the source chunk's status, a reserved version id). :func:`lock_subject` is the
-ORM form (one subject, every database); :func:`lock_subjects` the raw-SQL form for PostgreSQL batches.
+**Locks.** The subject rows (``SELECT ... FOR UPDATE``, in id order) with their tenant and head, the
+named source chunks' statuses and, on PostgreSQL, a reserved version id each.
 
-**Writes** of one apply (:func:`memory.services.tree.tree_apply_ops`), or of a batch of applies to
-many subjects (:func:`memory.services.tree.tree_apply_ops_batch`), in as few round trips as possible.
-On PostgreSQL the lock query reserves the new versions' ids, so the version INSERT, the old head's
-UPDATE (its whole tree emptied unless it is a checkpoint: compact history, :mod:`memory.versions`),
-the subject head UPDATE, the chunk UPDATE and the op-record INSERT go to the server as one statement
-(data-modifying CTEs), for one subject or sixteen. Each table's rows travel as one JSON array typed by
-the model fields' column types (``jsonb_to_recordset``), their values taken from the model instances
-as Django's insert compiler takes them (``pre_save``: ``auto_now_add`` follows the models). Other
-databases (SQLite in development) get the plain ORM calls. Only call the writes with the subject rows
-locked.
+**Writes** of one or many applies. On PostgreSQL the version INSERT, the old head's UPDATE (its whole
+tree emptied unless it is a checkpoint: compact history, :mod:`memory.versions`), the subject head
+UPDATE, the chunk UPDATE and the op-record INSERT go to the server as one statement (data-modifying
+CTEs), for one subject or sixteen. Each table's rows travel as one JSON array typed by the model
+fields' column types (``jsonb_to_recordset``), their values taken from the model instances as Django's
+insert compiler takes them (``pre_save``: ``auto_now_add`` follows the models). The ORM store makes
+the plain ORM calls. Only call the writes with the subject rows locked.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from datetime import date, datetime
 from functools import cache
 
 from django.db import connection
-from django.db.models import OuterRef, Subquery
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from memory.models import Chunk, OpRecord, Subject, Tenant, TreeVersion
 from memory.services import NotFoundError
 
 
-def single_statement_writes() -> bool:
-    return connection.vendor == "postgresql"
+class OrmStore:
+    """Any database (SQLite, the embedded default): ORM queries, one subject at a time."""
 
+    vendor = "orm"
 
-def write_apply(locked: Subject, version: TreeVersion | None, chunk_id: int | None, records) -> bool:
-    """Write the version, move the head, mark the chunk applied and insert the op records.
+    def lock(self, chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
+        """Lock each subject row (id order: two lockers never deadlock) with tenant and head, then
+        read the named chunks' statuses in a statement of their own, started after every lock was
+        granted: a status read in the locking statement could predate another holder's commit."""
+        locked: dict[int, Subject] = {}
+        for pk in sorted(chunk_ids):
+            qs = Subject.objects.select_for_update(of=("self",)).select_related("tenant", "head")
+            try:  # get(), not first(): no ORDER BY in the locking query
+                locked[pk] = qs.get(pk=pk)
+            except Subject.DoesNotExist:
+                continue
+        named = [cid for sid, cid in chunk_ids.items() if cid is not None and sid in locked]
+        chunks = Chunk.objects.filter(pk__in=named).values_list("pk", "subject_id", "status") if named else ()
+        status = {(sid, cid): value for cid, sid, value in chunks}
+        for sid, subject in locked.items():
+            subject.source_chunk_status = status.get((sid, chunk_ids[sid]))
+            subject.next_version_id = None
+        return locked
 
-    The one-subject form of :func:`write_applies`; False when the chunk turned out to be applied
-    already (nothing was written).
-    """
-    return not write_applies([(locked, version, chunk_id, records)])
-
-
-def write_applies(entries) -> set[int]:
-    """The writes of one or many applies: ``entries`` are ``(locked, version, chunk_id, records)``.
-
-    Each entry's subject must be locked and appear once. On PostgreSQL (version ids reserved by the
-    lock) this is one statement however many subjects there are: the version INSERT, the head and
-    chunk UPDATEs and the op-record INSERT as data-modifying CTEs, each table's rows sent as one
-    JSON recordset.
-
-    Returns the source chunks found already ``applied`` *by this statement*; nothing of their
-    entries is written (an applied chunk is never applied twice). The caller's lock query read
-    the chunk's status too, but from the snapshot its statement started with: if it had to wait for
-    the subject lock while another holder of the same chunk applied it, that read is stale. This
-    statement starts after the lock was granted, so its snapshot has the other holder's commit
-    (chunks are marked applied only under the subject lock). Elsewhere it is the plain ORM calls,
-    entry by entry (SQLite serialises writers; a stale writer fails as "database is locked").
-    """
-    now = timezone.now()
-    versions = [version for _, version, _, _ in entries if version is not None]
-    records = [record for *_, entry_records in entries for record in entry_records]
-    skipped: set[int] = set()
-    if not single_statement_writes() or any(version.pk is None for version in versions):
-        for locked, version, chunk_id, entry_records in entries:
+    def write(self, entries) -> set[int]:
+        """The writes entry by entry (SQLite serialises writers; the chunk statuses were read under
+        the locks, so nothing here finds a chunk applied meanwhile)."""
+        now = timezone.now()
+        for locked, version, chunk_id, records in entries:
             if version is not None:
                 version.save(force_insert=True)
                 Subject.objects.filter(pk=locked.pk).update(
@@ -75,24 +67,84 @@ def write_applies(entries) -> set[int]:
                 )
                 if version.parent_id is not None:  # the old head keeps its delta only (checkpoints: whole)
                     TreeVersion.objects.filter(pk=version.parent_id, delta__isnull=False).update(tree=None)
-            OpRecord.objects.bulk_create(entry_records)
+            OpRecord.objects.bulk_create(records)
             if chunk_id is not None:
                 Chunk.objects.filter(pk=chunk_id).update(
                     status=Chunk.Status.APPLIED, produced_version=version, last_error="", updated_at=now
                 )
-    else:
-        record_ids, skipped = _write_statement(entries, versions, records, now)
+        _move_heads(entries, set())
+        return set()
+
+
+class PostgresStore:
+    """PostgreSQL: one locking query for any number of subjects (reserving the new versions' ids)
+    and one write statement for all their applies."""
+
+    vendor = "postgresql"
+
+    def lock(self, chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
+        return _lock_rows(chunk_ids)
+
+    def write(self, entries) -> set[int]:
+        """Returns the source chunks found already ``applied`` *by this statement*; nothing of
+        their entries is written (an applied chunk is never applied twice). The lock query read the
+        chunk's status too, but from the snapshot its statement started with: if it had to wait for
+        the subject lock while another holder of the same chunk applied it, that read is stale. This
+        statement starts after the lock was granted, so its snapshot has the other holder's commit
+        (chunks are marked applied only under the subject lock)."""
+        versions = [version for _, version, _, _ in entries if version is not None]
+        if any(version.pk is None for version in versions):  # locked without a reserved id
+            return ORM_STORE.write(entries)
+        records = [record for *_, entry_records in entries for record in entry_records]
+        record_ids, skipped = _write_statement(entries, versions, records, timezone.now())
         records = [r for r in records if r.chunk_id not in skipped]
-        versions = [v for v in versions if v.chunk_id not in skipped]
         for version in versions:
-            version._state.adding, version._state.db = False, connection.alias
+            if version.chunk_id not in skipped:
+                version._state.adding, version._state.db = False, connection.alias
         for record, pk in zip(records, record_ids, strict=True):
             record.pk = pk
             record._state.adding, record._state.db = False, connection.alias
+        _move_heads(entries, skipped)
+        return skipped
+
+
+Store = OrmStore | PostgresStore
+ORM_STORE = OrmStore()
+_STORES: dict[str, Store] = {"postgresql": PostgresStore()}
+
+
+def store() -> Store:
+    """The store for the default database, by its vendor (PostgreSQL's, else the ORM's)."""
+    return _STORES.get(connection.vendor, ORM_STORE)
+
+
+def lock_subjects(chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
+    """Lock the subjects ``{subject_id: chunk_id or None}`` in id order, each with its tenant and head
+    loaded and ``source_chunk_status`` (the status of *its* chunk; None when the chunk is not that
+    subject's or none was named). Missing subjects are absent. Call inside a transaction."""
+    return store().lock(chunk_ids)
+
+
+def lock_subject(subject: Subject | int, *, chunk_id: int | None = None) -> Subject:
+    """:func:`lock_subjects` for one subject; :class:`NotFoundError` when it does not exist."""
+    pk = subject.pk if isinstance(subject, Subject) else subject
+    locked = lock_subjects({pk: chunk_id}).get(pk)
+    if locked is None:
+        raise NotFoundError("Subject not found.")
+    return locked
+
+
+def write_applies(entries) -> set[int]:
+    """The writes of one or many applies: ``entries`` are ``(locked, version, chunk_id, records)``, each
+    subject locked and named once: the version, the head moved, the op records, the source chunk
+    marked applied. Returns the chunks found applied meanwhile (their entries wrote nothing)."""
+    return store().write(entries)
+
+
+def _move_heads(entries, skipped: set[int]) -> None:
     for locked, version, chunk_id, _ in entries:
         if version is not None and chunk_id not in skipped:
             locked.head, locked.head_id, locked.head_version = version, version.pk, version.number
-    return skipped
 
 
 def _write_statement(entries, versions, records, now) -> tuple[list[int], set[int]]:
@@ -258,42 +310,12 @@ def _update_layout(model, columns: tuple[str, ...], constants: tuple[str, ...]) 
 # --- locks -----------------------------------------------------------------------------------
 
 
-def lock_subject(subject: Subject | int, *, chunk_id: int | None = None, reserve_version_id: bool = False):
-    """Re-read the subject with ``FOR UPDATE`` (only its own row) and its head and tenant loaded.
-
-    With ``chunk_id`` the chunk's status (None if it is not this subject's) comes back in the same
-    query as ``locked.source_chunk_status``. Chunks are only marked applied under this lock, so the
-    status read here cannot change before the transaction ends. With ``reserve_version_id`` (on
-    PostgreSQL) the same query also draws the next TreeVersion id as ``locked.next_version_id``, so
-    all writes of an apply fit in one statement; an unused id is a harmless gap in the sequence.
-    """
-    pk = subject.pk if isinstance(subject, Subject) else subject
-    qs = Subject.objects.select_for_update(of=("self",)).select_related("tenant", "head").filter(pk=pk)
-    if chunk_id is not None:
-        status = Chunk.objects.filter(pk=chunk_id, subject_id=OuterRef("pk")).values("status")[:1]
-        qs = qs.annotate(source_chunk_status=Subquery(status))
-    if reserve_version_id and single_statement_writes():  # looked up per call (tests patch it)
-        seq = "nextval(pg_get_serial_sequence(%s, %s))"
-        qs = qs.annotate(
-            next_version_id=RawSQL(seq, (TreeVersion._meta.db_table, TreeVersion._meta.pk.column))
-        )
-    try:  # get(), not first(): no ORDER BY in the locking query
-        locked = qs.get()
-    except Subject.DoesNotExist as exc:
-        raise NotFoundError("Subject not found.") from exc
-    return locked
-
-
-def lock_subjects(chunk_ids: dict[int, int | None]) -> dict[int, Subject]:
-    """:func:`lock_subject` for many subjects in one query (PostgreSQL): ``{subject_id: chunk_id or None}``.
-
-    Rows are locked in id order, so two batches over overlapping subjects never deadlock. Each
-    subject comes with its tenant and head loaded, ``next_version_id`` reserved and
-    ``source_chunk_status`` (the status of *its* chunk; None when the chunk is not that subject's
-    or no chunk was named). Missing subjects are absent. The SQL is written once per process
+def _lock_rows(chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
+    """PostgreSQL's lock: one query, rows locked in id order, each subject with its tenant and head,
+    ``source_chunk_status`` and ``next_version_id`` reserved, so all writes of an apply fit in one
+    statement (an unused id is a harmless gap in the sequence). The SQL is written once per process
     (:func:`_lock_sql`) and the rows are turned into model instances here: compiling the equivalent
-    queryset cost more CPU than the rest of an apply.
-    """
+    queryset cost more CPU than the rest of an apply."""
     sql, layout = _lock_sql()
     named = {sid: cid for sid, cid in chunk_ids.items() if cid is not None}
     with connection.cursor() as cursor:

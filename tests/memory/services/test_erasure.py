@@ -53,6 +53,7 @@ def populate(subject):
     )
 
 
+@pytest.mark.postgres
 def test_erase_removes_every_trace_and_leaves_a_tombstone(
     subject, admin_user, django_capture_on_commit_callbacks
 ):

@@ -188,6 +188,7 @@ def stores(settings, tmp_path, embedder, caplog):  # noqa: F811
         r.delete(key)
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("canary_in_id", [False, True], ids=["canary-in-messages", "canary-in-id-too"])
 def test_erased_subject_leaves_no_trace_in_any_store(
     stores, tenant, other_tenant, make_api_client, caplog, canary_in_id

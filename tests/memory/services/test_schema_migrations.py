@@ -15,7 +15,7 @@ from memory.engine.gate import GateResult, Reason, Rejection
 from memory.engine.ops import Op
 from memory.engine.tree import Tree, apply
 from memory.models import OpRecord, SchemaMigration, Subject, TreeVersion
-from memory.services import ServiceError, schema_migrations
+from memory.services import ServiceError, schema_migrations, tree_store
 from memory.services.governance import ops_review_approve
 from memory.services.schema_migrations import (
     SchemaMigrationConflict,
@@ -135,11 +135,12 @@ def test_dry_run_reports_counts_per_path_and_writes_nothing(acme, migration):
 # --- run ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("batch_lock", [True, False], ids=["lock_subjects", "lock_subject"])
+@pytest.mark.parametrize("orm", [False, True], ids=["postgres_store", "orm_store"])
 def test_run_migrates_every_subject_in_one_audited_version(
-    acme, migration, batch_lock, monkeypatch, django_capture_on_commit_callbacks
+    acme, migration, orm, monkeypatch, django_capture_on_commit_callbacks
 ):
-    monkeypatch.setattr(schema_migrations, "single_statement_writes", lambda: batch_lock)
+    if orm:
+        monkeypatch.setattr(tree_store, "store", lambda: tree_store.ORM_STORE)
     sent = []
     version_applied.connect(receiver := lambda sender, **kw: sent.append(kw), weak=False)
     try:

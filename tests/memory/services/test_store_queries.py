@@ -63,6 +63,7 @@ def rows(subject):
     }
 
 
+@pytest.mark.postgres
 def test_five_op_chunk_inside_a_callers_transaction_is_two_queries(subject, django_assert_max_num_queries):
     """The worker calls tree_apply_ops inside its own atomic block: lock + one write, no savepoint."""
     chunk = ChunkFactory(subject=subject)
@@ -72,6 +73,7 @@ def test_five_op_chunk_inside_a_callers_transaction_is_two_queries(subject, djan
     assert not any("SAVEPOINT" in q["sql"].upper() for q in captured.captured_queries)
 
 
+@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_five_op_chunk_on_its_own_is_begin_lock_write_commit(subject):
     chunk = ChunkFactory(subject=subject)
@@ -118,8 +120,7 @@ def test_orm_fallback_writes_the_same_rows(tenant, monkeypatch):
 
     fast, slow = SubjectFactory(tenant=tenant), SubjectFactory(tenant=tenant)
     scenario(fast)
-    monkeypatch.setattr(writes, "single_statement_writes", lambda: False)
-    monkeypatch.setattr("memory.services.tree.single_statement_writes", lambda: False)
+    monkeypatch.setattr(writes, "store", lambda: writes.ORM_STORE)
     with CaptureQueriesContext(connection) as captured:
         first = scenario(slow)
     assert not any("nextval" in q["sql"] for q in captured.captured_queries)

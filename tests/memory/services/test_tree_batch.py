@@ -195,6 +195,7 @@ def test_refusals_are_per_request(tenant, other_tenant):
     assert TreeVersion.objects.count() == 1
 
 
+@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_database_error_fails_only_its_subject_and_the_others_land(tenant, caplog):
     """A value PostgreSQL refuses (NUL) makes the one-statement write fail: the batch rolls back and
@@ -210,7 +211,7 @@ def test_a_database_error_fails_only_its_subject_and_the_others_land(tenant, cap
     assert Chunk.objects.get(pk=requests[1].source.chunk_id).status == Chunk.Status.PENDING
     for subject in (subjects[0], subjects[2]):
         assert stored(subject)["chunks"] == [("applied", 1, "")]
-    assert "applying its 3 requests one by one" in caplog.text
+    assert "applying a batch's 3 requests one by one" in caplog.text
     assert any(q["sql"] == "ROLLBACK" for q in captured.captured_queries)
 
 
@@ -262,6 +263,7 @@ def test_signals_are_sent_after_commit_per_subject(tenant, django_capture_on_com
     assert seen == [("version", subjects[0].pk, 1), ("review", subjects[1].pk, 1)]
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("size", [1, 8])
 def test_a_batch_is_four_statements_whatever_its_size(tenant, size, django_assert_num_queries):
     """SAVEPOINT (BEGIN on its own), one SELECT ... FOR UPDATE of every subject, one write, RELEASE (COMMIT)."""
@@ -274,6 +276,7 @@ def test_a_batch_is_four_statements_whatever_its_size(tenant, size, django_asser
     assert "ORDER BY" in lock  # subjects are locked in id order: two batches never deadlock
 
 
+@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_on_its_own_is_begin_lock_write_commit(tenant):
     requests = [request(SubjectFactory(tenant=tenant), [Op.add(ROLE, "nurse")]) for _ in range(4)]
@@ -292,8 +295,7 @@ def test_orm_path_writes_the_same_rows(tenant, monkeypatch):
     fast = [SubjectFactory(tenant=tenant) for _ in range(2)]
     slow = [SubjectFactory(tenant=tenant) for _ in range(2)]
     tree_apply_ops_batch([request(s, [Op.add(ROLE, "nurse"), Op.add(HEALTH, "x")]) for s in fast])
-    monkeypatch.setattr(writes, "single_statement_writes", lambda: False)
-    monkeypatch.setattr("memory.services.tree.single_statement_writes", lambda: False)
+    monkeypatch.setattr(writes, "store", lambda: writes.ORM_STORE)
     tree_apply_ops_batch([request(s, [Op.add(ROLE, "nurse"), Op.add(HEALTH, "x")]) for s in slow])
     for f, s in zip(fast, slow, strict=True):
         assert stored(f) == stored(s)

@@ -14,6 +14,8 @@ from memory.services.tree import Actor, Source, tree_apply_ops
 from tests.factories import ChunkFactory, SubjectFactory
 
 MODEL = Actor.for_model(model_id="race")
+# Row locks between threads: SQLite serialises writers by locking the whole file instead.
+pytestmark = pytest.mark.postgres
 
 
 @pytest.mark.django_db(transaction=True)

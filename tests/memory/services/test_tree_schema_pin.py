@@ -8,7 +8,7 @@ import pytest
 
 from memory.engine.ops import Op, OpType
 from memory.models import Chunk, OpRecord, Subject
-from memory.services import VersionConflict
+from memory.services import VersionConflict, tree_store
 from memory.services.tree import Actor, ApplyRequest, SchemaMoved, Source, tree_apply_ops_batch
 from tests.factories import ChunkFactory, SubjectFactory
 
@@ -16,6 +16,13 @@ pytestmark = pytest.mark.django_db
 
 MODEL = Actor.for_model(model_id="test-model", prompt_version="p1")
 ROLE = "identity/occupation/current_role"
+
+
+@pytest.fixture(autouse=True, params=["database_store", "orm_store"])
+def store(request, monkeypatch):
+    """Both stores refuse alike (the ORM store is SQLite's, the embedded default's)."""
+    if request.param == "orm_store":
+        monkeypatch.setattr(tree_store, "store", lambda: tree_store.ORM_STORE)
 
 
 def _request(subject, chunk, schema):

@@ -60,6 +60,7 @@ def endpoint_reads(sql: list[str]) -> int:
     return sum('FROM "memory_webhookendpoint"' in q for q in sql)
 
 
+@pytest.mark.postgres
 def test_events_read_the_endpoints_once_while_they_are_unchanged(queued):
     subject = SubjectFactory()
     other = SubjectFactory()  # another tenant, not subscribed
