@@ -1,3 +1,3 @@
 """Django admin moderation console (registered on import by Django's admin autodiscovery)."""
 
-from memory.admin import ops, other, schema_migrations, schemas, subjects, users, webhooks  # noqa: F401
+from memory.admin import ops, other, review, schema_migrations, schemas, subjects, users, webhooks  # noqa: F401

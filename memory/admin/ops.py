@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.template.response import TemplateResponse
+from django.utils.html import format_html
 
 from memory.admin.access import (
     ReadOnlyAdmin,
@@ -18,7 +19,7 @@ from memory.admin.access import (
     record_is_special,
     sees_special,
 )
-from memory.models import OpRecord, ReviewItem
+from memory.models import OpRecord
 from memory.services import ServiceError
 from memory.services.governance import ops_review_approve, ops_review_decline
 
@@ -90,20 +91,20 @@ def decline_ops(modeladmin, request, queryset):
 
 class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve / decline actions
     tenant_lookup = "subject__tenant"
+    # One line per op at 1280 px: long texts are cut (whole on hover, and on the record's page).
     list_display = (
-        "created_at",
+        "when",
         "subject",
         "op_type",
-        "path",
+        "leaf",
         "short_old",
         "short_new",
         "short_source",
-        "status",
-        "reason_code",
+        "outcome",
         "actor",
         "version_number",
-        "chunk_id",
     )
+    list_display_links = ("when",)
     list_filter = (
         "status",
         "reason_code",
@@ -119,25 +120,37 @@ class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve
     date_hierarchy = "created_at"
     list_per_page = 100
 
+    @admin.display(description="when", ordering="created_at")
+    def when(self, obj):
+        return obj.created_at.strftime("%m-%d %H:%M")
+
+    @admin.display(description="leaf", ordering="path")
+    def leaf(self, obj):
+        return one_line(obj.path)
+
+    @admin.display(description="outcome", ordering="status")
+    def outcome(self, obj):
+        return one_line(f"{obj.status} {obj.reason_code}".strip())
+
     @admin.display(description="old")
     def short_old(self, obj):
-        return _short(obj.old_value)
+        return one_line(obj.old_value)
 
     @admin.display(description="new")
     def short_new(self, obj):
-        return _short(obj.new_value)
+        return one_line(obj.new_value)
 
     @admin.display(description="from the user's words")
     def short_source(self, obj):
-        return _short(obj.source_text) if obj.source_text else ""
+        return one_line(obj.source_text) if obj.source_text else ""
 
     @admin.display(description="old")
     def masked_old(self, obj):
-        return _short(masked_record(obj).old_value)
+        return one_line(masked_record(obj).old_value)
 
     @admin.display(description="new")
     def masked_new(self, obj):
-        return _short(masked_record(obj).new_value)
+        return one_line(masked_record(obj).new_value)
 
     @admin.display(description="from the user's words")
     def masked_source(self, obj):
@@ -164,16 +177,18 @@ class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve
     @admin.display(description="actor")
     def actor(self, obj):
         if obj.actor_kind == "model":
-            return f"model {obj.model_id} {obj.model_version} / prompt {obj.prompt_version}".strip()
-        return f"{obj.actor_kind} {obj.actor_name}"
+            return one_line(f"model {obj.model_id} {obj.model_version} / prompt {obj.prompt_version}".strip())
+        return one_line(f"{obj.actor_kind} {obj.actor_name}")
 
     @admin.display(description="version", ordering="version__number")
     def version_number(self, obj):
         return f"v{obj.version.number}" if obj.version_id else f"(on v{obj.base_version})"
 
     def lookup_allowed(self, lookup, value, request=None):
-        # The subject page links here filtered to one subject.
-        return lookup == "subject__id__exact" or super().lookup_allowed(lookup, value, request)
+        # The subject page links here filtered to one subject, a leaf's history to one path.
+        return lookup in ("subject__id__exact", "path", "path__exact") or super().lookup_allowed(
+            lookup, value, request
+        )
 
     def has_review_permission(self, request):
         return request.user.has_perm("memory.change_oprecord")
@@ -182,17 +197,8 @@ class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve
 admin.site.register(OpRecord, OpRecordAdmin)
 
 
-@admin.register(ReviewItem)
-class ReviewQueueAdmin(OpRecordAdmin):
-    """Only what waits for a moderator."""
-
-    list_filter = ("reason_code", "op_type", ("subject__tenant", admin.RelatedOnlyFieldListFilter))
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(status=OpRecord.Status.PENDING_REVIEW)
-
-
-def _short(text, limit=60):
+def one_line(text):
+    """One line, cut with an ellipsis by the list's style; the whole text on hover."""
     if text is None:
         return "—"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return format_html('<span class="pt-cut" title="{}">{}</span>', text, text)

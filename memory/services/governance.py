@@ -19,10 +19,10 @@ from django.utils import timezone
 
 from memory import selectors
 from memory.engine.gate import GatePolicy, gate
-from memory.engine.ops import Op
+from memory.engine.ops import Op, OpType
 from memory.engine.tree import apply
 from memory.models import OpRecord, TreeVersion
-from memory.services import ServiceError
+from memory.services import ServiceError, VersionConflict
 from memory.services.tree import write_version
 from memory.services.tree_plan import _send, schedule_follow_up
 from memory.services.tree_store import lock_subject
@@ -121,6 +121,49 @@ def ops_review_approve(*, op_ids: Iterable[int], user, note: str = "") -> list[R
             )
             outcomes.append(ReviewOutcome(subject_id, version, tuple(approved), tuple(refused)))
     return outcomes
+
+
+def op_review_approve(
+    *, op_id: int, user, base_version: int, path: str | None = None, value: str | None = None, note: str = ""
+) -> ReviewOutcome:
+    """Approve one held op as the moderator saw it (the review page), optionally corrected.
+
+    ``base_version`` is the head the moderator decided on: if the tree moved since, nothing changes
+    and :class:`VersionConflict` is raised. ``path`` / ``value`` (when given and different) move the
+    op to another leaf and/or change its value first; the op becomes an ADD on an empty leaf, an
+    UPDATE on a filled one, and the correction is kept in the record's detail. If the gate refuses
+    the result (unknown leaf, over budget...) nothing is written and :class:`ServiceError` says why:
+    the item stays in the queue."""
+    with transaction.atomic():
+        subject_id = OpRecord.objects.filter(pk=op_id).values_list("subject_id", flat=True).first()
+        if subject_id is None:
+            raise ServiceError("No such op.", field="op_id", code="not_found")
+        locked = lock_subject(subject_id)
+        record = OpRecord.objects.select_for_update().get(pk=op_id)
+        if record.status != OpRecord.Status.PENDING_REVIEW:
+            raise ServiceError(f"This op was already decided ({record.status}).", field="op_id")
+        if base_version != locked.head_version:
+            raise VersionConflict(locked.head_version, base_version)
+        path = (path or record.path).strip()
+        value = record.new_value if value is None else value.strip()
+        if (path, value) != (record.path, record.new_value):
+            _correct(record, path, value, selectors.tree_current(locked), user)
+        outcome = ops_review_approve(op_ids=[op_id], user=user, note=note or "approved in the admin")[0]
+        if outcome.rejected:
+            refused = outcome.rejected[0]
+            raise ServiceError(f"Not approved: {refused.reason_code}: {refused.detail}", field="value")
+    return outcome
+
+
+def _correct(record: OpRecord, path: str, value: str | None, tree, user) -> None:
+    was = f"{record.op_type} {record.path} = {record.new_value!r}"
+    if value:
+        record.op_type = str(OpType.UPDATE if tree.get(path) is not None else OpType.ADD)
+    elif record.op_type != OpType.DELETE or path != record.path:
+        raise ServiceError("Give the value to approve (or decline the op).", field="value")
+    record.path, record.new_value = path, value or None
+    record.detail = f"{record.detail}; corrected by {user.get_username()} (was {was})".lstrip("; ")
+    record.save(update_fields=["op_type", "path", "new_value", "detail"])
 
 
 def ops_review_decline(*, op_ids: Iterable[int], user, note: str) -> int:
