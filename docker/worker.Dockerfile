@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# PersonaTree Celery worker (queues `ingest` and `index`) and Flower. Build from the repository root:
+# PersonaTree Celery worker (queues `ingest`, `index` and `webhooks`) and Flower. Build from the repository root:
 #   docker build -f docker/worker.Dockerfile -t personatree-worker:0.1.0 .
 # One image, one queue per container: the compose file and docs/DEPLOY.md pick the queue with -Q.
 FROM python:3.11.11-slim-bookworm
@@ -30,4 +30,4 @@ RUN pip install -c requirements/lock.txt --extra-index-url "${TORCH_INDEX_URL}" 
     && mkdir -p /data && chown -R app:app /data
 
 USER 10001:10001
-CMD ["celery", "-A", "personatree_site", "worker", "-Q", "ingest,index", "--concurrency", "2", "--loglevel", "INFO"]
+CMD ["celery", "-A", "personatree_site", "worker", "-Q", "ingest,index,webhooks", "--concurrency", "2", "--loglevel", "INFO"]

@@ -151,6 +151,8 @@ class WebhookSettings(_Section):
     max_attempts: PositiveInt = Field(alias="WEBHOOK_MAX_ATTEMPTS")
     timeout_s: PositiveFloat = Field(alias="WEBHOOK_TIMEOUT_S")
     allow_private_targets: bool = Field(alias="WEBHOOK_ALLOW_PRIVATE_TARGETS")
+    max_endpoints_per_tenant: PositiveInt = Field(alias="WEBHOOK_MAX_ENDPOINTS_PER_TENANT")
+    max_concurrent_per_tenant: PositiveInt = Field(alias="WEBHOOK_MAX_CONCURRENT_PER_TENANT")
 
 
 class OpsSettings(_Section):

@@ -15,6 +15,8 @@ Receivers (connected by other apps, e.g. ``workers`` for evidence indexing and
   version:int|None)`` after a moderator decided held ops of one subject (``decision`` is
   ``"approved"`` or ``"declined"``; ``rejected`` counts approved ops the re-gate refused;
   ``version`` is the version an approval produced, which also sends ``version_applied``).
+- ``chunk_failed(sender, chunk_id:int)`` after a chunk was given up for good (out of attempts or
+  not retryable); ``workers`` sends the ``ingest.failed`` webhook event.
 - ``chunks_ready(sender, tenant_id:int|None)`` after chunks became ready for the
   MemListener (ingest, flush, re-queue); ``workers`` answers by requesting a dispatch, so
   the services never import the workers.
@@ -29,3 +31,4 @@ subject_erased = Signal()
 ops_pending_review = Signal()
 review_decided = Signal()
 chunks_ready = Signal()
+chunk_failed = Signal()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 import uuid
 
@@ -13,9 +14,10 @@ class WebhookEndpoint(models.Model):
     """A URL of a tenant's that is sent signed events (``memory/services/webhooks.py``, docs/WEBHOOKS.md).
 
     ``secret`` signs every delivery (HMAC-SHA256); it is generated here, shown once by the API, and
-    kept in clear because signing needs it."""
+    kept in clear because signing needs it. It follows the Standard Webhooks convention: ``whsec_``
+    then the standard base64 of 24 random bytes (the bytes are the HMAC key of ``webhook-signature``)."""
 
-    EVENT_TYPES = ("version.applied", "review.decided", "subject.erased")
+    EVENT_TYPES = ("version.applied", "review.decided", "subject.erased", "ingest.failed")
     SECRET_PREFIX = "whsec_"
 
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
@@ -38,7 +40,7 @@ class WebhookEndpoint(models.Model):
 
     @classmethod
     def generate_secret(cls) -> str:
-        return f"{cls.SECRET_PREFIX}{secrets.token_urlsafe(32)}"
+        return f"{cls.SECRET_PREFIX}{base64.b64encode(secrets.token_bytes(24)).decode('ascii')}"
 
 
 class WebhookDelivery(models.Model):

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
@@ -53,6 +53,7 @@ from django.utils import timezone
 from memory import conf
 from memory.models import Chunk, Message, Subject, TreeVersion
 from memory.services.chunk_errors import safe_chunk_error
+from memory.signals import chunk_failed
 
 OPEN = (Chunk.Status.PENDING, Chunk.Status.PROCESSING, Chunk.Status.FAILED)
 
@@ -239,6 +240,8 @@ def chunk_release(
     updated = Chunk.objects.filter(
         pk=claim.chunk_id, status=Chunk.Status.PROCESSING, attempts=claim.token
     ).update(**fields)
+    if updated and give_up:  # for good: tell the receivers (the ingest.failed webhook) after commit
+        transaction.on_commit(lambda: chunk_failed.send(sender=Chunk, chunk_id=claim.chunk_id))
     return status if updated else ""
 
 

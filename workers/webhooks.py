@@ -1,40 +1,58 @@
 """Webhook deliveries: the store's signals become delivery rows, and a task POSTs each one.
 
 Receivers (connected at import; ``workers.apps`` imports this module): ``version_applied``,
-``review_decided`` and ``subject_erased`` are sent after the writing transaction committed; each
-receiver records one delivery per subscribed active endpoint of the subject's tenant
-(:mod:`memory.services.webhooks`) and sends ``workers.deliver_webhook(delivery_id)`` for it. A
-receiver never raises into the write that sent the signal: a failure is logged.
+``review_decided``, ``subject_erased`` and ``chunk_failed`` (the ``ingest.failed`` event) are sent
+after the writing transaction committed; each receiver records one delivery per subscribed active
+endpoint of the subject's tenant (:mod:`memory.services.webhooks`) and sends
+``workers.deliver_webhook(delivery_id)`` for it. A receiver never raises into the write that sent
+the signal: a failure is logged.
 
-``workers.deliver_webhook`` POSTs the signed event with httpx (no redirects followed, timeout
-``WEBHOOK_TIMEOUT_S``), records the attempt, and on a 5xx/408/429 answer, a timeout or a
-connection error raises :class:`WebhookRetry`, which Celery's autoretry retries with exponential
-backoff and jitter (``retry_backoff`` of ``BACKOFF_S``, capped at ``BACKOFF_MAX_S``) until ``WEBHOOK_MAX_ATTEMPTS``
+``workers.deliver_webhook`` runs on its own queue, ``webhooks`` (a slow receiver never holds an
+``ingest`` or ``index`` worker), and POSTs only while it holds one of the tenant's
+``WEBHOOK_MAX_CONCURRENT_PER_TENANT`` slots (:mod:`workers.webhook_slots`; without one it is sent
+again after :data:`SLOT_WAIT_S`, no attempt counted). Each attempt checks the URL again and connects
+to the address it checked (:mod:`workers.webhook_http`), records the attempt whatever happened, and
+on a 5xx/408/429 answer, a timeout, a connection error or the soft time limit raises
+:class:`WebhookRetry`, which Celery's autoretry retries with exponential backoff and jitter
+(``retry_backoff`` of ``BACKOFF_S``, capped at ``BACKOFF_MAX_S``) until ``WEBHOOK_MAX_ATTEMPTS``
 attempts were made; the attempt count kept in the database decides when it gives up, so a
-redelivered task (``acks_late``) never exceeds it. Any other answer ends the delivery. Receivers
-must de-duplicate on the event id (``PersonaTree-Delivery``): a worker that dies after the POST
-sends it again.
+redelivered task (``acks_late``) never exceeds it. A refused target or an invalid URL ends the
+delivery at once, as does any other answer. ``workers.sweep_webhooks`` (periodic) sends again the
+deliveries whose task was lost. Receivers must de-duplicate on the event id (``webhook-id``): a
+worker that dies after the POST sends it again.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 
 import httpx
+from celery.exceptions import SoftTimeLimitExceeded
 from django.dispatch import receiver
 
 from memory import conf
 from memory.services import webhooks as service
-from memory.signals import review_decided, subject_erased, version_applied
+from memory.services.webhook_targets import target_resolve
+from memory.signals import chunk_failed, review_decided, subject_erased, version_applied
+from workers import webhook_http
 from workers.base import pt_task, send, when_read
+from workers.webhook_slots import delivery_slot
 
 logger = logging.getLogger("personatree.webhooks")
 
+QUEUE = "webhooks"
 #: Retry n waits up to BACKOFF_S * 2**(n-1) seconds (full jitter), at most BACKOFF_MAX_S: with the
 #: default 6 attempts a receiver may be down for several minutes without losing an event.
 BACKOFF_S = 30
 BACKOFF_MAX_S = 600
+SOFT_TIME_LIMIT_S = 120
+#: A delivery without a free slot of its tenant is sent again after this long (plus jitter).
+SLOT_WAIT_S = 5.0
+#: A pending delivery with no attempt for this long lost its task (longer than any retry wait plus
+#: the task's hard time limit).
+ORPHAN_AFTER_S = BACKOFF_MAX_S + SOFT_TIME_LIMIT_S + 180
 
 
 class WebhookRetry(Exception):
@@ -45,45 +63,57 @@ def _max_retries() -> int:
     return conf.get().webhooks.max_attempts - 1
 
 
+def _attempt(outgoing) -> tuple[int | None, str, bool]:
+    """POST once: ``(status code or None, error, retryable)``; never raises but for interpreter exits."""
+    try:
+        target = target_resolve(outgoing.url, resolve=True)
+        status_code = webhook_http.post(
+            target, body=outgoing.body, headers=outgoing.headers, timeout_s=service.timeout_s()
+        )
+    except service.WebhookUrlRefused as exc:
+        return None, f"refused: {exc.message}", False
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError) as exc:
+        return None, f"invalid URL: {type(exc).__name__}", False
+    except httpx.TimeoutException as exc:
+        return None, f"timeout: {type(exc).__name__}", True
+    except httpx.TransportError as exc:  # the OS message may name the address: the type only
+        return None, f"connection error: {type(exc).__name__}", True
+    except SoftTimeLimitExceeded:
+        return None, "time limit: the attempt outlived the task's soft time limit", True
+    except Exception as exc:
+        logger.exception("webhook attempt failed unexpectedly")
+        return None, f"error: {type(exc).__name__}", True
+    ok = 200 <= status_code < 300
+    return status_code, "" if ok else f"HTTP {status_code}", service.retryable_status(status_code)
+
+
 @pt_task(
     name="workers.deliver_webhook",
-    queue="index",
-    soft_time_limit=120,
+    queue=QUEUE,
+    soft_time_limit=SOFT_TIME_LIMIT_S,
     max_retries=when_read(_max_retries),  # read when retrying, not at import (see when_read)
     retry_for=(WebhookRetry,),
     backoff=BACKOFF_S,
     backoff_max=BACKOFF_MAX_S,
 )
 def deliver_webhook(self, delivery_id: int) -> str:
-    """POST delivery ``delivery_id`` once; returns ``delivered``, ``failed`` or ``skipped`` (nothing
-    to send: delivered already, given up, or its endpoint deleted or deactivated)."""
+    """POST delivery ``delivery_id`` once; returns ``delivered``, ``failed``, ``deferred`` (no free
+    slot of its tenant: sent again shortly) or ``skipped`` (nothing to send: delivered already, given
+    up, or its endpoint deleted or deactivated)."""
     outgoing = service.webhook_delivery_prepare(delivery_id=int(delivery_id))
     if outgoing is None:
         return "skipped"
-    status_code: int | None = None
-    error, retryable = "", False
-    started = time.monotonic()
-    try:
-        service.url_check(outgoing.url, resolve=True)
-        # Streamed and closed unread: only the status matters, and a receiver's body can be any size.
-        with httpx.stream(
-            "POST",
-            outgoing.url,
-            content=outgoing.body,
-            headers=outgoing.headers,
-            timeout=service.timeout_s(),
-            follow_redirects=False,
-        ) as response:
-            status_code = response.status_code
-            retryable = service.retryable_status(status_code)
-            error = "" if response.is_success else f"HTTP {status_code}"
-    except service.WebhookUrlRefused as exc:
-        error = f"refused: {exc.message}"
-    except httpx.TimeoutException as exc:
-        error, retryable = f"timeout: {type(exc).__name__}", True
-    except httpx.TransportError as exc:
-        error, retryable = f"connection error: {type(exc).__name__}: {exc}", True
-    duration_ms = (time.monotonic() - started) * 1000
+    settings = conf.get().webhooks
+    ttl_s = SOFT_TIME_LIMIT_S + 60
+    with delivery_slot(outgoing.tenant_id, cap=settings.max_concurrent_per_tenant, ttl_s=ttl_s) as held:
+        if not held:
+            if not self.request.is_eager:  # eager (development): the sweep sends it again
+                wait = SLOT_WAIT_S * (1 + random.random())  # noqa: S311  (jitter, not a secret)
+                send(deliver_webhook, int(delivery_id), tenant_id=outgoing.tenant_id, countdown=wait)
+            return "deferred"
+        started = time.monotonic()
+        status_code, error, retryable = _attempt(outgoing)
+        duration_ms = (time.monotonic() - started) * 1000
     outcome = service.webhook_attempt_record(
         delivery_id=int(delivery_id),
         status_code=status_code,
@@ -94,6 +124,14 @@ def deliver_webhook(self, delivery_id: int) -> str:
     if outcome == "retry":
         raise WebhookRetry(f"delivery {delivery_id}: {error}")
     return outcome
+
+
+@pt_task(name="workers.sweep_webhooks", queue=QUEUE, soft_time_limit=60)
+def sweep_webhooks(self) -> dict:
+    """Send again the pending deliveries whose task was lost; close those out of attempts."""
+    queued = service.webhook_deliveries_orphaned(idle_s=ORPHAN_AFTER_S)
+    _deliver(queued)
+    return {"resent": len(queued)}
 
 
 def _deliver(queued) -> None:
@@ -132,3 +170,11 @@ def _on_subject_erased(sender, tenant_id: int, external_id: str, **_kwargs) -> N
         _deliver(service.webhook_event_subject_erased(tenant_id=tenant_id, external_id=external_id))
     except Exception:
         logger.exception("webhooks: subject.erased for tenant %s not queued", tenant_id)
+
+
+@receiver(chunk_failed, dispatch_uid="workers.webhooks.chunk_failed")
+def _on_chunk_failed(sender, chunk_id: int, **_kwargs) -> None:
+    try:
+        _deliver(service.webhook_event_ingest_failed(chunk_id=chunk_id))
+    except Exception:
+        logger.exception("webhooks: ingest.failed of chunk %s not queued", chunk_id)

@@ -8,8 +8,10 @@
 - ``POST /v1/webhooks/<id>/rotate-secret`` -> the endpoint with a new ``secret``, shown once;
 - ``GET /v1/webhooks/<id>/deliveries`` the endpoint's deliveries, newest first, with every attempt.
 
-A URL that is not http(s), holds credentials or targets a non-public address is a 400
-``invalid_url`` (:func:`memory.services.webhooks.url_check`). Another tenant's endpoint is a 404.
+A URL that is not http(s), holds credentials or targets a non-public address (in any form, or a
+name resolving to one) is a 400 ``invalid_url`` (:mod:`memory.services.webhook_targets`); a tenant
+at ``WEBHOOK_MAX_ENDPOINTS_PER_TENANT`` endpoints gets a 409 ``webhook_endpoint_limit``. Another
+tenant's endpoint is a 404.
 """
 
 from __future__ import annotations
@@ -98,7 +100,10 @@ class WebhookListView(_WebhookView):
         request=EndpointIn,
         responses={201: EndpointWithSecretOut},
         summary="Register a webhook endpoint (its secret is in this answer only)",
-        description="400 invalid_url for a URL that is not http(s) or does not reach a public address.",
+        description=(
+            "400 invalid_url for a URL that is not http(s) or does not reach a public address; "
+            "409 webhook_endpoint_limit when the tenant holds WEBHOOK_MAX_ENDPOINTS_PER_TENANT endpoints."
+        ),
     )
     def post(self, request):
         data = EndpointIn(data=request.data)

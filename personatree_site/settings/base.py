@@ -124,6 +124,9 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "PersonaTree API",
     "DESCRIPTION": "Long-term memory backend: ingest conversations, read a versioned PersonaTree, recall evidence.",
     "VERSION": "0.1.0",
+    "LICENSE": {"name": "Apache-2.0", "url": "https://www.apache.org/licenses/LICENSE-2.0"},
+    # Relative: the API is served by the host that serves the document (docs/openapi.json).
+    "SERVERS": [{"url": "/", "description": "The host serving this document."}],
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -165,6 +168,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "workers.reconcile_erasures",
         "schedule": env.float("PERSONATREE_ERASURE_RECONCILE_SECONDS", default=300.0),
         "options": {"queue": "index"},
+    },
+    # Re-sends webhook deliveries left pending by a lost task; closes those out of attempts.
+    "personatree-sweep-webhooks": {
+        "task": "workers.sweep_webhooks",
+        "schedule": env.float("PERSONATREE_WEBHOOK_SWEEP_SECONDS", default=300.0),
+        "options": {"queue": "webhooks"},
     },
     # Re-queues indexing of applied chunks whose messages are not confirmed in the evidence index.
     "personatree-reconcile-indexing": {
@@ -271,6 +280,9 @@ PERSONATREE = {
     "WEBHOOK_MAX_ATTEMPTS": env.int("PERSONATREE_WEBHOOK_MAX_ATTEMPTS", default=6),
     "WEBHOOK_TIMEOUT_S": env.float("PERSONATREE_WEBHOOK_TIMEOUT_S", default=10.0),
     "WEBHOOK_ALLOW_PRIVATE_TARGETS": env.bool("PERSONATREE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False),
+    # Per tenant: endpoints it may register (409 above), deliveries POSTed at once (others wait).
+    "WEBHOOK_MAX_ENDPOINTS_PER_TENANT": env.int("PERSONATREE_WEBHOOK_MAX_ENDPOINTS_PER_TENANT", default=20),
+    "WEBHOOK_MAX_CONCURRENT_PER_TENANT": env.int("PERSONATREE_WEBHOOK_MAX_CONCURRENT_PER_TENANT", default=4),
     # Operations (personatree_site/ops, docs/DEPLOY.md "Operations"): /metrics is off unless enabled
     # (local.py turns it on); with a token set it also needs `Authorization: Bearer <token>`.
     "METRICS_ENABLED": env.bool("PERSONATREE_METRICS_ENABLED", default=False),

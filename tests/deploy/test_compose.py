@@ -132,7 +132,7 @@ def test_one_worker_service_per_celery_queue(resolved):
         cmd = svc.get("command") or []
         if cmd[:4] == ["celery", "-A", "personatree_site", "worker"]:
             queues[name] = cmd[cmd.index("-Q") + 1]
-    assert queues == {"worker-ingest": "ingest", "worker-index": "index"}
+    assert queues == {"worker-ingest": "ingest", "worker-index": "index", "worker-webhooks": "webhooks"}
 
 
 def test_exactly_one_beat(resolved):

@@ -150,7 +150,7 @@ def test_cmd_is_a_real_entry_point_installed_in_the_image(path):
         app = cmd[cmd.index("-A") + 1]
         assert module_defines(f"{app}.celery", "app"), f"{path.name}: no Celery app in {app}/celery.py"
         queues = cmd[cmd.index("-Q") + 1].split(",")
-        assert queues == ["ingest", "index"]
+        assert queues == ["ingest", "index", "webhooks"]
     elif exe == "serve":
         assert "ray[serve]" in dists, f"{path.name}: runs `serve` without the serve extra"
         assert cmd[1] == "run"

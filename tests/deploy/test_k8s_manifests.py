@@ -59,6 +59,7 @@ def test_manifest_has_every_django_tier(docs):
         ("Deployment", "personatree-web"),
         ("Deployment", "personatree-worker-index"),
         ("Deployment", "personatree-worker-ingest"),
+        ("Deployment", "personatree-worker-webhooks"),
         ("Job", "personatree-migrate-0-1-0"),
         ("Service", "personatree-web"),
     ]
@@ -82,6 +83,7 @@ def test_one_worker_deployment_per_queue_running_our_celery_app(docs):
     assert queues == {
         "personatree-worker-ingest/worker": "ingest",
         "personatree-worker-index/worker": "index",
+        "personatree-worker-webhooks/worker": "webhooks",
     }
     assert module_defines("personatree_site.celery", "app")
 

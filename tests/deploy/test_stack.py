@@ -80,7 +80,7 @@ def test_procfile_runs_every_tier():
     worker = next(
         line for line in (ROOT / "Procfile.stack").read_text().splitlines() if line.startswith("worker:")
     )
-    assert "-Q ingest,index" in worker and "--beat" in worker
+    assert "-Q ingest,index,webhooks" in worker and "--beat" in worker
 
 
 def test_unknown_command_is_a_clear_error():

@@ -44,6 +44,12 @@ def eager_retries():
 
 
 @pytest.fixture
+def commit(django_capture_on_commit_callbacks):
+    """Run what the store does after commit (signals -> deliveries -> eager task) at block exit."""
+    return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+@pytest.fixture
 def allow_loopback(settings):
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_ALLOW_PRIVATE_TARGETS": True}
     return settings

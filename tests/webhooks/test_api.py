@@ -151,9 +151,9 @@ def test_delivery_time_check_refuses_names_resolving_inside(settings, monkeypatc
         "getaddrinfo",
         lambda host, port, *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.5", port))],
     )
-    assert url_check(PUBLIC) == PUBLIC  # the form is fine at registration
-    with pytest.raises(WebhookUrlRefused, match="not public"):
-        url_check(PUBLIC, resolve=True)
+    for resolve in (False, True):  # refused at registration and again at every attempt
+        with pytest.raises(WebhookUrlRefused, match="public address"):
+            url_check(PUBLIC, resolve=resolve)
     monkeypatch.setattr(
         socket,
         "getaddrinfo",
@@ -196,7 +196,9 @@ def test_good_urls_are_accepted(admin_client, settings):
         "https://93.184.215.14/x",
     ):
         assert create(admin_client, url=url).status_code == 201, url
-    # A name is resolved and checked at each delivery, not here.
-    assert create(admin_client, url="http://receiver_1:8080/hook").status_code == 201
+    # A name that does not resolve (yet) is accepted here; each delivery resolves and checks it.
+    assert create(admin_client, url="http://receiver-1.example.net:8080/hook").status_code == 201
+    # A one-label name only resolves inside (search domains, container names): refused.
+    assert create(admin_client, url="http://receiver_1:8080/hook").status_code == 400
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_ALLOW_PRIVATE_TARGETS": True}
     assert create(admin_client, url="http://localhost:8080/hook").status_code == 201

@@ -36,12 +36,6 @@ def documented_verify():
 verify = documented_verify()
 
 
-@pytest.fixture
-def commit(django_capture_on_commit_callbacks):
-    """Run what the store does after commit (signals -> deliveries -> eager task) at block exit."""
-    return lambda: django_capture_on_commit_callbacks(execute=True)
-
-
 def apply_seed(subject, commit):
     with commit():
         return tree_apply_ops(

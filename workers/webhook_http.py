@@ -1,0 +1,39 @@
+"""One webhook POST to the address that was checked (``memory.services.webhook_targets``).
+
+The request goes to the pinned IP address in the URL, with the ``Host`` header of the original
+host and, for https, that host as the TLS server name (httpx's ``sni_hostname`` request extension,
+which httpcore passes to ``ssl`` as ``server_hostname``: SNI and the certificate check both use
+the name). httpx therefore never resolves the name itself, and a DNS answer that changes between
+the check and the connection cannot steer the POST inside. Redirects are not followed; the answer's
+body is never read, only its status.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from memory.services.webhook_targets import Target, literal_address
+
+
+def pinned(target: Target) -> tuple[httpx.URL, dict[str, str], dict[str, str]]:
+    """The URL to connect to, the headers to add and the request extensions for ``target``."""
+    if target.address is None:  # private targets allowed: httpx resolves the name itself
+        return target.url, {}, {}
+    literal = f"[{target.address}]" if ":" in target.address else target.address
+    url = target.url.copy_with(host=literal)
+    headers = {"Host": target.url.netloc.decode("ascii")}
+    named = literal_address(target.host) is None
+    extensions = {"sni_hostname": target.host.rstrip(".")} if target.url.scheme == "https" and named else {}
+    return url, headers, extensions
+
+
+def post(target: Target, *, body: bytes, headers: dict[str, str], timeout_s: float) -> int:
+    """POST ``body`` to ``target``; the answer's status code (httpx errors propagate)."""
+    url, extra_headers, extensions = pinned(target)
+    with (
+        httpx.Client(timeout=timeout_s, follow_redirects=False) as client,
+        client.stream(
+            "POST", url, content=body, headers={**headers, **extra_headers}, extensions=extensions
+        ) as response,
+    ):
+        return response.status_code
