@@ -14,7 +14,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_AUTH_MODE := disabled
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: help venv lock lint test test-sqlite test-unit test-integration bench soak demo serve migrate clean
+.PHONY: help venv lock browser lint test test-sqlite test-unit test-integration bench soak demo serve migrate clean
 
 help:
 	@echo "make demo   - install, migrate and run the pipeline on the embedded default"
@@ -46,7 +46,12 @@ lint: venv
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
-test: venv model
+# Debian's chromium for the browser tests (tests/browser; Playwright uses it, downloads no browser).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+	  || echo "chromium could not be installed: the browser tests will skip, saying so"
+
+test: venv model browser
 	$(MAKE) lint
 	$(VENV)/bin/pytest
 	$(MAKE) test-sqlite
