@@ -6,6 +6,10 @@ a group they belong to: the special tier's ``memory.view_special_tier`` (and eve
 superuser) was one click away. Here, for users who are not superusers, ``is_superuser``, ``groups``
 and ``user_permissions`` of a user and ``permissions`` of a group are read-only, and superuser
 accounts (their page and their password) can be changed only by superusers.
+
+Nor may a staff user who is not a superuser change or delete (page or password) another staff user
+(another moderator: taking over their account would use their grants), or any user holding a
+permission they do not hold themselves (issue 24). Their own account stays theirs to edit.
 """
 
 from __future__ import annotations
@@ -26,9 +30,26 @@ class SuperuserGrantsUserAdmin(UserAdmin):
         return (*fields, "is_superuser", "groups", "user_permissions")
 
     def has_change_permission(self, request, obj=None):
-        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+        if obj is not None and not _may_manage(request.user, obj):
             return False
         return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is not None and not _may_manage(request.user, obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+
+def _may_manage(actor, user) -> bool:
+    """May ``actor`` change or delete ``user`` (the page, the password)? A superuser may; anyone
+    else only themselves, or a user who is not staff and holds no permission ``actor`` lacks."""
+    if actor.is_superuser:
+        return True
+    if user.pk == actor.pk:
+        return True
+    if user.is_superuser or user.is_staff:
+        return False
+    return user.get_all_permissions() <= actor.get_all_permissions()
 
 
 class SuperuserGrantsGroupAdmin(GroupAdmin):
