@@ -9,6 +9,9 @@
   (``memory.api.base.TenantScopedView``): an HMAC of the tenant and external id under the
   ``SECRET_KEY``, so one subject's lines can be found (compute the hash of its id) while the logs
   hold no external id. Logs never hold message text.
+- :class:`RedactFilter` cuts the ``DETAIL``/``CONTEXT`` values of PostgreSQL errors out of every
+  line, message and traceback alike: they quote the row (``Key (external_id)=(alice) already
+  exists``, the failing value of a cast), i.e. tenant and subject data.
 - Celery: :func:`install_celery_hooks` stamps the request id into the headers of every task
   published during a request (``pt_request_id``) and binds it, the tenant (``pt_tenant``), the
   task name and the task id while the task runs; an eager task keeps its request's context.
@@ -105,6 +108,34 @@ class ContextFilter(logging.Filter):
         return True
 
 
+#: ``DETAIL: ...`` / ``CONTEXT: ...`` up to the end of the line, or of the repr that holds it.
+_DB_DETAIL = re.compile(r"(?:(?<=\\n)|(?<!\w))(DETAIL|CONTEXT|WHERE):[^\n]*?(?=\\n|\n|$)", re.MULTILINE)
+
+
+def redact_db_detail(text: str) -> str:
+    """``text`` without the values of PostgreSQL's ``DETAIL``/``CONTEXT`` (also ``WHERE``) lines."""
+    return _DB_DETAIL.sub(r"\1: [redacted]", text) if ":" in text else text
+
+
+class RedactFilter(logging.Filter):
+    """Drops database error details from a record's message and traceback (module docstring)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: leave it to the formatter to report
+            return True
+        redacted = redact_db_detail(message)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            # Formatters print exc_text when exc_info is gone (the JSON one too): the redacted text.
+            record.exc_text, record.exc_info = redact_db_detail(record.exc_text), None
+        return True
+
+
 class JsonFormatter(_JsonFormatter):
     """One JSON object a line: time, level, logger, message, the context values, extras."""
 
@@ -126,10 +157,17 @@ def logging_config(log_format: str = "plain", level: str = "INFO") -> dict:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "filters": {"context": {"()": "personatree_site.ops.logging.ContextFilter"}},
+        "filters": {
+            "context": {"()": "personatree_site.ops.logging.ContextFilter"},
+            "redact": {"()": "personatree_site.ops.logging.RedactFilter"},
+        },
         "formatters": {"default": formatter},
         "handlers": {
-            "console": {"class": "logging.StreamHandler", "formatter": "default", "filters": ["context"]}
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": "default",
+                "filters": ["context", "redact"],
+            }
         },
         "root": {"handlers": ["console"], "level": level},
         "loggers": {"django.db.backends": {"level": "WARNING"}},
