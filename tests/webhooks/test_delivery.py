@@ -25,9 +25,11 @@ ALL = ["version.applied", "review.decided", "subject.erased"]
 
 
 def documented_verify():
-    """The receiver's check exactly as docs/WEBHOOKS.md shows it (its first Python block, run here)."""
+    """The receiver's check exactly as docs/WEBHOOKS.md shows it (its Python block defining ``verify``,
+    run here)."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "WEBHOOKS.md").read_text(encoding="utf-8")
-    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    blocks = [part.split("```", 1)[0] for part in text.split("```python\n")[1:]]
+    (code,) = [block for block in blocks if "def verify(" in block]
     namespace: dict = {}
     exec(compile(code, "docs/WEBHOOKS.md", "exec"), namespace)
     return namespace["verify"]

@@ -105,3 +105,24 @@ def test_a_chunk_released_for_another_try_sends_nothing(receiver, commit):
         assert chunk_release(claim, error="TimeoutError", retryable=True) == Chunk.Status.PENDING
 
     assert receiver.requests == []
+
+
+def test_the_documented_library_call_verifies_a_real_delivery(receiver, commit):
+    """docs/WEBHOOKS.md's Python example for the Standard Webhooks library, run against a delivery."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "WEBHOOKS.md").read_text(encoding="utf-8")
+    blocks = [part.split("```", 1)[0] for part in text.split("```python\n")[1:]]
+    (example,) = [block for block in blocks if "standardwebhooks" in block]
+    tenant = TenantFactory()
+    _, secret = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    apply_seed(SubjectFactory(tenant=tenant), commit)
+    (request,) = receiver.requests
+
+    namespace = {"secret": secret, "raw_body": request.body, "request_headers": request.headers}
+    exec(compile(example, "docs/WEBHOOKS.md", "exec"), namespace)
+
+    assert namespace["event"]["type"] == "version.applied"
+    namespace["raw_body"] = request.body.replace(b"version.applied", b"version.Applied")
+    with pytest.raises(WebhookVerificationError):
+        exec(compile(example, "docs/WEBHOOKS.md", "exec"), namespace)
