@@ -2,7 +2,9 @@
 
 Called by the Celery tasks in `workers/indexing.py` (which only pass ids). Rows
 get deterministic primary keys (tenant, subject, unit start seq), so re-running
-a span upserts the same rows: the tasks are idempotent.
+a span upserts the same rows: the tasks are idempotent. An erasure committed
+before the upsert, or during it, leaves no row behind (the subject is checked
+after embedding and again after the upsert, whose rows are then deleted).
 """
 
 from __future__ import annotations
@@ -64,7 +66,22 @@ def evidence_index_span(*, subject_id: int, start_seq: int, end_seq: int, index=
         )
         for i, u in enumerate(units)
     ]
-    return index.upsert(rows)
+    # Erasure wins every race (issue 24): the subject may have been erased, and its vectors purged,
+    # while its units were embedded. Not written if it is gone now; and if it goes during the
+    # upsert, its purge may have run before the rows landed: they are deleted again here.
+    if not _exists(subject_id):
+        logger.info("index span dropped: subject %s erased while it was embedded", subject_id)
+        return 0
+    written = index.upsert(rows)
+    if not _exists(subject_id):
+        index.delete_subject(subject.tenant_id, subject_id)
+        logger.info("index span withdrawn: subject %s erased during its upsert", subject_id)
+        return 0
+    return written
+
+
+def _exists(subject_id: int) -> bool:
+    return Subject.objects.filter(pk=subject_id).exists()
 
 
 def evidence_erase(*, tenant_id: int, subject_id: int, index=None) -> int:
