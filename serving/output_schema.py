@@ -2,8 +2,10 @@
 
 ``path`` is an enum of the schema's leaves, so a constrained engine (vLLM structured outputs,
 llama.cpp grammar from JSON schema, OpenAI ``response_format``) cannot emit an unknown path.
-The list is capped (``MAX_OPS``) and every value is capped at the largest leaf budget; the gate
-still checks each leaf's own budget. The root is an object (``{"ops": [...]}``) because several
+The list is capped (``MAX_OPS``) and every value is capped at the largest leaf budget, and never
+above ``MAX_VALUE_CHARS`` whatever a tenant's schema says (a grammar's size grows with
+``maxLength``, and one MemListener serves every tenant); the gate still checks each leaf's own
+budget. The root is an object (``{"ops": [...]}``) because several
 structured-output implementations refuse array roots.
 """
 
@@ -15,12 +17,15 @@ from typing import Any
 from memory.engine.schema import Schema
 
 MAX_OPS = 12
+#: Largest ``maxLength`` of a value in any generated output schema (the default schema's largest
+#: budget is 300; a value over its leaf's budget is refused by the gate anyway).
+MAX_VALUE_CHARS = 400
 
 
 @functools.lru_cache(maxsize=32)
 def _cached(schema: Schema, max_ops: int) -> dict[str, Any]:
     paths = list(schema.paths)
-    max_len = max(leaf.budget for leaf in schema.leaves)
+    max_len = min(max(leaf.budget for leaf in schema.leaves), MAX_VALUE_CHARS)
     write = {
         "type": "object",
         "properties": {
@@ -77,6 +82,7 @@ def pointer_list_schema(n_sentences: int, n_leaves: int, *, max_ops: int = MAX_O
     chunk only (integer enums), so a constrained engine cannot point outside the chunk.
     Property order matters: grammar-constrained engines emit properties in schema order, and
     ``op`` comes first in every variant, as models write it."""
+    max_len = max(1, min(max_len, MAX_VALUE_CHARS))
     sentence = {"type": "integer", "enum": list(range(1, n_sentences + 1))}
     leaf = {"type": "integer", "enum": list(range(1, n_leaves + 1))}
     write = {

@@ -33,6 +33,12 @@ keys in a file), an inner node carrying leaf fields or a leaf that is a prefix o
 unknown budget, an unknown tier, and ``aliases``/``examples`` that are not lists of short
 non-empty strings (at most :data:`MAX_ALIASES` aliases of :data:`MAX_ALIAS_CHARS` characters, at
 most :data:`MAX_EXAMPLES` examples of :data:`MAX_EXAMPLE_CHARS`) or a ``single`` that is not a bool.
+
+Limits, so that no schema turns into a prompt, a grammar or a row the system cannot handle: a budget
+of at most :data:`MAX_BUDGET` characters, a path of at most :data:`MAX_PATH_CHARS` characters (the op
+log's column) and :data:`MAX_DEPTH` segments, a description of at most :data:`MAX_DESCRIPTION_CHARS`,
+and no NUL character or lone surrogate in any string of the document, keys included
+(:func:`check_text`).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -55,6 +62,7 @@ __all__ = [
     "Schema",
     "SchemaError",
     "load_schema",
+    "check_text",
     "canonical_json",
     "document_digest",
     "schema_from_document",
@@ -78,6 +86,12 @@ MAX_ALIASES = 24
 MAX_ALIAS_CHARS = 40
 MAX_EXAMPLES = 6
 MAX_EXAMPLE_CHARS = 120
+MAX_BUDGET = 4000  # characters of one leaf's value
+MAX_PATH_CHARS = 300  # OpRecord.path's column
+MAX_DEPTH = 8  # segments of a path (the nested form's depth)
+MAX_DESCRIPTION_CHARS = 500
+_LIMITS: ContextVar[bool] = ContextVar("schema_limits", default=True)
+_BAD_TEXT = re.compile(r"[\x00\ud800-\udfff]")
 
 
 class SchemaError(ValueError):
@@ -176,6 +190,24 @@ def _ancestors_and_self(path: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+def check_text(value: Any, where: str = "schema") -> None:
+    """Refuse (``SchemaError``) a NUL character or a lone surrogate in any string of ``value``
+    (keys included, nested containers walked without recursion): neither can be stored in
+    PostgreSQL or encoded as UTF-8."""
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        at, item = stack.pop()
+        if isinstance(item, str):
+            if _BAD_TEXT.search(item):
+                raise SchemaError(f"{at}: text holds a NUL character or a lone surrogate")
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                stack.append((at, key))
+                stack.append((f"{at}/{key}" if isinstance(key, str) else at, child))
+        elif isinstance(item, list | tuple):
+            stack.extend((at, child) for child in item)
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -207,6 +239,8 @@ def _resolve_budget(path: str, raw: Any, budgets: Mapping[str, int]) -> int:
         return budgets[raw]
     if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
         raise SchemaError(f"{path}: budget must be a positive integer, got {raw!r}")
+    if raw > MAX_BUDGET and _LIMITS.get():
+        raise SchemaError(f"{path}: budget {raw} is over the limit of {MAX_BUDGET} characters")
     return raw
 
 
@@ -216,12 +250,12 @@ def _make_leaf(path: str, spec: Any, budgets: Mapping[str, int], default_tier: s
     extra = set(spec) - _LEAF_FIELDS - {"path"}
     if extra:
         raise SchemaError(f"{path}: inner node carries leaf fields, or unknown leaf fields {sorted(extra)}")
-    for segment in path.split("/"):
-        if not _SEGMENT.fullmatch(segment):
-            raise SchemaError(f"{path}: path segment {segment!r} is not lower_snake")
+    _check_path(path)
     description = spec.get("description")
     if not isinstance(description, str) or not description.strip():
         raise SchemaError(f"{path}: description must be a non-empty string")
+    if len(description) > MAX_DESCRIPTION_CHARS and _LIMITS.get():
+        raise SchemaError(f"{path}: description is longer than {MAX_DESCRIPTION_CHARS} characters")
     if "budget" not in spec:
         raise SchemaError(f"{path}: leaf has no budget")
     budget = _resolve_budget(path, spec["budget"], budgets)
@@ -234,6 +268,17 @@ def _make_leaf(path: str, spec: Any, budgets: Mapping[str, int], default_tier: s
     if not isinstance(single, bool):
         raise SchemaError(f"{path}: single must be true or false, got {single!r}")
     return Leaf(path, " ".join(description.split()), budget, tier, aliases, examples, single)
+
+
+def _check_path(path: str) -> None:
+    segments = path.split("/")
+    if _LIMITS.get() and len(path) > MAX_PATH_CHARS:
+        raise SchemaError(f"{path[:40]}...: path is longer than {MAX_PATH_CHARS} characters")
+    if _LIMITS.get() and len(segments) > MAX_DEPTH:
+        raise SchemaError(f"{path[:40]}...: path is deeper than {MAX_DEPTH} segments")
+    for segment in segments:
+        if not _SEGMENT.fullmatch(segment):
+            raise SchemaError(f"{path}: path segment {segment!r} is not lower_snake")
 
 
 def _short_strings(path: str, name: str, raw: Any, most: int, chars: int) -> tuple[str, ...]:
@@ -255,7 +300,9 @@ def _short_strings(path: str, name: str, raw: Any, most: int, chars: int) -> tup
     return tuple(out)
 
 
-def _walk(node: Mapping[str, Any], prefix: str, out: list[tuple[str, Any]]) -> None:
+def _walk(node: Mapping[str, Any], prefix: str, out: list[tuple[str, Any]], depth: int = 1) -> None:
+    if depth > MAX_DEPTH and _LIMITS.get():
+        raise SchemaError(f"{prefix[:40]}...: the tree is deeper than {MAX_DEPTH} levels")
     for name, child in node.items():
         path = f"{prefix}/{name}" if prefix else name
         if not isinstance(child, Mapping):
@@ -268,12 +315,23 @@ def _walk(node: Mapping[str, Any], prefix: str, out: list[tuple[str, Any]]) -> N
             stray = _LEAF_FIELDS & set(child)
             if stray:
                 raise SchemaError(f"{path}: inner node carries a value ({', '.join(sorted(stray))})")
-            _walk(child, path, out)
+            _walk(child, path, out, depth + 1)
 
 
-def load_schema(source: str | Path | Mapping[str, Any]) -> Schema:
-    """Load and validate a schema from a file path or an already-decoded mapping."""
+def load_schema(source: str | Path | Mapping[str, Any], *, limits: bool = True) -> Schema:
+    """Load and validate a schema from a file path or an already-decoded mapping. ``limits=False``
+    skips the size limits (budget, description, path length and depth) for a document stored before
+    they existed; everything else is checked either way."""
     data = source if isinstance(source, Mapping) else _read(source)
+    check_text(data)
+    token = _LIMITS.set(limits)
+    try:
+        return _load(data)
+    finally:
+        _LIMITS.reset(token)
+
+
+def _load(data: Mapping[str, Any]) -> Schema:
     schema_id = data.get("id")
     if not isinstance(schema_id, str) or not _SCHEMA_ID.fullmatch(schema_id):
         raise SchemaError(f"schema id must be a lowercase slug, got {schema_id!r}")
@@ -349,7 +407,7 @@ def schema_from_document(document: Mapping[str, Any]) -> tuple[Schema, str]:
         if schema is not None:
             _parsed.move_to_end(digest)
             return schema, digest
-    schema = load_schema(document)
+    schema = load_schema(document, limits=False)  # stored documents; uploads are checked in full
     with _parsed_lock:
         _parsed[digest] = schema
         while len(_parsed) > MAX_PARSED_DOCUMENTS:

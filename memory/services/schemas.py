@@ -23,6 +23,7 @@ from memory import selectors
 from memory.engine.schema import (
     SCHEMA_DIR,
     SchemaError,
+    check_text,
     document_digest,
     get_schema,
     load_schema,
@@ -58,7 +59,13 @@ def schema_upload(*, tenant: Tenant, document: Any, created_by: str = "") -> tup
     document."""
     if not isinstance(document, Mapping):
         raise ServiceError("The schema must be a JSON object.", field="document")
-    size = len(json.dumps(document, ensure_ascii=False).encode("utf-8"))
+    try:  # before anything encodes the document: a lone surrogate cannot be encoded as UTF-8
+        check_text(document, "document")
+        size = len(json.dumps(document, ensure_ascii=False).encode("utf-8"))
+    except SchemaError as exc:
+        raise ServiceError(f"Invalid schema: {exc}", field="document") from exc
+    except RecursionError as exc:
+        raise ServiceError("Invalid schema: the document is nested too deeply.", field="document") from exc
     if size > MAX_DOCUMENT_BYTES:
         raise SchemaTooLarge(
             f"The schema is {size} bytes; at most {MAX_DOCUMENT_BYTES} are accepted.", field="document"
