@@ -21,8 +21,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+import threading
 from dataclasses import dataclass
 
 import httpx
@@ -40,8 +39,6 @@ _NUMERIC = re.compile(r"[0-9a-fx.]+")
 _NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _COMPAT = ipaddress.ip_network("::/96")
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain", ".home.arpa")
-
-_lookups = ThreadPoolExecutor(max_workers=4, thread_name_prefix="webhook-dns")
 
 
 class WebhookUrlRefused(ServiceError):
@@ -127,13 +124,22 @@ def _parse(url: str) -> httpx.URL:
 
 
 def _lookup(host: str, port: int, timeout_s: float) -> list[str] | None:
-    """The host's addresses, or None when it does not resolve (within ``timeout_s``)."""
-    future = _lookups.submit(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
-    try:
-        infos = future.result(timeout=timeout_s)
-    except (OSError, UnicodeError, FutureTimeout):
-        return None
-    return [str(info[4][0]) for info in infos]
+    """The host's addresses, or None when it does not resolve (within ``timeout_s``). The lookup runs
+    in a thread of its own (``getaddrinfo`` takes no timeout), started per call so that a process
+    forked after import (Celery's prefork pool, gunicorn) never waits on a parent's thread."""
+    found: list[str] = []
+
+    def lookup() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            return
+        found.extend(str(info[4][0]) for info in infos)
+
+    thread = threading.Thread(target=lookup, name="webhook-dns", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    return list(found) if not thread.is_alive() and found else None
 
 
 def target_resolve(url: str, *, resolve: bool = True, timeout_s: float | None = None) -> Target:

@@ -193,3 +193,23 @@ def test_a_name_that_turns_internal_after_registration_is_refused_at_the_attempt
     assert delivery.status == "failed" and delivery.attempts == 1
     error = WebhookAttempt.objects.get(delivery=delivery).error
     assert error.startswith("refused:") and "169.254" not in error and "hooks.example.com" not in error
+
+
+def test_a_slow_dns_answer_neither_hangs_registration_nor_lets_an_attempt_through(monkeypatch, settings):
+    import time
+
+    from memory.services import webhook_targets
+
+    settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_TIMEOUT_S": 0.3}
+    monkeypatch.setattr(webhook_targets, "REGISTRATION_LOOKUP_S", 0.2)
+
+    def slow(host, port, *args, **kwargs):
+        time.sleep(2)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    started = time.monotonic()
+    assert url_check("https://slow.example.com/") == "https://slow.example.com/"  # checked again later
+    with pytest.raises(WebhookUrlRefused, match="does not resolve"):
+        url_check("https://slow.example.com/", resolve=True)
+    assert time.monotonic() - started < 1.5
