@@ -6,9 +6,15 @@ which httpcore passes to ``ssl`` as ``server_hostname``: SNI and the certificate
 the name). httpx therefore never resolves the name itself, and a DNS answer that changes between
 the check and the connection cannot steer the POST inside. Redirects are not followed; the answer's
 body is never read, only its status.
+
+The TLS context (CA bundle loaded, ~20 ms on a quiet core, ten times that on a busy one) is built
+once per process and shared by every attempt; httpx would build one per client.
 """
 
 from __future__ import annotations
+
+import functools
+import ssl
 
 import httpx
 
@@ -27,11 +33,16 @@ def pinned(target: Target) -> tuple[httpx.URL, dict[str, str], dict[str, str]]:
     return url, headers, extensions
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context()
+
+
 def post(target: Target, *, body: bytes, headers: dict[str, str], timeout_s: float) -> int:
     """POST ``body`` to ``target``; the answer's status code (httpx errors propagate)."""
     url, extra_headers, extensions = pinned(target)
     with (
-        httpx.Client(timeout=timeout_s, follow_redirects=False) as client,
+        httpx.Client(timeout=timeout_s, follow_redirects=False, verify=tls_context()) as client,
         client.stream(
             "POST", url, content=body, headers={**headers, **extra_headers}, extensions=extensions
         ) as response,
