@@ -10,11 +10,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from functools import cache, lru_cache
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from memory.engine.schema import Schema, SchemaError, get_schema, load_schema, shipped_schemas
 from memory.engine.tree import Tree
-from memory.models import Chunk, OpRecord, Subject, Tenant, TenantSchema, TreeVersion
+from memory.models import Chunk, OpRecord, SchemaMigration, Subject, Tenant, TenantSchema, TreeVersion
 
 
 def subject_get(*, tenant: Tenant, external_id: str) -> Subject | None:
@@ -42,7 +42,7 @@ def _tenant_schema(tenant_id: int, schema_id: str, version: int) -> tuple[Schema
     )
     if document is None:
         raise SchemaError(f"unknown schema {schema_id!r} v{version}")
-    return load_schema(document), document
+    return load_schema(document, limits=False), document  # checked in full when uploaded
 
 
 def schema_get(tenant_id: int, schema_id: str, version: int) -> Schema:
@@ -153,12 +153,72 @@ ALL_TIERS = ("normal", "personal", "special")
 PUBLIC_TIERS = ("normal", "personal")
 
 
-def tree_visible(tree: Tree, schema: Schema, *, tiers=PUBLIC_TIERS) -> Tree:
-    """The part of ``tree`` whose leaves are in ``tiers`` (paths unknown to the schema are hidden)."""
-    allowed = set(tiers)
+def tree_visible(tree: Tree, schema: Schema, *, tiers=PUBLIC_TIERS, hidden: Iterable[str] = ()) -> Tree:
+    """The part of ``tree`` whose leaves are in ``tiers`` (paths unknown to the schema, and
+    ``hidden`` ones, are hidden)."""
+    allowed, hidden = set(tiers), frozenset(hidden)
     kept = {}
     for path, value in tree.items():
         leaf = schema.leaf(path)
-        if leaf is not None and leaf.tier in allowed:
+        if leaf is not None and leaf.tier in allowed and path not in hidden:
             kept[path] = value
     return Tree(kept)
+
+
+#: Most schema migrations followed back from a subject's pin (:func:`schema_lineage`).
+MAX_LINEAGE = 64
+
+
+def schema_lineage(subject: Subject) -> list[Schema]:
+    """The subject's schema and every schema its tenant's schema migrations (run or running) led
+    from onto it, transitively: the schemas the values of its older versions may have been written
+    under. A schema that cannot be read any more is left out."""
+    found: dict[tuple[str, int], Schema] = {}
+    todo = [(subject.schema_id, subject.schema_version)]
+    while todo and len(found) < MAX_LINEAGE:
+        key = todo.pop()
+        if key in found:
+            continue
+        try:
+            found[key] = schema_get(subject.tenant_id, *key)
+        except SchemaError:
+            continue
+        todo.extend(
+            SchemaMigration.objects.filter(
+                tenant_id=subject.tenant_id, target_id=key[0], target_version=key[1]
+            )
+            .exclude(status=SchemaMigration.Status.CREATED)
+            .values_list("source_id", "source_version")
+        )
+    return list(found.values())
+
+
+def special_in_history(subject: Subject, tiers) -> frozenset[str]:
+    """Paths a key with ``tiers`` must not see in the subject's older versions and op log: those
+    special under any schema of :func:`schema_lineage` (a value written while its leaf was special
+    stays special, whatever tier the leaf has now). Empty for a key that sees the special tier."""
+    if "special" in set(tiers):
+        return frozenset()
+    return frozenset(
+        leaf.path for s in schema_lineage(subject) for leaf in s.leaves if leaf.tier == "special"
+    )
+
+
+def ops_visible(ops: QuerySet[OpRecord], paths: Iterable[str], *, tiers=PUBLIC_TIERS) -> QuerySet[OpRecord]:
+    """The op records of ``ops`` a key with ``tiers`` may see: on no leaf (parse errors) or on one
+    of ``paths``; for a key that does not see the special tier, none a schema migration held or
+    declined (it holds only values crossing the special tier's border)."""
+    visible = ops.filter(Q(path="") | Q(path__in=list(paths)))
+    if "special" in set(tiers):
+        return visible
+    held = (OpRecord.Status.PENDING_REVIEW, OpRecord.Status.DECLINED)
+    return visible.exclude(schema_migration__isnull=False, status__in=held)
+
+
+def tree_at_visible(subject: Subject, as_of, *, tiers=PUBLIC_TIERS) -> tuple[int, Tree]:
+    """:func:`tree_at` as a key with ``tiers`` may see it: leaves of its tiers in the subject's
+    schema; in a version older than the head, also none that was special when written
+    (:func:`special_in_history`). ``LookupError`` for a version the subject does not have."""
+    number, tree = tree_at(subject, as_of)
+    hidden = special_in_history(subject, tiers) if number != subject.head_version else ()
+    return number, tree_visible(tree, subject_schema(subject), tiers=tiers, hidden=hidden)

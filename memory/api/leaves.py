@@ -139,6 +139,12 @@ class SubjectLeafView(TenantScopedView):
         as_of = tree_params(request.query_params)["as_of"]
         with as_of_found():
             number, tree = selectors.tree_at(subject, as_of)
+        if number != subject.head_version and leaf.path in selectors.special_in_history(
+            subject, tiers_for(self)
+        ):
+            raise exceptions.PermissionDenied(
+                "This leaf was in the special tier in an earlier schema: its older values need scope read_special."
+            )
         return Response(LeafOut(self._body(subject, leaf, tree.get(leaf.path), number)).data)
 
     @_write_schema(

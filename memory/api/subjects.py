@@ -3,7 +3,6 @@ selectors/services; the lists are cursor-paginated (:mod:`memory.api.pagination`
 
 from __future__ import annotations
 
-from django.db.models import Q
 from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -19,7 +18,7 @@ from memory.engine.tree import Tree
 from memory.services import ServiceError
 from memory.services.ingest import external_id_validate
 from memory.services.schemas import SchemaConflict
-from memory.services.subjects import subject_erase, subject_get_or_create
+from memory.services.subjects import op_record_masked, subject_erase, subject_get_or_create
 from personatree_site.ops.readiness import erasure_broker_problem
 
 #: Seconds an erasure refused for a broker outage tells the client to wait (``Retry-After``).
@@ -63,14 +62,13 @@ class SubjectTreeView(TenantScopedView):
         subject = self.get_subject(external_id)
         as_of = tree_params(request.query_params)["as_of"]
         with as_of_found():
-            number, tree = selectors.tree_at(subject, as_of)
-        schema = selectors.subject_schema(subject)
+            number, tree = selectors.tree_at_visible(subject, as_of, tiers=tiers_for(self))
         data = {
             "subject": subject.external_id,
             "version": number,
             "schema_id": subject.schema_id,
             "schema_version": subject.schema_version,
-            "tree": selectors.tree_visible(tree, schema, tiers=tiers_for(self)).to_dict(),
+            "tree": tree.to_dict(),
         }
         return Response(self.TreeOut(data).data)
 
@@ -223,14 +221,20 @@ class SubjectVersionsView(TenantScopedView):
 
 
 class _Visible:
-    """The part of a tree a key may see (its tiers of the subject's schema)."""
+    """The part of a tree a key may see: its tiers of the subject's schema and, in older versions
+    and the op log, no value written while its leaf was special (``special_in_history``)."""
 
-    def __init__(self, schema, tiers):
-        self.schema, self.tiers = schema, tiers
-        self.paths = [leaf.path for leaf in schema.leaves if leaf.tier in tiers]
+    def __init__(self, subject, tiers):
+        self.schema, self.tiers, self.head = selectors.subject_schema(subject), tiers, subject.head_version
+        self.hidden = selectors.special_in_history(subject, tiers)
+        self.paths = [
+            leaf.path for leaf in self.schema.leaves if leaf.tier in tiers and leaf.path not in self.hidden
+        ]
 
-    def tree(self, snapshot: dict) -> dict:
-        return selectors.tree_visible(Tree.from_dict(snapshot), self.schema, tiers=self.tiers).to_dict()
+    def tree(self, snapshot: dict, number: int | None = None) -> dict:
+        hidden = () if number is None or number == self.head else self.hidden
+        tree = Tree.from_dict(snapshot)
+        return selectors.tree_visible(tree, self.schema, tiers=self.tiers, hidden=hidden).to_dict()
 
 
 class ExportVersionOut(VersionOut):
@@ -238,7 +242,7 @@ class ExportVersionOut(VersionOut):
 
     @extend_schema_field(serializers.DictField(child=serializers.CharField()))
     def get_tree(self, version) -> dict:
-        return self.context["visible"].tree(version.snapshot)
+        return self.context["visible"].tree(version.snapshot, version.number)
 
 
 class ExportOpOut(serializers.Serializer):
@@ -304,14 +308,14 @@ class SubjectExportView(TenantScopedView):
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
         pager = Pager(request, "export", {"version": int, "op": int})
-        visible = _Visible(selectors.subject_schema(subject), tiers_for(self))
+        visible = _Visible(subject, tiers_for(self))
         versions, more_versions = pager.take(
             selectors.versions_list(subject=subject).select_related("parent"), "number", key="version"
         )
         ops, more_ops = pager.take(
-            selectors.ops_list(subject=subject)
-            .filter(Q(path="") | Q(path__in=visible.paths))
-            .select_related("version"),
+            selectors.ops_visible(
+                selectors.ops_list(subject=subject), visible.paths, tiers=visible.tiers
+            ).select_related("version"),
             "id",
             key="op",
         )
@@ -328,7 +332,7 @@ class SubjectExportView(TenantScopedView):
                 "versions": ExportVersionOut(
                     selectors.versions_trees(versions), many=True, context={"visible": visible}
                 ).data,
-                "ops": ExportOpOut(ops, many=True).data,
+                "ops": ExportOpOut([op_record_masked(op) for op in ops], many=True).data,
                 "next": pager.next_link(position if more_versions or more_ops else None),
             }
         )

@@ -25,7 +25,9 @@ Semantics, all deterministic:
   not have it, the mapping is refused unless it is dropped (no silent loss). Leaves new in B start
   empty. Budgets and tiers come from B: a value over B's budget is cut at a word boundary and
   reported (before/after lengths); a value landing in a ``special``-tier leaf from a non-special one
-  is reported under ``review`` (the service holds those ops for review).
+  is reported under ``review``, and so is the reverse: a value of a ``special`` leaf landing in a
+  leaf that is not special (a move, a merge, or a kept leaf whose tier was lowered), with the tier it
+  lands in (the service holds those ops for review).
 
 :func:`load_migration` raises :class:`MigrationError` naming the offending step for: a source not
 in A, a target not in B, a source named twice, overlapping targets (two steps, or a step and an
@@ -94,19 +96,23 @@ class Migration:
     steps: tuple[Step, ...]
     # Paths of A kept unchanged because B has them and no step names them.
     kept: tuple[str, ...] = field(default=())
-    _order: tuple[tuple[str, int, tuple[str, ...] | None], ...] = field(init=False, repr=False, compare=False)
+    _order: tuple[tuple[str, int, tuple[str, ...] | None, str], ...] = field(
+        init=False, repr=False, compare=False
+    )
     _source_paths: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Per leaf of B, in B's order: (path, budget, tiers of its A sources when it needs review).
+        # Per leaf of B, in B's order: (path, budget, tiers of its A sources when it needs review, tier).
+        # Review: a value crossing the special tier's border, in either direction.
         origin: dict[str, tuple[str, ...]] = {p: (p,) for p in self.kept}
         origin.update({t: s.sources for s in self.steps for t in s.targets})
         tier_of = {leaf.path: leaf.tier for leaf in self.source.leaves}
         order = []
         for leaf in self.target.leaves:
             tiers = tuple(sorted({tier_of[p] for p in origin.get(leaf.path, ())}))
-            review = tiers if leaf.tier == "special" and tiers and tiers != ("special",) else None
-            order.append((leaf.path, leaf.budget, review))
+            raised = leaf.tier == "special" and tiers and tiers != ("special",)
+            lowered = leaf.tier != "special" and "special" in tiers
+            order.append((leaf.path, leaf.budget, tiers if raised or lowered else None, leaf.tier))
         object.__setattr__(self, "_order", tuple(order))
         object.__setattr__(self, "_source_paths", frozenset(self.source.paths))
 
@@ -323,7 +329,7 @@ def plan_migration(
             report["moved"].append({"from": step.sources[0], "to": step.targets[0]})
 
     final: dict[str, str] = {}
-    for path, budget, review in migration._order:  # B's order, budgets, tiers
+    for path, budget, review, tier in migration._order:  # B's order, budgets, tiers
         value = out.get(path)
         if value is None:
             continue
@@ -335,7 +341,7 @@ def plan_migration(
             value = cut
         final[path] = value
         if review is not None:
-            report["review"].append({"path": path, "from_tiers": list(review), "tier": "special"})
+            report["review"].append({"path": path, "from_tiers": list(review), "tier": tier})
     return MigrationPlan(migration.id, before, Tree._trusted(final), report)
 
 

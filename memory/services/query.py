@@ -212,7 +212,8 @@ def _context(
         visible, rendered = _rendered(subject, schema, tiers)
     else:
         try:
-            number, tree = selectors.tree_at(subject, as_of)
+            # An older version: no value that was special when written (selectors.special_in_history).
+            number, tree = selectors.tree_at_visible(subject, as_of, tiers=tiers)
         except LookupError as exc:
             raise ServiceError(str(exc), field="as_of", code="not_found") from exc
         visible, rendered = _visible_rendered(tree, schema, tiers)

@@ -8,7 +8,10 @@ tree pinned to its source, through the store's one write path (:mod:`memory.serv
   (paths and counts, never a value). Nothing is written.
 - :func:`schema_migration_run`: the subjects still on the source, in id order, one transaction per
   batch: rows locked, trees planned against their pins, target ops gated (a rejection fails that
-  subject alone), special-tier landings held for review, retirement deletes applied ungated, one
+  subject alone), values crossing the special tier's border held for review (into a special leaf
+  when the tenant reviews special-tier writes; out of one, or a special leaf made ordinary, always:
+  a value written as special is never shown to a ``read`` key without a human's approval), retirement
+  deletes applied ungated, one
   version per changed subject and one op record per op (actor ``schema-migration:<id>``) in one
   statement, pins moved, counts updated, ``version_applied`` after commit (docs/SCHEMAS.md). A tenant
   default on the source moves to the target when a run starts. ``done`` when none is left.
@@ -51,6 +54,13 @@ DEFAULT_BATCH_SIZE = 200  # subjects per transaction, chosen with bench/bench_sc
 COUNTS = ("migrated", "unchanged", "held", "held_ops", "failed")
 INVALID_TREE = "INVALID_TREE"  # a subject's stored tree holds a value outside the source schema
 HELD_NOTE = "special-tier leaf: held for review (schema migration)"
+LOWERED_NOTE = "value of a special-tier leaf: held for review (schema migration)"
+
+
+def review_paths(plan: MigrationPlan, *, review: bool) -> set[str]:
+    """Paths of ``plan`` held for review: those leaving the special tier always, those entering it
+    when the tenant reviews special-tier writes (``review``)."""
+    return {r["path"] for r in plan.report["review"] if review or r["tier"] != "special"}
 
 
 class SchemaMigrationConflict(ServiceError):
@@ -168,7 +178,7 @@ def plan_subject(tree: Tree, pinned: tuple[str, int], migration: Migration, *, r
     """Plan, gate and split one subject's migration (module docstring); ``MigrationError`` for a bad tree."""
     plan = plan_migration(tree, migration, pinned=pinned)
     target, ops = migration.target, list(plan.ops())
-    to_review = {r["path"] for r in plan.report["review"]} if review else set()
+    to_review = review_paths(plan, review=review)
     # A kept value whose leaf became special: taken out of the tree and held like a moved one.
     named = {op.path for op in ops}
     kept = [p for p in sorted(to_review - named) if p in tree and plan.after.get(p) == tree.get(p)]
@@ -230,7 +240,7 @@ class _Report:
                 elif kind == "truncated":
                     row["max_before"] = max(row.get("max_before", 0), entry["before"])
                 elif kind == "review":
-                    row["held"] = held_review
+                    row["held"] = held_review or entry["tier"] != "special"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -379,7 +389,9 @@ def _records(locked: Subject, version, planned: Planned, template: dict, target:
             new_value=op.value,
             status=OpRecord.Status.PENDING_REVIEW if is_held else OpRecord.Status.APPLIED,
             reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
-            detail=HELD_NOTE if is_held else (retired if not target.is_leaf(op.path or "") else ""),
+            detail=_held_note(target, op.path)
+            if is_held
+            else (retired if not target.is_leaf(op.path or "") else ""),
         )
         record._state = ModelState()
         if not is_held and version is not None:  # the version's id is known once it is written (ORM path)
@@ -387,3 +399,8 @@ def _records(locked: Subject, version, planned: Planned, template: dict, target:
             record.version_id = version.pk
         records.append(record)
     return records
+
+
+def _held_note(target: Schema, path: str | None) -> str:
+    leaf = target.leaf(path or "")
+    return HELD_NOTE if leaf is not None and leaf.tier == "special" else LOWERED_NOTE

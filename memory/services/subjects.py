@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable
 
 from django.contrib.admin.models import LogEntry
@@ -126,22 +127,45 @@ def subject_get_or_create(
         return subject, False
 
 
+#: What an export shows of a parse error instead of the model's output (issue 24).
+PARSE_ERROR_DETAIL = "the model's output could not be read"
+_LINE = re.compile(r"line (\d+)")
+
+
+def op_record_masked(record: OpRecord) -> OpRecord:
+    """``record`` as an export shows it (changed in memory, never saved): a parse error carries no
+    raw model output (its unreadable line, the parser's message quoting it), only a masked reason
+    with the line number."""
+    if record.reason_code != "PARSE_ERROR":
+        return record
+    line = _LINE.match(record.detail or "")
+    record.old_value = record.new_value = None
+    record.detail = f"{PARSE_ERROR_DETAIL} (line {line.group(1)})" if line else PARSE_ERROR_DETAIL
+    record.source_text = ""
+    return record
+
+
 def subject_export(*, subject: Subject, tiers: Collection[str] = selectors.ALL_TIERS) -> dict:
     """Current tree, every version and the op log as one JSON-serialisable dict.
 
-    Leaves outside ``tiers`` are left out of trees and op records alike.
+    Leaves outside ``tiers`` are left out of trees and op records alike, and so are, in versions
+    older than the head and in the op log, values written while their leaf was special
+    (:func:`memory.selectors.special_in_history`). Parse errors are masked (:func:`op_record_masked`).
     """
     schema = selectors.subject_schema(subject)
     allowed = set(tiers)
+    hidden = selectors.special_in_history(subject, tiers)
 
-    def visible(path: str) -> bool:
+    def visible(path: str, *, head: bool = False) -> bool:
         if not path:
             return True
         leaf = schema.leaf(path)
-        return leaf is not None and leaf.tier in allowed
+        return leaf is not None and leaf.tier in allowed and (head or path not in hidden)
 
-    def tree_json(snapshot: dict) -> dict:
-        return {p: v for p, v in snapshot.items() if visible(p)}
+    def tree_json(snapshot: dict, *, head: bool = False) -> dict:
+        return {p: v for p, v in snapshot.items() if visible(p, head=head)}
+
+    paths = [leaf.path for leaf in schema.leaves if visible(leaf.path)]
 
     versions = [
         {
@@ -151,7 +175,7 @@ def subject_export(*, subject: Subject, tiers: Collection[str] = selectors.ALL_T
             "chunk_id": v.chunk_id,
             "note": v.note,
             "created_at": v.created_at.isoformat(),
-            "tree": tree_json(v.snapshot),
+            "tree": tree_json(v.snapshot, head=v.number == subject.head_version),
         }
         for v in selectors.versions_trees(
             selectors.versions_list(subject=subject).select_related("parent").order_by("number")
@@ -182,14 +206,18 @@ def subject_export(*, subject: Subject, tiers: Collection[str] = selectors.ALL_T
             "decided_at": r.decided_at.isoformat() if r.decided_at else None,
             "decision_note": r.decision_note,
         }
-        for r in selectors.ops_list(subject=subject).select_related("version")
-        if visible(r.path)
+        for r in map(
+            op_record_masked,
+            selectors.ops_visible(selectors.ops_list(subject=subject), paths, tiers=tiers).select_related(
+                "version"
+            ),
+        )
     ]
     return {
         "subject": subject.external_id,
         "schema": {"id": subject.schema_id, "version": subject.schema_version},
         "head_version": subject.head_version,
-        "tree": tree_json(subject.head.snapshot if subject.head_id else {}),
+        "tree": tree_json(subject.head.snapshot if subject.head_id else {}, head=True),
         "versions": versions,
         "ops": ops,
     }
