@@ -1,4 +1,6 @@
-"""``workers.schema_migrate(migration_id)``: run a stored schema migration in the background.
+"""``workers.schema_migrate(migration_id)``: run a stored schema migration in the background;
+``workers.schema_migration_dry_run(tenant_id, run_id)``: a dry run the API started
+(:mod:`memory.services.schema_dry_runs`), whose report the client polls.
 
 Thin, ids only: the work is :func:`memory.services.schema_migrations.schema_migration_run`. A task
 migrates at most ``SLICE`` subjects (a few seconds at the benchmarked rate) and, when that slice was
@@ -13,6 +15,7 @@ from __future__ import annotations
 from django.db import OperationalError
 
 from memory.models import SchemaMigration
+from memory.services.schema_dry_runs import dry_run_execute
 from memory.services.schema_migrations import schema_migration_run
 from workers.base import pt_task, send
 
@@ -29,3 +32,8 @@ def schema_migrate(self, migration_id: int, after_id: int = 0) -> dict:
     if out["examined"] == SLICE:
         send(schema_migrate, row.pk, out["last_id"], tenant_id=row.tenant_id)
     return out
+
+
+@pt_task(name="workers.schema_migration_dry_run", queue="index", soft_time_limit=600)
+def schema_migration_dry_run(self, tenant_id: int, run_id: str) -> str:
+    return dry_run_execute(tenant_id=int(tenant_id), run_id=str(run_id))

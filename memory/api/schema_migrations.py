@@ -1,9 +1,12 @@
 """Schema migrations of one's own tenant (scope ``admin``): dry run, run, progress.
 
 - ``POST /v1/schema-migrations`` with a mapping as the body (docs/SCHEMAS.md "Mapping format"):
-  with ``?dry_run=1`` (or ``"dry_run": true`` in the body) -> 200 the aggregated report of what it
-  would do to the subjects pinned to its source (paths and counts, never values; nothing stored);
-  otherwise the mapping is stored (idempotent for the same document) and its run queued
+  with ``?dry_run=1`` (or ``"dry_run": true`` in the body) the mapping is validated and a dry run
+  queued (``workers.schema_migration_dry_run``) -> 202 with its id and, in ``Location`` and
+  ``location``, where to poll it: ``GET /v1/schema-migrations/dry-runs/<id>`` -> its status
+  (queued / running / done / failed) and, once done, the aggregated report of what the mapping
+  would do to the subjects pinned to its source (paths and counts, never values; nothing is
+  stored in the database, the report is kept an hour); otherwise the mapping is stored (idempotent for the same document) and its run queued
   (``workers.schema_migrate``) -> 202 with its status and counts so far. 400 names the bad step
   (``field``: ``document.steps[2]``) or schema (``document.target``); 409
   ``schema_migration_conflict`` for another document under a stored mapping id.
@@ -14,18 +17,26 @@ Another tenant's mapping is unknown here (404), as are its schemas (400).
 
 from __future__ import annotations
 
+from django.urls import reverse
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
 from memory.engine.migration import SPLIT_RULES, STEP_KINDS
+from memory.services import schema_dry_runs as dry_runs
 from memory.services import schema_migrations as service
 from workers.base import enqueue_on_commit
-from workers.schema_migrations import schema_migrate
+from workers.schema_migrations import schema_migrate, schema_migration_dry_run
 
 TRUE, FALSE = {"1", "true", "yes"}, {"0", "false", "no", ""}
 
@@ -129,6 +140,29 @@ DryRunOut = inline_serializer(
             ),
         ),
     },
+    required=False,
+    help_text="Once done.",
+)
+
+DryRunQueuedOut = inline_serializer(
+    "SchemaMigrationDryRunQueued",
+    {
+        "id": serializers.CharField(help_text="The dry run's id."),
+        "status": serializers.ChoiceField(choices=["queued"]),
+        "location": serializers.CharField(help_text="Where to poll it (also the Location header)."),
+    },
+)
+
+DryRunPollOut = inline_serializer(
+    "SchemaMigrationDryRunPoll",
+    {
+        "id": serializers.CharField(),
+        "status": serializers.ChoiceField(choices=list(dry_runs.STATUSES)),
+        "created_at": serializers.CharField(),
+        "finished_at": serializers.CharField(required=False),
+        "report": DryRunOut,
+        "error": serializers.CharField(required=False, help_text="Once failed."),
+    },
 )
 
 StatusOut = inline_serializer(
@@ -164,14 +198,18 @@ class SchemaMigrationListView(_MigrationView):
             OpenApiParameter("dry_run", OpenApiTypes.BOOL, description="Report only; store nothing.")
         ],
         responses={
-            200: DryRunOut,
-            202: StatusOut,
+            202: PolymorphicProxySerializer(
+                component_name="SchemaMigrationAccepted",
+                serializers=[StatusOut, DryRunQueuedOut],
+                resource_type_field_name=None,
+            ),
             **problems(
                 409, d409="schema_migration_conflict: the mapping id is stored with another document."
             ),
         },
         summary="Dry-run a schema migration, or store it and queue its run",
-        description='200 with the dry-run report (?dry_run=1 or "dry_run": true); otherwise 202: the '
+        description='With ?dry_run=1 or "dry_run": true, 202: the dry run is queued; poll the location '
+        "it names (GET /v1/schema-migrations/dry-runs/{id}) for its report. Otherwise 202: the "
         "mapping is stored and its run queued. 400 names the bad step (field document.steps[i]) or schema "
         "(document.source / document.target); 409 schema_migration_conflict.",
     )
@@ -182,8 +220,11 @@ class SchemaMigrationListView(_MigrationView):
             document = {k: v for k, v in document.items() if k != "dry_run"}
             dry_run = dry_run or _flag(request.data["dry_run"])
         if dry_run:
-            row = service.schema_migration_prepare(tenant=self.tenant, document=document)
-            return Response(service.schema_migration_dry_run(migration=row))
+            run_id = dry_runs.dry_run_start(tenant=self.tenant, document=document)
+            enqueue_on_commit(schema_migration_dry_run, self.tenant.pk, run_id, tenant_id=self.tenant.pk)
+            location = reverse("schema-migration-dry-run", kwargs={"run_id": run_id})
+            body = {"id": run_id, "status": "queued", "location": location}
+            return Response(body, status=202, headers={"Location": location})
         row, _ = service.schema_migration_create(
             tenant=self.tenant, document=document, created_by=f"api_key:{self.api_key.prefix}"
         )
@@ -198,3 +239,16 @@ class SchemaMigrationDetailView(_MigrationView):
         if row is None:
             raise exceptions.NotFound("Schema migration not found.")
         return Response(service.status_dict(row))
+
+
+class SchemaMigrationDryRunView(_MigrationView):
+    @extend_schema(
+        responses=DryRunPollOut,
+        summary="A schema migration dry run: its status and, once done, its report",
+        description="404 for an unknown id, another tenant's, or a result older than an hour.",
+    )
+    def get(self, request, run_id: str):
+        found = dry_runs.dry_run_get(tenant=self.tenant, run_id=run_id)
+        if found is None:
+            raise exceptions.NotFound("Dry run not found (unknown, or its result expired).")
+        return Response(found)

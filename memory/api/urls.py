@@ -61,6 +61,11 @@ urlpatterns = [
     # --- schema migrations of one's own tenant: dry run, run, progress, scope admin (issue 18) ---
     path("schema-migrations", schema_migrations.SchemaMigrationListView.as_view(), name="schema-migrations"),
     path(
+        "schema-migrations/dry-runs/<str:run_id>",
+        schema_migrations.SchemaMigrationDryRunView.as_view(),
+        name="schema-migration-dry-run",
+    ),
+    path(
         "schema-migrations/<str:mapping_id>",
         schema_migrations.SchemaMigrationDetailView.as_view(),
         name="schema-migration",

@@ -28,13 +28,25 @@ def pins(tenant) -> set:
 
 
 @pytest.mark.parametrize("how", ["query", "body"])
-def test_dry_run_reports_without_storing_anything(acme, admin_client, how):
-    if how == "query":
-        response = admin_client.post(f"{URL}?dry_run=1", mapping(), format="json")
-    else:
-        response = admin_client.post(URL, {**mapping(), "dry_run": True}, format="json")
-    assert response.status_code == 200, response.content
-    report = response.json()
+def test_dry_run_reports_without_storing_anything(
+    acme, admin_client, how, django_capture_on_commit_callbacks
+):
+    """A dry run is a task (issue 24): 202 with where to poll; the poll gives the report."""
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        if how == "query":
+            response = admin_client.post(f"{URL}?dry_run=1", mapping(), format="json")
+        else:
+            response = admin_client.post(URL, {**mapping(), "dry_run": True}, format="json")
+    assert response.status_code == 202, response.content
+    queued = response.json()
+    assert queued["status"] == "queued" and response["Location"] == queued["location"]
+    assert queued["location"] == f"{URL}/dry-runs/{queued['id']}"
+    assert admin_client.get(queued["location"]).json()["status"] == "queued"  # not run in the request
+    for callback in callbacks:
+        callback()  # the task (eager) after the commit
+    polled = admin_client.get(queued["location"])
+    assert polled.status_code == 200 and polled.json()["status"] == "done", polled.content
+    report = polled.json()["report"]
     assert report["dry_run"] is True and report["mapping"] == MAPPING_ID
     assert (report["subjects"], report["changed"], report["held"]) == (4, 2, 1)
     assert report["dropped"] == [{"path": "body/appearance/height", "subjects": 2, "max_length": 6}]
@@ -92,6 +104,10 @@ def test_scope_and_tenant_isolation(acme, admin_client, make_api_client, other_t
     response = stranger.post(URL, mapping(), format="json")  # acme's schemas are unknown there
     assert response.status_code == 400 and response.json()["field"] == "document.source"
     assert admin_client.get(f"{URL}/nope").status_code == 404
+    location = admin_client.post(f"{URL}?dry_run=1", mapping(), format="json").json()["location"]
+    assert admin_client.get(location).status_code == 200
+    assert stranger.get(location).status_code == 404  # a dry run is its tenant's own
+    assert admin_client.get(f"{URL}/dry-runs/{'0' * 32}").status_code == 404
 
 
 def test_openapi_declares_typed_answers():
@@ -99,7 +115,9 @@ def test_openapi_declares_typed_answers():
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
     post = schema["paths"][URL]["post"]
-    assert {"200", "202", "409"} <= set(post["responses"])
+    assert {"202", "409"} <= set(post["responses"])
+    assert "200" not in post["responses"]  # a dry run is not answered in the request (issue 24)
+    assert json.dumps(schema["paths"][f"{URL}/dry-runs/{{run_id}}"]["get"]["responses"]["200"])
     body = post["requestBody"]["content"]["application/json"]["schema"]
     document = schema["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
     assert document["properties"]["steps"]["items"]["properties"]["op"]["enum"][:2] == ["rename", "move"]
