@@ -167,12 +167,12 @@ def _index_unversioned_on_commit(claim: Claim) -> None:
     if not conf.get().recall.evidence_indexing:
         return
     try:
-        from workers.indexing import index_messages
+        from workers.indexing import index_span_soon
     except ImportError:  # the recall extra is not installed: nothing to index into
         return
-    from workers.base import enqueue_on_commit
+    from django.db import transaction
 
-    enqueue_on_commit(index_messages, claim.subject_id, claim.start_seq, claim.end_seq)
+    transaction.on_commit(lambda: index_span_soon(claim.subject_id, claim.start_seq, claim.end_seq))
 
 
 def _release_failed_result(claim: Claim, result: ListenerResult, report: RoundReport) -> None:

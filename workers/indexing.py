@@ -10,6 +10,11 @@
 - `reconcile_indexing()` (Celery beat, `INDEX_RECONCILE_SECONDS`): re-queues the spans of
   applied chunks whose indexing is not confirmed (`memory/services/evidence.py`): the task was
   lost with the broker between the commit and the publish, or gave up while Milvus was down.
+- `batched_indexing()`: a context (the backfill's model phase) in which applied chunks' spans are
+  collected instead of one `index_messages` each, and embedded `BATCH_SPANS` at a time in one call
+  in a background thread (`memory/recall/bulk.py`) while the caller goes on; every span collected
+  is written (and confirmed) before the context ends; a batch that fails (Milvus down) goes to
+  `index_messages` tasks span by span.
 - `flush_evidence()` (Celery beat, `EVIDENCE_FLUSH_SECONDS`): seal the growing
   segments that small indexing batches leave behind, so searches use the built
   indexes. The writing process already flushes after `EVIDENCE_FLUSH_IDLE_S` of
@@ -26,6 +31,11 @@ that do not exercise the index.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 
 from django.dispatch import receiver
 
@@ -124,6 +134,107 @@ def flush_evidence(self) -> bool:
     return True
 
 
+#: Spans embedded together inside :func:`batched_indexing` (a few units each: one embedding call of
+#: some tens of texts, while the next spans are collected).
+BATCH_SPANS = 16
+_batch = threading.local()
+
+
+class _SpanBatch:
+    """This thread's spans: every ``size`` of them, their units' texts are read here and embedded in
+    a background thread (one torch thread: this one goes on with the listener on the other core);
+    the spans are written here, with those vectors, at a later add or at the end."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.spans: list[tuple[int, int, int, int | None]] = []  # subject, start, end, tenant
+        self.pending: deque[tuple[list, Future]] = deque()
+        self.indexed = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-embed")
+
+    def add(self, subject_id: int, start_seq: int, end_seq: int, tenant_id: int | None) -> None:
+        self.spans.append((subject_id, start_seq, end_seq, tenant_id))
+        if len(self.spans) >= self.size:
+            self._submit()
+        self._write(wait=False)
+
+    def close(self) -> None:
+        try:
+            self._submit()
+            self._write(wait=True)
+        finally:
+            self._pool.shutdown()
+
+    def _submit(self) -> None:
+        spans, self.spans = self.spans, []
+        if not spans:
+            return
+        from memory.recall.bulk import span_texts
+
+        try:
+            texts = span_texts([(s, a, b) for s, a, b, _t in spans])
+        except Exception as exc:  # noqa: BLE001 - see _fallback
+            self._fallback(spans, exc)
+            return
+        self.pending.append((spans, self._pool.submit(_embed_in_one_thread, texts)))
+
+    def _write(self, *, wait: bool) -> None:
+        from memory.recall.bulk import evidence_write_spans
+
+        while self.pending and (wait or self.pending[0][1].done()):
+            spans, future = self.pending.popleft()
+            try:
+                written = evidence_write_spans([(s, a, b) for s, a, b, _t in spans], future.result())
+            except Exception as exc:  # noqa: BLE001 - see _fallback
+                self._fallback(spans, exc)
+                continue
+            for subject_id, start, end in written:
+                evidence.span_indexed(subject_id=subject_id, start_seq=start, end_seq=end)
+            self.indexed += len(written)
+
+    @staticmethod
+    def _fallback(spans: list, exc: Exception) -> None:
+        """Never fail the commit that applied the chunks: their tasks retry with backoff (and the
+        reconcile is the backstop)."""
+        logger.warning("bulk indexing of %d span(s) failed (%s); queued span by span", len(spans), exc)
+        for s, a, b, t in spans:
+            send(index_messages, s, a, b, tenant_id=t)
+
+
+def _embed_in_one_thread(texts: list[str]):
+    from memory.recall.bulk import embed_texts
+    from serving.embedder import one_intraop_thread
+
+    with one_intraop_thread():
+        return embed_texts(texts)
+
+
+@contextmanager
+def batched_indexing(size: int = BATCH_SPANS) -> Iterator[_SpanBatch]:
+    """Within: this thread's applied chunks are indexed ``size`` spans at a time (module docstring)."""
+    if getattr(_batch, "current", None) is not None:  # nested: the outer batch collects
+        yield _batch.current
+        return
+    batch = _SpanBatch(size)
+    _batch.current = batch
+    try:
+        yield batch
+    finally:
+        _batch.current = None
+        batch.close()
+
+
+def index_span_soon(subject_id: int, start_seq: int, end_seq: int, tenant_id: int | None = None) -> None:
+    """Index an applied chunk's messages: into this thread's batch, else as an ``index_messages`` task."""
+    if not _enabled():
+        return
+    batch = getattr(_batch, "current", None)
+    if batch is not None:
+        batch.add(subject_id, start_seq, end_seq, tenant_id)
+    else:
+        send(index_messages, subject_id, start_seq, end_seq, tenant_id=tenant_id)
+
+
 @receiver(version_applied, dispatch_uid="workers.indexing.version_applied")
 def _on_version_applied(sender, subject_id: int, version: int, chunk_id: int | None = None, **kwargs) -> None:
     if chunk_id is None or not _enabled():
@@ -134,7 +245,7 @@ def _on_version_applied(sender, subject_id: int, version: int, chunk_id: int | N
     if span is None:
         return
     start, end, tenant_id = span
-    send(index_messages, subject_id, start, end, tenant_id=tenant_id)
+    index_span_soon(subject_id, start, end, tenant_id)
 
 
 @receiver(subject_erased, dispatch_uid="workers.indexing.subject_erased")

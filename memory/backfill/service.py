@@ -13,7 +13,9 @@ again continues where it stopped without duplicating anything.
 With ``process=False`` the chunks are left ``pending`` and one dispatcher task is enqueued at
 the end (the Celery workers apply them; with eager Celery -- the embedded demo -- nothing is
 enqueued: use ``process=True``); with ``process=True`` the MemListener runs here, synchronously, in
-cross-subject batches, after every ``BATCH_MAX_JOBS`` subjects and at the end.
+cross-subject batches, after every ``BATCH_MAX_JOBS`` subjects and at the end, and the applied
+chunks' evidence is indexed in bulk (``workers.indexing.batched_indexing``: their messages embedded
+a batch at a time in a background thread, all of them indexed before the run returns).
 
 The model phase has its own progress (:mod:`memory.backfill.progress`): chunks applied / pending /
 failed of the run's subjects, rate and ETA, while this process drains them (``process=True``) or,
@@ -22,6 +24,7 @@ with ``wait=True``, while the workers do (polled until none is pending or proces
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Iterable
@@ -203,6 +206,9 @@ def backfill_run(
             chunks=report.chunks, applied=report.applied, chunks_per_s=f"{report.chunks_per_s:.1f}"
         )
 
+    indexing = contextlib.ExitStack()
+    if process and index and not dry_run:
+        indexing.enter_context(_indexing_batch())  # the applied chunks' evidence, embedded in bulk
     try:
         pending_subjects = 0
         for history in histories:
@@ -247,9 +253,18 @@ def backfill_run(
                 tenant, report, wait=wait, timeout_s=wait_timeout_s, poll_s=poll_s, progress=progress
             )
     finally:
+        indexing.close()  # what is left of the batch is indexed before the run ends
         report.elapsed_s = time.monotonic() - started
         bar.close()
     return report
+
+
+def _indexing_batch() -> contextlib.AbstractContextManager:
+    try:
+        from workers.indexing import batched_indexing
+    except ImportError:  # the recall extra is not installed: nothing to index into
+        return contextlib.nullcontext()
+    return batched_indexing()
 
 
 def _hand_to_workers(

@@ -1,0 +1,69 @@
+"""Evidence indexing of many spans at once (a backfill's applied chunks).
+
+One chunk's span holds a few retrieval units; embedding them chunk by chunk pays the model's
+per-call cost (tokenizer, one padded forward pass, torch's thread start-up) for every chunk.
+Here the units of many spans are embedded in one call (:func:`span_texts` then the embedder,
+which batches them longest first) and each span is then written through
+:func:`memory.recall.indexing.evidence_index_span` with those vectors
+(:func:`evidence_write_spans`), so a span indexed in bulk is written, checked and keyed exactly
+like one indexed by its own task. The embedding needs no database: a caller may run it in another
+thread while it goes on writing (``workers.indexing.batched_indexing`` does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .indexing import _turns, evidence_index_span
+from .units import pair_units
+
+Span = tuple[int, int, int]  # (subject_id, start_seq, end_seq)
+
+
+def span_texts(spans: Sequence[Span]) -> list[str]:
+    """The distinct texts of the spans' pair units, in order."""
+    return list(dict.fromkeys(u.text for s, a, b in spans for u in pair_units(_turns(s, a, b))))
+
+
+def embed_texts(texts: Sequence[str], embedder=None) -> dict[str, np.ndarray]:
+    """``texts`` embedded in one call, by text."""
+    from memory.recall import runtime
+
+    embedder = embedder or runtime.configured_embedder()
+    return dict(zip(texts, embedder.embed(list(texts)), strict=True)) if texts else {}
+
+
+class KnownVectors:
+    """An embedder over vectors computed beforehand; a text it has not seen is embedded then."""
+
+    def __init__(self, vectors: Mapping[str, np.ndarray], embedder=None) -> None:
+        self.vectors = dict(vectors)
+        self.embedder = embedder
+        self.misses = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if missing:  # the span changed since its texts were read (a message edited or erased)
+            self.misses += len(missing)
+            self.vectors.update(embed_texts(missing, self.embedder))
+        return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+
+
+def evidence_write_spans(
+    spans: Sequence[Span], vectors: Mapping[str, np.ndarray], *, index=None, embedder=None
+) -> dict[Span, int]:
+    """Write every span with the given vectors; rows written per span (0 for an erased subject)."""
+    known = KnownVectors(vectors, embedder)
+    return {
+        (s, a, b): evidence_index_span(subject_id=s, start_seq=a, end_seq=b, index=index, embedder=known)
+        for s, a, b in spans
+    }
+
+
+def evidence_index_spans(spans: Sequence[Span], *, index=None, embedder=None) -> dict[Span, int]:
+    """Index every span's pair units with one embedding call; rows written per span."""
+    return evidence_write_spans(
+        spans, embed_texts(span_texts(spans), embedder), index=index, embedder=embedder
+    )
