@@ -6,7 +6,11 @@ For one chunk (``FactStep.prepare``), everything here is deterministic:
    each keeps its source sentence and its message's timestamp;
 2. the clauses are embedded with the shipped MiniLM in one call;
 3. the trained fact classifier (``memory.engine.facts``) says which clauses are lasting facts about
-   the user (kept) and which are small talk, questions or someone else's story (dropped);
+   the user (kept) and which are small talk, questions or someone else's story (dropped), and a
+   clause is kept only if its grammar says so too: every user turn is parsed once
+   (``serving.syntax``, spaCy) and :func:`memory.engine.aboutness.judge` keeps finite statements whose
+   subject is the speaker or the speaker's (a pronoun subject the turn named as the speaker's is
+   written out first, before embedding);
 4. the leaf placer (``memory.engine.placement``: cosine prior over each leaf's description and
    examples, a trained leaf head, alias matches) ranks the leaves for every kept clause; a clause
    no leaf fits well enough is not filed;
@@ -28,12 +32,14 @@ from datetime import datetime
 
 import numpy as np
 
+from memory.engine.aboutness import ClauseSyntax, judge, resolve
 from memory.engine.candidates import Candidate, Candidates, UserSentence, retraction_targets
 from memory.engine.facts import KEEP_LABELS, FactClassifier, FactVerdict
 from memory.engine.placement import LeafPlacer, LeafVectors
 from memory.engine.schema import Schema
 from memory.engine.segment import segment
 from serving.embedder import one_intraop_thread
+from serving.syntax import SyntaxStep
 
 Embed = Callable[[Sequence[str]], "object"]  # texts -> (n, dim) unit vectors (numpy)
 
@@ -61,14 +67,32 @@ def _ts(raw: object) -> datetime | None:
 
 def units_of(turns: Sequence[Mapping]) -> list[UserSentence]:
     """Every clause of the user turns, numbered from 1, with its sentence and its message's time."""
-    out: list[UserSentence] = []
+    return [unit for unit, _span in _units_and_spans(turns)]
+
+
+def _units_and_spans(turns: Sequence[Mapping]) -> list[tuple[UserSentence, tuple[int, int]]]:
+    out: list[tuple[UserSentence, tuple[int, int]]] = []
     for i, turn in enumerate(turns):
         if turn.get("role") != "user":
             continue
         ts = _ts(turn.get("ts"))
         for clause in segment(turn.get("content") or "", turn=i):
-            out.append(UserSentence(len(out) + 1, clause.text, i, source=clause.sentence, ts=ts))
+            unit = UserSentence(len(out) + 1, clause.text, i, source=clause.sentence, ts=ts)
+            out.append((unit, (clause.start, clause.end)))
     return out
+
+
+def _read_syntax(
+    syntax: SyntaxStep, turns: Sequence[Mapping], spanned: Sequence[tuple[UserSentence, tuple[int, int]]]
+) -> list[ClauseSyntax]:
+    """Each unit's :class:`ClauseSyntax`, every user turn parsed once."""
+    by_turn: dict[int, list[tuple[int, int]]] = {}
+    for unit, span in spanned:
+        by_turn.setdefault(unit.turn, []).append(span)
+    order = sorted(by_turn)
+    read = syntax.analyse([(turns[t].get("content") or "", by_turn[t]) for t in order])
+    per_turn = {t: iter(found) for t, found in zip(order, read, strict=True)}
+    return [next(per_turn[unit.turn]) for unit, _span in spanned]
 
 
 class FactStep:
@@ -77,9 +101,17 @@ class FactStep:
     #: Schemas whose placers are kept (least recently used dropped first): tenants bring their own.
     MAX_SCHEMAS = 64
 
-    def __init__(self, embed: Embed, classifier: FactClassifier | None = None, *, top: int = 3) -> None:
+    def __init__(
+        self,
+        embed: Embed,
+        classifier: FactClassifier | None = None,
+        *,
+        top: int = 3,
+        syntax: SyntaxStep | None = None,
+    ) -> None:
         self._embed = embed
         self._classifier = classifier
+        self.syntax = syntax if syntax is not None else _shared_syntax()
         self._placers: OrderedDict[tuple[str, int, str], tuple[LeafPlacer, LeafVectors]] = OrderedDict()
         self._lock = threading.Lock()
         self.top = top
@@ -109,17 +141,23 @@ class FactStep:
         self, schema: Schema, tree: Mapping[str, str], turns: Sequence[Mapping], digest: str
     ) -> tuple[tuple[UserSentence, ...], Candidates, dict[int, PlacedFact]]:
         """(numbered clauses, candidate leaves, kept clause id -> its placement)."""
-        units = tuple(units_of(turns))
-        if not units:
-            return units, Candidates((), {}), {}
+        spanned = _units_and_spans(turns)
+        if not spanned:
+            return (), Candidates((), {}), {}
+        read = _read_syntax(self.syntax, turns, spanned)
+        # a pronoun subject the speaker named before is written out: "My cat Luna sleeps on ..."
+        units = tuple(
+            replace(u, text=resolve(u.text, r)) for (u, _span), r in zip(spanned, read, strict=True)
+        )
+        about = [judge(r) for r in read]
         with one_intraop_thread():  # a few short texts: a second torch thread only waits on a busy host
             vectors = self._embed([u.text for u in units])
         rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
         verdicts = self.classifier.classify([u.text for u in units], rows)
         placer, leaf_vectors = self.placer(schema, digest)
         facts: dict[int, PlacedFact] = {}
-        for unit, row, verdict in zip(units, rows, verdicts, strict=True):
-            if verdict.label not in KEEP_LABELS:
+        for unit, row, verdict, whose in zip(units, rows, verdicts, about, strict=True):
+            if verdict.label not in KEEP_LABELS or not whose.keep:
                 continue
             ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
             if ranked:
@@ -136,6 +174,19 @@ class FactStep:
         best = {uid: f.leaves[0] for uid, f in facts.items()}
         ranked_by_unit = {uid: f.leaves for uid, f in facts.items()}
         return units, Candidates(leaves, best, ranked_by_unit), facts
+
+
+_SYNTAX: SyntaxStep | None = None
+_SYNTAX_LOCK = threading.Lock()
+
+
+def _shared_syntax() -> SyntaxStep:
+    """One spaCy pipeline per process (it loads on first use)."""
+    global _SYNTAX
+    with _SYNTAX_LOCK:
+        if _SYNTAX is None:
+            _SYNTAX = SyntaxStep()
+        return _SYNTAX
 
 
 class MatrixLeafVectors(LeafVectors):

@@ -1,0 +1,73 @@
+"""The grammatical test of the fact pipeline (``memory.engine.aboutness``) on parser readings
+written by hand: which subjects make a clause the speaker's fact, and how a pronoun is written out."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.engine.aboutness import SUBJECTS, ClauseSyntax, judge, resolve
+
+
+@pytest.mark.parametrize("subject", ["speaker", "owned", "elided"])
+def test_the_speakers_own_finite_statements_are_kept(subject):
+    assert judge(ClauseSyntax(subject, finite=True)).keep
+
+
+@pytest.mark.parametrize(
+    ("syntax", "reason"),
+    [
+        (ClauseSyntax("generic", True), "generic"),  # "Kids are so resilient"
+        (ClauseSyntax("clausal", True, "can"), "clausal"),  # "Joining a church can be encouraging"
+        (ClauseSyntax("addressee", True), "addressee"),  # "Your advocacy is an inspiration"
+        (ClauseSyntax("other", True), "other"),  # "Her rights advocacy inspires me"
+        (ClauseSyntax("deictic", True), "deictic"),  # "That's peaceful and calming"
+        (ClauseSyntax("imperative", True), "imperative"),  # "Keep working hard"
+        (ClauseSyntax("reaction", True), "reaction"),  # "Sounds great"
+        (ClauseSyntax("pronoun", True, pronoun="It"), "unresolved_pronoun"),  # "It made them realize"
+        (ClauseSyntax("expletive", True), "expletive"),  # "There's nothing like it"
+        (ClauseSyntax("speaker", False), "no_finite_verb"),  # "Seeing the smiles on their faces"
+        (ClauseSyntax("none", True), "no_finite_verb"),  # "Expression of themself"
+        (ClauseSyntax("elided", True, "must"), "modal_guess"),  # "Must be satisfying"
+        (ClauseSyntax("elided", True, "should"), "modal_guess"),  # "Should start a cork board"
+    ],
+)
+def test_everything_else_is_dropped_with_its_reason(syntax, reason):
+    verdict = judge(syntax)
+    assert not verdict.keep and verdict.reason == reason
+
+
+def test_a_modal_is_a_fact_only_in_the_speakers_mouth():
+    assert judge(ClauseSyntax("speaker", True, "should")).keep  # "I should call my mom more"
+    assert judge(ClauseSyntax("elided", True, "can")).keep  # "Can't wait for my studio to open"
+    owned_guess = ClauseSyntax("pronoun", True, "must", pronoun="she", antecedent="my cat Luna")
+    assert judge(owned_guess).reason == "modal_guess"  # "She must be hungry"
+
+
+def test_a_resolved_pronoun_and_a_first_person_expletive_are_kept():
+    assert judge(ClauseSyntax("pronoun", True, pronoun="She", antecedent="my cat Luna")).keep
+    assert judge(ClauseSyntax("expletive", True, first_person=True)).keep  # "There's a park by my house"
+
+
+@pytest.mark.parametrize(
+    ("text", "pronoun", "antecedent", "out"),
+    [
+        ("She sleeps on my keyboard", "She", "my cat Luna", "My cat Luna sleeps on my keyboard"),
+        ("She's so fluffy", "She", "my cat Luna", "My cat Luna is so fluffy"),
+        ("They're in second grade now", "They", "my kids", "My kids are in second grade now"),
+        ("he\u2019s been a nurse for years", "he", "my brother", "My brother has been a nurse for years"),
+        ("Now it runs on solar", "it", "my old van", "Now my old van runs on solar"),
+    ],
+)
+def test_resolve_writes_the_antecedent_in_place_of_the_pronoun(text, pronoun, antecedent, out):
+    assert resolve(text, ClauseSyntax("pronoun", True, pronoun=pronoun, antecedent=antecedent)) == out
+
+
+def test_resolve_leaves_other_clauses_alone():
+    assert resolve("I love it", ClauseSyntax("speaker", True)) == "I love it"
+    assert resolve("It rained", ClauseSyntax("pronoun", True, pronoun="It")) == "It rained"
+
+
+def test_an_unknown_subject_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown subject kind"):
+        ClauseSyntax("martian", True)
+    assert "speaker" in SUBJECTS

@@ -1,0 +1,105 @@
+"""``serving.syntax`` with the real spaCy pipeline (the registry package the recall extra
+installs) on sentences written for this test: each class of non-fact the fact pipeline must drop,
+the speaker's facts it must keep, and pronouns written out only when the speaker named them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.engine.aboutness import judge
+from memory.engine.segment import segment
+from serving.syntax import SyntaxStep
+
+
+@pytest.fixture(scope="module")
+def syntax():
+    return SyntaxStep()
+
+
+def read(syntax, content):
+    clauses = segment(content)
+    found = syntax.analyse([(content, [(c.start, c.end) for c in clauses])])[0]
+    return [(c.text, s) for c, s in zip(clauses, found, strict=True)]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("Puppies are incredibly forgiving creatures.", "generic"),
+        ("Gardening is a lovely way to unwind.", "clausal"),
+        ("The mountain trails are perfect for hiking.", "generic"),
+        ("Volunteering at a shelter can be so uplifting.", "clausal"),
+        ("Coaching must be fulfilling.", "clausal"),
+        ("Must be exciting to see the results of all that work.", "modal_guess"),
+        ("You should write a book about your travels.", "addressee"),
+        ("His dedication to the team is a big motivation for me.", "other"),
+        ("That's so relaxing and calm, Priya.", "deictic"),
+        ("Keep pushing and never stop learning.", "imperative"),
+        ("Watching the sunrise over the lake.", "no_finite_verb"),
+        ("Plus baking bread and going for long walks on weekends.", "no_finite_verb"),
+        ("It made them appreciate the little things.", "unresolved_pronoun"),
+    ],
+)
+def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
+    (_text, found), *_ = read(syntax, content)
+    assert judge(found).reason == reason
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "I work as a pharmacist in Leeds.",
+        "My brother Tomas is a firefighter.",
+        "One of my neighbours plays the cello.",
+        "Our band rehearses on Thursdays.",
+        "Signed up for a ceramics course last month.",
+        "Been training for a triathlon since March.",
+        "There's a community garden behind my flat.",
+    ],
+)
+def test_the_speakers_facts_are_kept(syntax, content):
+    (_text, found), *_ = read(syntax, content)
+    assert judge(found).keep, found
+
+
+def test_a_pronoun_is_written_out_only_when_the_speaker_named_its_antecedent(syntax):
+    named = read(syntax, "My dog Pepper is eight. She naps under my desk.")
+    assert named[1][1].antecedent == "My dog Pepper"
+    assert judge(named[1][1]).keep
+    other = read(syntax, "A stray dog followed me home. She naps under the porch.")
+    assert other[1][1].antecedent == "" and judge(other[1][1]).reason == "unresolved_pronoun"
+
+
+def test_the_kids_after_my_kids_are_the_speakers(syntax):
+    found = read(syntax, "I took my kids to the zoo. The kids fed the goats. They loved it.")
+    assert [s.subject for _t, s in found] == ["speaker", "owned", "pronoun"]
+    assert found[2][1].antecedent == "my kids"
+
+
+def test_the_fact_step_writes_the_pronoun_out_and_files_no_platitude():
+    from memory.engine.schema import default_schema
+    from serving.config import EngineConfig
+    from serving.listener import build_listener
+    from serving.protocol import ListenerJob
+
+    ts = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    turns = [
+        {"role": "user", "content": "My cat Miso is three. She sleeps on my keyboard all day.", "ts": ts},
+        {"role": "assistant", "content": "Ha, cats do that!", "ts": ts},
+        {
+            "role": "user",
+            "content": "Cats are such independent creatures. I adopted her from a shelter.",
+            "ts": ts,
+        },
+    ]
+    schema = default_schema()
+    job = ListenerJob(
+        job_id="j1", subject_id="s1", base_version=0, schema_id=schema.id,
+        schema_version=schema.version, tree={}, turns=turns,
+    )  # fmt: skip
+    result = build_listener(EngineConfig(kind="extractive")).run([job])[0]
+    text = " ".join(op["value"] or "" for op in result.ops)
+    assert "Their cat Miso sleeps on their keyboard" in text
+    assert "independent creatures" not in text
