@@ -7,6 +7,9 @@ user said ("Oh, and I've actually been running a lot lately!" -> "Has been runni
   talk (", lol", "haha", "!!!"), emoji and the final ``.!?``;
 - filler adverbs and hedges go ("really", "just", "actually", "totally", "kind of", "so" before
   an adjective), and "I think"/"I guess" before another subject;
+- a leading adverbial before the speaker's subject goes behind the statement ("Off the court, I'm
+  looking into endorsements" -> "Is looking into endorsements off the court"), and a participial
+  discourse marker goes ("Speaking of trips, my wife and I left" -> "Their wife and they left");
 - a leading "I" is dropped and its verb takes the third person ("I work" -> "Works", "I'm a
   nurse" -> "Is a nurse", "I've been" -> "Has been", "I'd love to" -> "Would love to", "I don't"
   -> "Doesn't", "I went" -> "Went"); with ``name`` the fact starts with it ("Maya is a nurse",
@@ -22,7 +25,7 @@ from __future__ import annotations
 import re
 
 from .segment import strip_emoji
-from .text import content_stems, fold, number_tokens
+from .text import STOPWORDS, content_stems, fold, number_tokens
 
 try:  # pure Python; optional so the engine still imports without it
     from lemminflect import getAllLemmas, getInflection
@@ -211,6 +214,31 @@ def _lead(text: str) -> tuple[str, bool]:
     return " ".join(tokens), True
 
 
+# A leading adverbial before the speaker's subject ("Off the court, I'm ...", "After the game, we
+# ..."): moved behind the statement, so the rewrite keeps the statement and the word budget cuts
+# the adverbial first; a participial discourse marker ("Speaking of trips, my wife and I ...") goes.
+_FRONT = re.compile(
+    r"^(?P<lead>[^,;:!?]{2,60}?),\s+(?P<rest>(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _front_adjunct(text: str) -> str:
+    m = _FRONT.match(text)
+    if m is None or _SUBJECT.match(m.group("lead")) or fold(m.group("lead").split()[0]) in FIRST_PERSON_WORDS:
+        return text  # "I went home, I was tired" and "My kids, my husband and I ..." stay as said
+    lead, rest = m.group("lead").strip(), m.group("rest").rstrip(" .!?")
+    words = lead.split()
+    first = fold(words[0])
+    if first.endswith("ing") and not any(w[:1].isupper() or w[:1].isdigit() for w in words[1:]):
+        return rest  # "Speaking of trips," "Looking back,": a discourse marker, nothing to keep
+    if first in STOPWORDS or first.endswith(("ing", "ly")):
+        lead = f"{words[0].lower()} {' '.join(words[1:])}".strip()
+    elif len(words) == 1:
+        return text  # one capitalised word may be a name or a place: leave it to the rest
+    return f"{rest} {lead}"
+
+
 def _adverb_ly(token: str) -> bool:
     """An -ly adverb before the verb ("I completely agree"); "I apply"/"I rely" are verbs."""
     low = fold(token)
@@ -295,7 +323,7 @@ def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str
     text = _KIND_OF.sub(" ", _FILLER.sub("", text))
     text = _SO.sub("", text)
     text = " ".join(text.split()).strip(" ,;:-")
-    text, dropped = _lead(text)
+    text, dropped = _lead(_front_adjunct(text))
     possessive = False
     if name and not dropped and re.match(r"my\b", text, re.IGNORECASE):
         text, possessive = text[2:].lstrip(), True

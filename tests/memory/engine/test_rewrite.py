@@ -157,3 +157,20 @@ def test_only_removes_or_swaps_words() -> None:
         said_stems = {stem(w) for w in said}
         for w in folded_words(rewrite(clause)):
             assert w in said or w in swaps or stem(w) in said_stems, (clause, w)
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        (
+            "Off the pitch, I'm also learning to cook Thai food",
+            "Is also learning to cook Thai food off the pitch",
+        ),
+        ("After the concert, we went for ramen", "They went for ramen after the concert"),
+        ("Talking of holidays, my partner and I booked a cabin", "Their partner and they booked a cabin"),
+        ("My sister, my mom and I run a bakery", "Their sister, their mom and they run a bakery"),
+        ("I moved out, I was tired of the noise", "Moved out, they were tired of the noise"),
+    ],
+)
+def test_a_leading_adverbial_never_becomes_the_fact(clause: str, expected: str) -> None:
+    assert rewrite(clause) == expected
