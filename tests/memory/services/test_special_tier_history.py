@@ -121,3 +121,12 @@ def test_export_masks_parse_errors_for_every_key(migrated):
         assert "HIV" not in str(body)
     stored = OpRecord.objects.get(subject=subject, reason_code="PARSE_ERROR")
     assert stored.new_value == RAW_MODEL_LINE  # the moderators' copy is kept
+
+
+def test_the_admin_masks_held_declassifications_for_staff_without_the_special_permission(migrated):
+    from memory.admin.access import MASK, masked_record
+
+    subject, _, _ = migrated
+    held = OpRecord.objects.filter(subject=subject, status=OpRecord.Status.PENDING_REVIEW)
+    shown = [masked_record(r) for r in held]
+    assert {r.new_value for r in shown} == {MASK}  # on normal leaves now, but special when written
