@@ -54,6 +54,7 @@ def dry_run_execute(*, tenant_id: int, run_id: str) -> str:
     if entry is None or tenant is None:
         return "missing"
     cache.set(key, {**entry, "status": "running"}, DRY_RUN_TTL_S)
+    result: dict[str, Any]
     try:
         row = schema_migration_prepare(tenant=tenant, document=entry["document"])
         result = {"status": "done", "report": schema_migration_dry_run(migration=row)}
