@@ -108,6 +108,7 @@ class ReviewQueueAdmin(OpRecordAdmin):
         "op_type",
     )
     ordering = ("created_at", "id")
+    list_select_related = ("subject", "subject__tenant")
     date_hierarchy = None
     list_per_page = 50
     show_full_result_count = False

@@ -64,63 +64,66 @@ def ops_review_approve(*, op_ids: Iterable[int], user, note: str = "") -> list[R
             )
             if not records:
                 continue
-            schema = selectors.subject_schema(locked)
-            tree = selectors.tree_current(locked)
-            ops = [_record_op(r) for r in records]
-            result = gate(schema, tree, ops, GatePolicy(lenient=locked.tenant.gate_lenient))
-            new_tree, _ = apply(tree, result.accepted)
-            version = write_version(
-                locked,
-                new_tree,
-                created_by=TreeVersion.CreatedBy.REVIEW,
-                note=f"review approved by {user.get_username()}",
-            )
-            by_op = {id(op): r for op, r in zip(ops, records, strict=True)}
-            rejected_by_record = {
-                id(by_op[id(rej.op)]): rej for rej in result.rejected if id(rej.op) in by_op
-            }
-            now = timezone.now()
-            approved, refused = [], []
-            for record in records:
-                record.decided_by = user
-                record.decided_at = now
-                record.decision_note = note
-                rej = rejected_by_record.get(id(record))
-                if rej is None:
-                    record.status = OpRecord.Status.APPROVED
-                    record.version = version
-                    record.old_value = tree.get(record.path) if record.path else None
-                    approved.append(record)
-                else:
-                    record.status = OpRecord.Status.REJECTED
-                    record.reason_code = str(rej.reason)
-                    record.detail = f"approved, but re-gated against v{locked.head_version}: {rej.detail}"
-                    refused.append(record)
-            # Value-normalised accepted ops are different objects than the records' ops: map by path.
-            accepted_values = {op.path: op.value for op in result.accepted}
-            for record in approved:
-                if record.path in accepted_values:
-                    record.new_value = accepted_values[record.path]
-            OpRecord.objects.bulk_update(
-                records,
-                ["status", "version", "old_value", "new_value", "reason_code", "detail"]
-                + ["decided_by", "decided_at", "decision_note"],
-            )
-            schedule_follow_up(locked.pk, version, None, [])
-            transaction.on_commit(
-                partial(
-                    _send,
-                    review_decided,
-                    subject_id=locked.pk,
-                    decision="approved",
-                    approved=len(approved),
-                    rejected=len(refused),
-                    declined=0,
-                    version=version.number if version is not None else None,
-                )
-            )
-            outcomes.append(ReviewOutcome(subject_id, version, tuple(approved), tuple(refused)))
+            outcomes.append(_approve_locked(locked, records, user, note))
     return outcomes
+
+
+def _approve_locked(locked, records: list[OpRecord], user, note: str) -> ReviewOutcome:
+    """Apply ``records`` (held, locked, of the locked subject) on top of its current head."""
+    schema = selectors.subject_schema(locked)
+    tree = selectors.tree_current(locked)
+    ops = [_record_op(r) for r in records]
+    result = gate(schema, tree, ops, GatePolicy(lenient=locked.tenant.gate_lenient))
+    new_tree, _ = apply(tree, result.accepted)
+    version = write_version(
+        locked,
+        new_tree,
+        created_by=TreeVersion.CreatedBy.REVIEW,
+        note=f"review approved by {user.get_username()}",
+    )
+    by_op = {id(op): r for op, r in zip(ops, records, strict=True)}
+    rejected_by_record = {id(by_op[id(rej.op)]): rej for rej in result.rejected if id(rej.op) in by_op}
+    now = timezone.now()
+    approved, refused = [], []
+    for record in records:
+        record.decided_by = user
+        record.decided_at = now
+        record.decision_note = note
+        rej = rejected_by_record.get(id(record))
+        if rej is None:
+            record.status = OpRecord.Status.APPROVED
+            record.version = version
+            record.old_value = tree.get(record.path) if record.path else None
+            approved.append(record)
+        else:
+            record.status = OpRecord.Status.REJECTED
+            record.reason_code = str(rej.reason)
+            record.detail = f"approved, but re-gated against v{locked.head_version}: {rej.detail}"
+            refused.append(record)
+    # Value-normalised accepted ops are different objects than the records' ops: map by path.
+    accepted_values = {op.path: op.value for op in result.accepted}
+    for record in approved:
+        if record.path in accepted_values:
+            record.new_value = accepted_values[record.path]
+    OpRecord.objects.bulk_update(
+        records,
+        ["status", "version", "op_type", "path", "old_value", "new_value", "reason_code", "detail"]
+        + ["decided_by", "decided_at", "decision_note"],
+    )
+    schedule_follow_up(locked.pk, version, None, [])
+    transaction.on_commit(
+        partial(
+            _send,
+            review_decided,
+            subject_id=locked.pk,
+            decision="approved",
+            approved=len(approved),
+            rejected=len(refused),
+            declined=0,
+            version=version.number if version is not None else None,
+        )
+    )
+    return ReviewOutcome(locked.pk, version, tuple(approved), tuple(refused))
 
 
 def op_review_approve(
@@ -148,7 +151,7 @@ def op_review_approve(
         value = record.new_value if value is None else value.strip()
         if (path, value) != (record.path, record.new_value):
             _correct(record, path, value, selectors.tree_current(locked), user)
-        outcome = ops_review_approve(op_ids=[op_id], user=user, note=note or "approved in the admin")[0]
+        outcome = _approve_locked(locked, [record], user, note or "approved in the admin")
         if outcome.rejected:
             refused = outcome.rejected[0]
             raise ServiceError(f"Not approved: {refused.reason_code}: {refused.detail}", field="value")
@@ -163,7 +166,7 @@ def _correct(record: OpRecord, path: str, value: str | None, tree, user) -> None
         raise ServiceError("Give the value to approve (or decline the op).", field="value")
     record.path, record.new_value = path, value or None
     record.detail = f"{record.detail}; corrected by {user.get_username()} (was {was})".lstrip("; ")
-    record.save(update_fields=["op_type", "path", "new_value", "detail"])
+    # Saved with the decision (``_approve_locked``), or not at all when the gate refuses it.
 
 
 def ops_review_decline(*, op_ids: Iterable[int], user, note: str) -> int:
