@@ -38,7 +38,7 @@ from memory import selectors
 from memory.engine.gate import STRICT, Reason, gate
 from memory.engine.migration import Migration, MigrationError, MigrationPlan, load_migration, plan_migration
 from memory.engine.ops import Op, OpType
-from memory.engine.schema import Schema, SchemaError, document_digest
+from memory.engine.schema import Schema, SchemaError, check_text, document_digest
 from memory.engine.tree import Tree, apply
 from memory.models import OpRecord, SchemaMigration, Subject, Tenant, TreeVersion
 from memory.services import ServiceError
@@ -94,6 +94,10 @@ def migration_load(tenant_id: int, document: Any) -> Migration:
     """The engine :class:`Migration` of ``document`` between the tenant's schemas (``ServiceError`` if invalid)."""
     if not isinstance(document, Mapping):
         raise ServiceError("The mapping must be a JSON object.", field="document")
+    try:  # PostgreSQL stores neither (the document is kept as JSON, its id as text)
+        check_text(document, "document")
+    except SchemaError as exc:
+        raise ServiceError(f"Invalid mapping: {exc}", field="document", code="invalid_mapping") from exc
     source, target = _schema(tenant_id, document, "source"), _schema(tenant_id, document, "target")
     try:
         return load_migration(document, source, target)

@@ -95,6 +95,17 @@ def test_errors_are_problems_naming_the_bad_step(acme, admin_client):
     assert conflict.status_code == 409 and conflict.json()["code"] == "schema_migration_conflict"
 
 
+@pytest.mark.parametrize("field", ["doc", "id"])
+def test_a_nul_character_in_the_mapping_is_a_400_not_a_500(acme, admin_client, field):
+    """PostgreSQL stores no NUL: it was a 500 when the mapping was stored (issue 24)."""
+    document = {**mapping(), field: "a\x00b"}
+    for url in (URL, f"{URL}?dry_run=1"):
+        response = admin_client.post(url, json.dumps(document), content_type="application/json")
+        assert response.status_code == 400, response.content
+        assert response.json()["field"] == "document" and "NUL" in response.json()["detail"]
+    assert not SchemaMigration.objects.exists()
+
+
 def test_scope_and_tenant_isolation(acme, admin_client, make_api_client, other_tenant):
     reader = make_api_client(acme, scopes=("read",))[0]
     assert reader.post(URL, mapping(), format="json").status_code == 403
