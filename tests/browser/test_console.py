@@ -347,6 +347,7 @@ def test_staff_of_one_tenant_are_refused_everything_of_another(base_url, new_tab
     mine = OpRecord.objects.filter(subject=ana, status="pending_review").first()
     page.goto(f"{admin}/reviewitem/{mine.pk}/change/")
     assert "•••• (special tier)" in page.inner_text("#content-main")
+    shot(page, "staff-masked")
     assert "diabetes" not in page.content()
     assert page.locator("#pt-approve").count() == 0
     refused = page.request.post(
