@@ -85,7 +85,8 @@ def webhook_endpoint_create(
     checked_url, chosen = url_check(url), _event_types(event_types)
     cap = conf.get().webhooks.max_endpoints_per_tenant
     with transaction.atomic():
-        Tenant.objects.select_for_update().filter(pk=tenant.pk).exists()  # one creation at a time per tenant
+        # One creation at a time per tenant: the count below cannot be raced past the cap.
+        list(Tenant.objects.select_for_update().filter(pk=tenant.pk).values_list("pk", flat=True))
         if WebhookEndpoint.objects.filter(tenant=tenant).count() >= cap:
             raise WebhookEndpointLimit(
                 f"A tenant may register at most {cap} webhook endpoints; delete one first.", field="url"

@@ -111,3 +111,38 @@ def test_a_deferred_delivery_is_sent_again_later_by_a_worker(receiver, settings,
     assert name == "workers.deliver_webhook" and args == (delivery.pk,) and kwargs["tenant_id"] == tenant.pk
     assert tasks.SLOT_WAIT_S <= kwargs["countdown"] <= 2 * tasks.SLOT_WAIT_S
     assert receiver.requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_creations_cannot_pass_the_endpoint_cap(settings):
+    import threading
+
+    from django.db import connection
+
+    from memory.services.webhooks import WebhookEndpointLimit
+
+    settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_ENDPOINTS_PER_TENANT": 3}
+    tenant = TenantFactory()
+    webhook_endpoint_create(tenant=tenant, url="https://93.184.215.14/0", event_types=["version.applied"])
+    start, outcomes = threading.Barrier(6), []
+
+    def create(n):
+        try:
+            start.wait()
+            webhook_endpoint_create(
+                tenant=tenant, url=f"https://93.184.215.14/{n}", event_types=["version.applied"]
+            )
+            outcomes.append("created")
+        except WebhookEndpointLimit:
+            outcomes.append("refused")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(1, 7)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert sorted(outcomes) == ["created"] * 2 + ["refused"] * 4
+    assert WebhookEndpoint.objects.filter(tenant=tenant).count() == 3
