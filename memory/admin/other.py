@@ -6,12 +6,12 @@ their granted tenants' rows; only superusers manage the grants (:mod:`memory.adm
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.utils import timezone
 
 from memory.admin.access import TenantScopedAdmin
 from memory.admin.erasure import ErasingDeleteMixin
 from memory.models import ApiKey, Chunk, Tenant, TenantStaff, Tombstone
 from memory.services.chunk_errors import safe_chunk_error
+from memory.services.ingest import chunks_requeue
 from memory.services.subjects import api_keys_revoke
 
 
@@ -51,14 +51,9 @@ class ApiKeyAdmin(TenantScopedAdmin):
 
 
 def requeue(chunk_ids: list[int]) -> int:
-    """Hand failed chunks back to ingestion: ``workers.requeue_chunks`` when available, else mark pending."""
-    try:
-        from workers import requeue_chunks  # the workers provide it (docs/ARCHITECTURE.md)
-    except ImportError:
-        return Chunk.objects.filter(pk__in=chunk_ids, status=Chunk.Status.FAILED).update(
-            status=Chunk.Status.PENDING, last_error="", updated_at=timezone.now()
-        )
-    return requeue_chunks(chunk_ids)
+    """Hand failed chunks back to ingestion with a fresh attempt budget (the one re-queue service,
+    as the API's ``POST .../chunks/<id>/requeue``); the dispatcher is asked for after commit."""
+    return chunks_requeue(chunk_ids=chunk_ids)
 
 
 @admin.action(description="Re-queue selected failed chunks")

@@ -2,7 +2,18 @@
 
 from django.urls import path, re_path
 
-from memory.api import ingest, keys, leaves, query, schema_migrations, schemas, search, subjects, webhooks
+from memory.api import (
+    chunks,
+    ingest,
+    keys,
+    leaves,
+    query,
+    schema_migrations,
+    schemas,
+    search,
+    subjects,
+    webhooks,
+)
 from memory.api.errors import ApiNotFoundView
 
 urlpatterns = [
@@ -28,6 +39,11 @@ urlpatterns = [
         "subjects/<str:external_id>/ingest", ingest.SubjectIngestStatusView.as_view(), name="subject-ingest"
     ),
     path("subjects/<str:external_id>/flush", ingest.SubjectFlushView.as_view(), name="subject-flush"),
+    path(
+        "subjects/<str:external_id>/chunks/<int:chunk_id>/requeue",
+        chunks.ChunkRequeueView.as_view(),
+        name="subject-chunk-requeue",
+    ),
     # --- query (issue 6) ---
     path("subjects/<str:external_id>/context", query.SubjectContextView.as_view(), name="subject-context"),
     path("subjects/<str:external_id>/answer", query.SubjectAnswerView.as_view(), name="subject-answer"),

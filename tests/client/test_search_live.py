@@ -37,3 +37,30 @@ def test_search_sync_and_async(base_url, make_key):
 
     got = asyncio.run(run())
     assert [h.path for h in got.leaves] == ["identity/location/current_city"]
+
+
+def test_requeue_chunk_of_a_failed_chunk(base_url, make_key):
+    from personatree_client import ConflictError, NotFoundError
+
+    from memory.models import Chunk, Subject
+    from tests.factories import ChunkFactory, TenantFactory
+
+    tenant = TenantFactory()
+    key = make_key(["ingest", "read"], tenant=tenant)
+    with PersonaTree(base_url, key) as pt:
+        pt.ingest("eve", [{"role": "user", "content": "hello"}])
+        subject = Subject.objects.get(tenant=tenant, external_id="eve")
+        chunk = ChunkFactory(subject=subject, status=Chunk.Status.FAILED, attempts=5, last_error="timeout")
+        back = pt.requeue_chunk("eve", chunk.pk)
+        assert (back.chunk_id, back.status, back.attempts, back.last_error) == (
+            chunk.pk,
+            "pending",
+            0,
+            "timeout",
+        )
+        chunk.refresh_from_db()  # pending, or already applied by the eager dispatcher it asked for
+        assert chunk.status in (Chunk.Status.PENDING, Chunk.Status.APPLIED) and chunk.attempts <= 1
+        with pytest.raises((ConflictError, NotFoundError)):
+            pt.requeue_chunk("eve", chunk.pk)  # no longer failed (409), or gone if it ran (never 2xx)
+        with pytest.raises(NotFoundError):
+            pt.requeue_chunk("nobody", chunk.pk)

@@ -42,6 +42,7 @@ from personatree_client.models import (
     IngestStatus,
     Message,
     Receipt,
+    RequeuedChunk,
 )
 from personatree_client.results import (
     Answer,
@@ -92,6 +93,7 @@ __all__ = [
     "PersonaTreeError",
     "RateLimitError",
     "Receipt",
+    "RequeuedChunk",
     "RenderedContext",
     "ResponseDecodeError",
     "RetryPolicy",

@@ -33,7 +33,15 @@ from personatree_client._protocol import (
     subject_path,
 )
 from personatree_client.errors import APIError, IngestBlockedError, WaitTimeoutError
-from personatree_client.models import AsOf, FlushResult, IngestResult, IngestStatus, Message, Mode
+from personatree_client.models import (
+    AsOf,
+    FlushResult,
+    IngestResult,
+    IngestStatus,
+    Message,
+    Mode,
+    RequeuedChunk,
+)
 from personatree_client.results import (
     Answer,
     Context,
@@ -156,6 +164,14 @@ class Operations:
     def flush(self, subject: str) -> Plan[FlushResult]:
         """Close the subject's partial window now (instead of after the idle time)."""
         return self._call(ApiRequest("POST", subject_path(subject, "flush")), FlushResult.from_json)
+
+    def requeue_chunk(self, subject: str, chunk_id: int) -> Plan[RequeuedChunk]:
+        """Run a failed chunk again with a fresh attempt budget (``ingest`` scope); its id is in
+        ``ingest_status(subject).failures``. ConflictError (``chunk_not_failed``) when it has not
+        failed, NotFoundError when it is not the subject's. Not sent again after a lost answer: a
+        second re-queue of the same chunk answers ConflictError."""
+        path = subject_path(subject, "chunks", str(int(chunk_id)), "requeue")
+        return self._call(ApiRequest("POST", path, idempotent=False), RequeuedChunk.from_json)
 
     def wait_until_applied(
         self,

@@ -127,6 +127,32 @@ class ChunkFailure:
 
 
 @dataclass(frozen=True, slots=True)
+class RequeuedChunk:
+    """A failed chunk back in the queue: ``status`` pending, ``attempts`` 0; ``last_error`` is why it
+    failed (kept until it runs again)."""
+
+    chunk_id: int
+    subject: str
+    start_seq: int
+    end_seq: int
+    status: str
+    attempts: int
+    last_error: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RequeuedChunk:
+        return cls(
+            chunk_id=int(data["chunk_id"]),
+            subject=data["subject"],
+            start_seq=int(data["start_seq"]),
+            end_seq=int(data["end_seq"]),
+            status=data["status"],
+            attempts=int(data["attempts"]),
+            last_error=data.get("last_error", ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class IngestStatus:
     """Where a subject's messages are in the pipeline (``GET .../ingest``)."""
 
