@@ -294,6 +294,7 @@ def test_staff_of_one_tenant_are_refused_everything_of_another(base_url, new_tab
     chunk = ben.chunks.first()
     key = gym.api_keys.first()
     admin = f"{base_url}/admin/memory"
+    page.goto(f"{base_url}/admin/")
     for url in (
         f"{admin}/subject/{ben.pk}/change/",
         f"{admin}/subject/{ben.pk}/history/",
@@ -367,20 +368,22 @@ def test_no_page_of_the_console_overflows_at_1280(base_url, new_tab, superuser):
     page = new_tab()
     login(page, base_url, "root")
     admin = f"{base_url}/admin/memory"
-    for url in (
-        f"{base_url}/admin/",
-        f"{admin}/subject/",
+    # Every list the index links to, and the pages of one subject and one held op.
+    lists = page.eval_on_selector_all("#content-main th[scope=row] a", "links => links.map(a => a.href)")
+    assert f"{admin}/reviewitem/" in lists and len(lists) >= 10
+    wide = []
+    for url in [
+        *lists,
         f"{admin}/subject/{ana.pk}/change/",
         f"{admin}/subject/{ana.pk}/history/",
-        f"{admin}/oprecord/",
-        f"{admin}/reviewitem/",
         f"{admin}/reviewitem/{held.pk}/change/",
-        f"{admin}/treeversion/",
-        f"{admin}/chunk/",
-        f"{admin}/tenant/",
-    ):
+        f"{admin}/oprecord/{held.pk}/change/",
+    ]:
         page.goto(url)
-        assert_fits(page, url)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > page.viewport_size["width"]:
+            wide.append((url.removeprefix(base_url), width))
+    assert not wide, wide
 
 
 def slug(path):
