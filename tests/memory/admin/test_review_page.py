@@ -184,3 +184,18 @@ def test_staff_decide_only_their_tenants_and_not_special_without_the_permission(
     mine.refresh_from_db()
     theirs.refresh_from_db()
     assert mine.status == theirs.status == "pending_review"
+
+
+def test_an_update_shows_a_word_diff(root):
+    subject = SubjectFactory(external_id="ana")
+    leaf_edit(
+        subject=subject, path=CONDITIONS, value="mild asthma", actor=Actor.system("seed"), base_version=0
+    )
+    subject.refresh_from_db()
+    chunk = ChunkFactory(subject=subject)
+    (record,) = tree_apply_ops(
+        subject=head(subject), base_version=1, ops=[Op.update(CONDITIONS, "asthma and diabetes")],
+        actor=Actor.for_model(model_id="m1"), source=Source(chunk.pk, chunk.start_seq, chunk.end_seq),
+    ).pending_review  # fmt: skip
+    html = root.get(page_of(record)).content.decode()
+    assert "<del>mild</del> asthma <ins>and diabetes</ins>" in html
