@@ -14,7 +14,7 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_AUTH_MODE := disabled
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: help venv lock browser lint test test-sqlite test-unit test-integration bench soak demo serve migrate clean
+.PHONY: help venv lock browser openapi openapi-tools lint test test-sqlite test-unit test-integration bench soak demo serve migrate clean
 
 help:
 	@echo "make demo   - install, migrate and run the pipeline on the embedded default"
@@ -51,7 +51,16 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
 	  || echo "chromium could not be installed: the browser tests will skip, saying so"
 
-test: venv model browser
+# Redocly CLI for the lint of docs/openapi.json (tests/contract), from tools/openapi/package-lock.json.
+openapi-tools:
+	@if command -v npm >/dev/null 2>&1; then npm ci --prefix tools/openapi --no-audit --no-fund --loglevel=error; \
+	  else echo "npm not found: the OpenAPI lint (tests/contract) will skip, saying so"; fi
+
+# Regenerate docs/openapi.json from the views and serializers (tests/contract fails until it is).
+openapi: venv
+	$(PY) manage.py openapi
+
+test: venv model browser openapi-tools
 	$(MAKE) lint
 	$(VENV)/bin/pytest
 	$(MAKE) test-sqlite

@@ -10,6 +10,7 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from memory.api.openapi import EXTERNAL_ID
 from memory.services import NotFoundError, ServiceError
 
 #: Tree version numbers are stored in a PositiveIntegerField (PostgreSQL ``integer``).
@@ -94,3 +95,13 @@ class TextField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("not_a_string")
         return super().to_internal_value(data)
+
+
+@extend_schema_field(EXTERNAL_ID)
+class ExternalIdField(serializers.CharField):
+    """A subject id in a body; the view checks it with ``external_id_validate`` (400 naming
+    ``external_id``), and the schema states the same rule (1-255 characters, not only whitespace,
+    no control character but tab, newline and carriage return)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=255, trim_whitespace=False, **kwargs)

@@ -144,12 +144,12 @@ class IngestStatusOut(serializers.Serializer):
 
 
 class FlushOut(IngestStatusOut):
-    class ChunkOut(serializers.Serializer):
+    class FlushedChunkOut(serializers.Serializer):
         chunk_id = serializers.IntegerField()
         start_seq = serializers.IntegerField()
         end_seq = serializers.IntegerField()
 
-    chunks_created = ChunkOut(many=True, help_text="The chunks this flush closed.")
+    chunks_created = FlushedChunkOut(many=True, help_text="The chunks this flush closed.")
 
 
 class SubjectMessagesView(TenantScopedView):
@@ -165,6 +165,7 @@ class SubjectMessagesView(TenantScopedView):
                 "replayed with other content).",
             ),
         },
+        summary="Append messages to the subject's log (created on first sight); chunks are queued",
     )
     def post(self, request, external_id: str):
         messages, recreate_erased = parse_ingest_body(request.data)
@@ -185,7 +186,9 @@ class SubjectMessagesView(TenantScopedView):
 class SubjectIngestStatusView(TenantScopedView):
     required_scopes = {"GET": ("read",)}
 
-    @extend_schema(responses={200: IngestStatusOut})
+    @extend_schema(
+        responses={200: IngestStatusOut}, summary="Where the subject's messages are in the pipeline"
+    )
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
         return Response(
@@ -196,7 +199,9 @@ class SubjectIngestStatusView(TenantScopedView):
 class SubjectFlushView(TenantScopedView):
     required_scopes = {"POST": ("ingest",)}
 
-    @extend_schema(request=None, responses={202: FlushOut})
+    @extend_schema(
+        request=None, responses={202: FlushOut}, summary="Close the subject's partial window into a chunk now"
+    )
     def post(self, request, external_id: str):
         subject = self.get_subject(external_id)
         built = subject_flush(subject=subject)

@@ -9,8 +9,24 @@ schema is generated.
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
 
+from memory import conf
+from memory.api.openapi_links import links_for, refusals_for
 from memory.api.problems import PROBLEM_MEDIA_TYPE, ProblemDetail
+
+#: Text the store keeps (ids, keys, message text): no C0 control character but tab, newline and
+#: carriage return, no DEL (``memory.services.ingest.CONTROL_CHARS``).
+STORABLE = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+#: The same, holding at least one character that is not whitespace.
+STORABLE_NOT_BLANK = (
+    r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+)
+#: What DRF's CharField refuses anywhere in a value: the NUL character.
+NO_NUL = r"^[^\x00]*$"
+NO_NUL_NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
+#: A subject id in a path: what :func:`memory.services.ingest.external_id_validate` accepts.
+EXTERNAL_ID = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": STORABLE_NOT_BLANK}
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -48,13 +64,25 @@ class _ClosedObject(OpenApiSerializerExtension):
 
 class MessagesInSchema(_ClosedObject):
     target_class = "memory.api.ingest.MessagesIn"
-    property_keywords = {"messages": {"minItems": 1}}
+
+    @property
+    def property_keywords(self):  # type: ignore[override]
+        # More messages than a call may hold is a 413 (PERSONATREE_MAX_MESSAGES_PER_CALL).
+        return {"messages": {"minItems": 1, "maxItems": conf.get().ingest.max_messages_per_call}}
 
 
 class MessageInSchema(_ClosedObject):
     target_class = "memory.api.ingest.MessageIn"
-    # Blank content or key (only whitespace) is refused as well.
-    property_keywords = {"content": {"pattern": r"\S"}, "idempotency_key": {"minLength": 1, "pattern": r"\S"}}
+
+    @property
+    def property_keywords(self):  # type: ignore[override]
+        # What the ingest service checks (memory.services.ingest.messages_validate): text it can
+        # store, content and key not blank, content within PERSONATREE_MAX_MESSAGE_CHARS (else 413).
+        return {
+            "content": {"pattern": STORABLE_NOT_BLANK, "maxLength": conf.get().ingest.max_message_chars},
+            "idempotency_key": {"minLength": 1, "pattern": STORABLE_NOT_BLANK},
+            "session_id": {"pattern": STORABLE},
+        }
 
 
 # --- errors: every operation declares the problems it can answer --------------------------------
@@ -87,6 +115,36 @@ def problems(*statuses: int, **descriptions: str) -> dict:
         (status, PROBLEM_MEDIA_TYPE): _problem_response(status, descriptions.get(f"d{status}"))
         for status in statuses
     }
+
+
+def _typed_nullable(schema: dict) -> dict:
+    """OpenAPI 3.0.3 reads ``nullable`` only beside a ``type``: a nullable ``oneOf`` gets it on its
+    first typed branch, a nullable ``allOf`` (a nested serializer) the type ``object``."""
+    if not schema.get("nullable") or "type" in schema:
+        return schema
+    if "oneOf" in schema:
+        branch = next((b for b in schema["oneOf"] if "type" in b), None)
+        if branch is not None:
+            schema.pop("nullable")
+            branch["nullable"] = True
+    elif "allOf" in schema:
+        schema["type"] = "object"
+    return schema
+
+
+def _text_constraints(field, schema: dict) -> dict:
+    """What DRF's CharField refuses in a request, stated in its schema: NUL anywhere, and an empty
+    value (after trimming whitespace, unless the field keeps it) where blank is not allowed."""
+    if schema.get("type") != "string" or {"enum", "pattern", "format"} & set(schema):
+        return schema
+    if field.allow_blank:
+        schema["pattern"] = NO_NUL
+    elif field.trim_whitespace:
+        schema["pattern"] = NO_NUL_NOT_BLANK
+    else:
+        schema["pattern"] = NO_NUL
+        schema["minLength"] = max(schema.get("minLength", 0), 1)
+    return schema
 
 
 class ProblemAutoSchema(AutoSchema):
@@ -123,7 +181,36 @@ class ProblemAutoSchema(AutoSchema):
         for status in ("429", "503"):
             if status in responses:
                 responses[status].setdefault("headers", {})["Retry-After"] = RETRY_AFTER
+        for parameter in operation.get("parameters", []):
+            if parameter.get("in") == "path" and parameter.get("name") == "external_id":
+                parameter["schema"] = dict(EXTERNAL_ID)
+        for status, links in links_for(method, path).items():
+            if status in responses:
+                responses[status]["links"] = links
+        refusals = refusals_for(method, path)
+        if refusals:
+            operation["x-refusals"] = refusals
+            responses["400"]["description"] += (
+                " Beyond the schema: "
+                + "; ".join(f"{r['code']} ({r['field']}): {r['rule']}" for r in refusals)
+                + "."
+            )
         return operation
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions=bypass_extensions)
+        return _typed_nullable(schema)
+
+    def _map_basic_serializer(self, serializer, direction):
+        """Request bodies: each text field states what DRF refuses in it (after drf-spectacular has
+        added the field's own validators, so an allowed blank stays a plain string)."""
+        schema = super()._map_basic_serializer(serializer, direction)
+        if direction == "request":
+            properties = schema.get("properties", {})
+            for name, field in serializer.fields.items():
+                if isinstance(field, serializers.CharField) and not field.read_only and name in properties:
+                    _text_constraints(field, properties[name])
+        return schema
 
     def _problem(self, status: int | str) -> dict:
         return self._get_response_for_code(

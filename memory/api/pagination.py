@@ -8,15 +8,18 @@ The cursor holds the position after the last item of the page (a keyset position
 column's last value), never an offset, so a page is read by one indexed range query whatever its
 depth, and items written between two pages neither repeat nor go missing. It is signed (Django's
 ``signing`` with the list's own salt): the client cannot forge a position or move a cursor from
-one list to another. A cursor that does not verify, or was made for another list, is a JSON 400
-``invalid_cursor`` naming ``cursor`` -- never a 404 or a 500.
+one list to another. The OpenAPI document states the cursor's form (:data:`CURSOR_PATTERN`: a
+signed token, which a client copies and never builds). A cursor not of that form is a 400
+``invalid_cursor``; one of that form that does not verify, or was made for another list, names no
+page of this list: a 404 ``invalid_cursor`` (like an id that names nothing), never a 500. Both name
+``cursor``.
 """
 
 from __future__ import annotations
 
 from django.core import signing
 from django.db.models import QuerySet
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.utils.urls import replace_query_param
 
 PAGE_SIZE_DEFAULT = 100
@@ -26,12 +29,20 @@ _SALT = "personatree.api.cursor."
 _MAX_POSITION = 2**63 - 1
 
 
+#: A cursor's form: Django's signed token (``signing.dumps``): the position's JSON, base64url (a
+#: leading ``.`` when compressed), a timestamp and a 43-character HMAC-SHA256, colon-separated.
+CURSOR_PATTERN = r"^\.?[A-Za-z0-9_-]+:[A-Za-z0-9]+:[A-Za-z0-9_-]{43}$"
+INVALID_CURSOR = "Invalid or expired cursor."
+
+
 class PageParams(serializers.Serializer):
-    cursor = serializers.CharField(
+    cursor = serializers.RegexField(
+        CURSOR_PATTERN,
         # A position may hold a 255-character subject id, escaped and base64-encoded: about 2 kB.
         required=False,
         max_length=4096,
-        help_text="The `next` link's cursor; absent for the first page.",
+        help_text="Opaque: copy it from the `next` link of the page before (never build one); absent "
+        "for the first page. A cursor that names no page of this list is a 404 invalid_cursor.",
     )
     page_size = serializers.IntegerField(
         required=False,
@@ -47,6 +58,19 @@ def next_field() -> serializers.CharField:
     return serializers.CharField(allow_null=True, help_text="URL of the next page; null on the last page.")
 
 
+def _invalid_cursor() -> serializers.ErrorDetail:
+    return serializers.ErrorDetail(INVALID_CURSOR, code="invalid_cursor")
+
+
+class CursorNotFound(exceptions.NotFound):
+    """A well-formed cursor that names no page of this list (404 ``invalid_cursor``, field cursor)."""
+
+    default_code = "invalid_cursor"
+
+    def __init__(self):
+        super().__init__({"cursor": [_invalid_cursor()]})
+
+
 class Pager:
     """The page a request asks for in list ``name``, whose cursor positions are ``fields``.
 
@@ -55,7 +79,10 @@ class Pager:
 
     def __init__(self, request, name: str, fields: dict[str, type]):
         params = PageParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
+        if not params.is_valid():
+            if "cursor" in params.errors:
+                raise serializers.ValidationError({"cursor": [_invalid_cursor()]})
+            raise serializers.ValidationError(params.errors)
         self.request = request
         self.salt = _SALT + name
         self.size: int = params.validated_data["page_size"]
@@ -72,9 +99,7 @@ class Pager:
             or set(position) != set(fields)
             or not all(_valid(position[key], kind) for key, kind in fields.items())
         ):
-            raise serializers.ValidationError(
-                {"cursor": [serializers.ErrorDetail("Invalid or expired cursor.", code="invalid_cursor")]}
-            )
+            raise CursorNotFound()
         return position
 
     def after(self, key: str, default=None):

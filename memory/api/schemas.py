@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
 from memory.engine.schema import TIERS
+from memory.services import NotFoundError, ServiceError
 from memory.services import schemas as service
 
 #: Largest version a schema may have (a PostgreSQL integer).
@@ -88,7 +89,7 @@ class SchemaDocumentScheme(OpenApiSerializerExtension):
                 "doc": {"type": "string"},
                 "budgets": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1}},
                 "default_tier": dict(tier),
-                "tree": {**node, "description": "Nested form: top-level node names -> nodes."},
+                "tree": {"allOf": [node], "description": "Nested form: top-level node names -> nodes."},
                 "leaves": {
                     "type": "array",
                     "description": "Flat form (instead of tree).",
@@ -185,14 +186,20 @@ class SchemaDefaultView(_SchemaView):
         request=SchemaRef,
         responses=SchemaRef,
         summary="Choose the schema new subjects are pinned to (existing subjects keep theirs)",
-        description="400 (field schema_id) for a schema the tenant cannot pin: unknown, or another tenant's.",
+        description="404 not_found (field schema_id) for a schema the tenant cannot pin: unknown, or another "
+        "tenant's.",
     )
     def put(self, request):
         data = SchemaRef(data=request.data)
         data.is_valid(raise_exception=True)
-        tenant = service.tenant_default_schema_set(
-            tenant=self.tenant,
-            schema_id=data.validated_data["schema_id"],
-            version=data.validated_data["version"],
-        )
+        try:
+            tenant = service.tenant_default_schema_set(
+                tenant=self.tenant,
+                schema_id=data.validated_data["schema_id"],
+                version=data.validated_data["version"],
+            )
+        except ServiceError as exc:  # the body names a schema that is not there: a 404
+            if exc.field != "schema_id" or exc.http_status != 400:
+                raise
+            raise NotFoundError(exc.message, field="schema_id") from exc
         return Response(SchemaRef(_default(tenant)).data)

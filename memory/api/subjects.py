@@ -10,12 +10,12 @@ from rest_framework.response import Response
 from memory import selectors
 from memory.api.base import TenantScopedView
 from memory.api.errors import ServiceUnavailable
-from memory.api.fields import AsOfField, as_of_found
+from memory.api.fields import AsOfField, ExternalIdField, as_of_found
 from memory.api.openapi import problems
 from memory.api.pagination import PageParams, Pager, next_field
 from memory.engine.schema import SchemaError
 from memory.engine.tree import Tree
-from memory.services import ServiceError
+from memory.services import NotFoundError, ServiceError
 from memory.services.ingest import external_id_validate
 from memory.services.schemas import SchemaConflict
 from memory.services.subjects import op_record_masked, subject_erase, subject_get_or_create
@@ -56,6 +56,7 @@ class SubjectTreeView(TenantScopedView):
     @extend_schema(
         parameters=[TreeParams],
         responses=TreeOut,
+        summary="The subject's tree (the tiers this key may read), now or as of a version or time",
         description="404 not_found (field as_of) when the subject has no version as_of.",
     )
     def get(self, request, external_id: str):
@@ -83,7 +84,7 @@ class SubjectOut(serializers.Serializer):
 
 
 class SubjectIn(serializers.Serializer):
-    external_id = serializers.CharField(max_length=255, trim_whitespace=False)
+    external_id = ExternalIdField()
     schema_id = serializers.CharField(
         max_length=100,
         required=False,
@@ -108,6 +109,7 @@ class SubjectListView(TenantScopedView):
         parameters=[PageParams],
         responses=inline_serializer("SubjectList", {"subjects": SubjectOut(many=True), "next": next_field()}),
         operation_id="v1_subjects_list",
+        summary="List the tenant's subjects by external id, a page at a time",
     )
     def get(self, request):
         pager = Pager(request, "subjects", {"after": str})
@@ -132,7 +134,7 @@ class SubjectListView(TenantScopedView):
         },
         summary="Create a subject pinned to a schema (the tenant's default when none is named)",
         description="201 created; 200 when the subject exists pinned to that schema (or none was "
-        "named). 400 (field schema_id) for a schema the tenant cannot pin: unknown, or another "
+        "named). 404 not_found (field schema_id) for a schema the tenant cannot pin: unknown, or another "
         "tenant's. 409 schema_conflict when the subject exists pinned to another schema (it moves only "
         "through a schema migration); 409 subject_erased for an erased subject's id.",
     )
@@ -147,8 +149,8 @@ class SubjectListView(TenantScopedView):
         if schema_id is not None and schema_version is not None:
             try:  # unknown and another tenant's look the same
                 selectors.schema_get(self.tenant.pk, schema_id, schema_version)
-            except SchemaError as exc:
-                raise ServiceError(
+            except SchemaError as exc:  # the body names a schema that is not there: a 404
+                raise NotFoundError(
                     f"Unknown schema {schema_id} v{schema_version}.", field="schema_id"
                 ) from exc
         subject, created = subject_get_or_create(
@@ -200,6 +202,7 @@ class SubjectVersionsView(TenantScopedView):
                 "next": next_field(),
             },
         ),
+        summary="The subject's version history, newest first, a page at a time",
     )
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
@@ -304,6 +307,7 @@ class SubjectExportView(TenantScopedView):
                 "next": next_field(),
             },
         ),
+        summary="Everything stored about the subject (tiers this key may read), a page at a time",
     )
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
@@ -367,6 +371,7 @@ class SubjectDetailView(TenantScopedView):
             ),
             **problems(503, d503="broker_unavailable: the task queue is down; nothing was erased."),
         },
+        summary="Erase the subject (messages, versions, op log, vectors), leaving a tombstone",
         description="503 broker_unavailable (with Retry-After) when the task queue that purges the "
         "subject's vectors is down: nothing is erased, retry later.",
     )

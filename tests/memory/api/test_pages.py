@@ -1,12 +1,14 @@
 """Cursor pagination (issue 17): the subject list, the version list and the export, a page at a time."""
 
 import random
+import re
+from urllib.parse import unquote
 
 import pytest
 from django.core import signing
 from django.urls import reverse
 
-from memory.api.pagination import PAGE_SIZE_MAX
+from memory.api.pagination import CURSOR_PATTERN, PAGE_SIZE_MAX
 from memory.engine.ops import Op
 from memory.services.tree import Actor, tree_apply_ops
 from tests.factories import SubjectFactory
@@ -168,25 +170,28 @@ def test_bad_page_size_is_a_json_400(subject, make_api_client, page_size):
         assert response.json()["error"]["field"] == "page_size"
 
 
-def test_bad_cursors_are_a_json_400_naming_the_cursor(versioned, make_api_client):
+def test_bad_cursors_are_a_json_400_or_404_naming_the_cursor(versioned, make_api_client):
+    """Not a cursor's form (the document's pattern): 400. Of that form but naming no page of this
+    list (forged, tampered, another list's): 404. Both ``invalid_cursor`` naming ``cursor``."""
     client, _ = make_api_client(versioned.tenant, scopes=["read"])
     versions_url = subject_url("subject-versions", versioned)
     good = client.get(versions_url, {"page_size": 1}).json()["next"]
-    cursor = good.split("cursor=")[1].split("&")[0]
+    cursor = unquote(good.split("cursor=")[1].split("&")[0])
+    assert re.fullmatch(CURSOR_PATTERN, cursor)
     forged = signing.dumps({"before": 3}, salt="not-the-api's")  # a position the server never signed
     tampered = cursor[:-2] + ("AA" if not cursor.endswith("AA") else "BB")
-    for url, bad in [
-        (versions_url, "garbage"),
-        (versions_url, forged),
-        (versions_url, tampered),
-        (versions_url, "\u00e9\u2603"),
-        (reverse("subject-list"), cursor),  # a versions cursor on another list
-        (subject_url("subject-export", versioned), cursor),
+    for url, bad, status in [
+        (versions_url, "garbage", 400),
+        (versions_url, "\u00e9\u2603", 400),
+        (versions_url, forged, 404),
+        (versions_url, tampered, 404),
+        (reverse("subject-list"), cursor, 404),  # a versions cursor on another list
+        (subject_url("subject-export", versioned), cursor, 404),
     ]:
         response = client.get(url, {"cursor": bad})
-        assert response.status_code == 400, (url, bad, response.content[:300])
-        error = response.json()["error"]
-        assert (error["code"], error["field"]) == ("invalid_cursor", "cursor")
+        assert response.status_code == status, (url, bad, response.content[:300])
+        problem = response.json()
+        assert (problem["code"], problem["field"]) == ("invalid_cursor", "cursor")
     assert client.get(good).status_code == 200
 
 

@@ -207,7 +207,11 @@ def test_default_schema_for_new_subjects(admin, tenant):
     assert (created.json()["schema_id"], created.json()["schema_version"]) == ("tutor-profile", 1)
     tree = admin.get(reverse("subject-tree", kwargs={"external_id": "learner-1"})).json()
     assert (tree["schema_id"], tree["schema_version"], tree["tree"]) == ("tutor-profile", 1, {})
-    for bad in ({"schema_id": "tutor-profile", "version": 2}, {"schema_id": "tutor-profile"}, {"version": 1}):
+    unknown = admin.put(
+        reverse("schema-default"), {"schema_id": "tutor-profile", "version": 2}, format="json"
+    )
+    assert unknown.status_code == 404 and unknown.json()["field"] == "schema_id"  # names no schema
+    for bad in ({"schema_id": "tutor-profile"}, {"version": 1}):
         response = admin.put(reverse("schema-default"), bad, format="json")
         assert response.status_code == 400, bad
     tenant.refresh_from_db()
@@ -225,8 +229,11 @@ def test_subject_create_pins_validates_and_is_idempotent(admin, tenant, make_api
     assert admin.post(url, {"external_id": "learner-2"}, format="json").status_code == 200
     other = admin.post(url, {**body, "schema_version": 1}, format="json")
     assert other.status_code == 409 and other.json()["code"] == "schema_conflict"
+    unknown = admin.post(
+        url, {"external_id": "x", "schema_id": "tutor-profile", "schema_version": 3}, format="json"
+    )
+    assert unknown.status_code == 404 and unknown.json()["field"] == "schema_id"  # names no schema
     for bad, field in (
-        ({"external_id": "x", "schema_id": "tutor-profile", "schema_version": 3}, "schema_id"),
         ({"external_id": "x", "schema_id": "tutor-profile"}, "schema_version"),
         ({"external_id": "x", "schema_version": 1}, "schema_id"),
         ({"external_id": "bad\x00id"}, "external_id"),
@@ -247,12 +254,12 @@ def test_tenant_b_can_neither_read_nor_pin_tenant_as_schema(admin, other_admin, 
     pin = other_admin.put(
         reverse("schema-default"), {"schema_id": "tutor-profile", "version": 1}, format="json"
     )
-    assert pin.status_code == 400 and pin.json()["field"] == "schema_id"
+    assert pin.status_code == 404 and pin.json()["field"] == "schema_id"
     other_tenant.refresh_from_db()
     assert other_tenant.default_schema_id == "personatree-default"
     subject = {"external_id": "b-user", "schema_id": "tutor-profile", "schema_version": 1}
     create = other_admin.post(reverse("subject-list"), subject, format="json")
-    assert create.status_code == 400 and "Unknown schema" in create.json()["detail"]
+    assert create.status_code == 404 and "Unknown schema" in create.json()["detail"]
     assert not Subject.objects.filter(tenant=other_tenant).exists()
     # The same id is B's own name space: another document under it is no conflict with A's.
     theirs = copy.deepcopy(TUTOR)

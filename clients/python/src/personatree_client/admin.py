@@ -21,7 +21,7 @@ from personatree_client._protocol import ApiRequest, Plan, dumps
 from personatree_client.models import _dt
 
 Scope = Literal["ingest", "read", "read_special", "write", "admin", "erase"]
-EventType = Literal["version.applied", "review.decided", "subject.erased"]
+EventType = Literal["version.applied", "review.decided", "subject.erased", "ingest.failed"]
 WebhookId = str | uuid.UUID
 
 

@@ -188,10 +188,17 @@ class Answer(Context):
 
     answer: str = ""
     model: dict[str, Any] = field(default_factory=dict)
+    #: Extractive answers: the quoted passages (``kind``, ``cite``, ``quote``, ``score``); else empty.
+    citations: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Answer:
-        return cls(**cls._fields(data), answer=data["answer"], model=dict(data.get("model") or {}))
+        return cls(
+            **cls._fields(data),
+            answer=data["answer"],
+            model=dict(data.get("model") or {}),
+            citations=tuple(data.get("citations") or ()),
+        )
 
 
 @dataclass(frozen=True)
