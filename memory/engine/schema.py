@@ -203,7 +203,8 @@ def check_text(value: Any, where: str = "schema") -> None:
         elif isinstance(item, Mapping):
             for key, child in item.items():
                 stack.append((at, key))
-                stack.append((f"{at}/{key}" if isinstance(key, str) else at, child))
+                clean = isinstance(key, str) and not _BAD_TEXT.search(key)  # the message names no bad text
+                stack.append((f"{at}/{key}" if clean else at, child))
         elif isinstance(item, list | tuple):
             stack.extend((at, child) for child in item)
 

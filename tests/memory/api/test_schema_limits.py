@@ -112,6 +112,10 @@ def test_the_limits_themselves_are_accepted():
     assert schema.leaves[0].budget == MAX_BUDGET and len(schema.leaves[0].path) <= MAX_PATH_CHARS
     with pytest.raises(SchemaError, match="NUL"):
         load_schema({**doc, "doc": "a\x00"})
+    # The message never quotes the bad text (it is shown and logged).
+    with pytest.raises(SchemaError) as caught:
+        load_schema({**doc, "tree": {"x\ud800": {"y": {"description": "\x00", "budget": 3}}}})
+    assert "\ud800" not in str(caught.value) and "\x00" not in str(caught.value)
     # A proper astral character (a surrogate pair in JSON) is ordinary text.
     assert load_schema({**doc, "doc": "smile \U0001f600"}).doc == "smile \U0001f600"
 
