@@ -1,8 +1,9 @@
 """Typed PersonaTree settings, built once from ``settings.PERSONATREE``.
 
-``personatree_site/settings/base.py`` reads every ``PERSONATREE_*`` environment variable (django-environ,
-the one reader) into the dict ``settings.PERSONATREE``, and that is the one place defaults live.
-This module validates the dict into frozen pydantic models, one per concern, and hands them out::
+Every setting is declared once, here: its key (``PERSONATREE_<key>`` in the environment), type,
+default and help, on a field of a frozen pydantic section. ``personatree_site/settings/base.py`` fills
+the dict ``settings.PERSONATREE`` with :func:`from_environ`; this module validates the dict into the
+sections and hands them out::
 
     from memory import conf
 
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
@@ -39,6 +41,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    TypeAdapter,
     ValidationError,
 )
 
@@ -65,75 +68,125 @@ HttpUrlOrEmpty = Annotated[str, AfterValidator(lambda value: value and _http_url
 
 
 class _Section(BaseModel):
-    """A group of settings; each field's alias is its key in ``settings.PERSONATREE`` (and its
-    environment variable without the ``PERSONATREE_`` prefix). No defaults here: base.py has them."""
+    """A group of settings; each field's alias is its key in ``settings.PERSONATREE`` and, with the
+    ``PERSONATREE_`` prefix, its environment variable. Its default and help are declared here only."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+def _f(default: Any, alias: str, help: str, **constraints: Any) -> Any:
+    """A setting: its default (``{data_dir}`` / ``{base_dir}`` filled in by :func:`from_environ`), its key, its help."""
+    return Field(default, alias=alias, description=help, **constraints)
 
 
 class ListenerSettings(_Section):
     """The MemListener client (``workers``, backfill) and its engine; ranges of the engine fields are
     ``serving.config.EngineConfig``'s own, checked when :func:`listener_client_config` is built."""
 
-    backend: Backend = Field(alias="MEMLISTENER_BACKEND")
-    url: HttpUrl = Field(alias="MEMLISTENER_URL")
-    timeout_s: PositiveFloat = Field(alias="MEMLISTENER_TIMEOUT_S")
-    recording_path: str = Field(alias="MEMLISTENER_RECORDING_PATH")
-    standin_mode: Literal["no_op", "derived"] = Field(alias="MEMLISTENER_STANDIN_MODE")
-    standin_latency_ms: NonNegativeFloat = Field(alias="MEMLISTENER_STANDIN_LATENCY_MS")
-    max_tokens: int = Field(alias="MEMLISTENER_MAX_TOKENS")
-    max_ops: int = Field(alias="MEMLISTENER_MAX_OPS")
-    prompt_cache_dir: str = Field(alias="MEMLISTENER_PROMPT_CACHE_DIR")
-    prompt_mode: PromptModeSetting = Field(alias="MEMLISTENER_PROMPT_MODE")
-    candidate_k: int = Field(alias="MEMLISTENER_CANDIDATE_K")
-    candidate_threshold: float = Field(alias="MEMLISTENER_CANDIDATE_THRESHOLD")
-    max_turn_chars: NonNegativeInt = Field(alias="MEMLISTENER_MAX_TURN_CHARS")  # 0 = no cap
-    max_chunk_chars: NonNegativeInt = Field(alias="MEMLISTENER_MAX_CHUNK_CHARS")
+    backend: Backend = _f(
+        "extractive",
+        "MEMLISTENER_BACKEND",
+        "extractive (the fact pipeline, no model; the embedded default) | local (llama.cpp in process) | "
+        "ray (Ray Serve over HTTP) | openai (a compatible endpoint) | recorded (replays a recording; tests) "
+        "| standin (zero-latency stand-in; benchmarks)",
+    )
+    url: HttpUrl = _f(
+        "http://127.0.0.1:8000/memlistener", "MEMLISTENER_URL", "the Ray Serve route (backend ray)"
+    )
+    timeout_s: PositiveFloat = _f(300.0, "MEMLISTENER_TIMEOUT_S", "one listener call, seconds")
+    recording_path: str = _f(
+        "{base_dir}/tests/fixtures/recordings/memlistener.jsonl",
+        "MEMLISTENER_RECORDING_PATH",
+        "backend recorded",
+    )
+    standin_mode: Literal["no_op", "derived"] = _f("no_op", "MEMLISTENER_STANDIN_MODE", "backend standin")
+    standin_latency_ms: NonNegativeFloat = _f(0.0, "MEMLISTENER_STANDIN_LATENCY_MS", "backend standin")
+    max_tokens: int = _f(256, "MEMLISTENER_MAX_TOKENS", "model output cap, tokens")
+    max_ops: int = _f(6, "MEMLISTENER_MAX_OPS", "longest op list the constrained output allows")
+    prompt_cache_dir: str = _f(
+        "",
+        "MEMLISTENER_PROMPT_CACHE_DIR",
+        "llama.cpp disk cache of the static prompt prefix; it keeps prompts (subjects' turns), so every "
+        "erasure empties it; empty: off",
+    )
+    prompt_mode: PromptModeSetting = _f(
+        "", "MEMLISTENER_PROMPT_MODE", "pointing | full_enum (GPU models); empty: the engine's default"
+    )
+    candidate_k: int = _f(8, "MEMLISTENER_CANDIDATE_K", "candidate leaves shown per sentence (pointing)")
+    candidate_threshold: float = _f(0.30, "MEMLISTENER_CANDIDATE_THRESHOLD", "lowest candidate similarity")
+    max_turn_chars: NonNegativeInt = _f(
+        6000, "MEMLISTENER_MAX_TURN_CHARS", "a turn is cut to this; 0 = no cap"
+    )
+    max_chunk_chars: NonNegativeInt = _f(
+        16000, "MEMLISTENER_MAX_CHUNK_CHARS", "a chunk is cut to this; 0 = no cap"
+    )
 
 
 class ModelSettings(_Section):
     """Model locations shared by the MemListener and the responder."""
 
-    model_path: str = Field(alias="LOCAL_MODEL_PATH")
-    base_url: HttpUrlOrEmpty = Field(alias="OPENAI_BASE_URL")
-    api_key: str = Field(alias="OPENAI_API_KEY", repr=False)
-    model: str = Field(alias="OPENAI_MODEL")
+    model_path: str = _f("{data_dir}/models/memlistener.gguf", "LOCAL_MODEL_PATH", "the GGUF (make model)")
+    base_url: HttpUrlOrEmpty = _f("", "OPENAI_BASE_URL", "an OpenAI-compatible endpoint (backend openai)")
+    api_key: str = _f("", "OPENAI_API_KEY", "the endpoint's key", repr=False)
+    model: str = _f("", "OPENAI_MODEL", "the endpoint's model name")
 
 
 class RecallSettings(_Section):
-    milvus_uri: str = Field(alias="MILVUS_URI", min_length=1)
-    milvus_token: str = Field(alias="MILVUS_TOKEN", repr=False)
-    milvus_collection: str = Field(alias="MILVUS_COLLECTION", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    milvus_timeout_s: PositiveFloat = Field(alias="MILVUS_TIMEOUT_S")
-    flush_idle_s: NonNegativeFloat = Field(alias="EVIDENCE_FLUSH_IDLE_S")  # 0 = never
-    embedder: Literal["minilm", "bge-m3"] = Field(alias="EMBEDDER")
-    embedder_path: str = Field(alias="EMBEDDER_PATH")
-    reranker_path: str = Field(alias="RERANKER_PATH")  # empty: no reranker
-    strategy: RecallStrategy = Field(alias="RECALL_STRATEGY")
-    router_threshold: float = Field(alias="ROUTER_THRESHOLD", ge=0.0, le=1.0)
-    evidence_indexing: bool = Field(alias="EVIDENCE_INDEXING")
+    milvus_uri: str = _f(
+        "{data_dir}/milvus.db", "MILVUS_URI", "a Milvus server URI or a Milvus Lite file", min_length=1
+    )
+    milvus_token: str = _f("", "MILVUS_TOKEN", "a Milvus server's token", repr=False)
+    milvus_collection: str = _f(
+        "evidence", "MILVUS_COLLECTION", "the evidence collection's name", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
+    )
+    milvus_timeout_s: PositiveFloat = _f(10.0, "MILVUS_TIMEOUT_S", "one Milvus call, seconds")
+    flush_idle_s: NonNegativeFloat = _f(
+        10.0,
+        "EVIDENCE_FLUSH_IDLE_S",
+        "small indexing batches are flushed after this many idle seconds; 0 = never",
+    )
+    embedder: Literal["minilm", "bge-m3"] = _f(
+        "minilm", "EMBEDDER", "minilm (shipped) | bge-m3 (EMBEDDER_PATH)"
+    )
+    embedder_path: str = _f("", "EMBEDDER_PATH", "bge-m3's directory")
+    reranker_path: str = _f("", "RERANKER_PATH", "empty: no reranker")
+    strategy: RecallStrategy = _f(
+        "batch", "RECALL_STRATEGY", "batch (quiet hosts) | threads | overlap (contended CPUs); bench_query"
+    )
+    router_threshold: float = _f(0.5, "ROUTER_THRESHOLD", "auto mode goes deep above this", ge=0.0, le=1.0)
+    evidence_indexing: bool = _f(
+        True, "EVIDENCE_INDEXING", "index dialogue for recall (off only in some tests)"
+    )
 
 
 class IngestSettings(_Section):
-    chunk_pairs: PositiveInt = Field(alias="CHUNK_PAIRS")
-    idle_flush_seconds: NonNegativeInt = Field(alias="IDLE_FLUSH_SECONDS")
-    max_messages_per_call: NonNegativeInt = Field(alias="MAX_MESSAGES_PER_CALL")  # 0 = no limit
-    max_message_chars: PositiveInt = Field(alias="MAX_MESSAGE_CHARS")
-    max_request_bytes: NonNegativeInt = Field(alias="MAX_REQUEST_BYTES")  # 0 = no limit
+    chunk_pairs: PositiveInt = _f(3, "CHUNK_PAIRS", "user/assistant pairs per chunk (the paper's best w)")
+    idle_flush_seconds: NonNegativeInt = _f(
+        300, "IDLE_FLUSH_SECONDS", "a partial chunk is flushed after this"
+    )
+    max_messages_per_call: NonNegativeInt = _f(500, "MAX_MESSAGES_PER_CALL", "413 above it; 0 = no limit")
+    max_message_chars: PositiveInt = _f(20000, "MAX_MESSAGE_CHARS", "413 above it")
+    max_request_bytes: NonNegativeInt = _f(
+        None, "MAX_REQUEST_BYTES", "413 above it; 0 = no limit; default: room for both limits above"
+    )
 
 
 class DispatchSettings(_Section):
-    batch_max_jobs: PositiveInt = Field(alias="BATCH_MAX_JOBS")
-    batch_max_wait_ms: NonNegativeInt = Field(alias="BATCH_MAX_WAIT_MS")
-    chunk_max_attempts: PositiveInt = Field(alias="CHUNK_MAX_ATTEMPTS")
-    chunk_lease_seconds: PositiveInt = Field(alias="CHUNK_LEASE_SECONDS")
+    batch_max_jobs: PositiveInt = _f(16, "BATCH_MAX_JOBS", "listener jobs per dispatcher batch")
+    batch_max_wait_ms: NonNegativeInt = _f(200, "BATCH_MAX_WAIT_MS", "wait for a batch to fill")
+    chunk_max_attempts: PositiveInt = _f(5, "CHUNK_MAX_ATTEMPTS", "then the chunk is failed")
+    chunk_lease_seconds: PositiveInt = _f(
+        600,
+        "CHUNK_LEASE_SECONDS",
+        "a vanished worker's chunk is re-claimable after this (keep > the model timeout)",
+    )
 
 
 class ReviewSettings(_Section):
     """Governance defaults of a new tenant (its policy overrides them)."""
 
-    special_tier: bool = Field(alias="REVIEW_SPECIAL_TIER")
-    mass_delete_over: NonNegativeInt = Field(alias="REVIEW_MASS_DELETE_OVER")
+    special_tier: bool = _f(True, "REVIEW_SPECIAL_TIER", "hold model writes to special-tier leaves")
+    mass_delete_over: NonNegativeInt = _f(3, "REVIEW_MASS_DELETE_OVER", "hold a chunk deleting more leaves")
 
 
 class AnswerSettings(_Section):
@@ -141,24 +194,28 @@ class AnswerSettings(_Section):
     model; model = the responder) and the responder: query expansion, model answers
     (``memory.recall.runtime``)."""
 
-    mode: AnswerMode = Field(alias="ANSWER_MODE")
-    backend: ResponderBackend = Field(alias="RESPONDER_BACKEND")
-    recording_path: str = Field(alias="RESPONDER_RECORDING_PATH")
-    max_tokens: int = Field(alias="RESPONDER_MAX_TOKENS", ge=1, le=4096)
+    mode: AnswerMode = _f("extractive", "ANSWER_MODE", "extractive (cited leaf values and evidence) | model")
+    backend: ResponderBackend = _f("local", "RESPONDER_BACKEND", "the MemListener's backends")
+    recording_path: str = _f("", "RESPONDER_RECORDING_PATH", "backend recorded")
+    max_tokens: int = _f(256, "RESPONDER_MAX_TOKENS", "responder output cap, tokens", ge=1, le=4096)
 
 
 class WebhookSettings(_Section):
-    max_attempts: PositiveInt = Field(alias="WEBHOOK_MAX_ATTEMPTS")
-    timeout_s: PositiveFloat = Field(alias="WEBHOOK_TIMEOUT_S")
-    allow_private_targets: bool = Field(alias="WEBHOOK_ALLOW_PRIVATE_TARGETS")
-    max_endpoints_per_tenant: PositiveInt = Field(alias="WEBHOOK_MAX_ENDPOINTS_PER_TENANT")
-    max_concurrent_per_tenant: PositiveInt = Field(alias="WEBHOOK_MAX_CONCURRENT_PER_TENANT")
+    max_attempts: PositiveInt = _f(6, "WEBHOOK_MAX_ATTEMPTS", "attempts per delivery")
+    timeout_s: PositiveFloat = _f(10.0, "WEBHOOK_TIMEOUT_S", "per attempt")
+    allow_private_targets: bool = _f(
+        False,
+        "WEBHOOK_ALLOW_PRIVATE_TARGETS",
+        "let endpoints target private addresses (trusted networks, tests)",
+    )
+    max_endpoints_per_tenant: PositiveInt = _f(20, "WEBHOOK_MAX_ENDPOINTS_PER_TENANT", "409 above it")
+    max_concurrent_per_tenant: PositiveInt = _f(4, "WEBHOOK_MAX_CONCURRENT_PER_TENANT", "deliveries at once")
 
 
 class OpsSettings(_Section):
-    metrics_enabled: bool = Field(alias="METRICS_ENABLED")
-    metrics_token: str = Field(alias="METRICS_TOKEN", repr=False)
-    readyz_timeout_s: PositiveFloat = Field(alias="READYZ_TIMEOUT_S")
+    metrics_enabled: bool = _f(False, "METRICS_ENABLED", "serve /metrics")
+    metrics_token: str = _f("", "METRICS_TOKEN", "/metrics then needs this Bearer token", repr=False)
+    readyz_timeout_s: PositiveFloat = _f(1.0, "READYZ_TIMEOUT_S", "per network check of /readyz")
 
 
 class Settings(BaseModel):
@@ -196,7 +253,7 @@ def _problems(exc: ValidationError) -> list[tuple[str, str]]:
     for err in exc.errors(include_url=False):
         section, key = str(err["loc"][0]), str(err["loc"][1] if len(err["loc"]) > 1 else "")
         if err["type"] == "missing":
-            out.append((section, f"PERSONATREE_{key}: missing (give it a default in settings/base.py)"))
+            out.append((section, f"PERSONATREE_{key}: missing"))
         else:
             out.append((section, f"PERSONATREE_{key}={err['input']!r}: {err['msg']}"))
     return out
@@ -240,6 +297,43 @@ def build(raw: Mapping[str, Any]) -> tuple[Settings, ClientConfig]:
     except ValidationError as exc:
         raise SettingsError(_problems(exc)) from None
     return typed, _client_config(typed)
+
+
+def from_environ(environ: Mapping[str, str], *, data_dir: Path, base_dir: Path) -> dict[str, Any]:
+    """``settings.PERSONATREE`` from the ``PERSONATREE_*`` variables (``settings/base.py`` calls this):
+    each key's variable read as its field's type, else the field's default. A value that does not
+    read is kept as given, so :func:`build` (and ``manage.py check``) names it with its problem."""
+    raw: dict[str, Any] = {}
+    for section in Settings.model_fields.values():
+        model = cast(type[_Section], section.annotation)
+        for info in model.model_fields.values():
+            key = cast(str, info.alias)
+            given = environ.get(f"PERSONATREE_{key}")
+            if given is None:
+                value = info.default
+                raw[key] = (
+                    value.format(data_dir=data_dir, base_dir=base_dir) if isinstance(value, str) else value
+                )
+                continue
+            try:
+                raw[key] = TypeAdapter(info.annotation).validate_python(given)
+            except ValidationError:
+                raw[key] = given
+    if raw["MAX_REQUEST_BYTES"] is None:  # room for a call at both limits, 4 UTF-8 bytes a character
+        calls, chars = raw["MAX_MESSAGES_PER_CALL"], raw["MAX_MESSAGE_CHARS"]
+        if isinstance(calls, int) and isinstance(chars, int):
+            raw["MAX_REQUEST_BYTES"] = calls * (4 * chars + 1024)
+    return raw
+
+
+def environment_defaults(raw: dict[str, Any], environ: Mapping[str, str], **defaults: Any) -> None:
+    """An environment's own defaults (``local.py``, ``test.py``, ``production.py``): each key of
+    ``defaults`` takes its value unless its variable is set."""
+    for key, value in defaults.items():
+        if key not in raw:
+            raise KeyError(f"{key} is not a PersonaTree setting")
+        if f"PERSONATREE_{key}" not in environ:
+            raw[key] = value
 
 
 _lock = threading.Lock()

@@ -1,15 +1,18 @@
 """Settings shared by every environment.
 
-Every value comes from an environment variable through the one reader below
-(django-environ). The embedded default (SQLite, eager Celery, Milvus Lite on a
-file, the local GGUF MemListener) needs no variables at all; production
+Every value comes from an environment variable: Django's and Celery's through
+django-environ below, PersonaTree's (PERSONATREE_*) through memory/conf.py, where
+each is declared once. The embedded default (SQLite, eager Celery, Milvus Lite on
+a file, the extractive MemListener) needs no variables at all; production
 switches each tier by env vars only (see docs/DEPLOY.md and README).
 """
 
+import os
 from pathlib import Path
 
 import environ
 
+from memory import conf
 from personatree_site.ops.logging import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -184,112 +187,20 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- PersonaTree --------------------------------------------------------------------
-# Request size. The API's own limit (memory/api/parsers.py, a JSON 413) is big enough for a call at
-# both ingest limits even when every character takes 4 UTF-8 bytes, plus 1 KiB of JSON per message.
-# Django's DATA_UPLOAD_MAX_MEMORY_SIZE (an HTML 400 from Django itself, 2.5 MB by default) must
-# sit above it, or the documented limits are unreachable: it is derived from ours, 1 MiB above.
-# 0 means no limit (as MAX_MESSAGES_PER_CALL = 0 does, which makes the derived default 0).
-_MAX_MESSAGES_PER_CALL = env.int("PERSONATREE_MAX_MESSAGES_PER_CALL", default=500)
-_MAX_MESSAGE_CHARS = env.int("PERSONATREE_MAX_MESSAGE_CHARS", default=20000)
-_MAX_REQUEST_BYTES = env.int(
-    "PERSONATREE_MAX_REQUEST_BYTES", default=_MAX_MESSAGES_PER_CALL * (4 * _MAX_MESSAGE_CHARS + 1024)
-)
-DATA_UPLOAD_MAX_MEMORY_SIZE = _MAX_REQUEST_BYTES + 1024 * 1024 if _MAX_REQUEST_BYTES > 0 else None
+# Every PERSONATREE_* setting is declared once (type, default, help) in memory/conf.py, which
+# validates them into typed sections (`memory.conf.get()`); a bad value is a start-up error that
+# names its variable (personatree.E00x).
+PERSONATREE = conf.from_environ(os.environ, data_dir=DATA_DIR, base_dir=BASE_DIR)
 
-# Validated into typed sections by memory/conf.py (`memory.conf.get()`), the only reader; the
-# defaults below are the only defaults (a missing key is a start-up error, personatree.E00x).
-PERSONATREE = {
-    # Chunking: user/assistant pairs per chunk (the paper's best w), idle flush seconds.
-    "CHUNK_PAIRS": env.int("PERSONATREE_CHUNK_PAIRS", default=3),
-    "IDLE_FLUSH_SECONDS": env.int("PERSONATREE_IDLE_FLUSH_SECONDS", default=300),
-    # Ingest payload limits (413 above them; MAX_REQUEST_BYTES below).
-    "MAX_MESSAGES_PER_CALL": _MAX_MESSAGES_PER_CALL,
-    "MAX_MESSAGE_CHARS": _MAX_MESSAGE_CHARS,
-    "MAX_REQUEST_BYTES": _MAX_REQUEST_BYTES,
-    # Dispatcher batching across subjects.
-    "BATCH_MAX_JOBS": env.int("PERSONATREE_BATCH_MAX_JOBS", default=16),
-    "BATCH_MAX_WAIT_MS": env.int("PERSONATREE_BATCH_MAX_WAIT_MS", default=200),
-    "CHUNK_MAX_ATTEMPTS": env.int("PERSONATREE_CHUNK_MAX_ATTEMPTS", default=5),
-    # A claimed chunk whose worker vanished is re-claimable after this lease (keep > model timeout).
-    "CHUNK_LEASE_SECONDS": env.int("PERSONATREE_CHUNK_LEASE_SECONDS", default=600),
-    # MemListener: "extractive" (rules, no model), "local" (llama.cpp in process), "ray" (Ray Serve HTTP),
-    # "openai" (compatible endpoint),
-    # "recorded" (replays MEMLISTENER_RECORDING_PATH; tests), "standin" (zero-latency stand-in; benchmarks).
-    # The embedded default is the extractive listener: on 2 CPU cores it beat the local GGUF models
-    # on grounded coverage at a fraction of the time (docs/MEMLISTENER.md, "Model choice").
-    "MEMLISTENER_BACKEND": env.str("PERSONATREE_MEMLISTENER_BACKEND", default="extractive"),
-    "MEMLISTENER_RECORDING_PATH": env.str(
-        "PERSONATREE_MEMLISTENER_RECORDING_PATH",
-        default=str(BASE_DIR / "tests" / "fixtures" / "recordings" / "memlistener.jsonl"),
-    ),
-    "MEMLISTENER_STANDIN_MODE": env.str("PERSONATREE_MEMLISTENER_STANDIN_MODE", default="no_op"),
-    "MEMLISTENER_STANDIN_LATENCY_MS": env.float("PERSONATREE_MEMLISTENER_STANDIN_LATENCY_MS", default=0.0),
-    "MEMLISTENER_MAX_TOKENS": env.int("PERSONATREE_MEMLISTENER_MAX_TOKENS", default=256),
-    # Longest op list the constrained output allows (the local CPU model rambles past a few ops).
-    "MEMLISTENER_MAX_OPS": env.int("PERSONATREE_MEMLISTENER_MAX_OPS", default=6),
-    # llama.cpp disk cache of the static prompt prefix (~5k tokens), kept across restarts. Off by default:
-    # it keeps every prompt (the subjects' turns, as tokens); when set, every erasure empties it
-    # (memory/services/erasure.py). Without it llama.cpp still reuses the previous prompt's prefix in
-    # RAM, so only a restart recomputes the prefix.
-    "MEMLISTENER_PROMPT_CACHE_DIR": env.str("PERSONATREE_MEMLISTENER_PROMPT_CACHE_DIR", default=""),
-    # "pointing" (candidate leaves + sentence ids) or "full_enum" (every leaf; GPU models); empty:
-    # the engine's default (pointing, except the stand-in and recordings, which are full-enum).
-    "MEMLISTENER_PROMPT_MODE": env.str("PERSONATREE_MEMLISTENER_PROMPT_MODE", default=""),
-    "MEMLISTENER_CANDIDATE_K": env.int("PERSONATREE_MEMLISTENER_CANDIDATE_K", default=8),
-    "MEMLISTENER_CANDIDATE_THRESHOLD": env.float("PERSONATREE_MEMLISTENER_CANDIDATE_THRESHOLD", default=0.30),
-    # Over-long input is cut to these caps (characters) before the model call; 0 = no cap.
-    "MEMLISTENER_MAX_TURN_CHARS": env.int("PERSONATREE_MEMLISTENER_MAX_TURN_CHARS", default=6000),
-    "MEMLISTENER_MAX_CHUNK_CHARS": env.int("PERSONATREE_MEMLISTENER_MAX_CHUNK_CHARS", default=16000),
-    "MEMLISTENER_URL": env.str("PERSONATREE_MEMLISTENER_URL", default="http://127.0.0.1:8000/memlistener"),
-    "MEMLISTENER_TIMEOUT_S": env.float("PERSONATREE_MEMLISTENER_TIMEOUT_S", default=300.0),
-    "LOCAL_MODEL_PATH": env.str(
-        "PERSONATREE_LOCAL_MODEL_PATH", default=str(DATA_DIR / "models" / "memlistener.gguf")
-    ),
-    "OPENAI_BASE_URL": env.str("PERSONATREE_OPENAI_BASE_URL", default=""),
-    "OPENAI_API_KEY": env.str("PERSONATREE_OPENAI_API_KEY", default=""),
-    "OPENAI_MODEL": env.str("PERSONATREE_OPENAI_MODEL", default=""),
-    # Answers (/answer): extractive (the supporting leaf clauses and evidence sentences, quoted and cited;
-    # no model) or model (the responder below); compared by bench/compare_answers.py.
-    "ANSWER_MODE": env.str("PERSONATREE_ANSWER_MODE", default="extractive"),
-    # Responder (query expansion, model answers): same backends as the MemListener.
-    "RESPONDER_BACKEND": env.str("PERSONATREE_RESPONDER_BACKEND", default="local"),
-    "RESPONDER_MAX_TOKENS": env.int("PERSONATREE_RESPONDER_MAX_TOKENS", default=256),
-    # Evidence index.
-    "MILVUS_URI": env.str("PERSONATREE_MILVUS_URI", default=str(DATA_DIR / "milvus.db")),
-    "MILVUS_TOKEN": env.str("PERSONATREE_MILVUS_TOKEN", default=""),
-    "MILVUS_COLLECTION": env.str("PERSONATREE_MILVUS_COLLECTION", default="evidence"),
-    "MILVUS_TIMEOUT_S": env.float("PERSONATREE_MILVUS_TIMEOUT_S", default=10.0),
-    # Small indexing batches are flushed (growing segments sealed) after this many idle seconds in the
-    # writing process (0 = never); the beat task below flushes every EVIDENCE_FLUSH_SECONDS as a backstop.
-    "EVIDENCE_FLUSH_IDLE_S": env.float("PERSONATREE_EVIDENCE_FLUSH_IDLE_S", default=10.0),
-    "EMBEDDER": env.str("PERSONATREE_EMBEDDER", default="minilm"),  # minilm | bge-m3 (path below)
-    "EMBEDDER_PATH": env.str("PERSONATREE_EMBEDDER_PATH", default=""),
-    "RERANKER_PATH": env.str("PERSONATREE_RERANKER_PATH", default=""),
-    # How deep recall sends its hybrid searches (memory/recall/search.py): batch | threads | overlap
-    # (batch: fastest on a quiet 2-core host; overlap: fastest when the CPU is contended; bench_query).
-    "RECALL_STRATEGY": env.str("PERSONATREE_RECALL_STRATEGY", default="batch"),
-    "ROUTER_THRESHOLD": env.float("PERSONATREE_ROUTER_THRESHOLD", default=0.5),
-    # Evidence indexing on version_applied / purge on subject_erased (off only for tests that skip the index).
-    "EVIDENCE_INDEXING": env.bool("PERSONATREE_EVIDENCE_INDEXING", default=True),
-    "RESPONDER_RECORDING_PATH": env.str("PERSONATREE_RESPONDER_RECORDING_PATH", default=""),
-    # Governance defaults (a tenant's policy overrides them).
-    "REVIEW_SPECIAL_TIER": env.bool("PERSONATREE_REVIEW_SPECIAL_TIER", default=True),
-    "REVIEW_MASS_DELETE_OVER": env.int("PERSONATREE_REVIEW_MASS_DELETE_OVER", default=3),
-    # Webhooks (docs/WEBHOOKS.md): attempts per delivery, per-attempt timeout, and whether endpoints
-    # may target loopback/private/link-local addresses (off: SSRF; on only for trusted networks, tests).
-    "WEBHOOK_MAX_ATTEMPTS": env.int("PERSONATREE_WEBHOOK_MAX_ATTEMPTS", default=6),
-    "WEBHOOK_TIMEOUT_S": env.float("PERSONATREE_WEBHOOK_TIMEOUT_S", default=10.0),
-    "WEBHOOK_ALLOW_PRIVATE_TARGETS": env.bool("PERSONATREE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False),
-    # Per tenant: endpoints it may register (409 above), deliveries POSTed at once (others wait).
-    "WEBHOOK_MAX_ENDPOINTS_PER_TENANT": env.int("PERSONATREE_WEBHOOK_MAX_ENDPOINTS_PER_TENANT", default=20),
-    "WEBHOOK_MAX_CONCURRENT_PER_TENANT": env.int("PERSONATREE_WEBHOOK_MAX_CONCURRENT_PER_TENANT", default=4),
-    # Operations (personatree_site/ops, docs/DEPLOY.md "Operations"): /metrics is off unless enabled
-    # (local.py turns it on); with a token set it also needs `Authorization: Bearer <token>`.
-    "METRICS_ENABLED": env.bool("PERSONATREE_METRICS_ENABLED", default=False),
-    "METRICS_TOKEN": env.str("PERSONATREE_METRICS_TOKEN", default=""),
-    # Per-check timeout of /readyz's network checks (broker, Milvus, Ray Serve), run side by side.
-    "READYZ_TIMEOUT_S": env.float("PERSONATREE_READYZ_TIMEOUT_S", default=1.0),
-}
+# Request size: the API's own limit (memory/api/parsers.py, a JSON 413) is MAX_REQUEST_BYTES; Django's
+# DATA_UPLOAD_MAX_MEMORY_SIZE (an HTML 400 from Django itself) must sit above it, or the documented
+# limits are unreachable: 1 MiB above ours (0: no limit, as ours).
+_MAX_REQUEST_BYTES = PERSONATREE["MAX_REQUEST_BYTES"]
+DATA_UPLOAD_MAX_MEMORY_SIZE = (
+    _MAX_REQUEST_BYTES + 1024 * 1024
+    if isinstance(_MAX_REQUEST_BYTES, int) and _MAX_REQUEST_BYTES > 0
+    else None
+)
 
 # Logs: plain lines here, one JSON object a line with PERSONATREE_LOG_FORMAT=json (production's
 # default); every line carries the request id, tenant id and hashed subject (personatree_site/ops/logging.py).

@@ -5,8 +5,11 @@ is not a real secret (the development key, Django's "django-insecure-" keys, a s
 are also the settings ``wsgi.py`` and ``celery.py`` load when ``DJANGO_SETTINGS_MODULE`` is unset.
 """
 
+import os
+
 from django.core.exceptions import ImproperlyConfigured
 
+from memory.conf import environment_defaults
 from personatree_site.ops.logging import logging_config
 
 from .base import *  # noqa: F401,F403
@@ -53,7 +56,7 @@ if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
     _cache_options = CACHES["default"].setdefault("OPTIONS", {})
     _cache_options.setdefault("socket_connect_timeout", 1.0)
     _cache_options.setdefault("socket_timeout", 1.0)
-PERSONATREE["MEMLISTENER_BACKEND"] = env.str("PERSONATREE_MEMLISTENER_BACKEND", default="ray")
+environment_defaults(PERSONATREE, os.environ, MEMLISTENER_BACKEND="ray")
 # One JSON object a line (request id, tenant id, hashed subject); PERSONATREE_LOG_FORMAT=plain for text.
 LOGGING = logging_config(
     env.str("PERSONATREE_LOG_FORMAT", default="json"), env.str("DJANGO_LOG_LEVEL", default="INFO")

@@ -8,6 +8,10 @@
 - Fast password hashing, because tests create users.
 """
 
+import os
+
+from memory.conf import environment_defaults
+
 from .base import *  # noqa: F401,F403
 from .base import DATABASES, INSTALLED_APPS, PERSONATREE, env
 
@@ -21,7 +25,7 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)  #
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REST_FRAMEWORK = {**REST_FRAMEWORK}  # noqa: F405
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": "100000/min"}
-PERSONATREE["MEMLISTENER_BACKEND"] = env.str("PERSONATREE_MEMLISTENER_BACKEND", default="recorded")
+environment_defaults(PERSONATREE, os.environ, MEMLISTENER_BACKEND="recorded")
 # Evidence indexing loads an embedder and a Milvus Lite file (one process per file): off unless a
 # test turns it on with its own temporary Milvus file (tests/memory/recall does).
-PERSONATREE["EVIDENCE_INDEXING"] = env.bool("PERSONATREE_EVIDENCE_INDEXING", default=False)
+environment_defaults(PERSONATREE, os.environ, EVIDENCE_INDEXING=False)

@@ -31,9 +31,15 @@ NOT_SETTINGS = {
 
 @cache
 def settings_env_names() -> frozenset[str]:
+    """Django's and Celery's variables as the settings files read them, and every PersonaTree setting
+    (declared in memory/conf.py, read by ``conf.from_environ``)."""
+    from memory import conf
+
     names: set[str] = set()
     for path in sorted(SETTINGS_DIR.glob("*.py")):
         names.update(_ENV_CALL.findall(path.read_text()))
+    for section in conf.Settings.model_fields.values():
+        names.update(f"PERSONATREE_{info.alias}" for info in section.annotation.model_fields.values())  # type: ignore[union-attr]
     return frozenset(names)
 
 

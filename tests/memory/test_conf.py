@@ -3,6 +3,7 @@ name the environment variable, rebuilt when the settings change, and reported by
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -16,16 +17,35 @@ from serving.client import InProcessClient, RayServeClient, get_listener_client,
 from serving.config import PromptMode
 
 
-def test_defaults_validate_and_come_from_base_py_only():
+def test_defaults_are_declared_once_in_conf_and_validate():
     typed, client = conf.build(base.PERSONATREE)
-    assert typed.dispatch.batch_max_jobs == base.PERSONATREE["BATCH_MAX_JOBS"]
+    assert typed.dispatch.batch_max_jobs == base.PERSONATREE["BATCH_MAX_JOBS"] == 16
     assert typed.listener.max_ops == base.PERSONATREE["MEMLISTENER_MAX_OPS"] == client.engine.max_ops
     assert typed.recall.milvus_timeout_s == base.PERSONATREE["MILVUS_TIMEOUT_S"]
     assert typed.answer.max_tokens == base.PERSONATREE["RESPONDER_MAX_TOKENS"]
-    # No second default: a key missing from the dict is an error, not a silent fallback.
-    raw = {k: v for k, v in base.PERSONATREE.items() if k != "CHUNK_PAIRS"}
-    with pytest.raises(conf.SettingsError, match="PERSONATREE_CHUNK_PAIRS: missing"):
-        conf.build(raw)
+    # Every field carries its help, and base.py holds no default of its own.
+    for section in conf.Settings.model_fields.values():
+        for info in section.annotation.model_fields.values():  # type: ignore[union-attr]
+            assert info.description, f"{info.alias} has no help"
+    source = (Path(base.__file__)).read_text(encoding="utf-8")
+    assert "PERSONATREE_CHUNK_PAIRS" not in source and "PERSONATREE_BATCH_MAX_JOBS" not in source
+
+
+def test_environment_variables_are_read_as_their_types(tmp_path):
+    raw = conf.from_environ(
+        {
+            "PERSONATREE_CHUNK_PAIRS": "4",
+            "PERSONATREE_EVIDENCE_INDEXING": "false",
+            "PERSONATREE_BATCH_MAX_JOBS": "x",
+        },
+        data_dir=tmp_path,
+        base_dir=tmp_path,
+    )
+    assert raw["CHUNK_PAIRS"] == 4 and raw["EVIDENCE_INDEXING"] is False
+    assert raw["MILVUS_URI"] == f"{tmp_path}/milvus.db"
+    assert raw["MAX_REQUEST_BYTES"] == 500 * (4 * 20000 + 1024)  # derived from the two ingest limits
+    with pytest.raises(conf.SettingsError, match="PERSONATREE_BATCH_MAX_JOBS='x'"):
+        conf.build(raw)  # kept as given, reported by name
 
 
 def test_every_key_of_base_py_is_read_by_a_section():
