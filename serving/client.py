@@ -22,7 +22,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from serving.config import EngineConfig
-from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult
+from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult, ListenerTurn
 
 Backend = Literal["local", "extractive", "ray", "openai", "recorded", "standin"]
 _ENGINE_FOR_BACKEND = {
@@ -51,6 +51,10 @@ def _error_results(jobs: Sequence[ListenerJob], message: str, *, retryable: bool
     return [ListenerResult(job_id=j.job_id, error=message, retryable=retryable) for j in jobs]
 
 
+#: A statement every step of the fact pipeline reads (a clause to classify, place, rewrite and date).
+_WARM_UP_TEXT = "I moved to Lisbon last week and I work as a nurse at the children's hospital."
+
+
 class InProcessClient:
     """Runs a MemListener in this process. The engine is built on first use (model load is slow)."""
 
@@ -67,6 +71,19 @@ class InProcessClient:
 
                 self._listener = build_listener(self.engine_config)
             return self._listener
+
+    def warm(self, schema_id: str, schema_version: int) -> None:
+        """Load what the first real job would (engine, embedder, classifier, the schema's leaf vectors,
+        the rewriter's tables) with one throw-away job: a caller with other work to do first (a
+        backfill storing its messages) runs this in a thread, and its first ``run`` waits for it."""
+        from datetime import UTC, datetime
+
+        turns = [
+            ListenerTurn(role="user", content=_WARM_UP_TEXT, ts=datetime(2024, 1, 19, tzinfo=UTC)),
+            ListenerTurn(role="assistant", content="That sounds like a big change."),
+        ]
+        self.run([ListenerJob(job_id="warm-up", subject_id="warm-up", base_version=0, schema_id=schema_id,
+                              schema_version=schema_version, tree={}, turns=turns)])  # fmt: skip
 
     def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
         if not jobs:

@@ -151,6 +151,7 @@ class _SpanBatch:
         self.pending: deque[tuple[list, Future]] = deque()
         self.indexed = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-embed")
+        self._pool.submit(_open_index)  # meanwhile the caller stores messages, runs the listener
 
     def add(self, subject_id: int, start_seq: int, end_seq: int, tenant_id: int | None) -> None:
         self.spans.append((subject_id, start_seq, end_seq, tenant_id))
@@ -199,6 +200,18 @@ class _SpanBatch:
         logger.warning("bulk indexing of %d span(s) failed (%s); queued span by span", len(spans), exc)
         for s, a, b, t in spans:
             send(index_messages, s, a, b, tenant_id=t)
+
+
+def _open_index() -> None:
+    """Connect to the index (Milvus Lite starts its server) and load the embedder, ahead of the
+    first batch; a failure here is the first batch's to report."""
+    from memory.recall import runtime
+
+    try:
+        runtime.configured_index().shards  # noqa: B018 - connects
+        runtime.configured_embedder().dim  # noqa: B018 - loads the model
+    except Exception:  # noqa: BLE001
+        logger.info("evidence index not ready ahead of the first batch", exc_info=True)
 
 
 def _embed_in_one_thread(texts: list[str]):

@@ -25,7 +25,9 @@ with ``wait=True``, while the workers do (polled until none is pending or proces
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -49,6 +51,8 @@ from memory.services.ingest import (
 )
 
 SLICE = 1000  # messages per transaction
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -180,6 +184,7 @@ def backfill_run(
         from serving.client import get_listener_client
 
         client = get_listener_client(conf.listener_client_config())
+    warming = _warm_up(client, tenant) if process and not dry_run else None
     total = min(total, limit) if (total is not None and limit) else (limit or total)
     bar = tqdm(total=total, unit="subject", disable=not progress, dynamic_ncols=True, desc="backfill")
 
@@ -254,9 +259,29 @@ def backfill_run(
             )
     finally:
         indexing.close()  # what is left of the batch is indexed before the run ends
+        if warming is not None:
+            warming.join()
         report.elapsed_s = time.monotonic() - started
         bar.close()
     return report
+
+
+def _warm_up(client, tenant: Tenant) -> threading.Thread | None:
+    """Load the listener's models in a thread while the messages are stored (an in-process client:
+    its first real batch then waits for them; a remote one has its own)."""
+    warm = getattr(client, "warm", None)
+    if warm is None:
+        return None
+
+    def run() -> None:
+        try:
+            warm(tenant.default_schema_id, tenant.default_schema_version)
+        except Exception:  # noqa: BLE001 - the first real batch loads (and reports) it again
+            logger.warning("listener warm-up failed", exc_info=True)
+
+    thread = threading.Thread(target=run, name="listener-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _indexing_batch() -> contextlib.AbstractContextManager:

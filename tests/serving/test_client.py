@@ -23,6 +23,21 @@ def test_in_process_client_runs_jobs(schema, chunks):
     assert client.run([]) == []
 
 
+def test_warm_up_builds_the_listener_with_a_throw_away_job(schema, chunks):
+    client = build_client(ClientConfig(backend="standin", engine={"standin_mode": "derived"}))
+    ran = []
+    client.listener.run = lambda jobs: ran.append(jobs) or []  # type: ignore[method-assign]
+    client.warm(schema.id, schema.version)
+    (job,) = ran[0]
+    assert (job.job_id, job.schema_id, job.schema_version, job.tree) == (
+        "warm-up",
+        schema.id,
+        schema.version,
+        {},
+    )
+    assert job.turns[0].role == "user" and job.turns[0].ts is not None  # a clause to date
+
+
 def test_in_process_client_reports_an_engine_that_cannot_start(schema, chunks, tmp_path):
     client = build_client(ClientConfig(backend="local", engine={"model_path": str(tmp_path / "none.gguf")}))
     res = client.run([make_job(schema, chunks[0]["turns"])])[0]

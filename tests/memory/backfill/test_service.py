@@ -83,6 +83,25 @@ def test_process_runs_the_listener_in_batches_and_rerun_adds_no_versions(tenant)
     assert state(tenant) == first
 
 
+def test_process_warms_an_in_process_client_before_its_first_batch(tenant):
+    class Warmed(WatchingClient):
+        def warm(self, schema_id, schema_version):
+            self.calls.append([f"warm {schema_id} v{schema_version}"])
+
+    client = Warmed()
+    report = backfill_run(
+        tenant=tenant,
+        histories=PersonamemSource(FIXTURES / "personamem_tiny.jsonl"),
+        process=True,
+        client=client,
+        progress=False,
+        index=False,
+    )
+    assert report.applied == report.chunks > 0
+    # in its own thread, while the messages are stored (an in-process client's lock orders the rest)
+    assert [f"warm {tenant.default_schema_id} v{tenant.default_schema_version}"] in client.calls
+
+
 def test_interrupted_run_resumes_to_the_same_state_as_a_clean_run(tenant, other_tenant):
     histories = [
         SubjectHistory(
