@@ -4,6 +4,7 @@ from django.urls import path, re_path
 
 from memory.api import (
     chunks,
+    history,
     ingest,
     keys,
     leaves,
@@ -25,6 +26,23 @@ urlpatterns = [
     ),
     path("subjects/<str:external_id>/export", subjects.SubjectExportView.as_view(), name="subject-export"),
     path("subjects/<str:external_id>", subjects.SubjectDetailView.as_view(), name="subject-detail"),
+    # --- history: a leaf's values, the diff of two versions, a revert (issue 26); before the leaf
+    # route, whose <path:> would take ".../history" as part of a leaf path ---
+    path(
+        "subjects/<str:external_id>/tree/leaves/<path:leaf_path>/history",
+        history.LeafHistoryView.as_view(),
+        name="subject-leaf-history",
+    ),
+    path(
+        "subjects/<str:external_id>/versions/<int:a>/diff/<int:b>",
+        history.VersionDiffView.as_view(),
+        name="subject-version-diff",
+    ),
+    path(
+        "subjects/<str:external_id>/versions/<int:number>/revert",
+        history.VersionRevertView.as_view(),
+        name="subject-version-revert",
+    ),
     # --- single leaves: read, set, empty (issue 17) ---
     path(
         "subjects/<str:external_id>/tree/leaves/<path:leaf_path>",

@@ -64,3 +64,24 @@ def test_requeue_chunk_of_a_failed_chunk(base_url, make_key):
             pt.requeue_chunk("eve", chunk.pk)  # no longer failed (409), or gone if it ran (never 2xx)
         with pytest.raises(NotFoundError):
             pt.requeue_chunk("nobody", chunk.pk)
+
+
+def test_leaf_history_diff_and_revert(base_url, make_key):
+    key = make_key(["ingest", "read", "write"])
+    path = "behaviour/habits/exercise"
+    with PersonaTree(base_url, key) as pt:
+        pt.ingest("fay", [{"role": "user", "content": "hello"}])
+        first = pt.set_leaf("fay", path, "running").version
+        pt.set_leaf("fay", path, "swimming")
+        history = pt.leaf_history("fay", path, page_size=1)  # two pages, merged
+        assert [(c.op, c.previous, c.value) for c in history] == [
+            ("ADD", None, "running"),
+            ("UPDATE", "running", "swimming"),
+        ]
+        assert history[0].actor_kind == "api_key" and history[0].version == first
+        (change,) = pt.diff("fay", first, first + 1)
+        assert (change.path, change.op, change.old, change.new) == (path, "UPDATE", "running", "swimming")
+        back = pt.revert("fay", first, base_version=first + 1)
+        assert back.status == "applied" and back.head_version == first + 2
+        assert pt.tree("fay").tree == {path: "running"}
+        assert pt.revert("fay", first).status == "unchanged"

@@ -44,10 +44,13 @@ from personatree_client.models import (
 )
 from personatree_client.results import (
     Answer,
+    Change,
     Context,
     Erasure,
     Export,
     Leaf,
+    LeafChange,
+    Revert,
     SearchResult,
     SubjectSummary,
     Tree,
@@ -259,6 +262,31 @@ class Operations:
         params = None if base_version is None else {"base_version": str(base_version)}
         request = ApiRequest("DELETE", self._leaf_path(subject, path), params=params, idempotent=False)
         return self._call(request, Leaf.from_json)
+
+    def leaf_history(
+        self, subject: str, path: str, *, page_size: int | None = None
+    ) -> Plan[tuple[LeafChange, ...]]:
+        """Every value the leaf was given, oldest first (every page): version, op, actor, sentence."""
+        return self._pages(
+            self._leaf_path(subject, path) + "/history",
+            page_size,
+            lambda pages: tuple(LeafChange.from_json(c) for page in pages for c in page["changes"]),
+        )
+
+    def diff(self, subject: str, a: int, b: int) -> Plan[tuple[Change, ...]]:
+        """The net changes turning version ``a`` into version ``b`` (leaves the key may see)."""
+        path = subject_path(subject, "versions", str(int(a)), "diff", str(int(b)))
+        return self._call(
+            ApiRequest("GET", path), lambda data: tuple(Change.from_json(c) for c in data["changes"])
+        )
+
+    def revert(self, subject: str, version: int, *, base_version: int | None = None) -> Plan[Revert]:
+        """A new version whose tree equals ``version``'s (``write`` scope), through the gate and
+        audit log; ``base_version``: ConflictError if the subject moved on. Sent again after a lost
+        answer: a second revert to the same version is ``unchanged``."""
+        body: dict[str, Any] = {} if base_version is None else {"base_version": base_version}
+        path = subject_path(subject, "versions", str(int(version)), "revert")
+        return self._call(ApiRequest("POST", path, content=dumps(body)), Revert.from_json)
 
     def erase(self, subject: str) -> Plan[Erasure]:
         """Erase the subject (messages, chunks, versions, ops, vectors), leaving a tombstone.

@@ -319,3 +319,69 @@ class SearchResult:
             notices=tuple(data.get("notices", ())),
             raw=data,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One leaf's net change between two trees (``op``: ADD, UPDATE or DELETE)."""
+
+    path: str
+    op: str
+    old: str | None
+    new: str | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Change:
+        return cls(path=data["path"], op=data["op"], old=data.get("old"), new=data.get("new"))
+
+
+@dataclass(frozen=True, slots=True)
+class LeafChange:
+    """One value a leaf was given: in which version, by whom, from which sentence."""
+
+    version: int | None
+    op: str
+    previous: str | None
+    value: str | None
+    actor_kind: str
+    actor_name: str
+    source_text: str
+    chunk_id: int | None
+    created_at: datetime | None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LeafChange:
+        actor = data.get("actor") or {}
+        return cls(
+            version=data.get("version"),
+            op=data["op"],
+            previous=data.get("previous"),
+            value=data.get("value"),
+            actor_kind=actor.get("kind", ""),
+            actor_name=actor.get("name", ""),
+            source_text=data.get("source_text", ""),
+            chunk_id=data.get("chunk_id"),
+            created_at=_dt(data.get("created_at")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Revert:
+    """A revert: ``status`` applied, unchanged (the head already equals that version) or
+    pending_review (held for a moderator); ``changes`` what it changes."""
+
+    subject: str
+    reverted_to: int
+    status: str
+    head_version: int
+    changes: tuple[Change, ...]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Revert:
+        return cls(
+            subject=data["subject"],
+            reverted_to=int(data["reverted_to"]),
+            status=data["status"],
+            head_version=int(data["head_version"]),
+            changes=tuple(Change.from_json(c) for c in data["changes"]),
+        )

@@ -1,0 +1,200 @@
+"""A subject's history over the API: one leaf's values, the diff of two versions, a revert.
+
+- ``GET .../tree/leaves/<path>/history`` (scope ``read``): every value the leaf was given, oldest
+  first, a page at a time: version, op, previous and new value, actor, the user's sentence it came
+  from (``source_text``). A special-tier leaf needs ``read_special`` (403, as reading it); so does
+  a leaf that held special-tier values under an earlier schema (``selectors.special_in_history``).
+- ``GET .../versions/<a>/diff/<b>`` (scope ``read``): the net changes turning version ``a`` into
+  ``b``, over the leaves the key may see in each (``selectors.tree_at_visible``).
+- ``POST .../versions/<n>/revert`` (scope ``write``): a new version whose tree equals version
+  ``n``'s, through the one write path (:func:`memory.services.tree.tree_revert`, the admin's revert)
+  as the API key's actor; held for review where the tenant's policy holds such ops (202). A key
+  without ``read_special`` may not revert a change it cannot see (403). ``base_version``: 409 if
+  the head moved on.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import exceptions, serializers
+from rest_framework.response import Response
+
+from memory import selectors
+from memory.api.base import TenantScopedView
+from memory.api.fields import MAX_VERSION
+from memory.api.leaves import LEAF_PATH, BaseVersionIn, SubjectLeafView
+from memory.api.openapi import problems
+from memory.api.pagination import PageParams, Pager, next_field
+from memory.api.subjects import tiers_for
+from memory.engine.tree import diff
+from memory.models import OpRecord, Subject
+from memory.services import NotFoundError
+from memory.services.tree import Actor, tree_revert
+
+
+class LeafChangeOut(serializers.Serializer):
+    class ActorOut(serializers.Serializer):
+        kind = serializers.CharField(source="actor_kind", help_text="model, admin, api_key or system")
+        name = serializers.CharField(source="actor_name")
+        model_id = serializers.CharField()
+
+    version = serializers.IntegerField(source="version.number", allow_null=True, default=None)
+    op = serializers.CharField(source="op_type", help_text="ADD, UPDATE or DELETE")
+    previous = serializers.CharField(source="old_value", allow_null=True)
+    value = serializers.CharField(source="new_value", allow_null=True, help_text="null: the leaf was emptied")
+    actor = ActorOut(source="*")
+    source_text = serializers.CharField(help_text="The user's sentence the value came from (model ops)")
+    chunk_id = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class ChangeOut(serializers.Serializer):
+    path = serializers.CharField()
+    op = serializers.CharField(help_text="ADD, UPDATE or DELETE")
+    old = serializers.CharField(allow_null=True)
+    new = serializers.CharField(allow_null=True)
+
+
+def _version(subject: Subject, number: int, field: str) -> None:
+    if number > min(subject.head_version, MAX_VERSION):
+        raise NotFoundError(
+            f"The subject has no version {number} (head is {subject.head_version}).", field=field
+        )
+
+
+class LeafHistoryView(SubjectLeafView):
+    required_scopes = {"GET": ("read",)}
+    http_method_names = ["get", "head", "options"]
+
+    @extend_schema(
+        parameters=[LEAF_PATH, PageParams],
+        responses=inline_serializer(
+            "LeafHistory",
+            {
+                "subject": serializers.CharField(),
+                "path": serializers.CharField(),
+                "changes": LeafChangeOut(many=True),
+                "next": next_field(),
+            },
+        ),
+        summary="Every value one leaf had, oldest first, with version, op, actor and source sentence",
+        description="404 unknown_leaf for a path the schema lacks; 403 for a special-tier leaf, or one "
+        "that held special-tier values, without read_special.",
+    )
+    def get(self, request, external_id: str, leaf_path: str):
+        subject = self.get_subject(external_id)
+        leaf = self._leaf(subject, leaf_path)
+        tiers = tiers_for(self)
+        if leaf.path in selectors.special_in_history(subject, tiers):
+            raise exceptions.PermissionDenied(
+                "This leaf held special-tier values: it needs scope read_special."
+            )
+        ops = selectors.ops_visible(
+            OpRecord.objects.filter(subject=subject, path=leaf.path, status=OpRecord.Status.APPLIED),
+            [leaf.path],
+            tiers=tiers,
+        ).select_related("version")
+        pager = Pager(request, "leaf-history", {"after": int})
+        changes, more = pager.take(ops, "id", key="after")
+        return Response(
+            {
+                "subject": subject.external_id,
+                "path": leaf.path,
+                "changes": LeafChangeOut(changes, many=True).data,
+                "next": pager.next_link({"after": changes[-1].pk} if more else None),
+            }
+        )
+
+
+class VersionDiffView(TenantScopedView):
+    required_scopes = ("read",)
+
+    @extend_schema(
+        responses=inline_serializer(
+            "VersionDiff",
+            {
+                "subject": serializers.CharField(),
+                "a": serializers.IntegerField(),
+                "b": serializers.IntegerField(),
+                "changes": ChangeOut(many=True),
+            },
+        ),
+        summary="The changes turning version a into version b (leaves the key may see)",
+        description="404 not_found (field a or b) for a version the subject does not have; 0 is the "
+        "empty tree before the first version.",
+    )
+    def get(self, request, external_id: str, a: int, b: int):
+        subject = self.get_subject(external_id)
+        _version(subject, a, "a")
+        _version(subject, b, "b")
+        tiers = tiers_for(self)
+        _, tree_a = selectors.tree_at_visible(subject, a, tiers=tiers)
+        _, tree_b = selectors.tree_at_visible(subject, b, tiers=tiers)
+        changes = [c.to_dict() for c in diff(tree_a, tree_b)]
+        return Response({"subject": subject.external_id, "a": a, "b": b, "changes": changes})
+
+
+class RevertOut(serializers.Serializer):
+    subject = serializers.CharField()
+    reverted_to = serializers.IntegerField()
+    status = serializers.ChoiceField(
+        choices=["applied", "unchanged", "pending_review"],
+        help_text="unchanged: the head already equals that version; pending_review: held for a moderator",
+    )
+    head_version = serializers.IntegerField()
+    changes = ChangeOut(many=True, help_text="What the revert changes (leaves the key may see)")
+
+
+class VersionRevertView(TenantScopedView):
+    required_scopes = ("write",)
+
+    @extend_schema(
+        request=BaseVersionIn,
+        responses={
+            200: RevertOut,
+            202: RevertOut,
+            **problems(409, d409="version_conflict: base_version is not the head (current_version)."),
+        },
+        summary="Revert to version n: a new version with its tree (through the gate, audited)",
+        description="404 not_found for a version the subject does not have; 403 when the revert would "
+        "change a leaf the key may not see; 202 when the tenant's policy holds it for review; 409 "
+        "version_conflict.",
+    )
+    def post(self, request, external_id: str, number: int):
+        subject = self.get_subject(external_id)
+        _version(subject, number, "number")
+        data = BaseVersionIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        tiers = tiers_for(self)
+        _, target = selectors.tree_at(subject, number)
+        changes = diff(selectors.tree_current(subject), target)
+        schema, hidden = selectors.subject_schema(subject), selectors.special_in_history(subject, tiers)
+
+        def blocked(path: str) -> bool:
+            leaf = schema.leaf(path)
+            return path in hidden or (leaf is not None and leaf.tier not in tiers)
+
+        if any(blocked(c.path) for c in changes):
+            raise exceptions.PermissionDenied(
+                "The revert changes special-tier leaves: it needs scope read_special."
+            )
+        outcome = tree_revert(
+            subject=subject,
+            to_version=number,
+            actor=Actor.for_api_key(self.api_key),
+            base_version=data.validated_data["base_version"],
+        )
+        if outcome.pending_review:
+            status, http_status = "pending_review", 202
+        elif outcome.version is None:
+            status, http_status = "unchanged", 200
+        else:
+            status, http_status = "applied", 200
+        body = {
+            "subject": subject.external_id,
+            "reverted_to": number,
+            "status": status,
+            "head_version": outcome.head_version,
+            "changes": [c.to_dict() for c in changes if schema.leaf(c.path) is not None],
+        }
+        return Response(RevertOut(body).data, status=http_status)
