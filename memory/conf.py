@@ -316,7 +316,7 @@ def from_environ(environ: Mapping[str, str], *, data_dir: Path, base_dir: Path) 
                 )
                 continue
             try:
-                raw[key] = TypeAdapter(info.annotation).validate_python(given)
+                raw[key] = TypeAdapter(cast(Any, info.annotation)).validate_python(given)
             except ValidationError:
                 raw[key] = given
     if raw["MAX_REQUEST_BYTES"] is None:  # room for a call at both limits, 4 UTF-8 bytes a character

@@ -3,7 +3,7 @@
 Each row is one retrieval unit (a user turn and the assistant reply that follows it, see
 `units.py`) with its subject, message span, time, text, a dense vector and a BM25 sparse vector
 computed by Milvus from `text`. Where the rows live (collections, schema, partition key, scalar
-indexes, the move from layout 1) is `layout.py`; the row and filter types are `rows.py`. Every
+indexes) is `layout.py`; the row and filter types are `rows.py`. Every
 read and write names one subject, so it goes to that subject's collection only. Every Milvus call
 is a client span when tracing is on (`serving/tracing.py`).
 
@@ -169,20 +169,10 @@ class EvidenceIndex:
                 self._call("load_collection", layout.open_existing, client, name, self.dim)
             elif create:
                 self._call("create_collection", layout.create, client, name, self.dim)
-                self._warn_layout1()
             else:
                 return False
             self._ready.add(name)
         return True
-
-    def _warn_layout1(self) -> None:
-        if self._call("has_collection", self.client.has_collection, self.collection):
-            logger.warning(
-                "evidence collection %r (layout 1) is no longer read: run `manage.py evidence_migrate` "
-                "to copy its rows into layout %d (docs/DEPLOY.md, Milvus)",
-                self.collection,
-                layout.LAYOUT,
-            )
 
     def _existing(self) -> list[str]:
         return [name for name in self.collection_names() if self._open(name, create=False)]
@@ -292,10 +282,6 @@ class EvidenceIndex:
         self._flush_names([name])
         self._call("compact", self.client.compact, name)
         return int(res.get("delete_count", 0)) if isinstance(res, dict) else 0
-
-    def migrate_layout1(self, *, drop: bool = False, batch_size: int = 1000) -> int:
-        """Copy every row of the layout-1 collection into this layout; rows copied (layout.py)."""
-        return layout.migrate_layout1(self, drop=drop, batch_size=batch_size)
 
     # -- reads ---------------------------------------------------------------
     # A subject whose collection does not exist yet has no evidence: reads answer empty and

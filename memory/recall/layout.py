@@ -1,4 +1,4 @@
-"""Where evidence rows live: the versioned collection layout, its schema, and the move from layout 1.
+"""Where evidence rows live: the versioned collection layout and its schema.
 
 Layout 2 (`LAYOUT`), named from the configured base name (`PERSONATREE_MILVUS_COLLECTION`):
 
@@ -15,18 +15,11 @@ Layout 2 (`LAYOUT`), named from the configured base name (`PERSONATREE_MILVUS_CO
   the filter, the partitions or the index apply, so its cost follows the collection, not the
   subject. A subject's reads and writes touch only its shard; the code path is otherwise the
   same, and `EvidenceIndex(shards=1)` runs the server layout on Lite (tests do).
-
-Layout 1 (before issue 18): one collection `<base>`, tenant as partition key, no scalar index.
-It is no longer read. `migrate_layout1` copies its rows into layout 2 (dense vectors as stored;
-Milvus recomputes BM25 from the text), run explicitly by ``manage.py evidence_migrate``
-(idempotent: rows are upserted under their primary keys; ``--drop`` removes layout 1 after the
-copy). Re-indexing the messages (the ``index`` queue) rebuilds layout 2 as well.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +29,6 @@ NUM_PARTITIONS = 64
 TEXT_MAX_BYTES = 16000
 SESSION_MAX = 128
 SCALAR_INDEXED = ("tenant_id", "subject_id", "end_seq", "ts_ms")
-ROW_FIELDS = ("pk", "tenant_id", "subject_id", "start_seq", "end_seq", "ts_ms", "session", "text", "dense")
 
 
 class IndexUnavailable(RuntimeError):
@@ -59,7 +51,7 @@ def collection_of(base: str, shards: int, subject_id: int) -> str:
 
 
 def schema(client, dim: int, *, partition_key: str = "subject_id"):
-    """The evidence schema (layout 1 had the same fields with `partition_key="tenant_id"`)."""
+    """The evidence schema."""
     from pymilvus import DataType, Function, FunctionType
 
     s = client.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -113,49 +105,3 @@ def open_existing(client, name: str, dim: int) -> None:
     # A collection reopened from disk (or released by another client) is not searchable
     # until loaded; loading an already loaded collection is a no-op.
     client.load_collection(name)
-
-
-def layout1_rows(client, base: str, *, batch_size: int = 1000) -> Iterator[list[dict]]:
-    """Pages of every row of the layout-1 collection `base` (none when it does not exist)."""
-    if not client.has_collection(base):
-        return
-    client.load_collection(base)
-    it = client.query_iterator(base, batch_size=batch_size, filter="", output_fields=list(ROW_FIELDS))
-    try:
-        while page := it.next():
-            yield page
-    finally:
-        it.close()
-
-
-def migrate_layout1(index, *, drop: bool = False, batch_size: int = 1000) -> int:
-    """Copy the layout-1 collection `index.collection` into `index` (an EvidenceIndex); rows copied.
-
-    Idempotent (rows are upserted under their primary keys), so an interrupted run is simply run
-    again; `drop` removes the layout-1 collection once every row is copied and flushed.
-    """
-    from .rows import EvidenceRow
-
-    client, base = index.client, index.collection
-    copied = 0
-    pages = layout1_rows(client, base, batch_size=batch_size)
-    while page := index._call("query_iterator", next, pages, None):  # noqa: SLF001 - same package
-        rows = [
-            EvidenceRow(
-                int(r["tenant_id"]),
-                int(r["subject_id"]),
-                int(r["start_seq"]),
-                int(r["end_seq"]),
-                str(r["text"]),
-                r["dense"],
-                ts_ms=int(r["ts_ms"]),
-                session=str(r["session"]),
-            )
-            for r in page
-        ]
-        copied += index.upsert(rows, batch_size=batch_size, flush=False)
-    index.flush()
-    if drop and index._call("has_collection", client.has_collection, base):  # noqa: SLF001
-        index._call("drop_collection", client.drop_collection, base)  # noqa: SLF001
-        logger.info("dropped layout-1 evidence collection %s after copying %d rows", base, copied)
-    return copied

@@ -4,7 +4,6 @@ layout (one collection, subject partition key, scalar indexes), and the move fro
 from __future__ import annotations
 
 import pytest
-from django.core.management import call_command
 
 from memory.recall import layout
 from memory.recall.index import EvidenceIndex, EvidenceRow, IndexUnavailable, Scope
@@ -87,52 +86,3 @@ def test_reopening_with_another_vector_size_is_refused(tmp_path, embedder):
             other.count(Scope(1, 10))
     finally:
         other.close()
-
-
-def _create_layout1(client, name, dim):
-    """The layout-1 collection as main created it before issue 18 (tenant partition key, no scalar index)."""
-    ip = layout.index_params(client, scalar=False)
-    client.create_collection(
-        name, schema=layout.schema(client, dim, partition_key="tenant_id"), index_params=ip, num_partitions=16
-    )
-
-
-def test_layout1_rows_are_copied_by_the_explicit_migration(recall_settings, embedder, caplog):
-    from memory.recall import runtime
-
-    index = runtime.configured_index()
-    base = index.collection
-    _create_layout1(index.client, base, embedder.dim)
-    old = [r for s in (10, 11) for r in _rows(embedder, 1, s)]
-    index.client.insert(
-        base,
-        [
-            {
-                "pk": r.pk,
-                "tenant_id": r.tenant_id,
-                "subject_id": r.subject_id,
-                "start_seq": r.start_seq,
-                "end_seq": r.end_seq,
-                "ts_ms": r.ts_ms,
-                "session": r.session,
-                "text": r.text,
-                "dense": list(map(float, r.dense)),
-            }
-            for r in old
-        ],
-    )
-    index.client.flush(base)
-    # Layout 2 does not read layout 1: before the migration the subject has no evidence, and the
-    # first layout-2 collection created says how to move the old rows.
-    assert index.count(Scope(1, 10)) == 0
-    with caplog.at_level("WARNING", logger="memory.recall.index"):
-        index.upsert(_rows(embedder, 1, 99))
-    assert "evidence_migrate" in caplog.text
-    call_command("evidence_migrate", "--batch-size", "4")
-    assert index.count(Scope(1, 10)) == index.count(Scope(1, 11)) == 3
-    hits = search_many(index, embedder, Scope(1, 11), ["ZX-4471"], limit=1, method="bm25")[0]
-    assert hits[0].start_seq == 5 and hits[0].pk == old[5].pk  # BM25 recomputed, same primary keys
-    assert index.client.has_collection(base)  # kept without --drop; running again copies the same rows
-    assert index.migrate_layout1(drop=True) == 6
-    assert not index.client.has_collection(base) and index.migrate_layout1() == 0
-    assert index.count(Scope(1, 10)) == 3
