@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from .text import STOPWORDS, content_stems, fold, folded_words, words
 
-__all__ = ["Clause", "segment", "strip_emoji", "is_small_talk"]
+__all__ = ["Clause", "segment", "strip_emoji"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +138,9 @@ def strip_emoji(text: str) -> str:
     return " ".join(_EMOJI.sub(" ", text).split())
 
 
-def is_small_talk(text: str, names: Collection[str] = ()) -> bool:
-    """True when every word of ``text`` is greeting/evaluation small talk or a speaker's name."""
+def _only_small_talk(text: str, names: Collection[str] = ()) -> bool:
+    """True when every word of ``text`` is greeting/evaluation small talk or a speaker's name (a piece
+    ``segment`` drops; a whole value's small talk is :func:`memory.engine.chatter.is_small_talk`)."""
     folded = folded_words(text)
     if not folded:
         return True
@@ -288,7 +289,7 @@ def segment(content: str, *, turn: int = 0, names: Collection[str] = ()) -> list
             if c_start >= c_end:
                 continue
             text = _clean(content[c_start:c_end], own_mark or (mark if i == len(pieces) - 1 else ""))
-            if not words(text) or is_small_talk(text, named):
+            if not words(text) or _only_small_talk(text, named):
                 continue
             out.append(Clause(text=text, sentence=sentence, turn=turn, start=c_start, end=c_end))
     return out

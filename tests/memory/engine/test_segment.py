@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from memory.engine.segment import Clause, is_small_talk, segment, strip_emoji
+from memory.engine.segment import Clause, segment, strip_emoji
 
 NAMES = ("Priya", "Tomasz")
 
@@ -133,10 +133,10 @@ def test_sentence_is_the_whole_source_sentence() -> None:
     assert first.start < first.end <= second.start
 
 
-def test_small_talk_and_emoji_helpers() -> None:
-    assert is_small_talk("Good to see you!")
-    assert is_small_talk("Thanks so much, Priya!", NAMES)
-    assert not is_small_talk("I love my new job")
+def test_small_talk_pieces_are_dropped_and_emoji_stripped() -> None:
+    assert segment("Good to see you!") == []
+    assert segment("Thanks so much, Priya!", names=NAMES) == []
+    assert [c.text for c in segment("I love my new job")] == ["I love my new job"]
     assert strip_emoji("Nice 😀 day :-) <3") == "Nice day"
     assert strip_emoji("see https://x.org/a:b") == "see https://x.org/a:b"
 
