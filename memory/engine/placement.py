@@ -5,9 +5,11 @@ leaf of the subject's schema with
 
 - **prior**: the best cosine between the clause vector and the leaf's embedded texts (its path and
   description as :func:`candidates.leaf_text` writes it, and each of the leaf's ``examples``);
-- **head**: the probability a multinomial logistic regression over the MiniLM clause vector gives
-  the leaf (trained by ``evaluation/placement_train.py``; shipped as ``models/leaf_head.json`` for
-  the default schema only, keyed by a digest of its paths; other schemas use prior and aliases);
+- **head**: the probability a multinomial logistic regression gives the leaf, over the MiniLM
+  clause vector and, when the head file carries a ``lexicon``, the clause's words
+  (:func:`lexical_features`: each word and its lemmas, and each pair of neighbouring words);
+  trained by ``evaluation/placement_train.py`` and shipped as ``models/leaf_head.json`` for the
+  default schema only, keyed by a digest of its paths; other schemas use prior and aliases;
 - **alias**: 1 when the clause holds one of the leaf's ``aliases`` as whole words, word by word
   compared by lemma ("dogs" -> "dog", "hiking" -> "hike"; "'cause" is not "causes"), else 0. Unlike the old stem bonus it
   never fires on "new" for ``media/news`` or on "home" for ``location/home``.
@@ -29,7 +31,7 @@ import math
 import re
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import mul
 from pathlib import Path
@@ -48,6 +50,7 @@ __all__ = [
     "HEAD_FORMAT",
     "HEAD_PATH",
     "alias_hits",
+    "lexical_features",
     "paths_digest",
 ]
 
@@ -91,9 +94,21 @@ def _unit(v: Sequence[float]) -> list[float]:
     return [x / norm for x in values] if norm > 0 else [0.0] * len(values)
 
 
+def lexical_features(text: str) -> frozenset[str]:
+    """The clause's word features the head weighs: every word with its lemmas ("moved" -> "moved",
+    "move") and every pair of neighbouring words as written ("moved to", "my dog")."""
+    words = _words(text)
+    out: set[str] = set()
+    for word in words:
+        out |= _lemmas(word)
+    out.update(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
+    return frozenset(out)
+
+
 @dataclass(frozen=True)
 class LeafHead:
-    """A multinomial logistic regression over clause vectors: one weight row and bias per leaf."""
+    """A multinomial logistic regression over clause vectors and word features: per leaf one weight
+    row and bias, and per word feature a few ``(leaf index, weight)`` pairs (small ones pruned)."""
 
     paths: tuple[str, ...]
     weights: tuple[tuple[float, ...], ...]
@@ -101,6 +116,7 @@ class LeafHead:
     blend: Blend
     digest: str  # paths_digest of the schema it was trained for
     meta: dict[str, Any]
+    lexicon: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> LeafHead:
@@ -118,12 +134,22 @@ class LeafHead:
         bias = tuple(float(b) for b in data["bias"])
         if len(bias) != len(paths):
             raise ValueError(f"{path}: {len(bias)} biases for {len(paths)} leaves")
-        meta = {k: v for k, v in data.items() if k not in {"weights_f16", "bias", "paths"}}
-        return cls(paths, weights, bias, Blend(**data["blend"]), data["paths_digest"], meta)
+        lexicon = {  # word feature -> "leaf_index:weight ..." (weights in logits)
+            str(feature): tuple((int(i), float(w)) for i, w in (pair.split(":") for pair in pairs.split()))
+            for feature, pairs in data.get("lexicon", {}).items()
+        }
+        if any(not 0 <= i < len(paths) for pairs in lexicon.values() for i, _ in pairs):
+            raise ValueError(f"{path}: a lexicon entry names a leaf index out of range")
+        meta = {k: v for k, v in data.items() if k not in {"weights_f16", "bias", "paths", "lexicon"}}
+        return cls(paths, weights, bias, Blend(**data["blend"]), data["paths_digest"], meta, lexicon)
 
-    def probabilities(self, vector: Sequence[float]) -> dict[str, float]:
-        """Leaf -> probability for one (unit) clause vector."""
+    def probabilities(self, vector: Sequence[float], clause: str = "") -> dict[str, float]:
+        """Leaf -> probability for one (unit) clause vector and the clause's words."""
         logits = [_dot(row, vector) + b for row, b in zip(self.weights, self.bias, strict=True)]
+        if self.lexicon and clause:
+            for feature in lexical_features(clause):
+                for i, w in self.lexicon.get(feature, ()):
+                    logits[i] += w
         top = max(logits)
         exps = [math.exp(x - top) for x in logits]
         total = sum(exps)
@@ -234,7 +260,7 @@ class LeafPlacer:
         index = leaf_vectors if isinstance(leaf_vectors, LeafVectors) else self.vectors(leaf_vectors)
         unit = _unit(vector)
         prior = index.prior(unit)
-        head = self.head.probabilities(unit) if self.head is not None else {}
+        head = self.head.probabilities(unit, clause) if self.head is not None else {}
         words = _tokens(clause)
         bag = frozenset().union(*words)  # an alias none of whose words is in the clause cannot match
         out = {}
@@ -271,5 +297,5 @@ class LeafPlacer:
 def _load_head(path: Path) -> LeafHead | None:
     try:
         return LeafHead.load(path)
-    except (OSError, ValueError, KeyError, TypeError, struct.error):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error):
         return None

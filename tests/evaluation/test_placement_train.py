@@ -103,3 +103,44 @@ def test_run_cross_validates_and_writes_a_loadable_head(tmp_path):
     leaf_vectors = fake_embed([t for _, t in placer.texts()]).tolist()
     clause = "I have a dog"
     assert placer.rank(clause, fake_embed([clause])[0].tolist(), leaf_vectors, top=1)[0][0] == "family/pets"
+
+
+def test_word_features_are_learnt_pruned_and_shipped(tmp_path):
+    out = tmp_path / "head.json"
+    report = pt.run(None, out, None, 4.0, _labels(tmp_path), embed=fake_embed, schema=SCHEMA, alpha=0.5)
+    assert report["lex_alpha"] == 0.5
+    head = LeafHead.load(out)
+    assert head.lexicon, "a word-feature head ships its lexicon"
+    assert all(abs(w) >= pt.LEX_PRUNE for pairs in head.lexicon.values() for _, w in pairs)
+    pets = SCHEMA.paths.index("family/pets")
+    assert any(i == pets and w > 0 for i, w in head.lexicon.get("dog", ()))
+    # the curve starts with everything filed; a higher threshold never files more
+    filed = [point["filed"] for point in report["abstain"]]
+    assert filed[0] == 1.0 and filed == sorted(filed, reverse=True)
+    assert all(0.0 <= p["accuracy"] <= p["accuracy_filed"] <= 1.0 for p in report["abstain"])
+
+
+def test_the_held_out_slice_is_conv_42_and_spc_100_to_199(tmp_path):
+    assert pt.is_held_out("locomo:conv-42:D3:1") and not pt.is_held_out("locomo:conv-41:D3:1")
+    assert pt.is_held_out("spc:100:user 1:persona") and pt.is_held_out("spc:199:turn 4")
+    assert not pt.is_held_out("spc:99:turn 4") and not pt.is_held_out("spc:200:user 2:persona")
+    rows = [
+        {"clause": c, "fact": c, "leaf": leaf, "alt": [], "source": src}
+        for n, (c, leaf) in enumerate(
+            [
+                ("I have a dog", "family/pets"),
+                ("I love hiking", "hobbies/outdoor"),
+                ("I play in a band", "media/music"),
+            ]
+            * 4
+        )
+        for src in [f"spc:{100 + n if n < 3 else n}:user 1:persona"]
+    ]
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    errors = tmp_path / "errors.jsonl"
+    report = pt.run(None, None, None, 4.0, path, embed=fake_embed, schema=SCHEMA, errors=errors)
+    assert report["held_out"]["clauses"] == 3
+    assert set(report["held_out"]) == {"clauses", "prior", "prior_alias", "head", "blend"}
+    assert errors.is_file()
+    assert all(not pt.is_held_out(json.loads(line)["source"]) for line in errors.read_text().splitlines())

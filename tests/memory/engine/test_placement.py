@@ -16,6 +16,7 @@ from memory.engine.placement import (
     LeafHead,
     LeafPlacer,
     alias_hits,
+    lexical_features,
     paths_digest,
 )
 
@@ -91,7 +92,7 @@ def test_vectors_are_normalised_and_checked():
         placer.vectors(LEAF_VECTORS[:3])
 
 
-def _head_file(tmp_path, schema, rows, bias, blend):
+def _head_file(tmp_path, schema, rows, bias, blend, lexicon=None):
     flat = [x for row in rows for x in row]
     doc = {
         "format": HEAD_FORMAT,
@@ -103,6 +104,8 @@ def _head_file(tmp_path, schema, rows, bias, blend):
         "bias": bias,
         "weights_f16": base64.b64encode(struct.pack(f"<{len(flat)}e", *flat)).decode(),
     }
+    if lexicon is not None:
+        doc["lexicon"] = lexicon
     path = tmp_path / "head.json"
     path.write_text(json.dumps(doc))
     return path
@@ -122,6 +125,30 @@ def test_a_head_moves_the_choice(tmp_path):
         LeafPlacer(SCHEMA, blend=Blend(1.0, 0.0, 0.0, 0.5)).rank("x", [1.0, 0.0, 0.0], LEAF_VECTORS)[0][0]
         == PETS
     )
+
+
+def test_lexical_features_are_lemmas_and_word_pairs():
+    assert lexical_features("Moved to Lisbon") >= {"moved", "move", "to", "lisbon", "moved to", "to lisbon"}
+    assert "dog" in lexical_features("my dogs") and "my dogs" in lexical_features("my dogs")
+    assert lexical_features("") == frozenset()
+
+
+def test_word_weights_of_the_head_move_the_choice(tmp_path):
+    # the vector part is silent; "moved to" pushes home (index 1), "dog" pushes pets (index 0)
+    blend = {"prior": 0.0, "head": 1.0, "alias": 0.0, "threshold": 0.0}
+    lexicon = {"moved to": "1:3.0", "dog": "0:2.5 2:-1"}
+    path = _head_file(tmp_path, SCHEMA, [[0.0, 0.0, 0.0]] * 3, [0.0, 0.0, 0.0], blend, lexicon)
+    placer = LeafPlacer.for_schema(SCHEMA, head_path=path)
+    assert placer.head is not None and placer.head.lexicon["dog"] == ((0, 2.5), (2, -1.0))
+    assert placer.rank("We moved to Porto", [1.0, 0.0, 0.0], LEAF_VECTORS)[0][0] == HOME
+    assert placer.rank("I walk my dogs", [1.0, 0.0, 0.0], LEAF_VECTORS)[0][0] == PETS
+    probs = placer.head.probabilities([1.0, 0.0, 0.0])  # no clause: the words add nothing
+    assert probs[PETS] == pytest.approx(1 / 3)
+    (tmp_path / "bad").mkdir()  # another file name: loaded heads are cached by path
+    bad = _head_file(tmp_path / "bad", SCHEMA, [[0.0, 0.0, 0.0]] * 3, [0.0] * 3, blend, {"dog": "7:1.0"})
+    with pytest.raises(ValueError, match="out of range"):
+        LeafHead.load(bad)
+    assert LeafPlacer.for_schema(SCHEMA, head_path=bad).head is None
 
 
 def test_a_head_for_other_leaves_is_not_used(tmp_path):
