@@ -58,3 +58,26 @@ def delivery_slot(tenant_id: int, *, cap: int, ttl_s: float) -> Iterator[bool]:
                 cache.delete(taken)
         except Exception:  # it expires after ttl_s
             logger.warning("webhook delivery slot %s not released", taken, exc_info=True)
+
+
+WAITING = "personatree:webhook-waiting"
+
+
+def mark_waiting(delivery_id: int, *, ttl_s: float) -> None:
+    """Note that the delivery's task is alive, waiting for a slot (it re-sent itself): the sweep of
+    lost deliveries leaves it alone for ``ttl_s`` instead of starting a second chain of re-sends."""
+    try:
+        cache.set(f"{WAITING}:{delivery_id}", 1, timeout=ttl_s)
+    except Exception:  # the sweep may send it once more; the receiver de-duplicates
+        logger.warning("webhook delivery %s not marked as waiting", delivery_id, exc_info=True)
+
+
+def waiting(delivery_ids: list[int]) -> set[int]:
+    """Those of ``delivery_ids`` whose task is waiting for a slot (see :func:`mark_waiting`)."""
+    if not delivery_ids:
+        return set()
+    try:
+        found = cache.get_many([f"{WAITING}:{pk}" for pk in delivery_ids])
+    except Exception:
+        return set()
+    return {int(key.rsplit(":", 1)[1]) for key in found}

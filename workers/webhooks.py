@@ -38,7 +38,7 @@ from memory.services.webhook_targets import target_resolve
 from memory.signals import chunk_failed, review_decided, subject_erased, version_applied
 from workers import webhook_http
 from workers.base import pt_task, send, when_read
-from workers.webhook_slots import delivery_slot
+from workers.webhook_slots import delivery_slot, mark_waiting, waiting
 
 logger = logging.getLogger("personatree.webhooks")
 
@@ -110,6 +110,7 @@ def deliver_webhook(self, delivery_id: int) -> str:
             if not self.request.is_eager:  # eager (development): the sweep sends it again
                 wait = SLOT_WAIT_S * (1 + random.random())  # noqa: S311  (jitter, not a secret)
                 send(deliver_webhook, int(delivery_id), tenant_id=outgoing.tenant_id, countdown=wait)
+                mark_waiting(int(delivery_id), ttl_s=ORPHAN_AFTER_S)
             return "deferred"
         started = time.monotonic()
         status_code, error, retryable = _attempt(outgoing)
@@ -128,8 +129,11 @@ def deliver_webhook(self, delivery_id: int) -> str:
 
 @pt_task(name="workers.sweep_webhooks", queue=QUEUE, soft_time_limit=60)
 def sweep_webhooks(self) -> dict:
-    """Send again the pending deliveries whose task was lost; close those out of attempts."""
-    queued = service.webhook_deliveries_orphaned(idle_s=ORPHAN_AFTER_S)
+    """Send again the pending deliveries whose task was lost; close those out of attempts. A delivery
+    whose task is alive but waiting for a slot of its tenant is left to it."""
+    orphans = service.webhook_deliveries_orphaned(idle_s=ORPHAN_AFTER_S)
+    alive = waiting([item.delivery_id for item in orphans])
+    queued = [item for item in orphans if item.delivery_id not in alive]
     _deliver(queued)
     return {"resent": len(queued)}
 

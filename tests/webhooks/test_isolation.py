@@ -146,3 +146,36 @@ def test_racing_creations_cannot_pass_the_endpoint_cap(settings):
 
     assert sorted(outcomes) == ["created"] * 2 + ["refused"] * 4
     assert WebhookEndpoint.objects.filter(tenant=tenant).count() == 3
+
+
+def test_the_sweep_leaves_a_delivery_waiting_for_a_slot_to_its_own_task(receiver, settings, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from workers import webhooks as tasks
+
+    settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_CONCURRENT_PER_TENANT": 1}
+    tenant = TenantFactory()
+    endpoint, _ = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    waiting_one, lost_one = (
+        WebhookDelivery.objects.create(
+            endpoint=endpoint, event_type="version.applied", subject_external_id="s", payload={}
+        )
+        for _ in range(2)
+    )
+    long_ago = timezone.now() - timedelta(seconds=tasks.ORPHAN_AFTER_S + 60)
+    WebhookDelivery.objects.update(created_at=long_ago)
+    cache.add(slot_key(tenant.pk, 0), "another worker", timeout=60)
+    monkeypatch.setattr(tasks, "send", lambda *args, **kwargs: None)  # the broker keeps the re-send
+    tasks.deliver_webhook.push_request(is_eager=False)
+    try:
+        assert tasks.deliver_webhook.run(waiting_one.pk) == "deferred"
+    finally:
+        tasks.deliver_webhook.pop_request()
+    resent = []
+    monkeypatch.setattr(tasks, "send", lambda task, *args, **kwargs: resent.append(args))
+
+    assert tasks.sweep_webhooks.apply().get() == {"resent": 1}
+
+    assert resent == [(lost_one.pk,)]
