@@ -127,7 +127,9 @@ class SubjectListView(TenantScopedView):
             201: SubjectOut,
             200: SubjectOut,
             **problems(
+                404,
                 409,
+                d404="not_found (field schema_id): no schema of the tenant by that id and version.",
                 d409="subject_erased (send recreate_erased), or schema_conflict: the subject exists "
                 "pinned to another schema.",
             ),
@@ -355,9 +357,14 @@ def broker_check() -> None:
 
 
 class SubjectDetailView(TenantScopedView):
-    """DELETE erases the subject (messages, chunks, versions, op log, vectors) leaving a tombstone."""
+    """GET one subject (its schema pin and head version); DELETE erases it (messages, chunks,
+    versions, op log, vectors) leaving a tombstone."""
 
-    required_scopes = {"DELETE": ("erase",)}
+    required_scopes = {"GET": ("read",), "DELETE": ("erase",)}
+
+    @extend_schema(responses=SubjectOut, summary="One subject: its schema pin and head version")
+    def get(self, request, external_id: str):
+        return Response(SubjectOut(self.get_subject(external_id)).data)
 
     @extend_schema(
         responses={

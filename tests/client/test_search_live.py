@@ -85,3 +85,4 @@ def test_leaf_history_diff_and_revert(base_url, make_key):
         assert back.status == "applied" and back.head_version == first + 2
         assert pt.tree("fay").tree == {path: "running"}
         assert pt.revert("fay", first).status == "unchanged"
+        assert pt.subject("fay").head_version == first + 2

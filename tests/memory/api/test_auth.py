@@ -112,7 +112,7 @@ def test_head_needs_the_scope_of_get(tenant, make_api_client):
     [
         ("/v1/subjects/opt-user/ingest", ["read"], ["ingest"]),  # GET: read
         ("/v1/subjects/opt-user/flush", ["ingest"], ["read"]),  # POST: ingest
-        ("/v1/subjects/opt-user", ["erase"], ["ingest", "read"]),  # DELETE: erase
+        ("/v1/subjects/opt-user", ["erase"], ["ingest", "write"]),  # GET: read, DELETE: erase
         ("/v1/subjects/opt-user/tree", ["read"], ["ingest", "erase"]),  # every method: read
     ],
 )

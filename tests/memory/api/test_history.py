@@ -122,3 +122,13 @@ def test_scopes_and_tenants(world):
         assert "swimming" not in response.content.decode()
     missing = world["writer"].post(reverse("subject-version-revert", args=["alice", 99]))
     assert missing.status_code == 404
+
+
+def test_get_one_subject(world, make_api_client, tenant):
+    r = world["reader"].get(reverse("subject-detail", args=["alice"]))
+    assert r.status_code == 200, r.content
+    assert r.json()["external_id"] == "alice" and r.json()["head_version"] == 4
+    assert r.json()["schema_id"] == "personatree-default"
+    assert world["foreign"].get(reverse("subject-detail", args=["alice"])).status_code == 404
+    ingest_only, _ = make_api_client(tenant, scopes=["ingest"])
+    assert ingest_only.get(reverse("subject-detail", args=["alice"])).status_code == 403

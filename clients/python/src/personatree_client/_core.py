@@ -236,6 +236,10 @@ class Operations:
             lambda pages: tuple(SubjectSummary.from_json(s) for page in pages for s in page["subjects"]),
         )
 
+    def subject(self, subject: str) -> Plan[SubjectSummary]:
+        """One subject of the key's tenant: schema pin, head version (NotFoundError if unknown)."""
+        return self._call(ApiRequest("GET", subject_path(subject)), SubjectSummary.from_json)
+
     @staticmethod
     def _leaf_path(subject: str, path: str) -> str:
         if not isinstance(path, str) or not path:
