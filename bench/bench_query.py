@@ -22,6 +22,9 @@ Lite file in a temp dir.
   background thread (~1.5 min for 50k rows here); timing starts after it is done
   (steady state: the build is a one-off after a bulk load, and timing searches
   while it runs measures the build's CPU use, which earlier runs did).
+- ``query.search_p50_ms``: ``memories_search`` (``POST /v1/subjects/<id>/search``'s service: the
+  visible leaves scored, one hybrid evidence search, read_special caller) on the same subject at
+  50k rows, right after ``query.deep_p50_ms``.
 - ``query.deep_p50_ms_200k``: the same, in the same run, after 150k more rows (random unit
   vectors, synthetic texts) of 300 other subjects of the same tenant were added and flushed
   (200k rows; the subject's own rows unchanged), timed after Lite's index build again.
@@ -55,6 +58,7 @@ GROW_SUBJECTS = 300
 OWN_ROWS = 200
 N_FAST = 300
 N_DEEP = 15
+N_SEARCH = 30
 
 
 def _tree(schema) -> dict:
@@ -68,10 +72,12 @@ def _tree(schema) -> dict:
 def _world():
     from memory import selectors
     from memory.models import Subject, TreeVersion
-    from memory.services.subjects import api_key_create, subject_get_or_create, tenant_create
+    from memory.services.keys import api_key_create
+    from memory.services.subjects import subject_get_or_create, tenant_create
+    from memory.services.tree import Actor
 
     tenant = tenant_create(name="bench-query")
-    _key, raw = api_key_create(tenant=tenant, scopes=["read"])
+    _key, raw = api_key_create(actor=Actor.system("bench"), tenant=tenant, scopes=["read"])
     subject, _ = subject_get_or_create(tenant=tenant, external_id="bench-user")
     tree = _tree(selectors.subject_schema(subject))
     version = TreeVersion.objects.create(subject=subject, number=1, snapshot=tree, created_by="import")
@@ -292,6 +298,22 @@ def _deep_samples(subject) -> tuple[list[float], dict]:
     return samples, last
 
 
+def _search_samples(subject) -> tuple[list[float], dict]:
+    """N_SEARCH timed memories_search after 3 untimed ones (read_special: leaves and evidence)."""
+    from memory import selectors
+    from memory.services.search import memories_search
+
+    for q in QUERIES:
+        memories_search(subject=subject, query=q, tiers=selectors.ALL_TIERS)
+    samples, last = [], {}
+    for i in range(N_SEARCH):
+        t = time.perf_counter()
+        last = memories_search(subject=subject, query=QUERIES[i % 3], tiers=selectors.ALL_TIERS)
+        samples.append((time.perf_counter() - t) * 1000)
+        assert last["evidence_status"] == "ok" and last["evidence"], last["notices"]
+    return samples, last
+
+
 def _deep(tenant, subject) -> tuple[list[float], list[float], dict]:
     from django.conf import settings
     from django.test import override_settings
@@ -317,6 +339,7 @@ def _deep(tenant, subject) -> tuple[list[float], list[float], dict]:
             fill_s = _fill_index(index, embedder, tenant.pk, subject.pk)
             build_s = _wait_for_lite_index_build(index)
             samples, last = _deep_samples(subject)
+            last["search_samples"], last["search_last"] = _search_samples(subject)
             # The same searches (embedding included) sent each way, interleaved, for comparison (same run).
             scope = Scope(tenant.pk, subject.pk)
             per_strategy: dict[str, list[float]] = {name: [] for name in STRATEGIES}
@@ -418,6 +441,18 @@ def run() -> dict[str, dict]:
             f"embedding alone): "
             + ", ".join(f"{k} {v:.1f} ms" for k, v in last["strategy_search_ms"].items())
             + load,
+        },
+        "query.search_p50_ms": {
+            "value": round(statistics.median(last["search_samples"]), 3),
+            "unit": "ms",
+            "target": "<= 100",
+            "note": f"median of {N_SEARCH} memories_search (POST .../search's service; limit 10, read_special "
+            f"caller: visible leaves scored by MiniLM cosine + word overlap, one hybrid evidence search) on "
+            f"the subject of query.deep_p50_ms, same run, {BULK_ROWS} rows in the tenant; p90 "
+            f"{_p(last['search_samples'], 90):.1f} ms; last run: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in last["search_last"]["timings_ms"].items())
+            + f"; query.deep_p50_ms in the same run {dp:.1f} ms (search/deep "
+            f"{statistics.median(last['search_samples']) / dp:.2f})" + load,
         },
         "query.deep_p50_ms_200k": {
             "value": round(dp200, 3),
