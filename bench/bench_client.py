@@ -61,9 +61,13 @@ SENTENCES = [
 
 
 def _api_key() -> str:
-    from memory.services.subjects import api_key_create, tenant_create
+    from memory.services.keys import api_key_create
+    from memory.services.subjects import tenant_create
+    from memory.services.tree import Actor
 
-    _key, raw = api_key_create(tenant=tenant_create(name="bench-client"), scopes=["ingest", "read"])
+    _key, raw = api_key_create(
+        actor=Actor.system("bench"), tenant=tenant_create(name="bench-client"), scopes=["ingest", "read"]
+    )
     return raw
 
 

@@ -327,6 +327,26 @@ class ReviewItem(OpRecord):
         verbose_name_plural = "review queue"
 
 
+class AuditEvent(models.Model):
+    """A change outside the trees, audited like a tree change: API keys and webhook endpoints
+    (``action`` e.g. ``key.created``, ``webhook.deleted``), who made it and what it touched. No
+    secret is ever recorded (a key by its prefix, an endpoint by its id and host)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_events")
+    action = models.CharField(max_length=40)
+    object_id = models.CharField(max_length=64)
+    actor_kind = models.CharField(max_length=16, choices=OpRecord.ActorKind.choices)
+    actor_name = models.CharField(max_length=200, blank=True, default="")
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.object_id} by {self.actor_kind}:{self.actor_name}"
+
+
 class Tombstone(models.Model):
     """What is left of an erased subject: a keyed hash of its id, counts and time."""
 

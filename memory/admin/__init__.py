@@ -1,3 +1,14 @@
 """Django admin moderation console (registered on import by Django's admin autodiscovery)."""
 
-from memory.admin import ops, other, review, schema_migrations, schemas, subjects, users, webhooks  # noqa: F401
+from memory.admin import (  # noqa: F401
+    chunks,
+    keys,
+    ops,
+    review,
+    schema_migrations,
+    schemas,
+    subjects,
+    tenants,
+    users,
+    webhooks,
+)

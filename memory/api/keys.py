@@ -8,7 +8,7 @@
   ``key`` shown once; the old key is revoked in the same transaction.
 
 Keys are named by their public prefix (``pt_live_xxxxxxxx``), never by the secret; only the
-SHA-256 of a key is stored (:func:`memory.services.subjects.api_key_create`). A key hands out no
+SHA-256 of a key is stored (:func:`memory.services.keys.api_key_create`). A key hands out no
 scope it does not hold itself: creating or rotating a key with a scope the calling key lacks is a
 403 (an ``admin`` key without ``erase`` cannot mint an erasing key). Any key of the tenant may be
 revoked (that is how a leaked one is cut off). Another tenant's prefix is a 404, like a missing one.
@@ -24,7 +24,8 @@ from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
 from memory.api.pagination import PageParams, Pager, next_field
 from memory.models import ApiKey
-from memory.services.subjects import api_key_create, api_key_rotate, api_keys_revoke
+from memory.services.keys import api_key_create, api_key_rotate, api_keys_revoke
+from memory.services.tree import Actor
 
 
 class KeyOut(serializers.Serializer):
@@ -90,7 +91,12 @@ class ApiKeyListView(_KeyView):
         data = KeyIn(data=request.data)
         data.is_valid(raise_exception=True)
         scopes = self.grantable(data.validated_data["scopes"])
-        key, raw = api_key_create(tenant=self.tenant, scopes=scopes, name=data.validated_data["name"])
+        key, raw = api_key_create(
+            tenant=self.tenant,
+            scopes=scopes,
+            name=data.validated_data["name"],
+            actor=Actor.for_api_key(self.api_key),
+        )
         return self.created(key, raw)
 
 
@@ -105,7 +111,7 @@ class ApiKeyDetailView(_KeyView):
     )
     def delete(self, request, prefix: str):
         key = self.get_api_key(prefix)
-        api_keys_revoke(keys=[key])
+        api_keys_revoke(keys=[key], actor=Actor.for_api_key(self.api_key))
         key.refresh_from_db(fields=["revoked_at", "last_used_at"])
         return Response(KeyOut(key).data)
 
@@ -120,5 +126,7 @@ class ApiKeyRotateView(_KeyView):
     )
     def post(self, request, prefix: str):
         key = self.get_api_key(prefix)
-        new, raw = api_key_rotate(key=key, scopes=self.grantable(key.scopes or ()))
+        new, raw = api_key_rotate(
+            key=key, scopes=self.grantable(key.scopes or ()), actor=Actor.for_api_key(self.api_key)
+        )
         return self.created(new, raw)

@@ -1,17 +1,16 @@
-"""Tenants, API keys and subjects: creation, export and erasure."""
+"""Tenants and subjects: creation, export and erasure (API keys: :mod:`memory.services.keys`)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from memory import selectors
-from memory.models import ApiKey, Chunk, Message, OpRecord, Subject, Tenant, Tombstone, TreeVersion
+from memory.models import Chunk, Message, OpRecord, Subject, Tenant, Tombstone, TreeVersion
 from memory.services import ServiceError
 from memory.signals import subject_erased
 
@@ -30,45 +29,6 @@ def tenant_create(*, name: str, **policy) -> Tenant:
     if Tenant.objects.filter(name=name).exists():
         raise ServiceError(f"A tenant named {name!r} already exists.", field="name", code="duplicate")
     return Tenant.objects.create(name=name, **policy)
-
-
-def api_key_create(*, tenant: Tenant, scopes: Iterable[str], name: str = "") -> tuple[ApiKey, str]:
-    """Create a key; returns ``(api_key, raw_key)``. The raw key is never stored and cannot be shown again."""
-    scopes = sorted(set(scopes))
-    unknown = sorted(set(scopes) - set(ApiKey.SCOPES))
-    if unknown:
-        raise ServiceError(
-            f"Unknown scope(s): {', '.join(unknown)}; known: {', '.join(ApiKey.SCOPES)}.", field="scopes"
-        )
-    if not scopes:
-        raise ServiceError("An API key needs at least one scope.", field="scopes")
-    raw, prefix, hashed = ApiKey.generate()
-    key = ApiKey.objects.create(tenant=tenant, name=name, prefix=prefix, hashed=hashed, scopes=scopes)
-    return key, raw
-
-
-class KeyRevoked(ServiceError):
-    code = "key_revoked"
-    http_status = 409
-
-
-def api_keys_revoke(*, keys: Iterable[ApiKey]) -> int:
-    """Revoke the keys not revoked yet (idempotent; a revoked key stays listed, so what it did
-    stays attributable). Returns how many were revoked now."""
-    ids = [key.pk for key in keys]
-    return ApiKey.objects.filter(pk__in=ids, revoked_at__isnull=True).update(revoked_at=timezone.now())
-
-
-def api_key_rotate(*, key: ApiKey, scopes: Iterable[str]) -> tuple[ApiKey, str]:
-    """A new key with ``key``'s tenant and name and ``scopes``; ``key`` is revoked in the same
-    transaction. A revoked key cannot be rotated (:class:`KeyRevoked`)."""
-    with transaction.atomic():
-        locked = ApiKey.objects.select_for_update().get(pk=key.pk)
-        if locked.revoked_at is not None:
-            raise KeyRevoked("A revoked key cannot be rotated; create a new one.")
-        new, raw = api_key_create(tenant=locked.tenant, scopes=scopes, name=locked.name)
-        ApiKey.objects.filter(pk=locked.pk).update(revoked_at=timezone.now())
-    return new, raw
 
 
 def subject_get_or_create(

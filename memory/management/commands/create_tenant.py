@@ -6,7 +6,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.models import ApiKey, Tenant
 from memory.services import ServiceError
-from memory.services.subjects import api_key_create, tenant_create
+from memory.services.keys import api_key_create
+from memory.services.subjects import tenant_create
+from memory.services.tree import Actor
 
 
 class Command(BaseCommand):
@@ -41,7 +43,9 @@ class Command(BaseCommand):
                 if options["mass_delete_threshold"] is not None:
                     policy["mass_delete_threshold"] = options["mass_delete_threshold"]
                 tenant = tenant_create(name=name, **policy)
-            key, raw = api_key_create(tenant=tenant, scopes=scopes, name=key_name)
+            key, raw = api_key_create(
+                tenant=tenant, scopes=scopes, name=key_name, actor=Actor.system("create_tenant")
+            )
         except ServiceError as exc:
             raise CommandError(exc.message) from exc
         self.stderr.write(

@@ -24,7 +24,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory import conf
 from memory.models import OpRecord, Subject, Tenant
-from memory.services.subjects import api_key_create, subject_erase, tenant_create
+from memory.services.keys import api_key_create
+from memory.services.subjects import subject_erase, tenant_create
+from memory.services.tree import Actor
 
 CONVERSATION = Path(__file__).resolve().parents[2] / "demo" / "conversation.json"
 TENANT_NAME = "demo"
@@ -73,7 +75,9 @@ class Command(BaseCommand):
         tenant = Tenant.objects.filter(name=TENANT_NAME).first() or tenant_create(name=TENANT_NAME)
         # The demo plays the subject's own assistant: read_special lets it see evidence (raw dialogue
         # counts as the special tier) and special-tier leaves.
-        _, raw_key = api_key_create(tenant=tenant, scopes=["ingest", "read", "read_special"], name="demo")
+        _, raw_key = api_key_create(
+            actor=Actor.system("demo"), tenant=tenant, scopes=["ingest", "read", "read_special"], name="demo"
+        )
         external_id = data["subject"]
         old = Subject.objects.filter(tenant=tenant, external_id=external_id).first()
         if old is not None:

@@ -36,7 +36,7 @@ def test_a_failed_chunk_goes_back_to_pending_with_a_fresh_budget(
 
 
 def test_admin_requeue_resets_the_attempts_too(failed):
-    from memory.admin.other import requeue
+    from memory.admin.chunks import requeue
 
     assert requeue([failed.pk]) == 1
     failed.refresh_from_db()

@@ -154,10 +154,23 @@ def test_rotating_a_key_with_a_scope_the_caller_lacks_is_refused(admin, tenant):
 
 
 def test_the_revoke_service_is_idempotent_and_leaves_other_keys_alone(tenant):
-    from memory.services.subjects import api_key_create, api_keys_revoke
+    from memory.services.keys import api_key_create, api_keys_revoke
+    from memory.services.tree import Actor
 
-    first, _ = api_key_create(tenant=tenant, scopes=["read"])
-    second, _ = api_key_create(tenant=tenant, scopes=["read"])
-    assert api_keys_revoke(keys=ApiKey.objects.filter(pk=first.pk)) == 1
-    assert api_keys_revoke(keys=[first]) == 0  # already revoked: nothing changes
+    first, _ = api_key_create(tenant=tenant, scopes=["read"], actor=Actor.system("t"))
+    second, _ = api_key_create(tenant=tenant, scopes=["read"], actor=Actor.system("t"))
+    assert api_keys_revoke(keys=ApiKey.objects.filter(pk=first.pk), actor=Actor.system("t")) == 1
+    assert api_keys_revoke(keys=[first], actor=Actor.system("t")) == 0  # already revoked: nothing changes
     assert ApiKey.objects.get(pk=second.pk).revoked_at is None
+
+
+def test_key_changes_through_the_api_are_audited_with_the_calling_key(admin, tenant):
+    from memory.models import AuditEvent
+
+    client, caller = admin
+    created = client.post(reverse("api-keys"), {"name": "ci", "scopes": ["read"]}, format="json").json()
+    client.post(key_url(created["prefix"], "api-key-rotate"))
+    client.delete(key_url(created["prefix"]))  # revoked by the rotation already: no second event
+    events = AuditEvent.objects.filter(tenant=tenant).order_by("id")
+    assert [e.action for e in events] == ["key.created", "key.created", "key.rotated"]
+    assert {(e.actor_kind, e.actor_name) for e in events} == {("api_key", caller.prefix)}
