@@ -33,7 +33,7 @@ from memory.services.tree import Actor, tree_revert
 
 
 class LeafChangeOut(serializers.Serializer):
-    class ActorOut(serializers.Serializer):
+    class LeafActorOut(serializers.Serializer):
         kind = serializers.CharField(source="actor_kind", help_text="model, admin, api_key or system")
         name = serializers.CharField(source="actor_name")
         model_id = serializers.CharField()
@@ -42,7 +42,7 @@ class LeafChangeOut(serializers.Serializer):
     op = serializers.CharField(source="op_type", help_text="ADD, UPDATE or DELETE")
     previous = serializers.CharField(source="old_value", allow_null=True)
     value = serializers.CharField(source="new_value", allow_null=True, help_text="null: the leaf was emptied")
-    actor = ActorOut(source="*")
+    actor = LeafActorOut(source="*")
     source_text = serializers.CharField(help_text="The user's sentence the value came from (model ops)")
     chunk_id = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
