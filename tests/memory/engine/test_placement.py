@@ -10,8 +10,10 @@ import pytest
 
 from memory.engine import default_schema, load_schema
 from memory.engine.placement import (
+    DESCRIPTIONS_ONLY,
     HEAD_FORMAT,
     HEAD_PATH,
+    PRIOR_ONLY,
     Blend,
     LeafHead,
     LeafPlacer,
@@ -178,3 +180,25 @@ def test_shipped_head_loads_is_small_and_only_for_the_default_schema():
     assert LeafPlacer.for_schema(SCHEMA).head is None  # any other schema: prior and aliases only
     # one text per leaf plus each example
     assert len(placer.texts()) == len(schema) + sum(len(leaf.examples) for leaf in schema.leaves)
+
+
+def test_a_tenant_schema_without_examples_places_by_descriptions():
+    bare = load_schema(
+        {
+            "id": "tenant-bare",
+            "version": 3,
+            "leaves": [
+                {"path": "pets", "description": "Pets", "budget": 80},
+                {"path": "work", "description": "Job", "budget": 80, "aliases": ["job"]},
+            ],
+        }
+    )
+    placer = LeafPlacer.for_schema(bare)
+    assert placer.head is None and placer.blend == DESCRIPTIONS_ONLY
+    assert [p for p, _ in placer.texts()] == ["pets", "work"]  # one text per leaf, nothing else
+    vectors = [[1.0, 0.0], [0.0, 1.0]]
+    assert placer.rank("I have a cat", [0.9, 0.1], vectors)[0][0] == "pets"
+    assert placer.rank("my new job", [0.5, 0.45], vectors)[0][0] == "work"  # the alias tips it
+    assert placer.rank("hmm", [-1.0, 0.0], vectors) == []
+    # with examples but no head: prior and aliases with their own threshold
+    assert LeafPlacer.for_schema(SCHEMA).blend == PRIOR_ONLY
