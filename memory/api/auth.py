@@ -138,7 +138,8 @@ def required_scopes_for(view, method: str) -> tuple[str, ...]:
             return tuple(required[method])
         if "*" in required:
             return tuple(required["*"])
-        if hasattr(view, method.lower()):
+        served = method.lower() in getattr(view, "http_method_names", ()) and hasattr(view, method.lower())
+        if served:  # a handler inherited but cut off by http_method_names is not served: a 405
             raise ImproperlyConfigured(f"{type(view).__name__}.required_scopes does not list {method}.")
         return ()  # a method the view does not serve: the 405 comes next
     return tuple(required)

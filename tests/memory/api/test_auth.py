@@ -145,3 +145,14 @@ def test_a_method_missing_from_a_scope_dict_is_a_configuration_error():
     assert required_scopes_for(view, "PUT") == ()  # not served: the 405 follows
     with pytest.raises(ImproperlyConfigured):
         required_scopes_for(view, "POST")
+
+
+def test_a_handler_cut_off_by_http_method_names_is_a_405_not_a_500(tenant, make_api_client):
+    """LeafHistoryView inherits put/delete from the leaf view but serves only GET (found by the
+    hostile fuzz run: a PUT to a history URL was a 500 ``ImproperlyConfigured``)."""
+    _ingest(make_api_client(tenant, scopes=["ingest"])[0], "cut-user")
+    api, _ = make_api_client(tenant, scopes=["read", "write"])
+    for method in (api.put, api.delete, api.post):
+        answer = method("/v1/subjects/cut-user/tree/leaves/identity.name/history")
+        assert answer.status_code == 405, answer.content
+        assert answer["Content-Type"] == "application/problem+json"
