@@ -55,30 +55,24 @@ def test_dry_run_writes_nothing_and_counts_chunks(tenant):
     assert not Message.objects.exists() and not Subject.objects.exists()
 
 
+def _process_tiny(tenant, client):
+    """The tiny PersonaMem file imported and processed by ``client`` (no evidence indexing)."""
+    histories = PersonamemSource(FIXTURES / "personamem_tiny.jsonl")
+    return backfill_run(
+        tenant=tenant, histories=histories, process=True, client=client, progress=False, index=False
+    )
+
+
 def test_process_runs_the_listener_in_batches_and_rerun_adds_no_versions(tenant):
     client = WatchingClient()
-    report = backfill_run(
-        tenant=tenant,
-        histories=PersonamemSource(FIXTURES / "personamem_tiny.jsonl"),
-        process=True,
-        client=client,
-        progress=False,
-        index=False,
-    )
+    report = _process_tiny(tenant, client)
     assert report.applied == report.chunks == Chunk.objects.count() and report.failed == 0
     assert set(Chunk.objects.values_list("status", flat=True)) == {"applied"}
     assert len(client.calls[0]) == 2  # both subjects' first chunks in one call
     assert client.violations == []
     first = state(tenant)
     assert first["ctx-synthetic-01"]["versions"] >= 1
-    again = backfill_run(
-        tenant=tenant,
-        histories=PersonamemSource(FIXTURES / "personamem_tiny.jsonl"),
-        process=True,
-        client=client,
-        progress=False,
-        index=False,
-    )
+    again = _process_tiny(tenant, client)
     assert again.applied == 0 and again.new_messages == 0
     assert state(tenant) == first
 
@@ -89,14 +83,7 @@ def test_process_warms_an_in_process_client_before_its_first_batch(tenant):
             self.calls.append([f"warm {schema_id} v{schema_version}"])
 
     client = Warmed()
-    report = backfill_run(
-        tenant=tenant,
-        histories=PersonamemSource(FIXTURES / "personamem_tiny.jsonl"),
-        process=True,
-        client=client,
-        progress=False,
-        index=False,
-    )
+    report = _process_tiny(tenant, client)
     assert report.applied == report.chunks > 0
     # in its own thread, while the messages are stored (an in-process client's lock orders the rest)
     assert [f"warm {tenant.default_schema_id} v{tenant.default_schema_version}"] in client.calls
