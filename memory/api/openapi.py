@@ -93,7 +93,8 @@ PROBLEM_DESCRIPTIONS = {
     "code such as max_length); field names the first offending field and errors lists them all.",
     401: "No API key, or an invalid or revoked one (not_authenticated, authentication_failed).",
     403: "The API key lacks a scope this operation needs (permission_denied).",
-    404: "No such resource for this tenant (not_found; another tenant's resource is a 404 too).",
+    404: "No such resource for this tenant (not_found; another tenant's resource is a 404 too), or a "
+    "cursor that names no page of this list (invalid_cursor).",
     409: "Conflict with the stored state.",
     413: "The body is over the byte limit, or holds too many or too long messages (payload_too_large).",
     429: "Rate limit of the API key exceeded (throttled); wait Retry-After seconds.",
@@ -167,8 +168,8 @@ class ProblemAutoSchema(AutoSchema):
             statuses.append(400)
         if getattr(self.view, "authentication_classes", None):
             statuses += [401, 403]
-        if "path" in places:
-            statuses.append(404)
+        if "path" in places or any(p.get("name") == "cursor" for p in operation.get("parameters", [])):
+            statuses.append(404)  # a cursor naming no page of the list is a 404 too
         if has_body:
             statuses.append(413)
         if getattr(self.view, "throttle_classes", None):

@@ -123,6 +123,10 @@ class SchemaRef(serializers.Serializer):
     version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
 
 
+class SchemaRefIn(SchemaRef):
+    """The body naming the default schema (its own component: a request states what it refuses)."""
+
+
 def _default(tenant) -> dict:
     return {"schema_id": tenant.default_schema_id, "version": tenant.default_schema_version}
 
@@ -183,14 +187,19 @@ class SchemaDefaultView(_SchemaView):
         return Response(SchemaRef(_default(self.tenant)).data)
 
     @extend_schema(
-        request=SchemaRef,
-        responses=SchemaRef,
+        request=SchemaRefIn,
+        responses={
+            200: SchemaRef,
+            **problems(
+                404, d404="not_found (field schema_id): no schema of the tenant by that id and version."
+            ),
+        },
         summary="Choose the schema new subjects are pinned to (existing subjects keep theirs)",
         description="404 not_found (field schema_id) for a schema the tenant cannot pin: unknown, or another "
         "tenant's.",
     )
     def put(self, request):
-        data = SchemaRef(data=request.data)
+        data = SchemaRefIn(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             tenant = service.tenant_default_schema_set(

@@ -68,7 +68,8 @@ def untyped(schema: dict, node: dict, where: str, seen: set) -> list[str]:
     found = []
     if node.get("additionalProperties") in ({}, True):
         found.append(f"{where}: additionalProperties {node['additionalProperties']!r}")
-    if node.get("type") == "object" and not node.get("properties") and "additionalProperties" not in node:
+    members = node.get("properties") or node.get("allOf")  # allOf: the members are its branches
+    if node.get("type") == "object" and not members and "additionalProperties" not in node:
         found.append(f"{where}: object without properties")
     for name, sub in (node.get("properties") or {}).items():
         found += untyped(schema, sub, f"{where}.{name}", seen)
