@@ -151,7 +151,8 @@ class _SpanBatch:
         self.pending: deque[tuple[list, Future]] = deque()
         self.indexed = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-embed")
-        self._pool.submit(_open_index)  # meanwhile the caller stores messages, runs the listener
+        if _enabled():  # meanwhile the caller stores messages, runs the listener
+            self._pool.submit(_open_index)
 
     def add(self, subject_id: int, start_seq: int, end_seq: int, tenant_id: int | None) -> None:
         self.spans.append((subject_id, start_seq, end_seq, tenant_id))
