@@ -24,7 +24,7 @@ from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
-from memory.engine.schema import TIERS
+from memory.engine.schema import MAX_ALIAS_CHARS, MAX_ALIASES, MAX_EXAMPLE_CHARS, MAX_EXAMPLES, TIERS
 from memory.services import NotFoundError, ServiceError
 from memory.services import schemas as service
 
@@ -60,6 +60,19 @@ def _leaf_properties(tier: dict) -> dict:
             "description": "Characters after whitespace normalisation.",
         },
         "tier": dict(tier),
+        "aliases": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": MAX_ALIAS_CHARS},
+            "maxItems": MAX_ALIASES,
+            "description": "Words that name this leaf (placement).",
+        },
+        "examples": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": MAX_EXAMPLE_CHARS},
+            "maxItems": MAX_EXAMPLES,
+            "description": "Example values.",
+        },
+        "single": {"type": "boolean", "description": "The leaf holds one value (a new one replaces it)."},
     }
 
 
