@@ -161,7 +161,9 @@ def test_measure_all_pools_tune_and_validation_and_writes(bench, locomo_path, tm
 
     out = tmp_path / "latest.json"
     out.write_text(json.dumps({"other.metric": {"value": 1}}))
-    monkeypatch.setattr(bench, "RESULTS", out)
+    from bench import quality_results  # where the command's writers live
+
+    monkeypatch.setattr(quality_results, "RESULTS", out)
     bench.write_latest(rows)
     written = json.loads(out.read_text())
     assert NAMES <= set(written) and "other.metric" in written
