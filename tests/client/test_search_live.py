@@ -50,7 +50,14 @@ def test_requeue_chunk_of_a_failed_chunk(base_url, make_key):
     with PersonaTree(base_url, key) as pt:
         pt.ingest("eve", [{"role": "user", "content": "hello"}])
         subject = Subject.objects.get(tenant=tenant, external_id="eve")
-        chunk = ChunkFactory(subject=subject, status=Chunk.Status.FAILED, attempts=5, last_error="timeout")
+        chunk = ChunkFactory(  # over the one message stored, so the dispatcher it asks for can run it
+            subject=subject,
+            start_seq=1,
+            end_seq=1,
+            status=Chunk.Status.FAILED,
+            attempts=5,
+            last_error="timeout",
+        )
         back = pt.requeue_chunk("eve", chunk.pk)
         assert (back.chunk_id, back.status, back.attempts, back.last_error) == (
             chunk.pk,
