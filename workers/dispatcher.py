@@ -23,7 +23,9 @@ unreachable, timeout, transport exception: :func:`is_outage`) the model, not the
 fault: all chunks go back to ``pending`` with the claim's attempt refunded (``last_error`` says
 why), the report says ``outage`` and the caller backs off (``workers.dispatch`` raises
 ``TransientError``: Celery retries it with exponential backoff and jitter; the backfill stops). A retryable error in a batch where other jobs got answers is the chunk's own and
-counts; a non-retryable error always counts (``failed`` at once).
+counts; a non-retryable error always counts (``failed`` at once). Before calling it an outage, the
+batch is split in halves (a lone job: a probe job is sent) to find a poison chunk that takes the
+engine call down with it (:mod:`workers.poison`): the answered parts are applied, the poison counts.
 
 **The task.** ``workers.dispatch`` runs rounds until nothing is ready or ``DISPATCH_BUDGET_S`` is
 spent, then re-enqueues itself; a batch whose every job failed with a retryable error raises
@@ -63,6 +65,7 @@ from workers import metrics
 from workers.base import TransientError, pt_task, send, when_read
 from workers.caps import bound_turns, record_notices
 from workers.ordering import Claim, chunk_release, chunks_claim, job_inputs
+from workers.poison import is_outage, settle_lone_job, split_batch
 
 logger = logging.getLogger("personatree.dispatcher")
 
@@ -182,12 +185,6 @@ def _release_failed_result(claim: Claim, result: ListenerResult, report: RoundRe
     report.retried += int(status == "pending")
 
 
-def is_outage(results: list[ListenerResult]) -> bool:
-    """Every result of the batch is a retryable error: the MemListener (or the way to it) is down,
-    not this batch's chunks. Nothing was learned about any chunk, so no attempt is counted."""
-    return bool(results) and all(not r.ok and r.retryable for r in results)
-
-
 def release_outage(claims: list[Claim], results: list[ListenerResult], report: RoundReport) -> None:
     """An outage: every chunk back to ``pending`` with its attempt refunded and the error noted."""
     for claim, result in zip(claims, results, strict=True):
@@ -271,6 +268,42 @@ def apply_batch(claims, jobs, results, *, index: bool, report: RoundReport | Non
     return report
 
 
+def call_listener(client, jobs: list[ListenerJob]) -> list[ListenerResult]:
+    """``client.run(jobs)``; a transport or client failure is a retryable error of every job."""
+    try:
+        results = client.run(jobs)
+        if [r.job_id for r in results] != [j.job_id for j in jobs]:
+            raise RuntimeError("memlistener results do not match the jobs sent")
+    except Exception as exc:
+        logger.warning("memlistener call failed: %s", exc)
+        results = [
+            ListenerResult(job_id=j.job_id, error=f"memlistener call failed: {exc}", retryable=True)
+            for j in jobs
+        ]
+    return results
+
+
+def _settle_outage_like(client, claims, jobs, results, *, index: bool) -> RoundReport:
+    """Every result a retryable error: an outage (released, refunded) unless the engine answers part
+    of the batch or a probe, in which case the poison jobs count an attempt (:mod:`workers.poison`)."""
+    report = RoundReport()
+    batch = list(zip(claims, jobs, strict=True))
+
+    def settle(part, answers):
+        apply_batch([c for c, _ in part], [j for _, j in part], answers, index=index, report=report)
+
+    def call(part_jobs):
+        return call_listener(client, part_jobs)
+
+    if len(batch) > 1:
+        answered = split_batch(call, batch, settle)
+    else:
+        answered = settle_lone_job(call, batch, results, settle)
+    if not answered:
+        release_outage(claims, results, report)
+    return report
+
+
 def dispatch_round(
     *,
     client,
@@ -297,19 +330,10 @@ def dispatch_round(
         if not claims:
             return report
     model_started = time.monotonic()
-    try:
-        results = client.run(jobs)
-        if [r.job_id for r in results] != [j.job_id for j in jobs]:
-            raise RuntimeError("memlistener results do not match the jobs sent")
-    except Exception as exc:  # transport or client failure: every job is retryable
-        logger.warning("memlistener call failed: %s", exc)
-        results = [
-            ListenerResult(job_id=j.job_id, error=f"memlistener call failed: {exc}", retryable=True)
-            for j in jobs
-        ]
+    results = call_listener(client, jobs)
     model_s = time.monotonic() - model_started
     if is_outage(results):
-        release_outage(claims, results, report)
+        report = _settle_outage_like(client, claims, jobs, results, index=index)
     else:
         report = apply_batch(claims, jobs, results, index=index)
     report.claimed, report.model_s = len(claims), model_s
@@ -392,7 +416,7 @@ def dispatch(self) -> dict:
         totals["rounds"] += 1
         totals["applied"] += report.applied
         totals["failed"] += report.failed
-        if report.transient == report.claimed:
+        if report.outage:
             raise TransientError(f"memlistener unavailable for all {report.claimed} jobs of the batch")
         if time.monotonic() - started > DISPATCH_BUDGET_S:
             dispatch_soon()  # continue in a fresh task; this one returns

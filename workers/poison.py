@@ -1,0 +1,97 @@
+"""Poison chunks: a chunk whose job crashes or times out the engine is told apart from an outage.
+
+The MemListener turns an engine exception or a timeout into a retryable error for *every* job of the
+engine call, so one poison chunk made its whole batch look like an outage (:func:`is_outage`): no
+attempt was counted, the batch was retried with backoff forever, and the chunk kept stalling the 15
+others it was batched with, of every tenant. When a batch's every result is a retryable error:
+
+- **several jobs** -- :func:`split_batch` calls its halves again, one after the other; a half that
+  is answered is applied at once (the engine is up), a half that fails again is split further, down
+  to single jobs. A single job that fails while another part of the batch was answered has its own
+  error: it counts an attempt for that chunk only (``failed`` after ``CHUNK_MAX_ATTEMPTS``, with the
+  reason in ``last_error``; a moderator re-queues it from the admin or the API). When both halves
+  of the first split fail too, it is an outage after all: nothing was applied, the caller refunds.
+- **one job** -- :func:`engine_answers` asks the engine a probe job (the same subject and schema, an
+  empty tree and one short made-up turn): answered, the chunk's error is its own and counts;
+  not answered, it is an outage.
+
+The cost is paid only on failing batches: about two calls per halving (a poison chunk of 16 is
+found in four) and, against an engine that is really down, two calls more than before per round.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
+from workers import metrics
+from workers.ordering import Claim
+
+logger = logging.getLogger("personatree.dispatcher")
+
+PROBE_TURN = "I moved to Lisbon last spring and I work there as a nurse."
+
+Call = Callable[[list[ListenerJob]], list[ListenerResult]]
+Settle = Callable[[list[tuple[Claim, ListenerJob]], list[ListenerResult]], None]
+
+
+def is_outage(results: Sequence[ListenerResult]) -> bool:
+    """Every result of the batch is a retryable error: the MemListener (or the way to it) is down,
+    or a poison job took the engine call down with it. Nothing was learned about any chunk."""
+    return bool(results) and all(not r.ok and r.retryable for r in results)
+
+
+def split_batch(
+    call: Call, batch: list[tuple[Claim, ListenerJob]], settle: Settle, *, engine_up=False
+) -> bool:
+    """Find the poison jobs of a batch whose every result was a retryable error (see the module
+    docstring); every part is settled (applied or released) through ``settle`` exactly once. Returns
+    False, having settled nothing, when neither half of the first split was answered (an outage)."""
+    middle = len(batch) // 2
+    halves, answers = [batch[:middle], batch[middle:]], []
+    for half in halves:
+        answer = call([job for _, job in half])
+        answers.append(answer)
+        if not is_outage(answer):  # answered: apply it now, not after the other half's timeout
+            settle(half, answer)
+            engine_up = True
+    if not engine_up:
+        return False
+    for half, answer in zip(halves, answers, strict=True):
+        if not is_outage(answer):
+            continue
+        if len(half) > 1:
+            split_batch(call, half, settle, engine_up=True)
+        else:
+            _own_error(half, answer, settle)
+    return True
+
+
+def engine_answers(call: Call, job: ListenerJob) -> bool:
+    """Whether the engine answers a probe job like ``job`` (same subject and schema, empty tree, one
+    short made-up turn): the check that tells a lone poison job from an outage."""
+    turns = [ListenerTurn(role="user", content=PROBE_TURN)]
+    probe = job.model_copy(update={"job_id": f"probe:{job.job_id}", "tree": {}, "turns": turns})
+    return not is_outage(call([probe]))
+
+
+def settle_lone_job(call: Call, batch: list[tuple[Claim, ListenerJob]], answer, settle: Settle) -> bool:
+    """A batch of one whose result was a retryable error: its own (settled, counted) when the engine
+    answers a probe, else an outage (False, nothing settled)."""
+    if not engine_answers(call, batch[0][1]):
+        return False
+    _own_error(batch, answer, settle)
+    return True
+
+
+def _own_error(half: list[tuple[Claim, ListenerJob]], answer: list[ListenerResult], settle: Settle) -> None:
+    claim, job = half[0]
+    metrics.incr("dispatch_poison_jobs")
+    logger.warning(
+        "chunk %s failed the engine call alone while the engine answered others (%s); counted as an attempt",
+        claim.chunk_id,
+        answer[0].error,
+    )
+    error = f"poison chunk: {answer[0].error or 'engine error'}"
+    settle(half, [answer[0].model_copy(update={"error": error})])
