@@ -46,6 +46,10 @@ EXPOSE 8000
 # and touches no other service: it fails when the workers hang though the port still accepts.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
-# No gunicorn access log: it would write raw paths, which carry external subject ids. The app logs
-# one line per API request itself (personatree.request: route pattern, request id, hashed subject).
-CMD ["gunicorn", "personatree_site.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "60"]
+# Three gunicorn workers (WEB_CONCURRENCY) in prometheus_client's multiprocess mode: each writes its
+# series under PROMETHEUS_MULTIPROC_DIR and /metrics sums them all (personatree_site/ops/gunicorn_conf.py
+# empties the directory at start and marks dead workers). No gunicorn access log: it would write raw
+# paths, which carry external subject ids. The app logs one line per API request itself
+# (personatree.request: route pattern, request id, hashed subject).
+ENV PROMETHEUS_MULTIPROC_DIR=/tmp/prometheus-multiproc
+CMD ["gunicorn", "personatree_site.wsgi:application", "-c", "python:personatree_site.ops.gunicorn_conf"]

@@ -29,5 +29,9 @@ COPY serving/ serving/
 RUN pip install -c requirements/lock.txt --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "flower==2.2.0" \
     && mkdir -p /data && chown -R app:app /data
 
+# The pool processes write their metrics here; with PERSONATREE_WORKER_METRICS_PORT set (compose, k8s)
+# the main process serves their sum on that port (workers/exporter.py).
+ENV PROMETHEUS_MULTIPROC_DIR=/tmp/prometheus-multiproc \
+    PERSONATREE_WORKER_METRICS_ADDR=0.0.0.0
 USER 10001:10001
 CMD ["celery", "-A", "personatree_site", "worker", "-Q", "ingest,index,webhooks", "--concurrency", "2", "--loglevel", "INFO"]

@@ -216,6 +216,10 @@ class OpsSettings(_Section):
     metrics_enabled: bool = _f(False, "METRICS_ENABLED", "serve /metrics")
     metrics_token: str = _f("", "METRICS_TOKEN", "/metrics then needs this Bearer token", repr=False)
     readyz_timeout_s: PositiveFloat = _f(1.0, "READYZ_TIMEOUT_S", "per network check of /readyz")
+    worker_metrics_port: NonNegativeInt = _f(
+        0, "WORKER_METRICS_PORT", "a Celery worker's Prometheus exporter port (workers/exporter.py); 0 is off"
+    )
+    worker_metrics_addr: str = _f("127.0.0.1", "WORKER_METRICS_ADDR", "the worker exporter's bind address")
 
 
 class Settings(BaseModel):

@@ -10,6 +10,7 @@ class WorkersConfig(AppConfig):
 
     def ready(self) -> None:
         import workers.dispatcher  # noqa: F401  (chunks_ready -> dispatch)
+        import workers.exporter  # noqa: F401  (worker_init -> the metrics exporter, workers/exporter.py)
         import workers.indexing  # noqa: F401  (version_applied / subject_erased -> evidence index)
         import workers.tasks  # noqa: F401  (the sweep; Celery's autodiscovery imports it too)
         import workers.webhooks  # noqa: F401  (version_applied / review_decided / subject_erased -> webhooks)

@@ -8,7 +8,8 @@ path, so their cardinality is bounded by the URLconf:
 - ``personatree_http_request_duration_seconds{method, route}`` (histogram)
 
 The exposition also carries everything ``workers.metrics`` counts in this process (task runs,
-dispatch batches; with eager Celery the tasks run here) and prometheus_client's process series.
+dispatch batches; with eager Celery the tasks run here), prometheus_client's process series and
+the queue backlog gauges (:mod:`.backlog`).
 With ``PROMETHEUS_MULTIPROC_DIR`` set (several gunicorn workers), prometheus_client writes every
 worker's values to that directory and the exposition aggregates them (``MultiProcessCollector``).
 """
@@ -16,6 +17,8 @@ worker's values to that directory and the exposition aggregates them (``MultiPro
 from __future__ import annotations
 
 import os
+
+from personatree_site.ops.backlog import BacklogCollector
 
 try:  # comes with ray[serve]; the web image needs it installed for /metrics (docs/DEPLOY.md)
     import prometheus_client
@@ -61,7 +64,8 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 
 
 def exposition() -> tuple[bytes, str]:
-    """``(body, content_type)`` of this process, or of every process in multiprocess mode."""
+    """``(body, content_type)`` of this process, or of every process in multiprocess mode, then
+    the queue backlog gauges (:mod:`.backlog`, read from the database)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
@@ -69,4 +73,7 @@ def exposition() -> tuple[bytes, str]:
         multiprocess.MultiProcessCollector(registry)
     else:
         registry = prometheus_client.REGISTRY
-    return prometheus_client.generate_latest(registry), prometheus_client.CONTENT_TYPE_LATEST
+    queues = prometheus_client.CollectorRegistry(auto_describe=False)
+    queues.register(BacklogCollector())
+    body = prometheus_client.generate_latest(registry) + prometheus_client.generate_latest(queues)
+    return body, prometheus_client.CONTENT_TYPE_LATEST

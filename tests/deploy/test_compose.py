@@ -89,7 +89,7 @@ def test_compose_refuses_to_start_without_a_secret(docker_compose_bin, missing):
 
 def test_gpu_worker_is_opt_in_and_reserves_gpus(resolved):
     profiled = {name: svc["profiles"] for name, svc in resolved["services"].items() if svc.get("profiles")}
-    assert profiled == {"ray-worker-gpu": ["gpu"]}
+    assert profiled == {"ray-worker-gpu": ["gpu"], "prometheus": ["metrics"]}
     gpu = resolved["services"]["ray-worker-gpu"]
     devices = gpu["deploy"]["resources"]["reservations"]["devices"]
     assert any("gpu" in d["capabilities"] for d in devices)
@@ -165,3 +165,20 @@ def test_memlistener_is_deployed_from_a_derived_config_on_the_port_django_calls(
     url = resolved["services"]["web"]["environment"]["PERSONATREE_MEMLISTENER_URL"]
     assert url.startswith(f"http://ray-head:{source['http_options']['port']}/")
     assert source["proxy_location"] == "HeadOnly"  # so the head's port is the one to call
+
+
+def test_prometheus_is_opt_in_and_scrapes_the_worker_exporters_and_ray(resolved):
+    services = resolved["services"]
+    assert str(services["prometheus"]["ports"][0]).startswith("127.0.0.1:")
+    for name in ("worker-ingest", "worker-index", "worker-webhooks"):
+        assert services[name]["environment"]["PERSONATREE_WORKER_METRICS_PORT"] == "9808"
+    for name in ("ray-head", "ray-worker", "ray-worker-gpu"):
+        assert "--metrics-export-port=8080" in services[name]["command"], name
+
+
+def test_the_listener_backend_is_chosen_by_an_environment_variable(docker_compose_bin):
+    proc = _compose(docker_compose_bin, "config", env={**SECRETS, "PERSONATREE_MEMLISTENER_BACKEND": "extractive"})
+    assert proc.returncode == 0, proc.stderr
+    model = yaml.safe_load(proc.stdout)
+    for name in ("web", "worker-ingest", "worker-index"):
+        assert model["services"][name]["environment"]["PERSONATREE_MEMLISTENER_BACKEND"] == "extractive"

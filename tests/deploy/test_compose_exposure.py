@@ -28,9 +28,10 @@ def _required(value: str, name: str) -> bool:
     return value.startswith(f"${{{name}:?")
 
 
-def test_only_web_and_flower_are_published_and_only_on_loopback(model):
+def test_only_web_flower_and_prometheus_are_published_and_only_on_loopback(model):
     published = {name: svc["ports"] for name, svc in model["services"].items() if svc.get("ports")}
-    assert set(published) == {"web", "flower"}
+    assert set(published) == {"web", "flower", "prometheus"}
+    assert model["services"]["prometheus"]["profiles"] == ["metrics"]  # opt-in
     for name, ports in published.items():
         for port in ports:
             assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond loopback"
