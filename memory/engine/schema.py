@@ -89,6 +89,8 @@ MAX_EXAMPLE_CHARS = 120
 MAX_BUDGET = 4000  # characters of one leaf's value
 MAX_PATH_CHARS = 300  # OpRecord.path's column
 MAX_DEPTH = 8  # segments of a path (the nested form's depth)
+# Leaf names the API's URLs use after a leaf path (``.../tree/leaves/<path>/history``).
+RESERVED_LEAF_NAMES = frozenset({"history"})
 MAX_DESCRIPTION_CHARS = 500
 _LIMITS: ContextVar[bool] = ContextVar("schema_limits", default=True)
 _BAD_TEXT = re.compile(r"[\x00\ud800-\udfff]")
@@ -280,6 +282,8 @@ def _check_path(path: str) -> None:
     for segment in segments:
         if not _SEGMENT.fullmatch(segment):
             raise SchemaError(f"{path}: path segment {segment!r} is not lower_snake")
+    if _LIMITS.get() and segments[-1] in RESERVED_LEAF_NAMES:
+        raise SchemaError(f"{path}: a leaf may not be named {segments[-1]!r} (the API's leaf URLs use it)")
 
 
 def _short_strings(path: str, name: str, raw: Any, most: int, chars: int) -> tuple[str, ...]:

@@ -72,6 +72,10 @@ def _broken(mutate):
             lambda d: d["tree"].update(Body={"x": {"description": "d", "budget": 5}}),
             "'Body' is not lower_snake",
         ),
+        (
+            lambda d: d["tree"]["behaviour"].update(history={"description": "d", "budget": 5}),
+            "behaviour/history: a leaf may not be named 'history'",
+        ),
         (lambda d: d["tree"].update(empty={}), "empty: empty inner node"),
         (lambda d: d["tree"].update(leafy="text"), "leafy: inner nodes must hold objects"),
         (lambda d: d.update(version=0), "version must be a positive integer"),
