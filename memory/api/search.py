@@ -7,7 +7,7 @@ calls :func:`memory.services.search.memories_search`.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -19,8 +19,11 @@ from memory.services.query import MAX_QUERY_CHARS
 from memory.services.search import DEFAULT_LIMIT, MAX_LIMIT, memories_search
 
 
+@extend_schema_field(
+    {"type": "string", "format": "date-time", "description": "ISO 8601 datetime (naive = UTC)."}
+)
 class DateTimeIn(AsOfField):
-    """An ISO 8601 datetime (naive = UTC); a version number is refused."""
+    """An ISO 8601 datetime (naive = UTC); a version number is refused (and not documented)."""
 
     default_error_messages = {**AsOfField.default_error_messages, "invalid": "Must be an ISO 8601 datetime."}
 
