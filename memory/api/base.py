@@ -35,6 +35,8 @@ from personatree_site.ops import logging as logs
 
 #: What a key's public prefix looks like (:meth:`ApiKey.generate`); anything else names no key.
 KEY_PREFIX = re.compile(rf"{re.escape(ApiKey.PREFIX)}[0-9a-f]{{8}}")
+#: What no stored text holds: NUL, and a surrogate code point (PostgreSQL text is UTF-8).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class TenantScopedView(APIView):
@@ -46,6 +48,15 @@ class TenantScopedView(APIView):
     required_scopes: tuple[str, ...] | dict[str, tuple[str, ...]] | None = None
     #: The OpenAPI description adds the problem responses (400/401/403/404/413/429) it can answer.
     schema = ProblemAutoSchema()
+
+    def initial(self, request, *args, **kwargs) -> None:
+        """Authentication and scopes, then: a name in the URL holding NUL or a lone surrogate names
+        nothing that can be stored (PostgreSQL refuses both), so it is a 404 before any query runs
+        (a subject's id keeps its 400 from :meth:`get_subject`)."""
+        super().initial(request, *args, **kwargs)
+        for name, value in kwargs.items():
+            if name != "external_id" and isinstance(value, str) and UNSTORABLE.search(value):
+                raise exceptions.NotFound("Not found.")
 
     def perform_authentication(self, request) -> None:
         """Authenticate, then bind the tenant and the hashed subject to the request's log lines."""

@@ -169,3 +169,20 @@ def test_openapi_schema_closes_the_ingest_body(client):
     assert body["properties"]["messages"]["minItems"] == 1
     assert message["properties"]["idempotency_key"]["minLength"] == 1
     assert message["properties"]["content"]["pattern"] == message["properties"]["idempotency_key"]["pattern"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/schema-migrations/0%00",
+        "/v1/schemas/personatree-default%00/versions/1",
+        "/v1/schemas/x%ED%A0%80/versions/1",  # a lone surrogate, as UTF-8 bytes
+        "/v1/schema-migrations/dry-runs/a%00b",
+    ],
+)
+def test_a_nul_or_lone_surrogate_in_a_url_name_is_a_404_not_a_500(tenant, make_api_client, path):
+    """Found by the hostile fuzz run: PostgreSQL refused the NUL in the lookup (a 500)."""
+    api, _ = make_api_client(tenant, scopes=["admin", "read"])
+    answer = api.get(path)
+    assert answer.status_code == 404, answer.content
+    assert answer["Content-Type"] == "application/problem+json"
