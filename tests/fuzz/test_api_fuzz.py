@@ -13,16 +13,26 @@ every method on every path, non-JSON and non-UTF-8 bodies, a body over the byte 
 
 - the status is below 500;
 - the body is JSON (``application/json`` or ``application/problem+json``, and it parses);
-- tenant B's canary never appears (tenant isolation, whatever the input).
+- tenant B's canary never appears (tenant isolation, whatever the input);
+- the contract holds (schemathesis's checks, :data:`CONTRACT_CHECKS`): a request the document says
+  is valid is accepted (``positive_data_acceptance``: not a 400, 413 or 422, but for the refusals
+  the operation lists as ``x-refusals``: ``tests/fuzz/contract.py``), the status is one the
+  operation documents, the Content-Type is the documented one for that status and the body matches
+  its documented schema (problem details included).
 
 The responder model is a double that answers with the whole prompt it was given, so anything
 that reaches ``/answer``'s model shows in the response and is checked for B's canary too. Deep
 mode's evidence index is reported unavailable (the fast fallback path); recall isolation over a
-real Milvus Lite index is tested in ``tests/memory/recall``. The schema has no OpenAPI links, so there
-is no stateful phase (schemathesis derives state machines from links only).
+real Milvus Lite index is tested in ``tests/memory/recall``. Then the stateful phase: schemathesis
+follows the document's OpenAPI links (:mod:`memory.api.openapi_links`: create a subject -> ingest
+-> tree -> leaf edit -> versions -> export -> erase; webhook create -> deliveries -> rotate secret;
+key create -> rotate -> revoke) with the same checks, ``PERSONATREE_FUZZ_STATEFUL`` runs
+(default 10). Rotating and revoking a key run last, on their own key (tenant A's second admin key),
+so that nothing after them is refused for a revoked key.
 
-Size: ``PERSONATREE_FUZZ_EXAMPLES`` examples per operation and mode (default 25: about 500
-requests with the sweep, in about 45 s on 2 shared cores), within ``PERSONATREE_FUZZ_BUDGET_S``
+Size: ``PERSONATREE_FUZZ_EXAMPLES`` examples per operation and mode (default 25: about 1,000
+requests with the sweep and the stateful phase; 315 s on 2 cores at load average 15 with other
+work running, of which the sweep 94 s and the stateful phase 17 s), within ``PERSONATREE_FUZZ_BUDGET_S``
 seconds (default 60, shared equally by the operations and modes; each sends at least one). The five
 operations whose only input is the subject id in the path have no negative cases (any URL
 segment is a valid string). A long run, about 10,000 requests (3,320 took 222 s here, so about
@@ -30,6 +40,9 @@ segment is a valid string). A long run, about 10,000 requests (3,320 took 222 s 
 
     PERSONATREE_TEST_DB=test_pt_fuzz PERSONATREE_FUZZ_EXAMPLES=770 PERSONATREE_FUZZ_BUDGET_S=1800 \
         .venv/bin/pytest tests/fuzz -s -p no:logging
+
+The long run of the issue (schemathesis's command line against a live server on PostgreSQL) is
+``tests/fuzz/long_run.py``.
 
 ``PERSONATREE_FUZZ_SEED`` fixes Hypothesis' seed (to replay a run). The figures are printed and
 written to ``var/test-results/fuzz.json`` (``fuzz.requests``, ``fuzz.5xx``, ...).
@@ -54,20 +67,29 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.core.failures import FailureGroup
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from memory.models import ApiKey, Subject
 from memory.recall import runtime
 from memory.recall.index import IndexUnavailable
 from serving.engines.base import Generation
 from tests.factories import ApiKeyFactory, MessageFactory, SubjectFactory, TenantFactory, TreeVersionFactory
+from tests.fuzz.contract import positive_data_acceptance_or_listed
 
 EXAMPLES = int(os.environ.get("PERSONATREE_FUZZ_EXAMPLES", "25"))
+STATEFUL_RUNS = int(os.environ.get("PERSONATREE_FUZZ_STATEFUL", "10"))
 BUDGET_S = float(os.environ.get("PERSONATREE_FUZZ_BUDGET_S", "60"))
 
 # The budget bounds the requests; generation and the last request of each share come on top.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(int(BUDGET_S) + 300)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(int(BUDGET_S) + 900)]
 SEED = os.environ.get("PERSONATREE_FUZZ_SEED")
-REQUEST_TIMEOUT_S = 15.0
+REQUEST_TIMEOUT_S = 180.0  # a loaded CI machine: the first query of a run loads its models
 EDGE_MAX_REQUEST_BYTES = 4096
 REPORT = Path(django_settings.BASE_DIR) / "var" / "test-results" / "fuzz.json"
 
@@ -76,6 +98,17 @@ REPORT = Path(django_settings.BASE_DIR) / "var" / "test-results" / "fuzz.json"
 CONFIG = schemathesis.Config.from_dict(
     {"generation": {"with-security-parameters": False}, "output": {"sanitization": {"enabled": False}}}
 )
+#: What every response is held to beside the checks of :func:`_problems`.
+CONTRACT_CHECKS = [
+    not_a_server_error,
+    positive_data_acceptance_or_listed,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+#: Run last, on their own key: rotating or revoking the key every other request carries would
+#: turn the rest of the run into 401s.
+KEY_ENDS = {("POST", "/v1/keys/{prefix}/rotate"), ("DELETE", "/v1/keys/{prefix}")}
 SHARED_ID = "fuzz-shared"
 B_ONLY_ID = "fuzz-b-only"
 CANARY_A = "canary-A-7f3e1c9d2b"
@@ -100,6 +133,13 @@ def _seed_tenant(canary: str, external_ids: list[str]) -> str:
         Subject.objects.filter(pk=subject.pk).update(head=head, head_version=2)
     _, raw = ApiKeyFactory.create_raw(tenant=tenant, scopes=list(ApiKey.SCOPES))
     return raw
+
+
+def _second_key(raw: str) -> tuple[str, str]:
+    """(prefix, raw key) of another all-scope key of ``raw``'s tenant (for rotation and revocation)."""
+    tenant = ApiKey.objects.get(prefix=raw[: len(ApiKey.PREFIX) + 8]).tenant
+    key, second = ApiKeyFactory.create_raw(tenant=tenant, scopes=list(ApiKey.SCOPES))
+    return key.prefix, second
 
 
 class EchoResponder:
@@ -128,6 +168,32 @@ class Figures:
     request_seconds: float = 0.0
     failures: list[str] = field(default_factory=list)
     not_applicable: list[str] = field(default_factory=list)
+    contract_failures: Counter = field(default_factory=Counter)
+    stateful_runs: int = 0
+    stateful_seconds: float = 0.0
+    edge_seconds: float = 0.0
+
+    def record(self, label: str, case, response, headers: dict) -> None:
+        """Count a generated request's response and keep every check it fails."""
+        self.requests += 1
+        self.by_status[response.status_code] += 1
+        self.by_operation[label] += 1
+        if response.status_code >= 500:
+            self.server_errors += 1
+        if CANARY_A.encode() in response.content:
+            self.canary_a_seen += 1
+        if 400 <= response.status_code < 500:
+            self.error_codes[f"{label} {_error_code(response.content)}"] += 1
+        content_type = (response.headers.get("content-type") or [""])[0]
+        problems = _problems(response.status_code, content_type, response.content)
+        for check, message in _contract(case, response, headers):
+            self.contract_failures[check] += 1
+            problems.append(message)
+        curl = case.as_curl_command(headers={"Authorization": "Bearer $KEY_A"})
+        for problem in problems:
+            self.failures.append(
+                f"{label}: {problem}; status {response.status_code}; body {response.content[:300]!r}\n    {curl}"
+            )
 
     def as_dict(self, seconds: float) -> dict:
         return {
@@ -144,6 +210,10 @@ class Figures:
             "fuzz.by_operation": dict(sorted(self.by_operation.items())),
             "fuzz.no_cases": self.not_applicable,
             "fuzz.error_codes": dict(sorted(self.error_codes.items())),
+            "fuzz.contract_failures": dict(sorted(self.contract_failures.items())),
+            "fuzz.stateful_runs": self.stateful_runs,
+            "fuzz.stateful_seconds": round(self.stateful_seconds, 1),
+            "fuzz.edge_seconds": round(self.edge_seconds, 1),
         }
 
 
@@ -225,13 +295,34 @@ def _edge_requests(operations) -> list[tuple[str, str, dict, bytes]]:
 
 def _operations(schema) -> list:
     operations = [result.ok() for result in schema.get_all_operations()]
-    # Erasure last: it empties tenant A's seeded subject, which the other operations read.
-    return sorted(operations, key=lambda op: (op.method.upper() == "DELETE", op.path, op.method))
+    # Erasure last: it empties tenant A's seeded subject, which the other operations read; then
+    # the key's rotation and revocation (on their own key).
+    return sorted(
+        operations,
+        key=lambda op: (
+            (op.method.upper(), op.path) in KEY_ENDS,
+            op.method.upper() == "DELETE",
+            op.path,
+            op.method,
+        ),
+    )
 
 
-def _strategy(schema, operation, mode: GenerationMode):
-    ids = [None, SHARED_ID, B_ONLY_ID]
-    branches = [operation.as_strategy(mode, path_parameters={"external_id": i} if i else None) for i in ids]
+def _contract(case, response, headers: dict) -> list[tuple[str, str]]:
+    """(check name, message) of every contract check the response fails."""
+    try:
+        case.validate_response(response, checks=CONTRACT_CHECKS, headers=headers)
+    except FailureGroup as group:
+        return [(type(f).__name__, f"{f.title}: {f.message}"[:600]) for f in group.exceptions]
+    return []
+
+
+def _strategy(schema, operation, mode: GenerationMode, key_prefix: str):
+    if "{prefix}" in operation.path:
+        ids, name = [None, key_prefix], "prefix"
+    else:
+        ids, name = [None, SHARED_ID, B_ONLY_ID], "external_id"
+    branches = [operation.as_strategy(mode, path_parameters={name: i} if i else None) for i in ids]
     if mode == GenerationMode.POSITIVE:
         branches.extend(schema.get_strategies_from_examples(operation))
     return st.one_of(branches)
@@ -264,6 +355,7 @@ def _fuzz(strategy, send, label: str) -> bool:
 
 def test_fuzz_api_with_schemathesis(live_server, monkeypatch, settings):
     key_a = _seed_tenant(CANARY_A, [SHARED_ID])
+    end_prefix, end_key = _second_key(key_a)
     _seed_tenant(CANARY_B, [SHARED_ID, B_ONLY_ID])
     # The live server runs in a thread of this process: these doubles apply to it.
     monkeypatch.setattr(runtime, "responder_engine", lambda: (EchoResponder(), ""))
@@ -276,6 +368,7 @@ def test_fuzz_api_with_schemathesis(live_server, monkeypatch, settings):
 
     session = requests.Session()
     headers = {"Authorization": f"Bearer {key_a}"}
+    end_headers = {"Authorization": f"Bearer {end_key}"}
     figures = Figures()
     started = time.monotonic()
 
@@ -294,25 +387,14 @@ def test_fuzz_api_with_schemathesis(live_server, monkeypatch, settings):
             figures.skipped_over_budget += 1
             return
         sent = time.monotonic()
+        sent_headers = (
+            end_headers if (case.operation.method.upper(), case.operation.path) in KEY_ENDS else headers
+        )
         response = case.call(
-            base_url=live_server.url, session=session, headers=headers, timeout=REQUEST_TIMEOUT_S
+            base_url=live_server.url, session=session, headers=sent_headers, timeout=REQUEST_TIMEOUT_S
         )
         figures.request_seconds += time.monotonic() - sent
-        figures.requests += 1
-        figures.by_status[response.status_code] += 1
-        figures.by_operation[label] += 1
-        if response.status_code >= 500:
-            figures.server_errors += 1
-        if CANARY_A.encode() in response.content:
-            figures.canary_a_seen += 1
-        content_type = (response.headers.get("content-type") or [""])[0]
-        if 400 <= response.status_code < 500:
-            figures.error_codes[f"{label} {_error_code(response.content)}"] += 1
-        for problem in _problems(response.status_code, content_type, response.content):
-            figures.failures.append(
-                f"{label}: {problem}; status {response.status_code}; "
-                f"body {response.content[:300]!r}\n    {case.as_curl_command(headers={'Authorization': 'Bearer $KEY_A'})}"
-            )
+        figures.record(label, case, response, sent_headers)
 
     max_request_bytes = settings.PERSONATREE["MAX_REQUEST_BYTES"]
     # First the requests the generator never sends, with the same checks (the byte limit is
@@ -340,14 +422,22 @@ def test_fuzz_api_with_schemathesis(live_server, monkeypatch, settings):
             )
 
     settings.PERSONATREE = {**settings.PERSONATREE, "MAX_REQUEST_BYTES": max_request_bytes}
+    figures.edge_seconds = time.monotonic() - started
 
+    stateful_done = False
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             label = f"{operation.method.upper()} {operation.path} [{mode.value}]"
             deadline["at"] = time.monotonic() + share_s
-            if not _fuzz(_strategy(schema, operation, mode), send, label):
+            if (operation.method.upper(), operation.path) in KEY_ENDS and not stateful_done:
+                # Everything else before the key's rotation and revocation: the stateful phase too.
+                _stateful(schema, live_server.url, headers, figures)
+                stateful_done = True
+            if not _fuzz(_strategy(schema, operation, mode, end_prefix), send, label):
                 figures.not_applicable.append(label)
 
+    if not stateful_done:
+        _stateful(schema, live_server.url, headers, figures)
     seconds = time.monotonic() - started
     report = figures.as_dict(seconds)
     REPORT.parent.mkdir(parents=True, exist_ok=True)
@@ -362,8 +452,51 @@ def test_fuzz_api_with_schemathesis(live_server, monkeypatch, settings):
         figures.failures[:30]
     )
     assert figures.server_errors == 0
+    assert not figures.contract_failures
+    assert figures.stateful_runs == STATEFUL_RUNS
     # The checks are not vacuous: every operation was exercised and tenant A's own data came back.
-    assert set(figures.by_operation) | set(figures.not_applicable) == set(labels)
+    fuzzed = {label for label in figures.by_operation if not label.endswith("[stateful]")}
+    assert fuzzed | set(figures.not_applicable) == set(labels)
     assert all(label.endswith("[negative]") for label in figures.not_applicable)
     assert figures.canary_a_seen > 0
     assert figures.requests >= len(operations) * 2
+
+
+def _stateful(schema, base_url: str, headers: dict, figures: Figures) -> None:
+    """Schemathesis's stateful phase: sequences of calls along the document's links, each response
+    held to the contract checks (a failure fails the run with schemathesis's report)."""
+    started = time.monotonic()
+    machine_class = schema.as_state_machine()
+    machine_class = type(
+        "ContractMachine",
+        (machine_class,),
+        {
+            "get_call_kwargs": lambda self, case: {
+                "base_url": base_url,
+                "headers": headers,
+                "timeout": REQUEST_TIMEOUT_S,
+            },
+            "validate_response": lambda self, response, case, **kw: self._count(case, response),
+            "_count": _count_step(figures, headers),
+        },
+    )
+    settings = hypothesis_settings(
+        max_examples=STATEFUL_RUNS,
+        stateful_step_count=6,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    machine_class.run(settings=settings)
+    figures.stateful_runs += STATEFUL_RUNS
+    figures.stateful_seconds += time.monotonic() - started
+
+
+def _count_step(figures: Figures, headers: dict):
+    def count(self, case, response) -> None:
+        figures.record(
+            f"{case.operation.method.upper()} {case.operation.path} [stateful]", case, response, headers
+        )
+
+    return count
