@@ -169,6 +169,9 @@ class IngestSettings(_Section):
     max_request_bytes: NonNegativeInt = _f(
         None, "MAX_REQUEST_BYTES", "413 above it; 0 = no limit; default: room for both limits above"
     )
+    import_max_bytes: PositiveInt = _f(
+        32 * 1024 * 1024, "IMPORT_MAX_BYTES", "POST /v1/imports: a larger JSONL body or upload is a 413"
+    )
 
 
 class DispatchSettings(_Section):

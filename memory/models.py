@@ -17,6 +17,7 @@ from django.db import models
 from django.utils.crypto import salted_hmac
 
 from memory import conf
+from memory.import_models import Import
 from memory.schema_models import SchemaMigration, TenantSchema
 from memory.versions import TreeVersion
 from memory.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -24,6 +25,7 @@ from memory.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoi
 __all__ = [
     "ApiKey",
     "Chunk",
+    "Import",
     "Message",
     "OpRecord",
     "ReviewItem",

@@ -13,4 +13,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "personatree_site.settings.produ
 
 app = Celery("personatree")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["workers"])
+app.autodiscover_tasks(["workers", "memory.backfill"])  # memory.backfill.tasks: imports

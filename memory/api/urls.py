@@ -5,6 +5,7 @@ from django.urls import path, re_path
 from memory.api import (
     chunks,
     history,
+    imports,
     ingest,
     keys,
     leaves,
@@ -62,6 +63,9 @@ urlpatterns = [
         chunks.ChunkRequeueView.as_view(),
         name="subject-chunk-requeue",
     ),
+    # --- bulk imports: a JSONL body or upload run by the backfill, and its progress (issue 26) ---
+    path("imports", imports.ImportListView.as_view(), name="imports"),
+    path("imports/<uuid:public_id>", imports.ImportDetailView.as_view(), name="import"),
     # --- query (issue 6) ---
     path("subjects/<str:external_id>/context", query.SubjectContextView.as_view(), name="subject-context"),
     path("subjects/<str:external_id>/answer", query.SubjectAnswerView.as_view(), name="subject-answer"),

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Count
 from tqdm import tqdm
@@ -50,15 +51,19 @@ class ChunkCounts:
         return self.pending + self.processing
 
 
-def backfill_chunk_counts(*, tenant_id: int, subject_ids: Sequence[int]) -> ChunkCounts:
-    """Chunk counts by status of ``subject_ids`` (a backfill's subjects) in ``tenant_id``."""
+def backfill_chunk_counts(
+    *, tenant_id: int, subject_ids: Sequence[int], since: datetime | None = None
+) -> ChunkCounts:
+    """Chunk counts by status of ``subject_ids`` (a backfill's subjects) in ``tenant_id``;
+    with ``since``, only the chunks cut from then on (an import's own)."""
     counts: dict[str, int] = {}
     ids = list(dict.fromkeys(subject_ids))
     for start in range(0, len(ids), SUBJECTS_PER_QUERY):
+        chunks = Chunk.objects.filter(
+            subject__tenant_id=tenant_id, subject_id__in=ids[start : start + SUBJECTS_PER_QUERY]
+        )
         rows = (
-            Chunk.objects.filter(
-                subject__tenant_id=tenant_id, subject_id__in=ids[start : start + SUBJECTS_PER_QUERY]
-            )
+            (chunks.filter(created_at__gte=since) if since is not None else chunks)
             .values_list("status")
             .annotate(n=Count("id"))
             .order_by()

@@ -1,0 +1,218 @@
+"""Bulk import as a resource (scope ``ingest``): send a JSONL file, poll its progress.
+
+- ``POST /v1/imports`` with the JSONL (docs/BACKFILL.md, format ``jsonl``) as the body
+  (``Content-Type: application/x-ndjson``) or as the ``file`` part of a ``multipart/form-data``
+  upload; ``?source=LABEL`` (or a ``source`` form field) names the source whose message keys a
+  re-import shares (default: the body's digest, so the same body sent twice adds nothing).
+  Every line is read before anything is stored: a bad one is a 400 ``invalid_import_line`` whose
+  ``field`` names it (``line 3 messages[0].role``); over ``IMPORT_MAX_BYTES`` a 413. -> 202 with
+  the import and, in ``Location``, where to poll it.
+- ``GET /v1/imports/<id>`` -> status, messages, chunks applied / pending / failed, rate and ETA.
+- ``GET /v1/imports`` -> the tenant's imports, newest first (cursor-paginated).
+
+Another tenant's import is unknown here (404). The work is :mod:`memory.backfill.imports`.
+"""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema, inline_serializer
+from rest_framework import exceptions, parsers, serializers
+from rest_framework.response import Response
+
+from memory import conf
+from memory.api.base import TenantScopedView
+from memory.api.openapi import problems
+from memory.api.pagination import PageParams, Pager, next_field
+from memory.backfill.imports import import_create, import_progress
+from memory.models import Import
+from memory.services import ServiceError
+from memory.services.ingest import PayloadTooLarge
+
+NDJSON = "application/x-ndjson"
+#: Room for a multipart upload's boundaries and part headers around the file.
+MULTIPART_SLACK = 64 * 1024
+
+
+def max_import_bytes() -> int:
+    return conf.get().ingest.import_max_bytes
+
+
+def too_large(size: int | None) -> PayloadTooLarge:
+    told = f"{size} bytes" if size else "over the limit"
+    return PayloadTooLarge(f"The import is {told}; at most {max_import_bytes()} bytes are allowed.")
+
+
+class NdjsonParser(parsers.BaseParser):
+    """The body as bytes, at most ``IMPORT_MAX_BYTES`` of them (lines are read by the service)."""
+
+    media_type = NDJSON
+
+    def parse(self, stream, media_type=None, parser_context=None) -> bytes:
+        limit = max_import_bytes()
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise too_large(None)
+        return raw
+
+
+class ImportChunksOut(serializers.Serializer):
+    applied = serializers.IntegerField()
+    pending = serializers.IntegerField(help_text="Waiting for the MemListener.")
+    processing = serializers.IntegerField()
+    failed = serializers.IntegerField(help_text="Gave up after CHUNK_MAX_ATTEMPTS (re-queue them).")
+    total = serializers.IntegerField()
+
+
+class ImportOut(serializers.Serializer):
+    id = serializers.UUIDField(source="public_id")
+    status = serializers.ChoiceField(choices=Import.Status.choices)
+    source = serializers.CharField(source="source_label")
+    bytes = serializers.IntegerField(source="body_bytes")
+    lines = serializers.IntegerField(help_text="Histories (non-blank lines) in the body.")
+    messages = serializers.IntegerField(help_text="Messages in the body.")
+    new_messages = serializers.IntegerField(help_text="Stored by this import (once ingested).")
+    duplicates = serializers.IntegerField(help_text="Already stored: skipped (a re-import).")
+    chunks_created = serializers.IntegerField()
+    chunks = ImportChunksOut(help_text="The chunks cut by this import, by status.")
+    rate_chunks_per_s = serializers.FloatField(
+        allow_null=True, help_text="Chunks done per second since it started; null before any is done."
+    )
+    eta_s = serializers.FloatField(allow_null=True, help_text="Seconds left at that rate; null: unknown.")
+    error = serializers.CharField(help_text="Why it failed (status failed).")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    ingested_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    location = serializers.CharField(help_text="Where to poll it.")
+
+
+ROW_FIELDS = (
+    "public_id",
+    "status",
+    "source_label",
+    "body_bytes",
+    "lines",
+    "messages",
+    "new_messages",
+    "duplicates",
+    "chunks_created",
+    "error",
+    "created_at",
+    "started_at",
+    "ingested_at",
+    "finished_at",
+)
+
+
+def import_body(row: Import) -> dict:
+    progress = import_progress(row)
+    c = progress.counts
+    return ImportOut(
+        {
+            **{f: getattr(row, f) for f in ROW_FIELDS},
+            "chunks": {
+                "applied": c.applied,
+                "pending": c.pending,
+                "processing": c.processing,
+                "failed": c.failed,
+                "total": c.total,
+            },
+            "rate_chunks_per_s": round(progress.rate, 3) if progress.rate is not None else None,
+            "eta_s": round(progress.eta_s, 1) if progress.eta_s is not None else None,
+            "location": reverse("import", args=[row.public_id]),
+        }
+    ).data
+
+
+class _ImportView(TenantScopedView):
+    required_scopes = {"GET": ("read",), "POST": ("ingest",)}
+
+    def imports(self):
+        return Import.objects.filter(tenant=self.tenant).defer("body")
+
+
+class ImportListView(_ImportView):
+    parser_classes = [NdjsonParser, parsers.MultiPartParser]
+
+    @extend_schema(
+        request={
+            NDJSON: OpenApiRequest(OpenApiTypes.BINARY),
+            "multipart/form-data": inline_serializer(
+                "ImportUpload",
+                {
+                    "file": serializers.FileField(help_text="The JSONL file."),
+                    "source": serializers.CharField(required=False),
+                },
+            ),
+        },
+        parameters=[
+            OpenApiParameter(
+                "source",
+                OpenApiTypes.STR,
+                description="The source label message keys derive from (default: the body's digest).",
+            )
+        ],
+        responses={
+            202: ImportOut,
+            **problems(415, d415="Send application/x-ndjson or multipart/form-data."),
+        },
+        summary="Import histories in bulk (JSONL); every line is checked before anything is stored",
+        description="400 invalid_import_line names the first bad line in `field` (`line 3 "
+        "messages[0].role`); 400 empty_import for a body without lines; 413 over IMPORT_MAX_BYTES.",
+    )
+    def post(self, request):
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > max_import_bytes() + MULTIPART_SLACK:
+            raise too_large(declared)
+        data, label = self._upload(request)
+        row = import_create(
+            tenant=self.tenant, data=data, label=label, created_by=f"api_key:{self.api_key.prefix}"
+        )
+        row.refresh_from_db()  # eager Celery has run it already
+        body = import_body(row)
+        return Response(body, status=202, headers={"Location": body["location"]})
+
+    def _upload(self, request) -> tuple[bytes, str]:
+        data = request.data
+        label = request.query_params.get("source", "")
+        if not isinstance(data, bytes):  # multipart
+            upload = request.FILES.get("file")
+            if upload is None:
+                raise ServiceError("Upload the JSONL as the form's `file` part.", field="file")
+            if upload.size > max_import_bytes():
+                raise too_large(upload.size)
+            label = label or str(data.get("source", ""))
+            data = upload.read()
+        if len(label) > 200:
+            raise ServiceError("source is at most 200 characters.", field="source")
+        return data, label
+
+    @extend_schema(
+        parameters=[PageParams],
+        responses=inline_serializer("ImportList", {"imports": ImportOut(many=True), "next": next_field()}),
+        summary="The tenant's imports, newest first",
+        operation_id="v1_imports_list",
+    )
+    def get(self, request):
+        pager = Pager(request, "imports", {"before": int})
+        rows, more = pager.take(self.imports(), "id", key="before", descending=True)
+        return Response(
+            {
+                "imports": [import_body(r) for r in rows],
+                "next": pager.next_link({"before": rows[-1].pk} if more else None),
+            }
+        )
+
+
+class ImportDetailView(_ImportView):
+    @extend_schema(responses=ImportOut, summary="One import: status, chunks by status, rate and ETA")
+    def get(self, request, public_id):
+        row = self.imports().filter(public_id=public_id).first()
+        if row is None:
+            raise exceptions.NotFound("No import with this id.")
+        return Response(import_body(row))
