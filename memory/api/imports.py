@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiRequest,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import exceptions, parsers, serializers
 from rest_framework.response import Response
 
@@ -57,6 +63,11 @@ class NdjsonParser(parsers.BaseParser):
         return raw
 
 
+@extend_schema_field({"type": "string", "enum": list(Import.Status.values)})
+class ImportStatusField(serializers.CharField):
+    """The status, its values listed inline (a named enum would collide with the other ``status``)."""
+
+
 class ImportChunksOut(serializers.Serializer):
     applied = serializers.IntegerField()
     pending = serializers.IntegerField(help_text="Waiting for the MemListener.")
@@ -67,7 +78,10 @@ class ImportChunksOut(serializers.Serializer):
 
 class ImportOut(serializers.Serializer):
     id = serializers.UUIDField(source="public_id")
-    status = serializers.ChoiceField(choices=Import.Status.choices)
+    status = ImportStatusField(
+        help_text="queued, ingesting (messages being written), processing (chunks with the "
+        "MemListener), done (every chunk applied or failed), failed (see error)."
+    )
     source = serializers.CharField(source="source_label")
     bytes = serializers.IntegerField(source="body_bytes")
     lines = serializers.IntegerField(help_text="Histories (non-blank lines) in the body.")
