@@ -34,6 +34,7 @@ from personatree_client.errors import (
     SubjectErasedError,
     WaitTimeoutError,
 )
+from personatree_client.imports import ImportJob
 from personatree_client.models import (
     ChunkFailure,
     ChunkSpan,
@@ -83,6 +84,7 @@ __all__ = [
     "Export",
     "FlushResult",
     "IdempotencyConflictError",
+    "ImportJob",
     "IngestBlockedError",
     "Leaf",
     "LeafChange",

@@ -33,6 +33,7 @@ from personatree_client._protocol import (
     subject_path,
 )
 from personatree_client.errors import APIError, IngestBlockedError, WaitTimeoutError
+from personatree_client.imports import NDJSON, ImportJob, ImportSource, jsonl_body
 from personatree_client.models import (
     AsOf,
     FlushResult,
@@ -175,6 +176,41 @@ class Operations:
         second re-queue of the same chunk answers ConflictError."""
         path = subject_path(subject, "chunks", str(int(chunk_id)), "requeue")
         return self._call(ApiRequest("POST", path, idempotent=False), RequeuedChunk.from_json)
+
+    # --- bulk imports --------------------------------------------------------------------
+
+    def create_import(self, source: ImportSource, *, label: str | None = None) -> Plan[ImportJob]:
+        """Send a JSONL file of histories (docs/BACKFILL.md) to be imported by the server.
+
+        Every line is checked before anything is stored: a bad one is a BadRequestError whose
+        ``field`` names it (``line 3 messages[0].role``); over the server's IMPORT_MAX_BYTES a
+        PayloadTooLargeError. ``label`` names the source whose message keys a re-import shares
+        (default: the body's digest: the same body sent again adds nothing). Poll ``get_import``.
+        """
+        params = {"source": label} if label else None
+        request = ApiRequest(
+            "POST",
+            "/v1/imports",
+            params=params,
+            content=jsonl_body(source),
+            content_type=NDJSON,
+            idempotent=False,
+        )
+        return self._call(request, ImportJob.from_json)
+
+    def get_import(self, import_id: str) -> Plan[ImportJob]:
+        """One import: status, chunks by status, rate and ETA (another tenant's: NotFoundError)."""
+        return self._call(
+            ApiRequest("GET", "/v1/imports/" + quote(str(import_id), safe="")), ImportJob.from_json
+        )
+
+    def imports(self, *, page_size: int | None = None) -> Plan[tuple[ImportJob, ...]]:
+        """The tenant's imports, newest first (every page merged)."""
+        return self._pages(
+            "/v1/imports",
+            page_size,
+            lambda pages: tuple(ImportJob.from_json(i) for p in pages for i in p["imports"]),
+        )
 
     def wait_until_applied(
         self,

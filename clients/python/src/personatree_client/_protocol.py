@@ -25,8 +25,6 @@ from personatree_client.models import AsOf
 
 T = TypeVar("T")
 
-CONTENT_JSON = {"Content-Type": "application/json"}
-
 
 @dataclass(frozen=True, slots=True)
 class ApiRequest:
@@ -38,6 +36,7 @@ class ApiRequest:
     content: bytes | None = None
     timeout: float | None = None
     idempotent: bool = True
+    content_type: str = "application/json"
 
     def httpx_kwargs(self) -> dict[str, Any]:
         """The arguments of ``httpx.Client.request`` / ``httpx.AsyncClient.request``."""
@@ -46,7 +45,7 @@ class ApiRequest:
             "url": self.path,
             "params": self.params,
             "content": self.content,
-            "headers": CONTENT_JSON if self.content is not None else None,
+            "headers": {"Content-Type": self.content_type} if self.content is not None else None,
             "timeout": httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout,
         }
 
