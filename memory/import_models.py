@@ -3,7 +3,7 @@
 The body is kept in the row itself, not in a file under the data dir: the web process that
 receives it and the Celery worker that runs it may sit on different hosts with no shared volume,
 and a row survives a worker restart (the task is redelivered and the backfill resumes, every step
-being idempotent). It is dropped once the import is done (``body`` emptied, ``body_bytes`` kept).
+being idempotent). It is dropped once the import is done or failed (``body`` emptied, ``body_bytes`` kept).
 """
 
 from __future__ import annotations

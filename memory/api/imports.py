@@ -65,7 +65,7 @@ class NdjsonParser(parsers.BaseParser):
 
 @extend_schema_field({"type": "string", "enum": list(Import.Status.values)})
 class ImportStatusField(serializers.CharField):
-    """The status, its values listed inline (a named enum would collide with the other ``status``)."""
+    """The status; the schema lists its values (``ImportOutStatusEnum``)."""
 
 
 class ImportChunksOut(serializers.Serializer):

@@ -146,7 +146,7 @@ def import_execute(import_id: int) -> str:
 
 def _fail(row: Import, error: str) -> str:
     Import.objects.filter(pk=row.pk).update(
-        status=Import.Status.FAILED, error=error[:2000], finished_at=timezone.now()
+        status=Import.Status.FAILED, error=error[:2000], finished_at=timezone.now(), body=b""
     )
     return Import.Status.FAILED
 

@@ -176,3 +176,29 @@ def test_with_workers_the_chunks_are_handed_over_and_progress_is_read_from_them(
 def _imported_id(client) -> int:
     body = _post(client, HISTORY).json()
     return Import.objects.get(public_id=body["id"]).pk
+
+
+def test_no_eta_while_a_failed_chunk_blocks_its_subject(tenant, ingest_client, settings, monkeypatch):
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    monkeypatch.setattr("memory.backfill.service.schedule_dispatch", lambda: None)
+    row = Import.objects.get(id=_imported_id(ingest_client))
+    import_execute(row.pk)
+    alice = Chunk.objects.filter(subject__external_id="alice").order_by("start_seq")
+    Chunk.objects.filter(pk=alice[0].pk).update(status=Chunk.Status.FAILED)
+    Chunk.objects.exclude(subject__external_id="alice").update(status=Chunk.Status.APPLIED)
+    got = ingest_client.get(reverse("import", args=[row.public_id])).json()
+    assert got["status"] == "processing" and got["chunks"]["failed"] == 1 and got["chunks"]["pending"] > 0
+    assert got["rate_chunks_per_s"] > 0 and got["eta_s"] is None
+
+
+def test_a_run_the_ingest_service_refuses_fails_with_its_reason(
+    tenant, ingest_client, django_capture_on_commit_callbacks
+):
+    first = json.dumps({"subject": "a", "messages": [{"role": "user", "content": "one", "id": "m1"}]})
+    clash = json.dumps({"subject": "a", "messages": [{"role": "user", "content": "two", "id": "m1"}]})
+    with django_capture_on_commit_callbacks(execute=True):
+        location = _post(ingest_client, first + "\n" + clash + "\n").json()["location"]
+    got = ingest_client.get(location).json()
+    assert got["status"] == "failed" and "line:2" in got["error"] and got["finished_at"]
+    assert Import.objects.get().body == b"", "a failed import's body is not kept either"
+    assert Message.objects.filter(subject__tenant=tenant).count() == 1, "what came before the bad line stays"
