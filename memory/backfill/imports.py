@@ -16,7 +16,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import PurePath
+from pathlib import Path
 
 from django.conf import settings
 from django.db import OperationalError, transaction
@@ -47,7 +47,7 @@ class BytesJsonl(JsonlSource):
 
     def __init__(self, data: bytes, *, label: str):
         self.data = data
-        self.path = PurePath("line")  # the reader's locations: "line:3 messages[0].role"
+        self.path = Path("line")  # never opened; the reader's locations: "line:3 messages[0].role"
         self.label = label
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
