@@ -11,9 +11,12 @@ types) are checked the same way.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
+import pkgutil
 import typing
 
+import personatree_client
 import pytest
 from personatree_client import admin, models, results
 
@@ -48,6 +51,16 @@ PAIRS: dict[type, tuple[str, dict[str, str]]] = {
 OPTIONAL_PAIRS = {
     "SearchResult": ("SearchOut", {"timings_ms": "kept in raw: server-side timings"}),
     "LeafHit": ("LeafHitOut", {}),
+    "Revert": ("RevertOut", {}),
+    "Change": ("ChangeOut", {}),
+}
+#: Client result types (``from_json``) read from no one schema, and why; every other one is paired.
+UNPAIRED = {
+    "FlushResult": "two schemas in one answer: chunks_created (FlushedChunkOut) and the status (IngestStatusOut)",
+    "LeafChange": "LeafChangeOut with its actor flattened into actor_kind and actor_name",
+    "ImportJob": "ImportOut; the client does not read bytes, ingested_at, location, started_at",
+    "RequeuedChunk": "ChunkOut (memory/api/chunks.py)",
+    "EvidenceHit": "EvidenceHitOut with its source flattened",
 }
 
 #: client literal type -> the schema of the values the server accepts or answers.
@@ -82,6 +95,18 @@ def test_client_result_fields_are_the_schema_properties(schemas, cls, schema, om
     missing = properties - fields - set(omitted)
     assert not missing, f"{schema} has properties {cls.__name__} lacks: {sorted(missing)}"
     assert not set(omitted) - properties, f"omitted {sorted(set(omitted) - properties)} are not in {schema}"
+
+
+def test_every_client_result_type_is_paired_with_a_schema():
+    """A result type added to the client is paired above (or listed in UNPAIRED, saying why)."""
+    paired = {cls.__name__ for cls in PAIRS} | set(OPTIONAL_PAIRS) | set(UNPAIRED)
+    found = set()
+    for module in pkgutil.iter_modules(personatree_client.__path__):
+        mod = importlib.import_module(f"personatree_client.{module.name}")
+        for name, obj in vars(mod).items():
+            if dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__ and hasattr(obj, "from_json"):
+                found.add(name)
+    assert not found - paired, f"client result types paired with no schema: {sorted(found - paired)}"
 
 
 def test_client_message_is_the_documented_message(schemas):
