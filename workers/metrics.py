@@ -6,7 +6,10 @@ Every observation goes to three places:
 - an in-process registry (:func:`snapshot`, used by tests and ``bench/bench_ingest.py``);
 - ``prometheus_client`` histograms/counters when it is installed (it comes with ray).
 
-Label names are fixed per metric at first use (Prometheus requires that).
+Label names are fixed per metric at first use (Prometheus requires that). Prometheus never gets the
+labels in :data:`NOT_EXPORTED` (``tenant``): one series per tenant would grow every scrape with the
+number of tenants (a histogram is 17 lines a series). The in-process registry and the log line keep
+them; per-tenant questions are answered by the logs (every line carries the tenant id).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     prometheus_client = None  # type: ignore[assignment]  # the module or None: checked before each use
 
 PREFIX = "personatree_"
+NOT_EXPORTED = frozenset({"tenant"})
 
 
 @dataclass
@@ -72,9 +76,10 @@ class Registry:
             if tuple(sorted(labels)) != names:
                 labels = {k: labels.get(k, "") for k in names}
             self._series[(name, tuple(sorted(labels.items())))].add(value, self.KEEP)
-            metric = self._prometheus(kind, name, names)
+            exported = tuple(n for n in names if n not in NOT_EXPORTED)
+            metric = self._prometheus(kind, name, exported)
         if metric is not None:
-            child = metric.labels(**labels) if names else metric
+            child = metric.labels(**{k: labels[k] for k in exported}) if exported else metric
             if kind == "histogram":
                 child.observe(value)
             else:

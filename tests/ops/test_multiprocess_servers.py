@@ -9,11 +9,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from bench.bench_ops import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = Path(sys.executable).with_name("gunicorn")
@@ -25,19 +26,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _wait(url: str, proc: subprocess.Popen, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    pytest.fail(f"{url} did not answer")
 
 
 def _value(text: str, series: str) -> float:
@@ -68,7 +56,7 @@ def test_every_scrape_sums_three_gunicorn_workers(tmp_path):
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait(f"{base}/healthz", proc)
+        wait_for(f"{base}/healthz", proc, seconds=120)
         with httpx.Client(base_url=base, headers={"Host": "localhost"}) as client:
             for _ in range(REQUESTS):  # 401 without a key: no database needed
                 client.get("/v1/subjects/someone/tree", headers={"Connection": "close"})

@@ -170,3 +170,15 @@ def test_prometheus_scrapes_web_the_celery_exporters_and_ray():
     assert ports == {"personatree-web": {8000}, "personatree-celery": {9808}, "ray": {8080}}
     assert jobs["personatree-web"]["metrics_path"] == "/metrics"
     assert jobs["personatree-web"]["authorization"]["credentials_file"]
+
+
+def test_prometheus_series_carry_no_tenant_label():
+    """One series per tenant would grow every scrape with the tenants; the in-process registry keeps it."""
+    from personatree_site.ops.metrics import exposition
+    from workers import metrics
+
+    metrics.incr("task_runs", task="tests.ops.cardinality", tenant="4242", outcome="ok")
+    text = exposition()[0].decode()
+    line = next(li for li in text.splitlines() if 'task="tests.ops.cardinality"' in li)
+    assert "tenant" not in line and "4242" not in text
+    assert metrics.total("task_runs", task="tests.ops.cardinality", tenant="4242") == 1
