@@ -59,6 +59,8 @@ openapi-tools:
 # Regenerate docs/openapi.json from the views and serializers (tests/contract fails until it is).
 openapi: venv
 	$(PY) manage.py openapi
+	@if command -v npm >/dev/null 2>&1; then cd clients/typescript && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent generate; \
+	  else echo "npm not found: clients/typescript/src/schema.ts not regenerated"; fi
 
 test: venv model browser openapi-tools
 	$(MAKE) lint
