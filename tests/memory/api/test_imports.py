@@ -202,3 +202,18 @@ def test_a_run_the_ingest_service_refuses_fails_with_its_reason(
     assert got["status"] == "failed" and "line:2" in got["error"] and got["finished_at"]
     assert Import.objects.get().body == b"", "a failed import's body is not kept either"
     assert Message.objects.filter(subject__tenant=tenant).count() == 1, "what came before the bad line stays"
+
+
+def test_a_redelivered_task_resumes_without_duplicating(tenant, ingest_client, settings, monkeypatch):
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    monkeypatch.setattr("memory.backfill.service.schedule_dispatch", lambda: None)
+    row = Import.objects.get(id=_imported_id(ingest_client))
+    import_execute(row.pk)
+    chunks = Chunk.objects.filter(subject__tenant=tenant).count()
+    # a worker killed before it recorded the end: the row still says ingesting, its body is kept
+    Import.objects.filter(pk=row.pk).update(status=Import.Status.INGESTING)
+    assert import_execute(row.pk) == "processing"
+    row.refresh_from_db()
+    assert (row.new_messages, row.duplicates, row.chunks_created) == (0, 15, 0)
+    assert Message.objects.filter(subject__tenant=tenant).count() == 15
+    assert Chunk.objects.filter(subject__tenant=tenant).count() == chunks
