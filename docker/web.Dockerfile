@@ -38,7 +38,7 @@ RUN DJANGO_SECRET_KEY=build-only-placeholder-for-collectstatic-never-used-at-run
     DJANGO_ALLOWED_HOSTS=localhost \
     DATABASE_URL=sqlite:////tmp/build.sqlite3 CELERY_BROKER_URL=memory:// \
     python manage.py collectstatic --noinput \
-    && mkdir -p /data && chown -R app:app /data
+    && mkdir -p /data /tmp/prometheus-multiproc && chown -R app:app /data /tmp/prometheus-multiproc
 
 USER 10001:10001
 EXPOSE 8000
