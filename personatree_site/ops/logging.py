@@ -128,11 +128,13 @@ class RedactFilter(logging.Filter):
         redacted = redact_db_detail(message)
         if redacted != message:
             record.msg, record.args = redacted, ()
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
+        text = record.exc_text
+        if record.exc_info and not text:
+            text = logging.Formatter().formatException(record.exc_info)
+        if text and (clean := redact_db_detail(text)) != text:
             # Formatters print exc_text when exc_info is gone (the JSON one too): the redacted text.
-            record.exc_text, record.exc_info = redact_db_detail(record.exc_text), None
+            # A traceback with nothing to redact keeps its exc_info for the other handlers.
+            record.exc_text, record.exc_info = clean, None
         return True
 
 
