@@ -8,6 +8,8 @@ Timings are medians of this process's CPU time per call (wall time is in the not
 - ``engine.render_full_tree_us``: grouped render of that full tree including the token count
   (real tokenizer when the optional one is installed, else the estimate; named in the note).
 - ``engine.schema_leaf_count``: leaves in the default schema (informational).
+- ``engine.segment_turn_us`` / ``engine.dates_clause_us``: the fact pipeline's pure steps, one chat
+  turn cut into clauses (``segment``) and one clause's relative dates resolved (``with_dates``).
 - ``engine.migration_plan_us``: a declared schema migration (``memory/engine/migration.py``, the
   test fixtures' v1 -> v2 mapping) planned and turned into ops for one 150-leaf tree: the pure
   share of each subject in ``store.migrate_subjects_per_s`` (>= 500/s leaves 2 ms per subject).
@@ -19,15 +21,18 @@ import json
 import statistics
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memory.engine import Tree, apply, default_schema, gate, parse_ops, render  # noqa: E402
+from memory.engine.dates import with_dates  # noqa: E402
 from memory.engine.migration import load_migration, plan_migration  # noqa: E402
 from memory.engine.render import token_counter_name  # noqa: E402
 from memory.engine.schema import load_schema  # noqa: E402
+from memory.engine.segment import segment  # noqa: E402
 
 MIGRATION_FIXTURES = ROOT / "tests" / "memory" / "engine" / "fixtures"
 
@@ -101,7 +106,25 @@ def run() -> dict[str, dict]:
     migrate_us, migrate_wall = _median_us(
         lambda: plan_migration(values, migration).ops(), rounds=21, inner=10
     )
+    turn = "Hey Priya! Wow, I lost my job, so I'm starting a bakery - pretty cool, huh? My sister helps. " * 3
+    segment_us, segment_wall = _median_us(lambda: segment(turn, names=("Priya",)), rounds=21, inner=20)
+    said = datetime(2023, 5, 8, 12, tzinfo=UTC)
+    clause = "Went to the gym 3 days ago and to a party last weekend"
+    dates_us, dates_wall = _median_us(lambda: with_dates(clause, said), rounds=21, inner=20)
     return {
+        "engine.segment_turn_us": {
+            "value": round(segment_us, 1),
+            "unit": "us",
+            "target": "<= 5000",
+            "note": f"a {len(turn)}-character chat turn into clauses; median CPU time (wall {segment_wall:.0f} us)",
+        },
+        "engine.dates_clause_us": {
+            "value": round(dates_us, 1),
+            "unit": "us",
+            "target": "<= 2000",
+            "note": f"relative dates of one clause resolved (dateparser, cached); median CPU time "
+            f"(wall {dates_wall:.0f} us)",
+        },
         "engine.migration_plan_us": {
             "value": round(migrate_us, 1),
             "unit": "us",

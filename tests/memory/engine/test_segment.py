@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -139,12 +138,3 @@ def test_small_talk_pieces_are_dropped_and_emoji_stripped() -> None:
     assert [c.text for c in segment("I love my new job")] == ["I love my new job"]
     assert strip_emoji("Nice 😀 day :-) <3") == "Nice day"
     assert strip_emoji("see https://x.org/a:b") == "see https://x.org/a:b"
-
-
-def test_segment_is_fast() -> None:
-    turn = "Hey Priya! Wow, I lost my job, so I'm starting a bakery - pretty cool, huh? My sister helps. " * 3
-    segment(turn, names=NAMES)
-    t0 = time.perf_counter()
-    for _ in range(50):
-        segment(turn, names=NAMES)
-    assert (time.perf_counter() - t0) / 50 < 0.005
