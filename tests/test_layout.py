@@ -6,7 +6,7 @@ Rules, checked on the files as they are on disk (no imports, no database):
   is a package too;
 - a test module never names a subpackage of its level in a prefix (tests/memory/test_api_x.py or
   test_service_x.py belongs in tests/memory/api/ or tests/memory/services/ as test_x.py);
-- no top-level tests/<name> stands for a memory subpackage (tests/training belongs in tests/memory/training).
+- no top-level tests/<name> stands for a memory subpackage (tests/recall belongs in tests/memory/recall).
 """
 
 from pathlib import Path
