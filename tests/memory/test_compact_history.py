@@ -4,7 +4,6 @@
 - store: random writes through the one write path (applies, leaf edits/deletes, reverts) -- every
   ``as_of`` equals the tree the write produced, the head equals the replay of the op log, only
   checkpoints and the head keep a whole tree, the head read is still one query;
-- the data migration converts full-snapshot rows and converts them back;
 - as_of, export and revert through the API and the admin.
 """
 
@@ -13,8 +12,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
 from memory import selectors
@@ -23,7 +20,7 @@ from memory.engine.history import apply_delta, delta_of, rebuild, stored_form
 from memory.engine.ops import Op, OpType
 from memory.engine.schema import get_schema
 from memory.engine.tree import Tree, TreeError, replay
-from memory.models import OpRecord, Subject, TreeVersion
+from memory.models import OpRecord, TreeVersion
 from memory.services.subjects import subject_export
 from memory.services.tree import Actor, leaf_delete, leaf_edit, tree_apply_ops, tree_revert
 
@@ -192,52 +189,6 @@ def test_export_and_version_pages_replay_in_one_query(subject, admin_user, djang
         exported = subject_export(subject=subject)
     assert [v["tree"][PATHS[0]] for v in exported["versions"]] == ["v0", "v0", "v0", "v3", "v3", "v3"]
     assert exported["versions"][-1]["tree"] == exported["tree"]
-
-
-# --- the migration ---------------------------------------------------------------------------
-
-
-@pytest.mark.django_db(transaction=True)
-def test_migration_converts_full_snapshots_and_back():
-    executor = MigrationExecutor(connection)
-    executor.migrate([("memory", "0006_webhooks")])
-    old = executor.loader.project_state([("memory", "0006_webhooks")]).apps
-    tenant = old.get_model("memory", "Tenant").objects.create(name="m")
-    OldSubject, OldVersion = old.get_model("memory", "Subject"), old.get_model("memory", "TreeVersion")
-    subjects, expected = [], {}
-    rng = random.Random(7)
-    for i in range(2):
-        subject = OldSubject.objects.create(tenant=tenant, external_id=f"s{i}")
-        tree, parent = Tree.empty(), None
-        for number in range(1, 61 + i * 5):
-            tree = _random_tree_step(rng, tree)
-            parent = OldVersion.objects.create(
-                subject=subject, number=number, snapshot=tree.to_dict(), parent=parent, created_by="import"
-            )
-            expected[(subject.pk, number)] = tree.to_dict()
-        OldSubject.objects.filter(pk=subject.pk).update(head=parent, head_version=number)
-        subjects.append((subject.pk, number))
-
-    executor = MigrationExecutor(connection)
-    executor.migrate([("memory", "0007_compact_history")])
-    for subject_id, head in subjects:
-        rows = {v.number: v for v in TreeVersion.objects.filter(subject_id=subject_id)}
-        whole = sorted(n for n, v in rows.items() if v.tree is not None)
-        assert whole == sorted({1, 50, head} | {n for n, v in rows.items() if v.delta is None})
-        assert 50 in whole and len(whole) < 10
-        assert TreeVersion.objects.trees(subject_id, rows) == {n: expected[(subject_id, n)] for n in rows}
-        assert selectors.tree_current(Subject.objects.get(pk=subject_id)) == Tree(
-            expected[(subject_id, head)]
-        )
-
-    executor = MigrationExecutor(connection)
-    executor.migrate([("memory", "0006_webhooks")])
-    back = executor.loader.project_state([("memory", "0006_webhooks")]).apps.get_model(
-        "memory", "TreeVersion"
-    )
-    assert {(v.subject_id, v.number): v.snapshot for v in back.objects.all()} == expected
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 # --- through the API and the admin -------------------------------------------------------------
