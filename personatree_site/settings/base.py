@@ -134,6 +134,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A write's outcome (leaf edit, revert) under one name; other `status` enums keep theirs.
+    "ENUM_NAME_OVERRIDES": {"WriteStatusEnum": ["applied", "unchanged", "pending_review"]},
 }
 CACHES = {
     "default": env.cache("CACHE_URL", default="locmemcache://personatree"),

@@ -1119,7 +1119,7 @@ export interface components {
              *     * `unchanged` - unchanged
              *     * `pending_review` - pending_review
              */
-            status: components["schemas"]["Status11bEnum"];
+            status: components["schemas"]["WriteStatusEnum"];
             /** @description The op record auditing this write. */
             op_id: number;
         };
@@ -1301,7 +1301,7 @@ export interface components {
              *     * `unchanged` - unchanged
              *     * `pending_review` - pending_review
              */
-            status: components["schemas"]["Status11bEnum"];
+            status: components["schemas"]["WriteStatusEnum"];
             head_version: number;
             /** @description What the revert changes (leaves the key may see) */
             changes: components["schemas"]["ChangeOut"][];
@@ -1534,13 +1534,6 @@ export interface components {
             start_seq: number | null;
             end_seq: number | null;
         };
-        /**
-         * @description * `applied` - applied
-         *     * `unchanged` - unchanged
-         *     * `pending_review` - pending_review
-         * @enum {string}
-         */
-        Status11bEnum: "applied" | "unchanged" | "pending_review";
         SubjectErased: {
             erased: boolean;
             tombstone_id: number;
@@ -1661,6 +1654,13 @@ export interface components {
             /** @description URL of the next page; null on the last page. */
             next: string | null;
         };
+        /**
+         * @description * `applied` - applied
+         *     * `unchanged` - unchanged
+         *     * `pending_review` - pending_review
+         * @enum {string}
+         */
+        WriteStatusEnum: "applied" | "unchanged" | "pending_review";
     };
     responses: never;
     parameters: never;
