@@ -52,10 +52,14 @@ class TenantScopedView(APIView):
     def initial(self, request, *args, **kwargs) -> None:
         """Authentication and scopes, then: a name in the URL holding NUL or a lone surrogate names
         nothing that can be stored (PostgreSQL refuses both), so it is a 404 before any query runs
-        (a subject's id keeps its 400 from :meth:`get_subject`)."""
+        (a subject's id keeps its 400 from :meth:`get_subject`, a leaf path its unknown_leaf 404)."""
         super().initial(request, *args, **kwargs)
         for name, value in kwargs.items():
-            if name != "external_id" and isinstance(value, str) and UNSTORABLE.search(value):
+            if (
+                name not in ("external_id", "leaf_path")
+                and isinstance(value, str)
+                and UNSTORABLE.search(value)
+            ):
                 raise exceptions.NotFound("Not found.")
 
     def perform_authentication(self, request) -> None:
