@@ -224,7 +224,13 @@ def test_leaf_accuracy_hook_scores_a_placer(bench, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "memory.engine.placement", types.SimpleNamespace(LeafPlacer=Placer))
     got = bench.leaf_accuracy_hook(labels, bow_embed)
     assert (
-        got["accuracy"] == pytest.approx(2 / 3, abs=1e-4) and got["clauses"] == 3
+        got["in_sample_fit"] == pytest.approx(2 / 3, abs=1e-4) and got["clauses"] == 3
     )  # alt counts; unfiled is wrong
+    # The reported accuracy is the trainer's cross-validated one, not the fit on its own labels.
+    head = json.loads(
+        (Path(bench.__file__).resolve().parent.parent / "memory/engine/models/leaf_head.json").read_text()
+    )
+    assert got["accuracy"] == head["training"]["cross_validated"]["clause"]["blend"]
+    assert got["held_out"] == head["training"]["held_out"]["blend"]
     monkeypatch.setitem(sys.modules, "memory.engine.placement", types.SimpleNamespace())
     assert "error" in bench.leaf_accuracy_hook(labels, bow_embed)
