@@ -10,7 +10,9 @@ others it was batched with, of every tenant. When a batch's every result is a re
   to single jobs. A single job that fails while another part of the batch was answered has its own
   error: it counts an attempt for that chunk only (``failed`` after ``CHUNK_MAX_ATTEMPTS``, with the
   reason in ``last_error``; a moderator re-queues it from the admin or the API). When both halves
-  of the first split fail too, it is an outage after all: nothing was applied, the caller refunds.
+  of the first split fail too, a probe job decides: answered, every half holds poison and is split
+  on (a batch of only poison chunks, the chaos soak found); not answered, it is an outage: nothing
+  was applied, the caller refunds.
 - **one job** -- :func:`engine_answers` asks the engine a probe job (the same subject and schema, an
   empty tree and one short made-up turn): answered, the chunk's error is its own and counts;
   not answered, it is an outage.
@@ -47,7 +49,8 @@ def split_batch(
 ) -> bool:
     """Find the poison jobs of a batch whose every result was a retryable error (see the module
     docstring); every part is settled (applied or released) through ``settle`` exactly once. Returns
-    False, having settled nothing, when neither half of the first split was answered (an outage)."""
+    False, having settled nothing, when neither half of the first split nor a probe was answered
+    (an outage)."""
     middle = len(batch) // 2
     halves, answers = [batch[:middle], batch[middle:]], []
     for half in halves:
@@ -56,8 +59,8 @@ def split_batch(
         if not is_outage(answer):  # answered: apply it now, not after the other half's timeout
             settle(half, answer)
             engine_up = True
-    if not engine_up:
-        return False
+    if not engine_up and not engine_answers(call, batch[0][1]):
+        return False  # neither half nor a probe answered: an outage
     for half, answer in zip(halves, answers, strict=True):
         if not is_outage(answer):
             continue

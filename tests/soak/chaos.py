@@ -35,6 +35,7 @@ from memory.messages import IncomingMessage
 from memory.models import Chunk, Tenant
 from memory.services.ingest import messages_ingest
 from tests.soak.checks import PAIRS_PER_CALL, message_key, soak_checks
+from tests.workers.listener_server import POISON
 
 KINDS = ("worker_kill", "redis_restart", "postgres_restart", "listener_stop")
 DOWN_S = {  # how long each kind of fault keeps its service down (uniform in the range)
@@ -92,14 +93,15 @@ class Services:
     postgres: object | None = None
 
 
-def _messages(subject: str, call: int) -> list[IncomingMessage]:
+def _messages(subject: str, call: int, *, poison: bool = False) -> list[IncomingMessage]:
     out = []
     for pair in range(PAIRS_PER_CALL):
         i = call * PAIRS_PER_CALL + pair
         out += [
             IncomingMessage(
                 "user",
-                f"My favourite number is {i} and I keep {call} plants at {subject}",
+                f"My favourite number is {i} and I keep {call} plants at {subject}"
+                + (f" {POISON}" if poison and pair == 0 else ""),
                 message_key(call, 2 * pair),
             ),
             IncomingMessage("assistant", f"Noted: {i}", message_key(call, 2 * pair + 1)),
@@ -118,6 +120,9 @@ class Producer:
     allowed: Callable[[], int]
     log: Callable[[str], None]
     accepted: Counter = field(default_factory=Counter)
+    #: ``(external id, call)`` chunks sent as poison: the last call of one subject per tenant, so no
+    #: later chunk of that subject waits behind its failure.
+    poisoned: frozenset[tuple[str, int]] = frozenset()
     retries: int = 0
     anomalies: list[str] = field(default_factory=list)
     done: threading.Event = field(default_factory=threading.Event)
@@ -144,7 +149,9 @@ class Producer:
         for _ in range(600):
             try:
                 result = messages_ingest(
-                    tenant=tenant, external_id=external_id, messages=_messages(external_id, call)
+                    tenant=tenant,
+                    external_id=external_id,
+                    messages=_messages(external_id, call, poison=(external_id, call) in self.poisoned),
                 )
             except Exception as exc:  # the database is down: a client sends the same call again
                 self.retries += 1
@@ -296,12 +303,14 @@ def soak(
     tenant_rows = [Tenant.objects.create(name=f"soak{i}") for i in range(tenants)]
     injector = Injector(services, schedule, log)
     total = tenants * subjects_per_tenant * calls
+    poisoned = frozenset((f"{t.name}-s0", calls - 1) for t in tenant_rows)
     producer = Producer(
         tenant_rows,
         subjects_per_tenant,
         calls,
         allowed=lambda: total if injector.done >= faults else total * injector.released // (faults + 1),
         log=log,
+        poisoned=poisoned,
     )
     thread = threading.Thread(target=producer.run, name="soak-producer", daemon=True)
     thread.start()
@@ -312,10 +321,17 @@ def soak(
     if producer.error is not None:
         raise producer.error
     log(f"faults done after {faults_s:.1f} s; producer sent {sum(producer.accepted.values())} calls")
-    drained_at = _drain(total, log, timeout_s=drain_timeout_s, stall_s=stall_s, tick=injector.supervise)
+    drained_at = _drain(
+        total - len(poisoned),
+        len(poisoned),
+        log,
+        timeout_s=drain_timeout_s,
+        stall_s=stall_s,
+        tick=injector.supervise,
+    )
     for worker in services.workers:
         worker.kill()  # idle by now; nothing is written after this point
-    checks = soak_checks(dict(producer.accepted))
+    checks = soak_checks(dict(producer.accepted), poisoned=poisoned)
     return {
         **checks,
         "faults_injected": injector.done,
@@ -333,22 +349,29 @@ def soak(
 
 
 def _drain(
-    total: int, log: Callable[[str], None], *, timeout_s: float, stall_s: float, tick: Callable[[], None]
+    total: int,
+    poisoned: int,
+    log: Callable[[str], None],
+    *,
+    timeout_s: float,
+    stall_s: float,
+    tick: Callable[[], None],
 ) -> float:
-    """Wait until every chunk is applied, or nothing moved for ``stall_s``, or ``timeout_s``."""
+    """Wait until every chunk but the poison ones is applied and those are failed, or nothing moved
+    for ``stall_s``, or ``timeout_s``."""
     started = last_change = time.monotonic()
-    last = -2
+    last = (-2, -2)
     while time.monotonic() - started < timeout_s:
-        applied = _applied()
-        if applied == total:
+        applied, failed = _applied(), Chunk.objects.filter(status=Chunk.Status.FAILED).count()
+        if applied == total and failed == poisoned:
             break
-        if applied != last:
-            last, last_change = applied, time.monotonic()
+        if (applied, failed) != last:
+            last, last_change = (applied, failed), time.monotonic()
         elif time.monotonic() - last_change > stall_s:
             log(f"no progress for {stall_s:.0f} s at {applied}/{total} applied")
             break
         tick()
         time.sleep(0.5)
     took = time.monotonic() - started
-    log(f"drained in {took:.1f} s: {_applied()}/{total} applied")
+    log(f"drained in {took:.1f} s: {_applied()}/{total} applied, {poisoned} poison chunks sent")
     return took

@@ -23,6 +23,8 @@ from memory.engine.tree import Tree, apply
 from memory.models import Chunk, Message, OpRecord, Subject, TreeVersion
 
 PAIRS_PER_CALL = 3  # the producer's calls: 3 user/assistant pairs = one chunk at CHUNK_PAIRS=3
+# A chunk whose text holds tests/workers/listener_server.POISON crashes the stand-in MemListener's
+# whole batch: it must end ``failed`` alone ("poison chunk: ..."), never stall the others.
 SPAN = 2 * PAIRS_PER_CALL
 
 
@@ -59,15 +61,20 @@ def _replay_problem(subject: Subject, ops_by_version: dict) -> str:
     return ""
 
 
-def soak_checks(expected: dict[str, int], *, sample: int = 10) -> dict:
-    """See the module docstring. ``expected``: external id -> ingest calls accepted."""
+def soak_checks(
+    expected: dict[str, int], *, poisoned: frozenset[tuple[str, int]] = frozenset(), sample: int = 10
+) -> dict:
+    """See the module docstring. ``expected``: external id -> ingest calls accepted; ``poisoned``:
+    the ``(external id, call)`` chunks that must end ``failed`` as poison (quarantined), not applied."""
     subjects = {s.external_id: s for s in Subject.objects.all()}
     messages = defaultdict(list)
     for sid, key in Message.objects.values_list("subject_id", "idempotency_key"):
         messages[sid].append(key)
     chunks = defaultdict(list)
-    for row in Chunk.objects.values_list("id", "subject_id", "start_seq", "end_seq", "status"):
-        chunks[row[1]].append(row)
+    errors = {}
+    for row in Chunk.objects.values_list("id", "subject_id", "start_seq", "end_seq", "status", "last_error"):
+        chunks[row[1]].append(row[:5])
+        errors[row[0]] = row[5]
     batches: dict[int, set] = defaultdict(set)
     for chunk_id, batch in OpRecord.objects.filter(chunk__isnull=False).values_list("chunk_id", "batch"):
         batches[chunk_id].add(batch)
@@ -110,6 +117,15 @@ def soak_checks(expected: dict[str, int], *, sample: int = 10) -> dict:
             elif spans[span] > 1:
                 note("double_applied", f"{external_id}: {spans[span]} chunks over seqs {span}")
         for chunk_id, _sid, start, _end, status in chunks[subject.pk]:
+            if (external_id, (start - 1) // SPAN) in poisoned:
+                if status == Chunk.Status.FAILED and errors[chunk_id].startswith("poison chunk"):
+                    counts["quarantined"] += 1
+                else:
+                    note(
+                        "stuck",
+                        f"{external_id} poison chunk {chunk_id} is {status}: {errors[chunk_id][:60]!r}",
+                    )
+                continue
             if status != Chunk.Status.APPLIED:
                 note("stuck", f"{external_id} chunk {chunk_id} (seq {start}) is {status}")
             elif not batches[chunk_id]:
@@ -136,6 +152,8 @@ def soak_checks(expected: dict[str, int], *, sample: int = 10) -> dict:
         "lost": counts["lost"] + counts["messages_lost"],
         "double_applied": counts["double_applied"] + counts["messages_doubled"],
         "stuck": counts["stuck"],
+        "quarantined": counts["quarantined"],
+        "poison_expected": len(poisoned),
         "head_mismatch": counts["head_mismatch"],
         "subjects": len(expected),
         "problems": problems,

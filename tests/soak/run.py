@@ -244,7 +244,16 @@ def worker_log_evidence(workdir: Path) -> dict[str, int]:
 
 
 def _print(report: dict, log) -> None:
-    for key in ("faults_injected", "chunks", "lost", "double_applied", "stuck", "head_mismatch", "wall_s"):
+    for key in (
+        "faults_injected",
+        "chunks",
+        "lost",
+        "double_applied",
+        "stuck",
+        "quarantined",
+        "head_mismatch",
+        "wall_s",
+    ):
         log(f"reliability.{key} = {report[key]}")
     log(f"faults by kind: {report['faults_by_kind']}; skipped: {report['skipped']}")
     log(f"faults injected while a batch was in flight: {report['faults_on_work_in_flight']}")
@@ -274,7 +283,8 @@ def merge_results(path: Path, report: dict) -> None:
         "reliability.chunks": (report["chunks"], "chunks", ">= 2000", f"{report['applied']} applied, {report['versions']} versions; {where}"),
         "reliability.lost": (report["lost"], "chunks", "0", "accepted and never applied, or a message not stored"),
         "reliability.double_applied": (report["double_applied"], "chunks", "0", "more than one apply or version per chunk, or a message stored twice"),
-        "reliability.stuck": (report["stuck"], "chunks", "0", "not applied once every fault healed"),
+        "reliability.stuck": (report["stuck"], "chunks", "0", "not applied once every fault healed (a poison chunk not failed counts)"),
+        "reliability.quarantined": (report["quarantined"], "chunks", f"= {report['poison_expected']}", "poison chunks (each crashes its whole MemListener batch) failed alone, the rest of their batches applied"),
         "reliability.head_mismatch": (report["head_mismatch"], "subjects", "0", "head or a version differs from the engine's replay of the op log"),
         "reliability.soak_wall_s": (report["wall_s"], "s", None, f"faults {report['faults_s']} s, drain {report['drain_s']} s"),
         "reliability.worker_crashes": (len(report["worker_crashes"]), "exits", None, "Celery workers that exited by themselves during the soak (started again, as a supervisor would)"),

@@ -70,3 +70,14 @@ def test_an_accepted_message_not_stored_is_lost(applied):
     # (a message stored twice cannot be: (subject, idempotency_key) is unique in the database)
     Message.objects.filter(subject__external_id="b").order_by("-seq").first().delete()
     assert _counts(soak_checks(applied))["lost"] == 1
+
+
+def test_a_poison_chunk_failed_alone_is_quarantined_and_one_applied_is_not(applied):
+    poisoned = frozenset({("b", 2)})
+    chunk = Chunk.objects.filter(subject__external_id="b", start_seq=13)
+    chunk.update(status="failed", last_error="poison chunk: memlistener HTTP 500")
+    result = soak_checks(applied, poisoned=poisoned)
+    assert (result["quarantined"], result["stuck"], result["poison_expected"]) == (1, 0, 1)
+    chunk.update(status="applied", last_error="")
+    result = soak_checks(applied, poisoned=poisoned)
+    assert (result["quarantined"], result["stuck"]) == (0, 1)

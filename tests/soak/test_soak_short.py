@@ -68,6 +68,7 @@ def test_short_chaos_soak_loses_nothing_applies_each_chunk_once_and_leaves_nothi
     assert report["lost"] == 0, report["problems"]
     assert report["double_applied"] == 0, report["problems"]
     assert report["stuck"] == 0, report["problems"]
+    assert report["quarantined"] == report["poison_expected"] == 4, report["problems"]  # one per tenant
     assert report["head_mismatch"] == 0, report["problems"]
     assert report["faults_injected"] >= 5
     # the faults land on work in flight (a chunk claimed within the last second), not on an idle system

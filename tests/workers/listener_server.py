@@ -4,7 +4,8 @@ It speaks the Ray Serve app's protocol (``POST /memlistener`` with a ``ListenerB
 with a ``ListenerBatchResult``; a malformed body is a 422) and runs the real MemListener (prompt,
 parser, listener gate) on the ``standin`` engine (``serving/engines/standin.py``: clearly not a
 model; in ``derived`` mode one ADD/UPDATE per chunk, so trees change) with a fixed sleep per
-batch. One batch at a time, like one model replica. No Ray: it starts in about a second, so the
+batch. One batch at a time, like one model replica. A batch holding a poison chunk (its text has
+``POISON``) crashes: HTTP 500 for the whole batch. No Ray: it starts in about a second, so the
 chaos soak can stop it and start it again many times. Used through
 ``tests.workers.processes.StandinListenerServer``.
 """
@@ -22,6 +23,9 @@ from serving.listener import build_listener
 from serving.protocol import ListenerBatch, ListenerBatchResult
 from tests.json_http import send_json
 
+#: A batch holding a turn with this text crashes (the chaos soak's poison chunks, tests/soak).
+POISON = "POISON-PILL"
+
 
 def serve(port: int, *, latency_ms: float, mode: str) -> None:
     listener = build_listener(
@@ -36,6 +40,9 @@ def serve(port: int, *, latency_ms: float, mode: str) -> None:
                 batch = ListenerBatch.model_validate_json(body)
             except ValidationError as exc:
                 self._answer(422, b'{"error": "invalid batch", "detail": %s}' % exc.json().encode())
+                return
+            if any(POISON in turn.content for job in batch.jobs for turn in job.turns):
+                self._answer(500, b'{"error": "engine crashed"}')  # a poison chunk takes its batch down
                 return
             with lock:
                 results = listener.run(batch.jobs)

@@ -151,3 +151,16 @@ def test_a_lone_chunk_that_times_out_counts_an_attempt_but_an_outage_does_not(te
     report = dispatch_round(client=down, max_jobs=16, max_wait_ms=0, index=False)
     assert report.claimed == 1 and report.outage
     assert Chunk.objects.get(subject=poison).attempts == 1  # refunded: the engine answered no probe
+
+
+@pytest.mark.parametrize("faulty_client", ["crash"], indirect=True)
+def test_a_batch_of_only_poison_chunks_counts_each_and_is_no_outage(tenant, other_tenant, faulty_client):
+    """Both halves of the first split fail: a probe tells poison everywhere from an outage (the chaos
+    soak's four poison chunks, one per tenant, ended up batched together and were refunded forever)."""
+    client, _ = faulty_client
+    poison = [ingest_poison(tenant, "p1"), ingest_poison(tenant, "p2"), ingest_poison(other_tenant, "p3")]
+    report = dispatch_round(client=client, max_jobs=16, max_wait_ms=0, index=False)
+    assert report.claimed == 3 and not report.outage and report.retried == 3
+    for subject in poison:
+        chunk = Chunk.objects.get(subject=subject)
+        assert chunk.attempts == 1 and "poison chunk" in chunk.last_error
