@@ -177,7 +177,9 @@ def test_prometheus_is_opt_in_and_scrapes_the_worker_exporters_and_ray(resolved)
 
 
 def test_the_listener_backend_is_chosen_by_an_environment_variable(docker_compose_bin):
-    proc = _compose(docker_compose_bin, "config", env={**SECRETS, "PERSONATREE_MEMLISTENER_BACKEND": "extractive"})
+    proc = _compose(
+        docker_compose_bin, "config", env={**SECRETS, "PERSONATREE_MEMLISTENER_BACKEND": "extractive"}
+    )
     assert proc.returncode == 0, proc.stderr
     model = yaml.safe_load(proc.stdout)
     for name in ("web", "worker-ingest", "worker-index"):

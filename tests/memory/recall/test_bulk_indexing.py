@@ -43,7 +43,9 @@ def _applied(tenant, pairs):
 
 
 def _announce(subject, version):
-    version_applied.send(sender=None, subject_id=subject.pk, version=version.number, chunk_id=version.chunk_id)
+    version_applied.send(
+        sender=None, subject_id=subject.pk, version=version.number, chunk_id=version.chunk_id
+    )
 
 
 @pytest.fixture
