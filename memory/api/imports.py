@@ -196,12 +196,14 @@ class ImportListView(_ImportView):
         label = request.query_params.get("source", "")
         if not isinstance(data, bytes):  # multipart
             upload = request.FILES.get("file")
-            if upload is None:
+            text = data.get("file")  # a part sent without a filename arrives as text
+            if upload is None and not isinstance(text, str):
                 raise ServiceError("Upload the JSONL as the form's `file` part.", field="file")
-            if upload.size > max_import_bytes():
-                raise too_large(upload.size)
+            size = upload.size if upload is not None else len(text.encode("utf-8", "surrogatepass"))
+            if size > max_import_bytes():
+                raise too_large(size)
             label = label or str(data.get("source", ""))
-            data = upload.read()
+            data = upload.read() if upload is not None else text.encode("utf-8", "surrogatepass")
         if len(label) > 200:
             raise ServiceError("source is at most 200 characters.", field="source")
         return data, label

@@ -158,6 +158,20 @@ REFUSALS: dict[tuple[str, str], list[dict]] = {
     ("POST", "/v1/subjects/{external_id}/messages"): [
         {"code": "duplicate_key", "field": "messages", "rule": "idempotency keys are unique within one call"},
     ],
+    ("POST", "/v1/imports"): [
+        {
+            "code": "invalid",
+            "field": "file",
+            "rule": "the JSONL is required: the ndjson body or the form's file part",
+        },
+        {
+            "code": "invalid_import_line",
+            "field": "line",
+            "rule": "every line is a record the backfill reads (docs/BACKFILL.md)",
+        },
+        {"code": "empty_import", "field": "body", "rule": "at least one line"},
+        {"code": "invalid", "field": "source", "rule": "source is at most 200 characters"},
+    ],
     ("POST", "/v1/subjects/{external_id}/search"): [
         {"code": "invalid", "field": "since", "rule": "since is not after until"},
     ],

@@ -27,7 +27,8 @@ def listed_refusal(case, response) -> bool:
         return False
     code, field = body.get("code"), str(body.get("field") or "")
     return any(
-        code == r["code"] and (field == r["field"] or field.startswith((r["field"] + ".", r["field"] + "[")))
+        code == r["code"]
+        and (field == r["field"] or field.startswith((r["field"] + ".", r["field"] + "[", r["field"] + " ")))
         for r in refusals
     )
 

@@ -159,7 +159,7 @@ def test_a_document_is_parsed_once(monkeypatch):
     parsed = []
     real = engine_schema.load_schema
     monkeypatch.setattr(engine_schema, "_parsed", OrderedDict())  # nothing parsed by earlier tests
-    monkeypatch.setattr(engine_schema, "load_schema", lambda doc: parsed.append(doc) or real(doc))
+    monkeypatch.setattr(engine_schema, "load_schema", lambda doc, **kw: parsed.append(doc) or real(doc, **kw))
     listener = bag_listener()
     listener.run([job(TUTOR, job_id="1"), job(copy.deepcopy(TUTOR), job_id="2")])
     listener.run([job(json.loads(json.dumps(TUTOR)), job_id="3")])

@@ -1775,7 +1775,7 @@ export interface operations {
                     "application/json": components["schemas"]["ImportOut"];
                 };
             };
-            /** @description Invalid request (code invalid, parse_error, invalid_text, invalid_cursor, or a field's own code such as max_length); field names the first offending field and errors lists them all. */
+            /** @description Invalid request (code invalid, parse_error, invalid_text, invalid_cursor, or a field's own code such as max_length); field names the first offending field and errors lists them all. Beyond the schema: invalid (file): the JSONL is required: the ndjson body or the form's file part; invalid_import_line (line): every line is a record the backfill reads (docs/BACKFILL.md); empty_import (body): at least one line; invalid (source): source is at most 200 characters. */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 from memory.engine.schema import get_schema  # noqa: E402
 from serving.prompt import build_prompt  # noqa: E402
 
-CONFIGS = Path(__file__).resolve().parents[3] / "memory" / "training" / "configs"
+CONFIGS = Path(__file__).resolve().parents[3] / "evaluation" / "training" / "configs"
 STATIC = 'You keep the memory of one user. Reply with JSON only: {"ops": [...]}.'
 EXAMPLES = [
     ("Hi, how are you?", {}, [("NO_OP", None, None)]),

@@ -117,6 +117,15 @@ def test_a_multipart_upload_with_a_source_label(ingest_client, django_capture_on
     assert polled["source"] == "crm-2024" and polled["new_messages"] == 15
 
 
+def test_a_file_part_sent_as_text_is_read_like_an_upload(ingest_client, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        r = ingest_client.post(reverse("imports"), {"file": HISTORY.decode(), "source": "pasted"})
+    assert r.status_code == 202, r.content
+    assert ingest_client.get(r.json()["location"]).json()["new_messages"] == 15
+    bad = ingest_client.post(reverse("imports"), {"file": "https://example.org"})
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid_import_line", bad.content
+
+
 def test_a_multipart_form_without_a_file_is_a_400(ingest_client):
     r = ingest_client.post(reverse("imports"), {"source": "x"})
     assert r.status_code == 400 and r.json()["field"] == "file"
