@@ -24,6 +24,7 @@ from serving.engines.extractive import ExtractiveEngine
 from serving.listener import MemListener, build_listener
 from serving.pointing import LeafIndex, PointingStep, document_digest, schema_fingerprint
 from serving.protocol import ListenerJob
+from tests.schema_documents import schema_document
 from tests.serving.test_pointing import bag_embed
 
 TUTOR = {
@@ -43,14 +44,11 @@ TUTOR = {
     },
 }
 # Another tenant's "tutor-profile" v1: the same id and version, other leaves.
-OTHER = {
-    "id": "tutor-profile",
-    "version": 1,
-    "leaves": [
-        {"path": "courses/goal_exam", "description": "The exam the student's goal is to pass", "budget": 120},
-        {"path": "courses/study_hours", "description": "When the student likes to study", "budget": 80},
-    ],
-}
+OTHER = schema_document(
+    "tutor-profile",
+    ("courses/goal_exam", "The exam the student's goal is to pass", 120),
+    ("courses/study_hours", "When the student likes to study", 80),
+)
 TURNS = [
     {"role": "user", "content": "My goal is to pass the B2 German exam."},
     {"role": "assistant", "content": "Great goal. When do you study?"},
@@ -91,24 +89,24 @@ def test_the_embedded_default_writes_the_tenants_leaves_from_the_users_words():
     result = listener.run([job(TUTOR)])[0]
     assert result.error is None, result.error
     tenant_paths = set(load_schema(TUTOR).paths)
-    paths = {op["path"] for op in result.ops}
+    paths = {op.path for op in result.accepted}
     assert "learning/goals/current_goal" in paths, result
     assert paths <= tenant_paths  # never a default-schema leaf (identity/occupation/...)
-    goal = next(op for op in result.ops if op["path"] == "learning/goals/current_goal")
-    assert "B2 German exam" in goal["value"]
-    for op in result.ops:
-        assert op["source"] and op["source"] in USER_WORDS
-    assert all(r["op"]["path"] in tenant_paths for r in result.rejections if r["op"].get("path"))
+    goal = next(op for op in result.accepted if op.path == "learning/goals/current_goal")
+    assert "B2 German exam" in goal.value
+    for op in result.accepted:
+        assert op.source and op.source in USER_WORDS
+    assert all(op.path in tenant_paths for op in result.rejected if op.path)
 
 
 def test_two_tenants_same_id_and_version_never_share_a_schema_or_leaf_index():
     listener = bag_listener()
     a, b = listener.run([job(TUTOR, job_id="a"), job(OTHER, job_id="b")])
     assert a.error is None and b.error is None
-    assert {op["path"] for op in a.ops} <= set(load_schema(TUTOR).paths)
-    assert {op["path"] for op in b.ops} <= set(load_schema(OTHER).paths)
-    assert "learning/goals/current_goal" in {op["path"] for op in a.ops}
-    assert "courses/goal_exam" in {op["path"] for op in b.ops}
+    assert {op.path for op in a.accepted} <= set(load_schema(TUTOR).paths)
+    assert {op.path for op in b.accepted} <= set(load_schema(OTHER).paths)
+    assert "learning/goals/current_goal" in {op.path for op in a.accepted}
+    assert "courses/goal_exam" in {op.path for op in b.accepted}
     index = listener.pointing.index
     keys = sorted(index._leaves)
     assert keys == sorted(
@@ -188,7 +186,7 @@ def test_a_document_that_is_not_the_jobs_schema_is_that_jobs_error(document, sch
 def test_shipped_schemas_still_come_from_the_resolver(schema):
     result = bag_listener().run([job(None, schema_id=schema.id, version=schema.version)])[0]
     assert result.error is None
-    assert {op["path"] for op in result.ops} <= set(schema.paths)
+    assert {op.path for op in result.accepted} <= set(schema.paths)
     unknown = bag_listener().run([job(None, schema_id="tutor-profile", version=1)])[0]
     assert unknown.error and "unknown schema" in unknown.error
 
@@ -204,6 +202,6 @@ def test_the_ray_deployment_takes_the_same_path():
     deployment = MemListenerDeployment.func_or_class(config.model_dump(mode="json"))
     a, b = asyncio.run(deployment._run_group([job(TUTOR, job_id="a"), job(OTHER, job_id="b")]))
     assert a.error is None and b.error is None
-    assert "learning/goals/current_goal" in {op["path"] for op in a.ops}
-    assert {op["path"] for op in b.ops} <= set(load_schema(OTHER).paths)
-    assert {op["path"] for op in a.ops} <= set(load_schema(TUTOR).paths)
+    assert "learning/goals/current_goal" in {op.path for op in a.accepted}
+    assert {op.path for op in b.accepted} <= set(load_schema(OTHER).paths)
+    assert {op.path for op in a.accepted} <= set(load_schema(TUTOR).paths)

@@ -13,20 +13,18 @@ from django.test.utils import CaptureQueriesContext
 from memory import selectors
 from memory.services.schemas import schema_upload
 from memory.services.subjects import subject_get_or_create
+from tests.schema_documents import schema_document
 from tests.workers.helpers import ingest_pairs
 from workers.dispatcher import build_jobs
 from workers.ordering import chunks_claim
 
 pytestmark = pytest.mark.django_db
 
-TUTOR = {
-    "id": "tutor",
-    "version": 1,
-    "leaves": [
-        {"path": "learning/subjects/current", "description": "What the user is studying now", "budget": 80},
-        {"path": "learning/goals/exam", "description": "The exam the user prepares for", "budget": 80},
-    ],
-}
+TUTOR = schema_document(
+    "tutor",
+    ("learning/subjects/current", "What the user is studying now", 80),
+    ("learning/goals/exam", "The exam the user prepares for", 80),
+)
 
 
 def test_a_tenant_schema_subject_gets_its_document_and_a_default_one_none(tenant):

@@ -14,17 +14,11 @@ from memory.services.schemas import schema_upload
 from memory.services.subjects import subject_get_or_create
 from serving.prompt import build_prompt
 from tests.evaluation.training.conftest import apply_chunk
+from tests.schema_documents import TUTOR_LEAVES, schema_document
 
 pytestmark = pytest.mark.django_db
 
-DOC = {
-    "id": "tutor-profile",
-    "version": 1,
-    "leaves": [
-        {"path": "learning/goals/current_goal", "description": "The learner's current goal", "budget": 160},
-        {"path": "learning/preferences/study_time", "description": "When the learner studies", "budget": 80},
-    ],
-}
+DOC = schema_document("tutor-profile", *TUTOR_LEAVES)
 
 
 def test_export_uses_the_subjects_tenant_schema(tenant, tmp_path):

@@ -22,17 +22,11 @@ from memory.services.subjects import subject_get_or_create
 from serving.listener import MemListener
 from tests.evaluation.training.conftest import apply_chunk
 from tests.evaluation.training.test_distill import run
+from tests.schema_documents import TUTOR_LEAVES, schema_document
 from tests.serving.test_pointing import ScriptedEngine
 
 GOAL = "learning/goals/current_goal"
-DOC = {
-    "id": "tutor-profile",
-    "version": 1,
-    "leaves": [
-        {"path": GOAL, "description": "The learner's current goal", "budget": 160},
-        {"path": "learning/preferences/study_time", "description": "When the learner studies", "budget": 80},
-    ],
-}
+DOC = schema_document("tutor-profile", *TUTOR_LEAVES)
 COLUMNS = ("gold", "negatives", "tree", "turns", "pointing", "schema_id", "schema_version", "chunk_id")
 
 

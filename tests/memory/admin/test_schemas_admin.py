@@ -18,6 +18,7 @@ from memory.models import TenantSchema, TenantStaff
 from memory.services.schemas import schema_upload
 from memory.services.subjects import subject_get_or_create
 from tests.factories import TenantFactory
+from tests.schema_documents import schema_document
 
 pytestmark = pytest.mark.django_db
 
@@ -31,11 +32,7 @@ DOC = {
         }
     },
 }
-B_DOC = {
-    "id": "coach-secret-plan",
-    "version": 1,
-    "leaves": [{"path": "health/habits/sleep", "description": "How the user sleeps", "budget": 80}],
-}
+B_DOC = schema_document("coach-secret-plan", ("health/habits/sleep", "How the user sleeps", 80))
 ADD = reverse("admin:memory_tenantschema_add")
 LIST = reverse("admin:memory_tenantschema_changelist")
 

@@ -12,17 +12,15 @@ from memory.models import TenantSchema
 from memory.services import NotFoundError, ServiceError
 from memory.services import schemas as service
 from memory.services.subjects import subject_get_or_create
+from tests.schema_documents import schema_document
 
 pytestmark = pytest.mark.django_db
 
-DOC = {
-    "id": "coach",
-    "version": 1,
-    "leaves": [
-        {"path": "health/habits/sleep", "description": "How the user sleeps", "budget": 80},
-        {"path": "health/goals/current", "description": "The user's current health goal", "budget": 120},
-    ],
-}
+DOC = schema_document(
+    "coach",
+    ("health/habits/sleep", "How the user sleeps", 80),
+    ("health/goals/current", "The user's current health goal", 120),
+)
 
 
 def version(n: int, document: dict = DOC) -> dict:
