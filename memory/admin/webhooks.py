@@ -2,7 +2,8 @@
 
 Endpoints are registered by tenants through the API (``/v1/webhooks``, scope ``admin``), which is
 where the secret is shown once; here staff see them (never the secret), switch them on or off, and
-read every delivery with its attempts. Staff see only their granted tenants' rows."""
+read every delivery with its attempts. Staff see only their granted tenants' rows. Every change
+goes through :mod:`memory.services.webhooks`, which audits it (a deletion too)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from django.contrib import admin, messages
 
 from memory.admin.access import ReadOnlyAdmin, TenantScopedAdmin
 from memory.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from memory.services.webhooks import webhook_endpoint_update
+from memory.services.tree_plan import Actor
+from memory.services.webhooks import webhook_endpoint_delete, webhook_endpoint_update
 
 
 def _set_active(modeladmin, request, queryset, active: bool) -> None:
     changed = 0
     for endpoint in queryset.exclude(is_active=active):
-        webhook_endpoint_update(endpoint=endpoint, is_active=active)
+        webhook_endpoint_update(endpoint=endpoint, actor=Actor.for_admin(request.user), is_active=active)
         changed += 1
     state = "Activated" if active else "Deactivated"
     modeladmin.message_user(request, f"{state} {changed} endpoint(s).", messages.SUCCESS)
@@ -54,6 +56,13 @@ class WebhookEndpointAdmin(TenantScopedAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def delete_model(self, request, obj):
+        webhook_endpoint_delete(endpoint=obj, actor=Actor.for_admin(request.user))
+
+    def delete_queryset(self, request, queryset):
+        for endpoint in queryset:
+            self.delete_model(request, endpoint)
 
 
 class WebhookAttemptInline(admin.TabularInline):

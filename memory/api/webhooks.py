@@ -24,6 +24,7 @@ from memory.api.base import TenantScopedView
 from memory.api.pagination import PageParams, Pager, next_field
 from memory.models import WebhookDelivery, WebhookEndpoint
 from memory.services import webhooks as service
+from memory.services.tree_plan import Actor
 
 EVENT_TYPES = WebhookEndpoint.EVENT_TYPES
 
@@ -76,6 +77,10 @@ class DeliveryOut(serializers.Serializer):
 class _WebhookView(TenantScopedView):
     required_scopes = ("admin",)
 
+    @property
+    def actor(self) -> Actor:
+        return Actor.for_api_key(self.api_key)
+
 
 class WebhookListView(_WebhookView):
     @extend_schema(
@@ -108,7 +113,9 @@ class WebhookListView(_WebhookView):
     def post(self, request):
         data = EndpointIn(data=request.data)
         data.is_valid(raise_exception=True)
-        endpoint, _secret = service.webhook_endpoint_create(tenant=self.tenant, **data.validated_data)
+        endpoint, _secret = service.webhook_endpoint_create(
+            tenant=self.tenant, actor=self.actor, **data.validated_data
+        )
         return Response(EndpointWithSecretOut(endpoint).data, status=201)
 
 
@@ -122,12 +129,12 @@ class WebhookDetailView(_WebhookView):
         endpoint = self.get_webhook_endpoint(public_id)
         data = EndpointPatch(data=request.data)
         data.is_valid(raise_exception=True)
-        endpoint = service.webhook_endpoint_update(endpoint=endpoint, **data.validated_data)
+        endpoint = service.webhook_endpoint_update(endpoint=endpoint, actor=self.actor, **data.validated_data)
         return Response(EndpointOut(endpoint).data)
 
     @extend_schema(request=None, responses={204: None}, summary="Delete a webhook endpoint and its log")
     def delete(self, request, public_id):
-        service.webhook_endpoint_delete(endpoint=self.get_webhook_endpoint(public_id))
+        service.webhook_endpoint_delete(endpoint=self.get_webhook_endpoint(public_id), actor=self.actor)
         return Response(status=204)
 
 
@@ -137,7 +144,7 @@ class WebhookRotateSecretView(_WebhookView):
     )
     def post(self, request, public_id):
         endpoint = self.get_webhook_endpoint(public_id)
-        service.webhook_endpoint_rotate_secret(endpoint=endpoint)
+        service.webhook_endpoint_rotate_secret(endpoint=endpoint, actor=self.actor)
         return Response(EndpointWithSecretOut(endpoint).data)
 
 

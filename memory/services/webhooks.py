@@ -12,11 +12,16 @@ made by the ``workers.deliver_webhook`` task (``workers/webhooks.py``).
   type), ``review.decided`` (decision and op counts), ``subject.erased`` and ``ingest.failed`` (a
   chunk given up for good: its message span, attempts and masked reason). Never message text, leaf
   paths or values: a receiver that wants the tree reads it through the API with its own key.
+- **Audit.** Every endpoint change (create, update, rotate secret, delete) writes an
+  :class:`~memory.models.AuditEvent` in its transaction (``webhook.created`` ...), naming the endpoint
+  by its public id and host: never its secret or its full URL (which may carry a token in its path).
 - **Subject ids.** A delivery holds its subject's external id only while it is pending; once it
   was delivered or gave up the id is emptied (the log keeps the tombstone's keyed hash).
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count
@@ -35,6 +40,8 @@ from memory.models import (
 )
 from memory.services import ServiceError
 from memory.services.chunk_errors import safe_chunk_error
+from memory.services.keys import audit
+from memory.services.tree_plan import Actor
 from memory.services.webhook_deliveries import (  # noqa: F401  (the delivery API, re-exported)
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -77,8 +84,19 @@ def _event_types(event_types) -> list[str]:
     return chosen
 
 
+def _audit(endpoint: WebhookEndpoint, action: str, actor: Actor, **detail) -> None:
+    audit(
+        tenant_id=endpoint.tenant_id,
+        action=f"webhook.{action}",
+        object_id=str(endpoint.public_id),
+        actor=actor,
+        host=urlsplit(endpoint.url).hostname or "",
+        **detail,
+    )
+
+
 def webhook_endpoint_create(
-    *, tenant, url: str, event_types, is_active: bool = True, description: str = ""
+    *, tenant, url: str, event_types, actor: Actor, is_active: bool = True, description: str = ""
 ) -> tuple[WebhookEndpoint, str]:
     """A new endpoint and its secret (the caller shows the secret once); :class:`WebhookEndpointLimit`
     (409) when the tenant holds ``WEBHOOK_MAX_ENDPOINTS_PER_TENANT`` endpoints already."""
@@ -99,11 +117,13 @@ def webhook_endpoint_create(
             description=description[:200],
             secret=WebhookEndpoint.generate_secret(),
         )
+        _audit(endpoint, "created", actor, event_types=chosen, is_active=is_active)
     return endpoint, endpoint.secret
 
 
-def webhook_endpoint_update(*, endpoint: WebhookEndpoint, **changes) -> WebhookEndpoint:
-    """Change ``url``, ``event_types``, ``is_active`` or ``description`` (only those given)."""
+def webhook_endpoint_update(*, endpoint: WebhookEndpoint, actor: Actor, **changes) -> WebhookEndpoint:
+    """Change ``url``, ``event_types``, ``is_active`` or ``description`` (only those given). The audit
+    row lists the fields changed, with the new ``event_types`` and ``is_active``."""
     allowed = {"url", "event_types", "is_active", "description"}
     unknown = set(changes) - allowed
     if unknown:
@@ -116,20 +136,27 @@ def webhook_endpoint_update(*, endpoint: WebhookEndpoint, **changes) -> WebhookE
         changes["description"] = changes["description"][:200]
     for name, value in changes.items():
         setattr(endpoint, name, value)
-    endpoint.save(update_fields=[*changes, "updated_at"])
+    shown = {name: changes[name] for name in ("event_types", "is_active") if name in changes}
+    with transaction.atomic():
+        endpoint.save(update_fields=[*changes, "updated_at"])
+        _audit(endpoint, "updated", actor, fields=sorted(changes), **shown)
     return endpoint
 
 
-def webhook_endpoint_rotate_secret(*, endpoint: WebhookEndpoint) -> str:
+def webhook_endpoint_rotate_secret(*, endpoint: WebhookEndpoint, actor: Actor) -> str:
     """Give the endpoint a new secret (returned, to be shown once); pending retries sign with it."""
     endpoint.secret = WebhookEndpoint.generate_secret()
-    endpoint.save(update_fields=["secret", "updated_at"])
+    with transaction.atomic():
+        endpoint.save(update_fields=["secret", "updated_at"])
+        _audit(endpoint, "secret_rotated", actor)
     return endpoint.secret
 
 
-def webhook_endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
+def webhook_endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor) -> None:
     """Delete the endpoint and its delivery log; pending deliveries are not sent."""
-    endpoint.delete()
+    with transaction.atomic():
+        _audit(endpoint, "deleted", actor)
+        endpoint.delete()
 
 
 # --- events -------------------------------------------------------------------------------------

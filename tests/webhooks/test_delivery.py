@@ -16,6 +16,8 @@ from memory.services.tree import Actor, Source, tree_apply_ops
 from memory.services.webhooks import webhook_endpoint_create, webhook_endpoint_update
 from tests.factories import ChunkFactory, SubjectFactory, TenantFactory
 
+ACTOR = Actor.system("tests")
+
 pytestmark = pytest.mark.django_db
 
 ROLE = "identity/occupation/current_role"
@@ -56,7 +58,7 @@ def test_version_applied_is_delivered_signed_without_values(receiver, commit):
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant, external_id="alice")
     endpoint, secret = webhook_endpoint_create(
-        tenant=tenant, url=receiver.url, event_types=["version.applied"]
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
     )
 
     apply_seed(subject, commit)
@@ -86,7 +88,7 @@ def test_500_then_200_is_retried_and_both_attempts_are_logged(receiver, commit):
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant)
     endpoint, secret = webhook_endpoint_create(
-        tenant=tenant, url=receiver.url, event_types=["version.applied"]
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
     )
     receiver.script = [500]
 
@@ -107,7 +109,9 @@ def test_gives_up_after_max_attempts(receiver, commit, settings):
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_ATTEMPTS": 3}
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant, external_id="carol")
-    endpoint, _ = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    endpoint, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
+    )
     receiver.script = [503] * 10
 
     apply_seed(subject, commit)
@@ -122,7 +126,9 @@ def test_gives_up_after_max_attempts(receiver, commit, settings):
 def test_a_4xx_answer_is_not_retried(receiver, commit):
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant)
-    endpoint, _ = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    endpoint, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
+    )
     receiver.script = [410]
 
     apply_seed(subject, commit)
@@ -140,7 +146,7 @@ def test_connection_errors_are_retried_then_given_up(allow_loopback, commit, set
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant)
     endpoint, _ = webhook_endpoint_create(
-        tenant=tenant, url=f"http://127.0.0.1:{port}/hook", event_types=["version.applied"]
+        actor=ACTOR, tenant=tenant, url=f"http://127.0.0.1:{port}/hook", event_types=["version.applied"]
     )
 
     apply_seed(subject, commit)
@@ -155,8 +161,8 @@ def test_a_tenant_never_receives_another_tenants_events(receiver, other_receiver
     a, b = TenantFactory(), TenantFactory()
     alice = SubjectFactory(tenant=a, external_id="alice")
     bob = SubjectFactory(tenant=b, external_id="bob")
-    webhook_endpoint_create(tenant=a, url=receiver.url, event_types=ALL)
-    webhook_endpoint_create(tenant=b, url=other_receiver.url, event_types=ALL)
+    webhook_endpoint_create(actor=ACTOR, tenant=a, url=receiver.url, event_types=ALL)
+    webhook_endpoint_create(actor=ACTOR, tenant=b, url=other_receiver.url, event_types=ALL)
 
     apply_seed(bob, commit)
     with commit():
@@ -175,14 +181,18 @@ def test_a_tenant_never_receives_another_tenants_events(receiver, other_receiver
 def test_inactive_endpoint_and_unsubscribed_events_get_nothing(receiver, other_receiver, commit):
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant)
-    inactive, _ = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=ALL, is_active=False)
-    webhook_endpoint_create(tenant=tenant, url=other_receiver.url, event_types=["subject.erased"])
+    inactive, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=ALL, is_active=False
+    )
+    webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=other_receiver.url, event_types=["subject.erased"]
+    )
 
     apply_seed(subject, commit)
 
     assert receiver.requests == [] and other_receiver.requests == []
     assert not WebhookDelivery.objects.exists()
-    webhook_endpoint_update(endpoint=inactive, is_active=True)
+    webhook_endpoint_update(actor=ACTOR, endpoint=inactive, is_active=True)
     with commit():
         subject_erase(subject=subject)
     assert [e["type"] for e in events(receiver)] == ["subject.erased"]
@@ -193,7 +203,7 @@ def test_subject_erased_keeps_no_external_id_after_delivery(receiver, commit):
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant, external_id="dave")
     endpoint, secret = webhook_endpoint_create(
-        tenant=tenant, url=receiver.url, event_types=["subject.erased"]
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["subject.erased"]
     )
 
     with commit():
@@ -217,7 +227,7 @@ def test_review_decisions_are_delivered(receiver, commit, admin_user):
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant, external_id="erin")
     webhook_endpoint_create(
-        tenant=tenant, url=receiver.url, event_types=["review.decided", "version.applied"]
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["review.decided", "version.applied"]
     )
     chunk = ChunkFactory(subject=subject)
     with commit():
@@ -252,7 +262,9 @@ def test_review_decisions_are_delivered(receiver, commit, admin_user):
 def test_a_private_target_is_refused_at_delivery_when_not_allowed(receiver, commit, settings):
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant)
-    endpoint, _ = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    endpoint, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
+    )
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_ALLOW_PRIVATE_TARGETS": False}
 
     apply_seed(subject, commit)
@@ -294,7 +306,9 @@ def test_a_receiver_slower_than_the_timeout_is_retried_then_given_up(receiver, c
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_ATTEMPTS": 2, "WEBHOOK_TIMEOUT_S": 0.2}
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant)
-    endpoint, _ = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    endpoint, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
+    )
     receiver.delay_s = 1.0
 
     apply_seed(subject, commit)

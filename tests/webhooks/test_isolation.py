@@ -7,11 +7,14 @@ import pytest
 from django.core.cache import cache
 
 from memory.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from memory.services.tree_plan import Actor
 from memory.services.webhooks import webhook_endpoint_create
 from tests.factories import SubjectFactory, TenantFactory
 from tests.webhooks.test_delivery import apply_seed
 from workers.base import route_task
 from workers.webhook_slots import delivery_slot, slot_key
+
+ACTOR = Actor.system("tests")
 
 pytestmark = pytest.mark.django_db
 
@@ -64,9 +67,11 @@ def test_a_tenant_with_every_slot_busy_waits_while_another_tenant_is_delivered(
 ):
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_CONCURRENT_PER_TENANT": 2}
     busy, calm = TenantFactory(), TenantFactory()
-    busy_endpoint, _ = webhook_endpoint_create(tenant=busy, url=receiver.url, event_types=["version.applied"])
+    busy_endpoint, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=busy, url=receiver.url, event_types=["version.applied"]
+    )
     calm_endpoint, _ = webhook_endpoint_create(
-        tenant=calm, url=other_receiver.url, event_types=["version.applied"]
+        actor=ACTOR, tenant=calm, url=other_receiver.url, event_types=["version.applied"]
     )
     for number in range(2):  # two slow POSTs of the busy tenant are in flight elsewhere
         cache.add(slot_key(busy.pk, number), "another worker", timeout=60)
@@ -93,7 +98,9 @@ def test_a_deferred_delivery_is_sent_again_later_by_a_worker(receiver, settings,
 
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_CONCURRENT_PER_TENANT": 1}
     tenant = TenantFactory()
-    endpoint, _ = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    endpoint, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
+    )
     delivery = WebhookDelivery.objects.create(
         endpoint=endpoint, event_type="version.applied", subject_external_id="s", payload={}
     )
@@ -123,14 +130,16 @@ def test_racing_creations_cannot_pass_the_endpoint_cap(settings):
 
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_ENDPOINTS_PER_TENANT": 3}
     tenant = TenantFactory()
-    webhook_endpoint_create(tenant=tenant, url="https://93.184.215.14/0", event_types=["version.applied"])
+    webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url="https://93.184.215.14/0", event_types=["version.applied"]
+    )
     start, outcomes = threading.Barrier(6), []
 
     def create(n):
         try:
             start.wait()
             webhook_endpoint_create(
-                tenant=tenant, url=f"https://93.184.215.14/{n}", event_types=["version.applied"]
+                actor=ACTOR, tenant=tenant, url=f"https://93.184.215.14/{n}", event_types=["version.applied"]
             )
             outcomes.append("created")
         except WebhookEndpointLimit:
@@ -157,7 +166,9 @@ def test_the_sweep_leaves_a_delivery_waiting_for_a_slot_to_its_own_task(receiver
 
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_CONCURRENT_PER_TENANT": 1}
     tenant = TenantFactory()
-    endpoint, _ = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    endpoint, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
+    )
     waiting_one, lost_one = (
         WebhookDelivery.objects.create(
             endpoint=endpoint, event_type="version.applied", subject_external_id="s", payload={}

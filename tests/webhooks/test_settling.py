@@ -11,9 +11,12 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
 from memory.models import WebhookAttempt, WebhookDelivery
+from memory.services.tree_plan import Actor
 from memory.services.webhooks import webhook_attempt_record, webhook_endpoint_create
 from tests.factories import SubjectFactory, TenantFactory
 from tests.webhooks.test_delivery import apply_seed
+
+ACTOR = Actor.system("tests")
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +24,7 @@ pytestmark = pytest.mark.django_db
 def endpoint_for(receiver, **kwargs):
     tenant = TenantFactory()
     endpoint, secret = webhook_endpoint_create(
-        tenant=tenant, url=receiver.url, event_types=["version.applied"], **kwargs
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"], **kwargs
     )
     return tenant, endpoint
 

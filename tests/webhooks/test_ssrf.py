@@ -10,11 +10,14 @@ import httpx
 import pytest
 
 from memory.models import WebhookAttempt, WebhookDelivery
+from memory.services.tree_plan import Actor
 from memory.services.webhook_targets import WebhookUrlRefused, address_is_public, target_resolve, url_check
 from memory.services.webhooks import webhook_endpoint_create
 from tests.factories import SubjectFactory, TenantFactory
 from tests.webhooks.test_delivery import apply_seed
 from workers import webhook_http
+
+ACTOR = Actor.system("tests")
 
 pytestmark = pytest.mark.django_db
 
@@ -161,7 +164,10 @@ def test_a_delivery_connects_to_the_address_it_checked_not_to_a_second_lookup(
         "WEBHOOK_TIMEOUT_S": 1.0,
     }
     endpoint, _ = webhook_endpoint_create(
-        tenant=tenant, url=f"http://hooks.example.com:{port}/hook", event_types=["version.applied"]
+        actor=ACTOR,
+        tenant=tenant,
+        url=f"http://hooks.example.com:{port}/hook",
+        event_types=["version.applied"],
     )
     answers = iter([["127.0.0.1"]] + [["10.9.9.9"]] * 10)  # registration looked it up once already
     asked.clear()
@@ -183,7 +189,7 @@ def test_a_name_that_turns_internal_after_registration_is_refused_at_the_attempt
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant)
     endpoint, _ = webhook_endpoint_create(
-        tenant=tenant, url="http://hooks.example.com/hook", event_types=["version.applied"]
+        actor=ACTOR, tenant=tenant, url="http://hooks.example.com/hook", event_types=["version.applied"]
     )
     fake_dns(monkeypatch, {"hooks.example.com": ["169.254.169.254"]})
 

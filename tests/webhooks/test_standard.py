@@ -12,11 +12,14 @@ import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from memory.models import Chunk, WebhookEndpoint
+from memory.services.tree_plan import Actor
 from memory.services.webhook_deliveries import standard_key, standard_signature
 from memory.services.webhooks import webhook_endpoint_create, webhook_endpoint_rotate_secret
 from tests.factories import ChunkFactory, SubjectFactory, TenantFactory
 from tests.webhooks.test_delivery import apply_seed
 from workers.ordering import chunk_release, chunks_claim
+
+ACTOR = Actor.system("tests")
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +47,7 @@ def test_real_deliveries_pass_the_reference_verifier(receiver, commit):
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant, external_id="alice")
     endpoint, secret = webhook_endpoint_create(
-        tenant=tenant, url=receiver.url, event_types=["version.applied"]
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
     )
     receiver.script = [503]
 
@@ -63,7 +66,7 @@ def test_real_deliveries_pass_the_reference_verifier(receiver, commit):
     first, second = receiver.requests
     assert first.headers["webhook-id"] == second.headers["webhook-id"]  # receivers de-duplicate on it
 
-    rotated = webhook_endpoint_rotate_secret(endpoint=endpoint)
+    rotated = webhook_endpoint_rotate_secret(actor=ACTOR, endpoint=endpoint)
     assert rotated != secret and Webhook(rotated)  # a rotated secret is one the reference accepts
 
 
@@ -71,7 +74,9 @@ def test_a_chunk_given_up_for_good_sends_ingest_failed_without_any_text(receiver
     settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_MAX_ATTEMPTS": 1}
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant, external_id="bob")
-    _, secret = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["ingest.failed"])
+    _, secret = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["ingest.failed"]
+    )
     chunk = ChunkFactory(subject=subject, start_seq=7, end_seq=12)
     (claim,) = chunks_claim(limit=1)
 
@@ -97,7 +102,7 @@ def test_a_chunk_given_up_for_good_sends_ingest_failed_without_any_text(receiver
 def test_a_chunk_released_for_another_try_sends_nothing(receiver, commit):
     tenant = TenantFactory()
     subject = SubjectFactory(tenant=tenant)
-    webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["ingest.failed"])
+    webhook_endpoint_create(actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["ingest.failed"])
     ChunkFactory(subject=subject)
     (claim,) = chunks_claim(limit=1)
 
@@ -115,7 +120,9 @@ def test_the_documented_library_call_verifies_a_real_delivery(receiver, commit):
     blocks = [part.split("```", 1)[0] for part in text.split("```python\n")[1:]]
     (example,) = [block for block in blocks if "standardwebhooks" in block]
     tenant = TenantFactory()
-    _, secret = webhook_endpoint_create(tenant=tenant, url=receiver.url, event_types=["version.applied"])
+    _, secret = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
+    )
     apply_seed(SubjectFactory(tenant=tenant), commit)
     (request,) = receiver.requests
 

@@ -21,6 +21,8 @@ from memory.services.webhooks import (
 )
 from tests.factories import SubjectFactory, TenantFactory
 
+ACTOR = Actor.system("tests")
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROLE = "identity/occupation/current_role"
@@ -64,7 +66,9 @@ def endpoint_reads(sql: list[str]) -> int:
 def test_events_read_the_endpoints_once_while_they_are_unchanged(queued):
     subject = SubjectFactory()
     other = SubjectFactory()  # another tenant, not subscribed
-    endpoint, _ = webhook_endpoint_create(tenant=subject.tenant, url=URL, event_types=["version.applied"])
+    endpoint, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=subject.tenant, url=URL, event_types=["version.applied"]
+    )
 
     reads = [endpoint_reads(write(subject, f"nurse {i}")) for i in range(3)]
     assert reads == [1, 0, 0]
@@ -73,21 +77,23 @@ def test_events_read_the_endpoints_once_while_they_are_unchanged(queued):
     assert endpoint_reads(sql) == 0 and len(queued) == 3  # subscribed tenants exist: one version read
     assert [q for q in sql if "memory_treeversion" in q and q.startswith("SELECT")]
 
-    webhook_endpoint_update(endpoint=endpoint, is_active=False)
+    webhook_endpoint_update(actor=ACTOR, endpoint=endpoint, is_active=False)
     assert endpoint_reads(write(subject, "nurse 3")) == 1 and len(queued) == 3
     # No tenant subscribes now: no query at all after the commit (BEGIN, lock, write, COMMIT).
     assert len(write(subject, "nurse 4")) == 4
-    webhook_endpoint_update(endpoint=endpoint, is_active=True)
+    webhook_endpoint_update(actor=ACTOR, endpoint=endpoint, is_active=True)
     write(subject, "nurse 5")
     assert len(queued) == 4
-    webhook_endpoint_delete(endpoint=endpoint)
+    webhook_endpoint_delete(actor=ACTOR, endpoint=endpoint)
     write(subject, "nurse 6")
     assert len(queued) == 4
 
 
 def test_a_change_made_by_another_process_is_seen_once_its_token_changes(queued):
     subject = SubjectFactory()
-    endpoint, _ = webhook_endpoint_create(tenant=subject.tenant, url=URL, event_types=["version.applied"])
+    endpoint, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=subject.tenant, url=URL, event_types=["version.applied"]
+    )
     write(subject, "nurse")
     assert len(queued) == 1
     # Another process deactivates it: its row changes here without this process's signals...
@@ -101,7 +107,7 @@ def test_a_change_made_by_another_process_is_seen_once_its_token_changes(queued)
 
 def test_a_lost_token_reloads_the_snapshot(queued):
     subject = SubjectFactory()
-    webhook_endpoint_create(tenant=subject.tenant, url=URL, event_types=["version.applied"])
+    webhook_endpoint_create(actor=ACTOR, tenant=subject.tenant, url=URL, event_types=["version.applied"])
     write(subject, "nurse")
     cache.clear()  # Redis flushed or evicted the key
     assert endpoint_reads(write(subject, "nurse 1")) == 1 and len(queued) == 2
@@ -110,7 +116,7 @@ def test_a_lost_token_reloads_the_snapshot(queued):
 def test_what_a_transaction_read_is_not_kept_after_its_rollback():
     tenant = TenantFactory()
     with pytest.raises(RuntimeError), transaction.atomic():
-        webhook_endpoint_create(tenant=tenant, url=URL, event_types=["subject.erased"])
+        webhook_endpoint_create(actor=ACTOR, tenant=tenant, url=URL, event_types=["subject.erased"])
         assert subs.subscribers("subject.erased") != {}  # read inside the transaction, not kept
         raise RuntimeError("rolled back")
     assert subs.subscribers("subject.erased") == {}
@@ -118,7 +124,7 @@ def test_what_a_transaction_read_is_not_kept_after_its_rollback():
 
 def test_the_cache_failing_reads_the_endpoints_per_event(monkeypatch):
     tenant = TenantFactory()
-    endpoint, _ = webhook_endpoint_create(tenant=tenant, url=URL, event_types=["subject.erased"])
+    endpoint, _ = webhook_endpoint_create(actor=ACTOR, tenant=tenant, url=URL, event_types=["subject.erased"])
 
     def down(*args, **kwargs):
         raise ConnectionError("cache unreachable")
@@ -132,7 +138,7 @@ def test_the_cache_failing_reads_the_endpoints_per_event(monkeypatch):
 
 def test_an_inactive_tenant_gets_no_event_from_the_snapshot():
     tenant = TenantFactory()
-    webhook_endpoint_create(tenant=tenant, url=URL, event_types=["subject.erased"])
+    webhook_endpoint_create(actor=ACTOR, tenant=tenant, url=URL, event_types=["subject.erased"])
     assert len(webhook_event_subject_erased(tenant_id=tenant.pk, external_id="alice")) == 1
     Tenant.objects.filter(pk=tenant.pk).update(is_active=False)
     assert webhook_event_subject_erased(tenant_id=tenant.pk, external_id="bob") == []
@@ -142,8 +148,12 @@ def test_an_endpoint_deleted_behind_a_stale_snapshot_costs_the_others_nothing(qu
     """Another process deleted an endpoint and its token write was lost: the snapshot still names it,
     the delivery row for it cannot be inserted, and the tenant's other endpoints still get the event."""
     subject = SubjectFactory()
-    gone, _ = webhook_endpoint_create(tenant=subject.tenant, url=URL, event_types=["version.applied"])
-    kept, _ = webhook_endpoint_create(tenant=subject.tenant, url=URL + "2", event_types=["version.applied"])
+    gone, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=subject.tenant, url=URL, event_types=["version.applied"]
+    )
+    kept, _ = webhook_endpoint_create(
+        actor=ACTOR, tenant=subject.tenant, url=URL + "2", event_types=["version.applied"]
+    )
     write(subject, "nurse")
     assert len(queued) == 2
     with connection.cursor() as cursor:  # deleted elsewhere: no signal reaches this process's snapshot
