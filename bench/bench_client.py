@@ -42,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import load_note, print_rows  # noqa: E402
 from bench.scratch import scratch_db  # noqa: E402
 from tests.ray_serve import free_port  # noqa: E402
 
@@ -244,7 +245,7 @@ def run() -> dict[str, dict]:
     overhead = statistics.median(m["ratios"])  # robust to the load spikes of a shared machine
     raw_batch_ms = sum(m["raw_s"]) * 1000 / (total / BATCH)
     cpu_share = (cpu_client - cpu_raw) / raw_batch_ms
-    load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    load = load_note()
     setup = (
         f"{ROUNDS} rounds x {PER_CALL} messages in batches of {BATCH}, 127.0.0.1, {m['server']}, "
         f"stand-in MemListener configured, Celery not eager (202 once stored and chunked), keep-alive"
@@ -271,5 +272,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, row in run().items():
-        print(f"{name}: {row['value']} {row['unit']} (target {row['target']}) — {row['note']}")
+    print_rows(run())

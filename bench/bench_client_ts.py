@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import load_note, print_rows  # noqa: E402
 from bench.scratch import scratch_db  # noqa: E402
 
 CLIENT = ROOT / "clients" / "typescript"
@@ -86,7 +87,7 @@ def run() -> dict[str, dict]:
     client_ms = statistics.median(m["client"]) / CALLS
     raw_ms = statistics.median(m["raw"]) / CALLS
     own_ms = m["cannedClientMs"] - m["cannedRawMs"]
-    load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    load = load_note()
     return {
         "client_ts.overhead_ratio": {
             "value": round(overhead, 4),
@@ -103,5 +104,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, row in run().items():
-        print(f"{name}: {row['value']} {row['unit']} (target {row['target']}) — {row['note']}")
+    print_rows(run())

@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import print_rows  # noqa: E402
 from memory.engine import Tree, apply, default_schema, gate, parse_ops, render  # noqa: E402
 from memory.engine.dates import with_dates  # noqa: E402
 from memory.engine.migration import load_migration, plan_migration  # noqa: E402
@@ -156,5 +157,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, metric in run().items():
-        print(f"{name:32} {metric['value']:>10} {metric['unit']:6} {metric['note']}")
+    print_rows(run())

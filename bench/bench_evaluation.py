@@ -14,6 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import print_rows  # noqa: E402
 from evaluation.datasets.locomo import LocomoQA  # noqa: E402
 from evaluation.metrics import Outcome, accuracy_table, distribution  # noqa: E402
 from evaluation.results import write_results  # noqa: E402
@@ -84,5 +85,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, row in run().items():
-        print(f"{name}: {row['value']} {row['unit']}")
+    print_rows(run())

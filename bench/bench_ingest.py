@@ -29,7 +29,6 @@ Broker queue wait is not part of this in-process loop; the workers record it per
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import time
@@ -37,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import Timed, load_note, print_rows  # noqa: E402
 from bench.scratch import scratch_db  # noqa: E402
 
 SCRATCH_DB = "bench_pt_ingest"
@@ -83,30 +83,6 @@ class _CpuClock:
             return self.inner.run(jobs)
         finally:
             self.cpu_s += time.process_time() - started
-
-
-class _ApplyCpu:
-    """Adds up this process's CPU time inside ``tree_apply_ops_batch`` (the store's write path, the
-    batch form of ``tree_apply_ops`` that the dispatcher calls once per round)."""
-
-    def __init__(self):
-        import workers.dispatcher as dispatcher
-
-        self.module, self.real, self.cpu_s = dispatcher, dispatcher.tree_apply_ops_batch, 0.0
-
-    def __enter__(self):
-        def timed(*args, **kwargs):
-            started = time.process_time()
-            try:
-                return self.real(*args, **kwargs)
-            finally:
-                self.cpu_s += time.process_time() - started
-
-        self.module.tree_apply_ops_batch = timed
-        return self
-
-    def __exit__(self, *exc):
-        self.module.tree_apply_ops_batch = self.real
 
 
 def _loop(client, expected: int) -> tuple[float, list, float]:
@@ -161,34 +137,11 @@ def _bulk_backlog(tenant, subjects: int, chunks: int) -> None:
         cursor.execute(f"ANALYZE {Chunk._meta.db_table}, {Subject._meta.db_table}, {Message._meta.db_table}")
 
 
-class _ClaimClock:
-    """Adds up the wall time of the dispatcher's claim statements."""
-
-    def __init__(self):
-        import workers.dispatcher as dispatcher
-
-        self.module, self.real, self.times = dispatcher, dispatcher.chunks_claim, []
-
-    def __enter__(self):
-        def timed(*args, **kwargs):
-            started = time.perf_counter()
-            try:
-                return self.real(*args, **kwargs)
-            finally:
-                self.times.append(time.perf_counter() - started)
-
-        self.module.chunks_claim = timed
-        return self
-
-    def __exit__(self, *exc):
-        self.module.chunks_claim = self.real
-
-
 def _fair_wait(client) -> dict[str, dict]:
     """Rounds until a 1-chunk tenant's chunk is applied behind a FAIR_BACKLOG-chunk tenant."""
+    import workers.dispatcher as dispatcher
     from memory.models import Chunk
     from memory.services.subjects import tenant_create
-    from workers.dispatcher import dispatch_round
 
     big = tenant_create(name="bench-ingest-backlog")
     _bulk_backlog(big, FAIR_SUBJECTS, FAIR_BACKLOG // FAIR_SUBJECTS)
@@ -196,14 +149,14 @@ def _fair_wait(client) -> dict[str, dict]:
     _ingest(small, "small", 1, 1)
     [chunk_id] = Chunk.objects.filter(subject__tenant=small).values_list("pk", flat=True)
     rounds, applied, done = 0, False, 0
-    with _ClaimClock() as claims:
+    with Timed(dispatcher, "chunks_claim") as claims:  # the claim statements' wall time
         while done < FAIR_MIN_ROUNDS or (done < FAIR_MAX_ROUNDS and not applied):
-            dispatch_round(client=client, max_jobs=BATCH, max_wait_ms=0, index=False)
+            dispatcher.dispatch_round(client=client, max_jobs=BATCH, max_wait_ms=0, index=False)
             done += 1
             if not applied and Chunk.objects.filter(pk=chunk_id, status="applied").exists():
                 applied, rounds = True, done
     claim_ms = statistics.median(claims.times) * 1000
-    load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count() or 0} cores"
+    load = load_note()
     return {
         "ingest.fair_wait_rounds": {
             "value": rounds if applied else f">{FAIR_MAX_ROUNDS}",
@@ -218,6 +171,7 @@ def _fair_wait(client) -> dict[str, dict]:
 
 
 def _measure() -> dict[str, dict]:
+    import workers.dispatcher as dispatcher
     from memory.models import Chunk
     from memory.services.subjects import tenant_create
     from serving.client import InProcessClient
@@ -228,8 +182,10 @@ def _measure() -> dict[str, dict]:
     total = SUBJECTS * CHUNKS_PER_SUBJECT
     assert Chunk.objects.filter(status="pending").count() == total
     fast = InProcessClient(EngineConfig(kind="standin", standin_mode="derived"))
-    with _ApplyCpu() as apply_cpu:
+    # this process's CPU time in the store's write path (the batch form of tree_apply_ops)
+    with Timed(dispatcher, "tree_apply_ops_batch", time.process_time) as apply:
         wall, reports, backend_cpu = _loop(fast, total)
+    apply_cpu_s = sum(apply.times)
     applied = sum(r.applied for r in reports)
     if applied != total:
         raise RuntimeError(f"only {applied}/{total} chunks applied")
@@ -241,7 +197,7 @@ def _measure() -> dict[str, dict]:
     slow = InProcessClient(EngineConfig(kind="standin", standin_mode="derived", standin_latency_ms=500))
     slow_wall, slow_reports, _cpu = _loop(slow, SLOW_SUBJECTS * SLOW_CHUNKS)
     slow_backend = sum(r.backend_s for r in slow_reports)
-    load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count() or 0} cores during the run"
+    load = f"{load_note()} during the run"
     fair = _fair_wait(fast)
     return {
         **fair,
@@ -267,8 +223,8 @@ def _measure() -> dict[str, dict]:
             "target": None,
             "note": "CPU time of this (Django/dispatcher) process per chunk outside the MemListener call; "
             "excludes the Postgres server's CPU; less sensitive to machine load than wall time; of it, "
-            f"{apply_cpu.cpu_s / applied * 1000:.2f} ms in the store's tree_apply_ops_batch, "
-            f"{(backend_cpu - apply_cpu.cpu_s) / applied * 1000:.2f} ms in the dispatcher (claim, load, jobs)",
+            f"{apply_cpu_s / applied * 1000:.2f} ms in the store's tree_apply_ops_batch, "
+            f"{(backend_cpu - apply_cpu_s) / applied * 1000:.2f} ms in the dispatcher (claim, load, jobs)",
         },
         "ingest.backend_share_at_500ms": {
             "value": round(slow_backend / slow_wall, 4),
@@ -295,5 +251,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, row in run().items():
-        print(f"{name:34s} {row['value']:>10} {row['unit']:9s} target {row['target']}  -- {row['note']}")
+    print_rows(run())

@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import load_note, print_rows  # noqa: E402
 from bench.scratch import scratch_db  # noqa: E402
 
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_MCP_DB", "bench_pt_mcp")
@@ -129,7 +130,7 @@ def run() -> dict[str, dict]:
     mcp_p50, rest_p50 = statistics.median(m["mcp"]), statistics.median(m["rest"])
     ratio = statistics.median(m["ratios"])
     p90 = statistics.quantiles(m["mcp"], n=10)[-1]
-    load = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    load = load_note()
     setup = (
         f"{ROUNDS} rounds after {WARMUP} warm-up, order alternating; API {server.kind} on 127.0.0.1, "
         f"{LEAVES}-leaf tree (version {version}), keep-alive"
@@ -154,5 +155,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, row in run().items():
-        print(f"{name}: {row['value']} {row['unit']} (target {row['target']}) — {row['note']}")
+    print_rows(run())

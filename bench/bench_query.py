@@ -5,8 +5,8 @@ Django runs with the test settings against a scratch Postgres database
 Lite file in a temp dir.
 
 - ``query.fast_http_p50_ms``: ``POST /v1/subjects/<id>/context`` mode=fast over
-  localhost against a real server (gunicorn, 1 sync worker; runserver when
-  gunicorn is absent) started on a free 127.0.0.1 port, keep-alive client. The
+  localhost against a real server (``bench_client.Server``: gunicorn, 1 sync worker;
+  runserver when gunicorn is absent) started on a free 127.0.0.1 port, keep-alive client. The
   server keeps its database connection (``conn_max_age=60``) as production does
   (docs/DEPLOY.md ``DATABASE_CONN_MAX_AGE``); the test settings alone would open a
   new Postgres connection per request, which is what earlier runs measured.
@@ -34,13 +34,10 @@ Lite file in a temp dir.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import load_note, print_rows  # noqa: E402
 from bench.scratch import scratch_db  # noqa: E402
 
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_QUERY_DB", "bench_pt_query")
@@ -85,76 +83,33 @@ def _world():
     return tenant, raw, selectors.subject_get(tenant=tenant, external_id="bench-user")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _http_fast(raw_key: str, db_name: str) -> tuple[list[float], str]:
     import logging
 
     import httpx
 
+    from bench.bench_client import Server
+
     logging.getLogger("httpx").setLevel(logging.WARNING)  # per-request INFO lines would be timed too
-    port = _free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "personatree_site.settings.test",
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{db_name}?conn_max_age=60",
-        "DJANGO_LOG_LEVEL": "WARNING",
-    }
-    if importlib.util.find_spec("gunicorn") is not None:
-        cmd = [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "personatree_site.wsgi:application",
-            "-b",
-            f"127.0.0.1:{port}",
-            "-w",
-            "1",
-            "--log-level",
-            "warning",
-        ]
-        server = "gunicorn (1 sync worker)"
-    else:
-        cmd = [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
-        server = "manage.py runserver --noreload"
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = Server(db_name)
     try:
-        url = f"http://127.0.0.1:{port}/v1/subjects/bench-user/context"
+        server.wait_ready()
+        url = f"{server.url}/v1/subjects/bench-user/context"
         headers = {"Authorization": f"Bearer {raw_key}"}
         body = {"query": "what does the user like", "mode": "fast"}
         with httpx.Client(timeout=10.0) as client:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    r = client.post(url, json=body, headers=headers)
-                    if r.status_code == 200:
-                        break
-                    raise RuntimeError(f"server answered {r.status_code}: {r.text[:300]}")
-                except httpx.TransportError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(
-                            f"server did not start: {proc.stderr.read().decode()[-2000:]}"
-                        ) from None
-                    time.sleep(0.2)
             for _ in range(30):
-                client.post(url, json=body, headers=headers)
+                r = client.post(url, json=body, headers=headers)
+                assert r.status_code == 200, f"server answered {r.status_code}: {r.text[:300]}"
             samples = []
             for _ in range(N_FAST):
                 t = time.perf_counter()
                 r = client.post(url, json=body, headers=headers)
                 samples.append((time.perf_counter() - t) * 1000)
                 assert r.status_code == 200 and r.json()["mode_used"] == "fast"
-        return samples, server
+        return samples, server.kind
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        server.stop()
 
 
 def _service_fast(tenant, *, cold: bool = False) -> list[float]:
@@ -400,7 +355,7 @@ def run() -> dict[str, dict]:
         deep, deep_200k, last = _deep(tenant, subject)
     sp, hp, dp = statistics.median(service), statistics.median(http), statistics.median(deep)
     dp200 = statistics.median(deep_200k)
-    load = f"; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    load = f"; machine {load_note()}"
     timing_keys = ("recall_expansion_ms", "recall_search_ms", "recall_rerank_ms")
     parts = ", ".join(f"{k} {last['timings_ms'].get(k, 0):.1f}" for k in timing_keys)
     parts_200k = ", ".join(f"{k} {last['timings_200k_ms'].get(k, 0):.1f}" for k in timing_keys)
@@ -475,5 +430,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, row in run().items():
-        print(f"{name}: {row['value']} {row['unit']} (target {row['target']}) — {row['note']}")
+    print_rows(run())

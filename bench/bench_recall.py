@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import load_note, print_rows  # noqa: E402
 from evaluation.recall_locomo import locomo_questions, locomo_turns  # noqa: E402
 from evaluation.recall_metrics import evaluate_recall  # noqa: E402
 from memory.recall.index import EvidenceIndex, EvidenceRow, Scope  # noqa: E402
@@ -114,7 +115,7 @@ def run() -> dict[str, dict]:
         note = (
             f"{len(samples)} LoCoMo samples, {n_units} pair units, {rep.n_scored} questions scored "
             f"({rep.n_skipped} without usable evidence skipped); embedder {embedder.name}; "
-            f"indexing {index_s:.1f} s (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores); mean {timings[method]:.1f} ms/question search only (questions embedded in one batch, searched 50 per request); per category: {cats}"
+            f"indexing {index_s:.1f} s ({load_note()}); mean {timings[method]:.1f} ms/question search only (questions embedded in one batch, searched 50 per request); per category: {cats}"
         )
         for k in KS:
             out[f"recall.locomo_{method}_at{k}"] = {
@@ -127,5 +128,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, row in run().items():
-        print(f"{name:32s} {row['value']:.4f}  {row['note']}")
+    print_rows(run())

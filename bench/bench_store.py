@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import print_rows  # noqa: E402
 from bench.scratch import scratch_db  # noqa: E402
 
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_STORE_DB", "bench_personatree")
@@ -229,5 +230,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, row in run().items():
-        print(f"{name}: {row['value']} {row['unit']} (target {row['target']}) — {row['note']}")
+    print_rows(run())

@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import print_rows  # noqa: E402
 from memory.engine import Op, Tree, default_schema  # noqa: E402
 from memory.engine import grounding as grounding_module  # noqa: E402
 from memory.engine import scorer as scorer_module  # noqa: E402
@@ -138,5 +139,4 @@ def run() -> dict[str, dict]:
 
 
 if __name__ == "__main__":
-    for name, row in run().items():
-        print(f"{name}: {row['value']} {row['unit']} (target {row['target']}) — {row['note']}")
+    print_rows(run())
