@@ -16,31 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-import httpx
-
-from tests.fuzz.long_run import PY, ROOT, _env, read_reports
+from tests.fuzz.long_run import KEY_ENDS, ROOT, _env, finish, live_server, read_reports, tenants
 
 CHECKS = ["not_a_server_error", "content_type_conformance", "status_code_conformance"]
-SCOPES = ["--scopes", "ingest", "read", "read_special", "write", "admin", "erase"]
-# a key's rotation and revocation would end the run's own key: they run last, on a key of their own
-KEY_ENDS = ["POST /v1/keys/{prefix}/rotate", "DELETE /v1/keys/{prefix}"]
-
-
-def _manage(env: dict, *args: str) -> str:
-    """Run a management command; the API key it printed (stdout or stderr), if any."""
-    done = subprocess.run(
-        [PY, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True
-    )
-    keys = re.findall(r"pt_live_[A-Za-z0-9_-]{20,}", done.stdout + done.stderr)
-    return keys[-1] if keys else ""
 
 
 def _st(url: str, key: str, env: dict, out: Path, seconds: int, mode: str, selection: list[str]):
@@ -67,38 +51,16 @@ def main() -> int:
     args = parser.parse_args()
 
     env = {**_env(args.database_url), "SCHEMATHESIS_HOOKS": "tests.fuzz.hostile"}
-    _manage(env, "migrate", "--noinput")
     stamp = time.strftime("%Y%m%d%H%M%S")
-    keys = [_manage(env, "create_tenant", f"hostile-{stamp}", *SCOPES)]
-    keys.append(_manage(env, "create_tenant", f"hostile-{stamp}", "--existing", *SCOPES))
-    _manage(env, "create_tenant", f"hostile-other-{stamp}", "--scopes", "ingest", "read")
-    url = f"http://127.0.0.1:{args.port}"
-    server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "gunicorn"), "personatree_site.wsgi:application", "-b", f"127.0.0.1:{args.port}",
-         "-w", "3", "--threads", "4", "--timeout", "120", "--limit-request-line", "0"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    keys = tenants(env, f"hostile-{stamp}")
     out, started, parts = args.out / stamp, time.monotonic(), []
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        for _ in range(60):
-            try:
-                if httpx.get(f"{url}/api/schema/?format=json", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(1)
+    with live_server(env, args.port) as url:
         skip_ends = [arg for k in KEY_ENDS for arg in ("--exclude-name", k)]
         for mode in ("negative", "positive"):
             parts.append(_st(url, keys[0], env, out / mode, args.seconds, mode, skip_ends))
         only_ends = [arg for k in KEY_ENDS for arg in ("--include-name", k)]
         parts.append(_st(url, keys[1], env, out / "keys", args.key_seconds, "all", only_ends))
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # a worker still busy with a hostile request
-            server.kill()
-            server.wait(timeout=30)
     failures = sum((Counter(p["failures"]) for p in parts), Counter())
     figures = {
         "reliability.fuzz_requests": sum(p["requests"] for p in parts),
@@ -112,12 +74,7 @@ def main() -> int:
         "reliability.fuzz_load_average": os.getloadavg()[0],
     }
     print(json.dumps(figures, indent=2))
-    print(f"reports and outputs in {out}")
-    if args.results is not None:
-        results = json.loads(args.results.read_text(encoding="utf-8")) if args.results.exists() else {}
-        results.update(figures)
-        args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    return 0 if figures["reliability.fuzz_server_errors"] == 0 else 1
+    return finish(figures, out, args.results, "reliability.fuzz_server_errors")
 
 
 if __name__ == "__main__":

@@ -21,11 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -39,7 +42,9 @@ CHECKS = [
     "response_schema_conformance",
     "positive_data_acceptance_or_listed",
 ]
+# a key's rotation and revocation end the key they run on: they run last, on a key of their own
 KEY_ENDS = ["POST /v1/keys/{prefix}/rotate", "DELETE /v1/keys/{prefix}"]
+EVERY_SCOPE = ["--scopes", "ingest", "read", "read_special", "write", "admin", "erase"]
 
 
 def _env(database_url: str) -> dict:
@@ -54,11 +59,61 @@ def _env(database_url: str) -> dict:
     }
 
 
-def _manage(env: dict, *args: str) -> str:
-    result = subprocess.run(
+def manage(env: dict, *args: str) -> str:
+    """Run a management command; the API key it printed (stdout or stderr), if any."""
+    done = subprocess.run(
         [PY, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
-    return (result.stdout.strip().splitlines() or [""])[-1]  # create_tenant prints the key alone
+    keys = re.findall(r"pt_live_[A-Za-z0-9_-]{20,}", done.stdout + done.stderr)
+    return keys[-1] if keys else ""
+
+
+def tenants(env: dict, name: str) -> tuple[str, str]:
+    """Migrate; tenant ``name`` with two all-scope keys (the run's, and one for the key ends, which
+    end the key they run on) and a second tenant, so that isolation is exercised by ids of both."""
+    manage(env, "migrate", "--noinput")
+    key = manage(env, "create_tenant", name, *EVERY_SCOPE)
+    end_key = manage(env, "create_tenant", name, "--existing", *EVERY_SCOPE)
+    manage(env, "create_tenant", f"{name}-other", "--scopes", "ingest", "read")
+    return key, end_key
+
+
+@contextmanager
+def live_server(env: dict, port: int) -> Iterator[str]:
+    """gunicorn (3 workers x 4 threads, no request-line limit) on 127.0.0.1:``port``; yields its URL
+    once it serves the schema, and stops it by its PID on exit."""
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [str(ROOT / ".venv" / "bin" / "gunicorn"), "personatree_site.wsgi:application", "-b", f"127.0.0.1:{port}",
+         "-w", "3", "--threads", "4", "--timeout", "120", "--limit-request-line", "0"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(60):
+            try:
+                if httpx.get(f"{url}/api/schema/?format=json", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(1)
+        yield url
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a worker still busy with a hostile request
+            server.kill()
+            server.wait(timeout=30)
+
+
+def finish(figures: dict, out: Path, results: Path | None, failures: str) -> int:
+    """Say where the reports are, add ``figures`` to ``results`` (re-read just before writing, other
+    keys kept) and answer the exit code: 0 when ``figures[failures]`` is 0."""
+    print(f"reports and outputs in {out}")
+    if results is not None:
+        merged = json.loads(results.read_text(encoding="utf-8")) if results.exists() else {}
+        merged.update(figures)
+        results.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+    return 0 if figures[failures] == 0 else 1
 
 
 def _st(
@@ -126,27 +181,11 @@ def main() -> int:
     args = parser.parse_args()
 
     env = _env(args.database_url)
-    _manage(env, "migrate", "--noinput")
     stamp = time.strftime("%Y%m%d%H%M%S")
-    every_scope = ["--scopes", "ingest", "read", "read_special", "write", "admin", "erase"]
-    key = _manage(env, "create_tenant", f"contract-{stamp}", *every_scope)
-    end_key = _manage(env, "create_tenant", f"contract-{stamp}", "--existing", *every_scope)
-    _manage(env, "create_tenant", f"contract-other-{stamp}", "--scopes", "ingest", "read")
-    url = f"http://127.0.0.1:{args.port}"
-    server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "gunicorn"), "personatree_site.wsgi:application", "-b", f"127.0.0.1:{args.port}",
-         "-w", "3", "--threads", "4", "--timeout", "120", "--limit-request-line", "0"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    key, end_key = tenants(env, f"contract-{stamp}")
+    out = args.out / stamp
     started = time.monotonic()
-    try:
-        for _ in range(60):
-            try:
-                if httpx.get(f"{url}/api/schema/?format=json", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(1)
-        out = args.out / stamp
+    with live_server(env, args.port) as url:
         skip = [a for k in KEY_ENDS for a in ("--exclude-name", k)]
         if args.exclude_path_regex:
             skip += ["--exclude-path-regex", args.exclude_path_regex]
@@ -159,9 +198,6 @@ def main() -> int:
             args.key_seconds,
             [arg for k in KEY_ENDS for arg in ("--include-name", k)],
         )
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
     seconds = time.monotonic() - started
     (out / "main.txt").write_text(main_run.stdout + main_run.stderr)
     (out / "keys.txt").write_text(key_run.stdout + key_run.stderr)
@@ -182,12 +218,7 @@ def main() -> int:
     if not main_figures["requests"]:
         print(f"no request was answered; see {out / 'main.txt'}", file=sys.stderr)
         return 2
-    print(f"reports and outputs in {out}")
-    if args.results is not None:
-        results = json.loads(args.results.read_text(encoding="utf-8")) if args.results.exists() else {}
-        results.update(figures)
-        args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    return 0 if figures["api.contract_failures"] == 0 else 1
+    return finish(figures, out, args.results, "api.contract_failures")
 
 
 if __name__ == "__main__":
