@@ -4,7 +4,7 @@ Every observation goes to three places:
 
 - the ``personatree.metrics`` logger (DEBUG; one line per observation);
 - an in-process registry (:func:`snapshot`, used by tests and ``bench/bench_ingest.py``);
-- ``prometheus_client`` histograms/counters when it is installed (it comes with ray).
+- ``prometheus_client`` histograms/counters (a dependency).
 
 Label names are fixed per metric at first use (Prometheus requires that). Prometheus never gets the
 labels in :data:`NOT_EXPORTED` (``tenant``): one series per tenant would grow every scrape with the
@@ -19,12 +19,10 @@ import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import prometheus_client
+
 logger = logging.getLogger("personatree.metrics")
 
-try:  # optional; installed with ray[serve]
-    import prometheus_client
-except ImportError:  # pragma: no cover - depends on the environment
-    prometheus_client = None  # type: ignore[assignment]  # the module or None: checked before each use
 
 PREFIX = "personatree_"
 NOT_EXPORTED = frozenset({"tenant"})
@@ -57,8 +55,6 @@ class Registry:
         self._labelnames: dict[str, tuple[str, ...]] = {}
 
     def _prometheus(self, kind: str, name: str, labelnames: tuple[str, ...]):
-        if prometheus_client is None:
-            return None
         metric = self._prom.get(name)
         if metric is None:
             cls = prometheus_client.Histogram if kind == "histogram" else prometheus_client.Counter

@@ -23,7 +23,7 @@ from django.contrib import admin
 from memory import selectors
 from memory.engine.schema import Schema
 from memory.engine.tree import Change
-from memory.models import OpRecord, Subject, TenantStaff
+from memory.models import OpRecord, TenantStaff
 
 SPECIAL_TIER = "special"
 SPECIAL_PERM = "memory.view_special_tier"
@@ -126,10 +126,3 @@ class ReadOnlyAdmin:
 
     def has_delete_permission(self, request, obj=None):
         return False
-
-
-def scoped_subjects(request):
-    """The subjects ``request.user`` may see."""
-    qs = Subject.objects.all()
-    tenants = granted_tenants(request.user)
-    return qs if tenants is None else qs.filter(tenant__in=tenants)

@@ -15,6 +15,7 @@ import threading
 import time
 
 from django.core.cache.backends.locmem import LocMemCache
+from redis.exceptions import RedisError
 from rest_framework.throttling import SimpleRateThrottle
 
 from memory.models import ApiKey
@@ -27,13 +28,7 @@ RETRY_SHARED_AFTER_S = 5.0
 
 def _cache_errors() -> tuple[type[BaseException], ...]:
     """What a cache backend raises when its server is unreachable (socket errors and the clients' own)."""
-    errors: list[type[BaseException]] = [OSError]
-    try:
-        from redis.exceptions import RedisError
-
-        errors.append(RedisError)
-    except ImportError:  # pragma: no cover - redis is a dependency; kept for a cache-less install
-        pass
+    errors: list[type[BaseException]] = [OSError, RedisError]
     try:
         from django_redis.exceptions import ConnectionInterrupted
 

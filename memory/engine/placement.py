@@ -176,13 +176,9 @@ class LeafVectors:
 
 @lru_cache(maxsize=20000)
 def _lemmas(word: str) -> frozenset[str]:
+    from lemminflect import getAllLemmas  # pure Python, a dependency (loads its tables on first use)
+
     out = {word}
-    try:
-        from lemminflect import getAllLemmas  # optional: pure Python, allowed in the engine
-    except ImportError:  # pragma: no cover - fallback without lemminflect
-        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            out.add(word[:-1])
-        return frozenset(out)
     for lemmas in getAllLemmas(word).values():
         out.update(lemmas)
     return frozenset(out)

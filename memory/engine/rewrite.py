@@ -17,21 +17,17 @@ user said ("Oh, and I've actually been running a lot lately!" -> "Has been runni
 - over ``max_words``, trailing subordinate/adverbial tails go first (", which was awesome",
   "because ...", "when I was ..."), then words from the end, never inside a number or a name.
 
-Verbs are inflected with ``lemminflect`` when it is installed (a small rule set otherwise).
+Verbs are inflected with ``lemminflect`` (pure Python, a dependency).
 """
 
 from __future__ import annotations
 
 import re
 
+from lemminflect import getAllLemmas, getInflection  # pure Python, a dependency
+
 from .segment import strip_emoji
 from .text import STOPWORDS, content_stems, fold, number_tokens
-
-try:  # pure Python; optional so the engine still imports without it
-    from lemminflect import getAllLemmas, getInflection
-except ImportError:  # pragma: no cover - exercised only without lemminflect
-    getAllLemmas = None  # type: ignore[assignment]  # noqa: N816
-    getInflection = None  # type: ignore[assignment]  # noqa: N816
 
 __all__ = ["rewrite", "third_person_verb", "FIRST_PERSON_WORDS"]
 
@@ -168,21 +164,11 @@ def third_person_verb(word: str) -> str:
         or not low.isascii()
     ):
         return word
-    elif getInflection is not None and getAllLemmas is not None:
-        lemmas = getAllLemmas(low, upos="VERB").get("VERB", ())
-        if low not in lemmas:
+    else:
+        if low not in getAllLemmas(low, upos="VERB").get("VERB", ()):
             return word
         forms = getInflection(low, tag="VBZ")
         out = forms[0] if forms else low + "s"
-    else:
-        if low.endswith(("ed", "s")):
-            return word
-        if low.endswith(("sh", "ch", "x", "z", "o")):
-            out = low + "es"
-        elif low.endswith("y") and len(low) > 2 and low[-2] not in "aeiou":
-            out = low[:-1] + "ies"
-        else:
-            out = low + "s"
     return out.capitalize() if word[:1].isupper() else out
 
 

@@ -30,10 +30,8 @@ def local_collection(uri: str, name: str):
     """The in-process Lite `Collection` behind `name` of the Lite file `uri`, or None."""
     if "://" in uri:
         return None
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-    except ImportError:  # pragma: no cover - milvus-lite is a dependency
-        return None
+    from milvus_lite.server_manager import server_manager_instance  # the recall extra, with pymilvus
+
     servers = getattr(server_manager_instance, "_servers", None)
     entry = servers.get(os.path.abspath(uri)) if isinstance(servers, dict) else None
     if not entry or len(entry) < 2:
