@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,48 @@ def pm_questions_path() -> Path:
 @pytest.fixture
 def pm_contexts_path() -> Path:
     return FIXTURES / "personamem_contexts_tiny.jsonl"
+
+
+@pytest.fixture
+def evaluate(tmp_path):
+    """``evaluate(benchmark, *args) -> (out, results)``: ``manage.py evaluate <benchmark> *args`` with
+    its outputs in ``tmp_path / "out"`` and no progress bar; ``results`` is its results.json."""
+    from django.core.management import call_command
+
+    def run(benchmark: str, *args: str) -> tuple[Path, dict]:
+        out = tmp_path / "out"
+        call_command("evaluate", benchmark, *args, "--out", str(out), "--no-progress")
+        return out, json.loads((out / "results.json").read_text())
+
+    return run
+
+
+@pytest.fixture
+def no_replies(tmp_path) -> str:
+    """A ``--responder`` recording with no entries: every responder call fails."""
+    path = tmp_path / "no-replies.jsonl"
+    path.write_text("")
+    return f"recorded:{path}"
+
+
+@pytest.fixture
+def evaluate_locomo(evaluate, locomo_path, no_replies):
+    """``evaluate_locomo(memlistener, *args)``: ``evaluate locomo`` on the tiny conversation with that
+    MemListener and a responder whose every call fails."""
+
+    def run(memlistener: str, *args: str) -> tuple[Path, dict]:
+        return evaluate(
+            "locomo",
+            "--data",
+            str(locomo_path),
+            "--memlistener",
+            memlistener,
+            "--responder",
+            no_replies,
+            *args,
+        )
+
+    return run
 
 
 @pytest.fixture(autouse=True)

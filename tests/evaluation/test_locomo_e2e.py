@@ -1,10 +1,7 @@
 """LoCoMo end to end on the project's tiny synthetic conversation, through the real pipeline:
 backfill -> versions -> evidence index -> recall search / answer_build / judge."""
 
-import json
-
 import pytest
-from django.core.management import call_command
 
 from evaluation.recall_metrics import recall_at_k
 from memory.models import Subject
@@ -12,33 +9,11 @@ from memory.models import Subject
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
-def run(tmp_path, locomo_path, *extra):
-    empty = tmp_path / "no-replies.jsonl"  # a recording with no entries: every responder call fails
-    empty.write_text("")
-    out = tmp_path / "out"
-    call_command(
-        "evaluate",
-        "locomo",
-        "--data",
-        str(locomo_path),
-        "--memlistener",
-        "standin:derived",
-        "--responder",
-        f"recorded:{empty}",
-        "--out",
-        str(out),
-        "--no-progress",
-        "--k",
-        "1",
-        "2",
-        "5",
-        *extra,
-    )
-    return out, json.loads((out / "results.json").read_text())
+K = ("--k", "1", "2", "5")
 
 
-def test_locomo_recall_qa_coverage(tmp_path, locomo_path):
-    out, res = run(tmp_path, locomo_path)  # all five modes
+def test_locomo_recall_qa_coverage(evaluate_locomo):
+    out, res = evaluate_locomo("standin:derived", *K)  # all five modes
     tenant = res["provenance"]["tenant"]
     assert sorted(Subject.objects.filter(tenant__name=tenant).values_list("external_id", flat=True)) == [
         "tiny-1:Ana",
@@ -89,8 +64,10 @@ def test_locomo_recall_qa_coverage(tmp_path, locomo_path):
     assert (out / "recall_at_k.png").exists() and "Evidence recall@k" in (out / "results.md").read_text()
 
 
-def test_sessions_slice_drops_later_questions(tmp_path, locomo_path):
-    _, res = run(tmp_path, locomo_path, "--sessions", "1", "--speakers", "Ana", "--no-qa", "--no-coverage")
+def test_sessions_slice_drops_later_questions(evaluate_locomo):
+    _, res = evaluate_locomo(
+        "standin:derived", *K, "--sessions", "1", "--speakers", "Ana", "--no-qa", "--no-coverage"
+    )
     assert res["run"]["complete"] is True and res["provenance"]["responder_model_id"] is None  # never called
     assert res["ingestion"]["tiny-1:Ana"]["messages"] == 6
     # the two questions with session-2 evidence, and the one without evidence ids (it cannot be placed)

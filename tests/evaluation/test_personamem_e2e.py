@@ -3,45 +3,33 @@
 import json
 
 import pytest
-from django.core.management import call_command
 
 from memory.models import Chunk, Subject, TreeVersion
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]  # Milvus Lite + MiniLM
 
 
-def run(tmp_path, pm_questions_path, pm_contexts_path, *extra):
-    out = tmp_path / "out"
-    call_command(
-        "evaluate",
-        "personamem",
-        "--questions",
-        str(pm_questions_path),
-        "--contexts",
-        str(pm_contexts_path),
-        "--memlistener",
-        "standin:derived",
-        "--out",
-        str(out),
-        "--no-progress",
-        *extra,
-    )
-    return out, json.loads((out / "results.json").read_text())
+@pytest.fixture
+def run(evaluate, pm_questions_path, pm_contexts_path):
+    """``evaluate personamem`` on the tiny files with the stand-in MemListener."""
+
+    def go(*extra: str):
+        return evaluate(
+            "personamem",
+            "--questions",
+            str(pm_questions_path),
+            "--contexts",
+            str(pm_contexts_path),
+            "--memlistener",
+            "standin:derived",
+            *extra,
+        )
+
+    return go
 
 
-def test_failed_responder_calls_count_as_failures(tmp_path, pm_questions_path, pm_contexts_path):
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("")
-    out, res = run(
-        tmp_path,
-        pm_questions_path,
-        pm_contexts_path,
-        "--responder",
-        f"recorded:{empty}",
-        "--modes",
-        "no_memory",
-        "full_history",
-    )
+def test_failed_responder_calls_count_as_failures(run, no_replies):
+    out, res = run("--responder", no_replies, "--modes", "no_memory", "full_history")
     for mode in ("no_memory", "full_history"):
         overall = res["modes"][mode]["accuracy"]["overall"]
         assert overall == {"n": 5, "correct": 0, "failed": 5, "accuracy": 0.0}
@@ -63,20 +51,8 @@ def test_failed_responder_calls_count_as_failures(tmp_path, pm_questions_path, p
     assert (out / "accuracy.png").exists() and "| no_memory | 5 | 0.000 |" in (out / "results.md").read_text()
 
 
-def test_full_history_is_sliced_and_versions_exist(tmp_path, pm_questions_path, pm_contexts_path):
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("")
-    _, res = run(
-        tmp_path,
-        pm_questions_path,
-        pm_contexts_path,
-        "--responder",
-        f"recorded:{empty}",
-        "--modes",
-        "full_history",
-        "--history-budget",
-        "40",
-    )
+def test_full_history_is_sliced_and_versions_exist(run, no_replies):
+    _, res = run("--responder", no_replies, "--modes", "full_history", "--history-budget", "40")
     items = {i["question_id"]: i for i in res["items"]}
     assert items["q1"]["context_tokens"] <= 40
     assert any(i["truncated"] for i in items.values())
@@ -85,12 +61,10 @@ def test_full_history_is_sliced_and_versions_exist(tmp_path, pm_questions_path, 
     assert TreeVersion.objects.filter(subject__tenant__name=tenant).exists()
 
 
-def test_reused_tenant_is_not_sent_to_the_model_again(tmp_path, pm_questions_path, pm_contexts_path):
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("")
-    args = ("--responder", f"recorded:{empty}", "--modes", "no_memory", "--tenant", "eval-reuse")
-    _, first = run(tmp_path, pm_questions_path, pm_contexts_path, *args)
-    _, second = run(tmp_path, pm_questions_path, pm_contexts_path, *args)
+def test_reused_tenant_is_not_sent_to_the_model_again(run, no_replies):
+    args = ("--responder", no_replies, "--modes", "no_memory", "--tenant", "eval-reuse")
+    _, first = run(*args)
+    _, second = run(*args)
     assert second["ingestion"]["ctx-mara"]["ops"] == first["ingestion"]["ctx-mara"]["ops"]
     assert any("reused tenant eval-reuse" in n for n in second["run"]["notes"])
     # No MemListener call in the second run: the model ids come from the audit log of the tenant.
@@ -119,7 +93,7 @@ def scripted(tmp_path, replies):
     return path
 
 
-def test_accuracy_per_type_and_as_of_versions(tmp_path, pm_questions_path, pm_contexts_path):
+def test_accuracy_per_type_and_as_of_versions(tmp_path, run):
     replies = {
         "personamem|q1|no_memory": '{"answer": "b"}',  # right
         "personamem|q2|no_memory": "(c)",  # wrong
@@ -129,16 +103,7 @@ def test_accuracy_per_type_and_as_of_versions(tmp_path, pm_questions_path, pm_co
         **{f"personamem|q{i}|tree_only": '{"answer": "a"}' for i in range(1, 6)},
     }
     path = scripted(tmp_path, replies)
-    _, res = run(
-        tmp_path,
-        pm_questions_path,
-        pm_contexts_path,
-        "--responder",
-        f"recorded:{path}",
-        "--modes",
-        "no_memory",
-        "tree_only",
-    )
+    _, res = run("--responder", f"recorded:{path}", "--modes", "no_memory", "tree_only")
     acc = res["modes"]["no_memory"]["accuracy"]
     assert acc["overall"] == {"n": 5, "correct": 2, "failed": 2, "accuracy": 0.4}
     assert acc["per_group"]["recall_user_shared_facts"] == {

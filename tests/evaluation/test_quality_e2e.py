@@ -1,10 +1,7 @@
 """The LLM-free quality phase of `evaluate locomo` on the tiny synthetic conversation, with the
 extractive (rule-based) MemListener and no responder call at all."""
 
-import json
-
 import pytest
-from django.core.management import call_command
 
 from evaluation.quality import context_answer_recall
 from memory.models import OpRecord
@@ -12,24 +9,8 @@ from memory.models import OpRecord
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
-def test_quality_with_extractive_listener_and_no_qa(tmp_path, locomo_path):
-    out = tmp_path / "out"
-    call_command(
-        "evaluate",
-        "locomo",
-        "--data",
-        str(locomo_path),
-        "--memlistener",
-        "extractive",
-        "--responder",
-        f"recorded:{tmp_path / 'none.jsonl'}",
-        "--no-qa",
-        "--no-coverage",
-        "--no-progress",
-        "--out",
-        str(out),
-    )
-    res = json.loads((out / "results.json").read_text())
+def test_quality_with_extractive_listener_and_no_qa(evaluate_locomo):
+    out, res = evaluate_locomo("extractive", "--no-qa", "--no-coverage")
     assert res["run"]["complete"] is True and res["provenance"]["responder_model_id"] is None
     rows = res["quality"]["rows"]
     assert list(rows) == ["tiny-1:Ana", "tiny-1:Ben", "tiny-1:both"]
@@ -66,26 +47,7 @@ def test_quality_with_extractive_listener_and_no_qa(tmp_path, locomo_path):
     assert "## Memory quality (LLM-free)" in md and "## Context answer recall (LLM-free)" in md
 
 
-def test_no_quality_flag(tmp_path, locomo_path):
-    out = tmp_path / "out"
-    call_command(
-        "evaluate",
-        "locomo",
-        "--data",
-        str(locomo_path),
-        "--memlistener",
-        "standin:no_op",
-        "--responder",
-        f"recorded:{tmp_path / 'none.jsonl'}",
-        "--speakers",
-        "Ana",
-        "--no-qa",
-        "--no-coverage",
-        "--no-quality",
-        "--no-progress",
-        "--out",
-        str(out),
-    )
-    res = json.loads((out / "results.json").read_text())
+def test_no_quality_flag(evaluate_locomo):
+    _, res = evaluate_locomo("standin:no_op", "--speakers", "Ana", "--no-qa", "--no-coverage", "--no-quality")
     assert "quality" not in res and "context_recall" not in res
     assert "--no-quality" in res["run"]["command"]
