@@ -34,7 +34,6 @@ PAIRS: dict[type, tuple[str, dict[str, str]]] = {
     models.ChunkSpan: ("FlushedChunkOut", {}),
     results.Tree: ("TreeOut", {}),
     results.Version: ("VersionOut", {}),
-    results.Versions: ("SubjectVersions", {"next": "pages are followed by the client"}),
     results.Export: ("SubjectExport", {"next": "pages are followed by the client"}),
     results.Erasure: ("SubjectErased", {}),
     results.RenderedContext: ("RenderedOut", {}),

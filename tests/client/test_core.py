@@ -209,7 +209,8 @@ def test_429_and_503_are_retried_after_retry_after_then_succeed():
 def test_retries_are_bounded_and_the_last_error_is_raised():
     with pytest.raises(RateLimitError) as info:
         drive(
-            ops(max_retries=2).versions("u"), lambda r: error(429, "throttled", headers={"retry-after": "1"})
+            ops(max_retries=2).versions("u").next_page(),
+            lambda r: error(429, "throttled", headers={"retry-after": "1"}),
         )
     assert info.value.retry_after == 1.0 and info.value.status == 429
 
@@ -405,6 +406,16 @@ def version(number: int) -> dict:
     }
 
 
+def read_pages(listing, answer):
+    """Every page of ``listing``, each plan driven by :func:`drive`: (pages of items, requests)."""
+    read, requests = [], []
+    while not listing.exhausted:
+        items, sent, _ = drive(listing.next_page(), answer)
+        read.append(items)
+        requests.extend(sent)
+    return read, requests
+
+
 def test_versions_follow_every_next_page_by_its_cursor_on_our_own_url():
     internal = "http://10.0.0.7:8000/v1/subjects/u/versions"
     pages = {
@@ -417,8 +428,8 @@ def test_versions_follow_every_next_page_by_its_cursor_on_our_own_url():
         page = pages[(request.params or {}).get("cursor")]
         return Response(200, {}, json.dumps({"subject": "u", "head_version": 5, **page}).encode())
 
-    result, requests, _ = drive(ops().versions("u", page_size=2), answer)
-    assert [v.number for v in result.versions] == [5, 4, 3, 2, 1] and result.head_version == 5
+    read, requests = read_pages(ops().versions("u", page_size=2), answer)
+    assert [[v.number for v in page] for page in read] == [[5, 4], [3, 2], [1]]
     assert all(r.path == "/v1/subjects/u/versions" for r in requests)
     assert [r.params for r in requests] == [
         {"page_size": "2"},
@@ -457,8 +468,41 @@ def test_export_pages_are_merged_and_the_last_page_gives_the_tree():
     assert requests[0].params is None and requests[1].params == {"cursor": "p2"}
 
 
-@pytest.mark.parametrize("next_link", ["/x?cursor=same", "/x?page_size=2"])
-def test_a_next_link_that_repeats_or_has_no_cursor_is_a_decode_error(next_link):
-    page = {"subject": "u", "head_version": 1, "versions": [version(1)], "next": next_link}
-    with pytest.raises(ResponseDecodeError):
-        drive(ops().versions("u"), lambda r: Response(200, {}, json.dumps(page).encode()))
+def test_a_page_plan_asks_for_one_page_and_a_read_list_has_no_next_page():
+    listing = ops().subjects(page_size=1)
+    subject = {"external_id": "a", "schema_id": "s", "schema_version": 1, "head_version": 0}
+    first = {"subjects": [subject], "next": "/v1/subjects?cursor=c1"}
+    items, requests, _ = drive(listing.next_page(), lambda r: Response(200, {}, json.dumps(first).encode()))
+    assert [s.external_id for s in items] == ["a"] and len(requests) == 1 and not listing.exhausted
+    last = {"subjects": [], "next": None}
+    items, requests, _ = drive(listing.next_page(), lambda r: Response(200, {}, json.dumps(last).encode()))
+    assert items == () and requests[0].params == {"page_size": "1", "cursor": "c1"} and listing.exhausted
+    with pytest.raises(RuntimeError, match="every page was read"):
+        next(listing.next_page())
+
+
+def test_a_repeated_cursor_is_a_decode_error_on_the_page_that_repeats_it():
+    page = {"subject": "u", "head_version": 1, "versions": [version(1)], "next": "/x?cursor=same"}
+    listing = ops().versions("u")
+
+    def answer(request):
+        return Response(200, {}, json.dumps(page).encode())
+
+    first, _, _ = drive(listing.next_page(), answer)
+    assert [v.number for v in first] == [1]
+    with pytest.raises(ResponseDecodeError, match="repeats a cursor"):
+        drive(listing.next_page(), answer)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        {"versions": [], "next": "/x?page_size=2"},  # a next link without a cursor
+        {"next": None},  # no list
+        {"versions": [{"number": 1}], "next": None},  # an item without its fields
+    ],
+)
+def test_a_malformed_page_is_a_decode_error(page):
+    with pytest.raises(ResponseDecodeError) as info:
+        drive(ops().versions("u").next_page(), lambda r: Response(200, {}, json.dumps(page).encode()))
+    assert info.value.status == 200

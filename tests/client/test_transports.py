@@ -14,7 +14,9 @@ from personatree_client import (
     APITimeoutError,
     AsyncPersonaTree,
     Message,
+    NotFoundError,
     PersonaTree,
+    ResponseDecodeError,
     ServiceUnavailableError,
 )
 
@@ -113,7 +115,7 @@ def test_configuration_comes_from_arguments_or_the_environment(monkeypatch):
     monkeypatch.setenv("PERSONATREE_API_KEY", "env-key")
     server = Server(httpx.Response(200, json={"subject": "u", "head_version": 0, "versions": []}))
     with PersonaTree(transport=httpx.MockTransport(server)) as pt:
-        assert pt.versions("u").versions == ()
+        assert list(pt.versions("u")) == []
     assert server.requests[0].headers["authorization"] == "Bearer env-key"
     assert server.requests[0].url.host == "env.test"
 
@@ -123,4 +125,97 @@ def test_methods_keep_the_operations_signature_and_doc():
     pt = PersonaTree("http://pt.test", "k")
     assert pt.ingest.__name__ == "ingest" and pt.ingest.__doc__ == PersonaTree.ingest.__doc__
     assert list(inspect.signature(pt.ingest).parameters) == ["subject", "messages", "recreate_erased"]
+    pt.close()
+
+
+def subjects_page(*ids: str, cursor: str | None = None) -> httpx.Response:
+    """A page of ``GET /v1/subjects`` whose ``next`` (on the server's own host) carries ``cursor``."""
+    subjects = [{"external_id": i, "schema_id": "s", "schema_version": 1, "head_version": 1} for i in ids]
+    next_link = f"http://internal:8000/v1/subjects?cursor={cursor}&page_size=2" if cursor else None
+    return httpx.Response(200, json={"subjects": subjects, "next": next_link})
+
+
+def test_a_list_method_requests_each_page_only_when_iteration_reaches_it():
+    server = Server(subjects_page("a", "b", cursor="c1"), subjects_page("c", cursor="c2"), subjects_page())
+    with PersonaTree("http://pt.test", "k", transport=httpx.MockTransport(server)) as pt:
+        listed = pt.subjects(page_size=2)
+        assert server.requests == []  # nothing is sent before iteration starts
+        assert next(listed).external_id == "a" and len(server.requests) == 1
+        assert next(listed).external_id == "b" and len(server.requests) == 1  # still the first page
+        assert next(listed).external_id == "c" and len(server.requests) == 2
+        assert list(listed) == [] and len(server.requests) == 3  # the last page is empty
+    assert [r.url.params.get("cursor") for r in server.requests] == [None, "c1", "c2"]
+    assert all(r.url.host == "pt.test" and r.url.params["page_size"] == "2" for r in server.requests)
+
+
+def test_breaking_out_of_a_list_early_fetches_one_page():
+    server = Server(subjects_page("a", "b", cursor="c1"), subjects_page("c"))
+    with PersonaTree("http://pt.test", "k", transport=httpx.MockTransport(server)) as pt:
+        for subject in pt.subjects(page_size=2):
+            if subject.external_id == "b":
+                break
+    assert len(server.requests) == 1 and len(server.answers) == 1
+
+
+def test_a_list_error_comes_from_the_iteration_and_bad_arguments_from_the_call():
+    gone = {"type": "about:blank", "title": "Not Found", "status": 404, "detail": "no such subject"}
+    server = Server(httpx.Response(404, json={**gone, "code": "not_found"}))
+    with PersonaTree("http://pt.test", "k", transport=httpx.MockTransport(server)) as pt:
+        with pytest.raises(ValueError, match="leaf path"):
+            pt.leaf_history("u", "")  # checked at the call, nothing sent
+        with pytest.raises(TypeError, match="subject must be a str"):
+            pt.versions(42)
+        versions = pt.versions("nobody")
+        assert server.requests == []
+        with pytest.raises(NotFoundError):
+            next(versions)
+    assert len(server.requests) == 1
+
+
+def test_a_repeated_cursor_stops_the_iteration_with_a_decode_error():
+    server = Server(subjects_page("a", cursor="same"), subjects_page("b", cursor="same"))
+    seen = []
+    with PersonaTree("http://pt.test", "k", transport=httpx.MockTransport(server)) as pt:
+        with pytest.raises(ResponseDecodeError, match="repeats a cursor"):
+            for subject in pt.subjects():
+                seen.append(subject.external_id)
+    assert seen == ["a"] and len(server.requests) == 2
+
+
+def test_the_async_client_lists_with_async_for_one_page_at_a_time():
+    server = Server(subjects_page("a", "b", cursor="c1"), subjects_page("c"), subjects_page("x", "y"))
+
+    async def main():
+        async with AsyncPersonaTree("http://pt.test", "k", transport=httpx.MockTransport(server)) as pt:
+            listed = pt.subjects(page_size=2)
+            assert server.requests == []
+            first = await anext(listed)
+            assert first.external_id == "a" and len(server.requests) == 1
+            rest = [s.external_id async for s in listed]
+            assert rest == ["b", "c"] and len(server.requests) == 2
+            async for subject in pt.subjects():  # a new iteration starts from the first page again
+                assert subject.external_id == "x"
+                break
+            assert len(server.requests) == 3
+
+    asyncio.run(main())
+    assert server.answers == []
+
+
+def test_the_async_client_stops_on_a_repeated_cursor():
+    server = Server(subjects_page("a", cursor="same"), subjects_page("b", cursor="same"))
+
+    async def main():
+        async with AsyncPersonaTree("http://pt.test", "k", transport=httpx.MockTransport(server)) as pt:
+            return [s.external_id async for s in pt.subjects()]
+
+    with pytest.raises(ResponseDecodeError, match="repeats a cursor"):
+        asyncio.run(main())
+    assert len(server.requests) == 2
+
+
+def test_list_methods_keep_the_operations_signature_and_doc():
+    pt = PersonaTree("http://pt.test", "k")
+    assert pt.leaf_history.__name__ == "leaf_history" and "oldest first" in (pt.leaf_history.__doc__ or "")
+    assert list(inspect.signature(pt.leaf_history).parameters) == ["subject", "path", "page_size"]
     pt.close()

@@ -61,7 +61,6 @@ from personatree_client.results import (
     SubjectSummary,
     Tree,
     Version,
-    Versions,
 )
 
 __all__ = [
@@ -112,7 +111,6 @@ __all__ = [
     "SubjectSummary",
     "Tree",
     "Version",
-    "Versions",
     "WaitTimeoutError",
     "WebhookDelivery",
     "WebhookEndpoint",

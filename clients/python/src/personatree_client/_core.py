@@ -4,7 +4,9 @@ A plan is a generator that yields what it needs done — an :class:`~personatree
 to send, or a :class:`~personatree_client._protocol.Sleep` before a retry — receives the answer
 back, and finally returns the typed result or raises a typed error. The exchange itself (retries,
 error mapping, JSON decoding, pagination) is ``_protocol.py``; this module builds each operation's
-requests (ingest batching, paths, query bodies) and picks the result type.
+requests (ingest batching, paths, query bodies) and picks the result type. A list operation
+returns a :class:`~personatree_client._protocol.Listing` instead: one plan per page, which the
+clients run as their caller iterates.
 :class:`~personatree_client.PersonaTree` (httpx.Client, time.sleep) and
 :class:`~personatree_client.AsyncPersonaTree` (httpx.AsyncClient, asyncio.sleep) only carry the
 actions out (``client.py``).
@@ -21,6 +23,7 @@ from urllib.parse import quote
 
 from personatree_client._protocol import (
     ApiRequest,
+    Listing,
     Plan,
     Response,
     RetryPolicy,
@@ -55,7 +58,7 @@ from personatree_client.results import (
     SearchResult,
     SubjectSummary,
     Tree,
-    Versions,
+    Version,
 )
 
 T = TypeVar("T")
@@ -95,6 +98,12 @@ class Operations:
 
     def _call(self, request: ApiRequest, parse: Callable[[dict[str, Any]], T]) -> Plan[T]:
         return call(request, parse, self.retry)
+
+    def _list(
+        self, path: str, page_size: int | None, key: str, parse: Callable[[dict[str, Any]], T]
+    ) -> Listing[T]:
+        """The list under ``key`` of each page of ``path``, each item read by ``parse``."""
+        return Listing(path, page_size, lambda page: map(parse, page[key]), self.retry)
 
     def _pages(self, path: str, page_size: int | None, merge: Callable[[list[dict[str, Any]]], T]) -> Plan[T]:
         return pages(path, page_size, merge, self.retry)
@@ -204,13 +213,9 @@ class Operations:
             ApiRequest("GET", "/v1/imports/" + quote(str(import_id), safe="")), ImportJob.from_json
         )
 
-    def imports(self, *, page_size: int | None = None) -> Plan[tuple[ImportJob, ...]]:
-        """The tenant's imports, newest first (every page merged)."""
-        return self._pages(
-            "/v1/imports",
-            page_size,
-            lambda pages: tuple(ImportJob.from_json(i) for p in pages for i in p["imports"]),
-        )
+    def imports(self, *, page_size: int | None = None) -> Listing[ImportJob]:
+        """The tenant's imports, newest first (a page of ``page_size`` fetched as it is reached)."""
+        return self._list("/v1/imports", page_size, "imports", ImportJob.from_json)
 
     def wait_until_applied(
         self,
@@ -255,22 +260,19 @@ class Operations:
         params = None if as_of is None else {"as_of": str(as_of_json(as_of))}
         return self._call(ApiRequest("GET", subject_path(subject, "tree"), params=params), Tree.from_json)
 
-    def versions(self, subject: str, *, page_size: int | None = None) -> Plan[Versions]:
-        """The subject's version history, newest first: every page (``page_size`` versions each)."""
-        return self._pages(subject_path(subject, "versions"), page_size, Versions.from_pages)
+    def versions(self, subject: str, *, page_size: int | None = None) -> Listing[Version]:
+        """The subject's versions, newest first (a page of ``page_size`` fetched as it is reached;
+        the head version number is ``subject(subject).head_version``)."""
+        return self._list(subject_path(subject, "versions"), page_size, "versions", Version.from_json)
 
     def export(self, subject: str, *, page_size: int | None = None) -> Plan[Export]:
         """Everything the store holds about the subject (tiers filtered by the key's scopes): every
         page (``page_size`` versions and ops each) merged into one :class:`Export`."""
         return self._pages(subject_path(subject, "export"), page_size, Export.from_pages)
 
-    def subjects(self, *, page_size: int | None = None) -> Plan[tuple[SubjectSummary, ...]]:
-        """Every subject of the key's tenant, by external id: every page merged."""
-        return self._pages(
-            "/v1/subjects",
-            page_size,
-            lambda pages: tuple(SubjectSummary.from_json(s) for page in pages for s in page["subjects"]),
-        )
+    def subjects(self, *, page_size: int | None = None) -> Listing[SubjectSummary]:
+        """Every subject of the key's tenant, by external id (a page fetched as it is reached)."""
+        return self._list("/v1/subjects", page_size, "subjects", SubjectSummary.from_json)
 
     def subject(self, subject: str) -> Plan[SubjectSummary]:
         """One subject of the key's tenant: schema pin, head version (NotFoundError if unknown)."""
@@ -303,14 +305,11 @@ class Operations:
         request = ApiRequest("DELETE", self._leaf_path(subject, path), params=params, idempotent=False)
         return self._call(request, Leaf.from_json)
 
-    def leaf_history(
-        self, subject: str, path: str, *, page_size: int | None = None
-    ) -> Plan[tuple[LeafChange, ...]]:
-        """Every value the leaf was given, oldest first (every page): version, op, actor, sentence."""
-        return self._pages(
-            self._leaf_path(subject, path) + "/history",
-            page_size,
-            lambda pages: tuple(LeafChange.from_json(c) for page in pages for c in page["changes"]),
+    def leaf_history(self, subject: str, path: str, *, page_size: int | None = None) -> Listing[LeafChange]:
+        """Every value the leaf was given, oldest first: version, op, actor, sentence (a page
+        fetched as it is reached)."""
+        return self._list(
+            self._leaf_path(subject, path) + "/history", page_size, "changes", LeafChange.from_json
         )
 
     def diff(self, subject: str, a: int, b: int) -> Plan[tuple[Change, ...]]:

@@ -4,7 +4,8 @@ A *plan* (``_core.py``) is a generator that yields an :class:`ApiRequest` to sen
 :class:`Sleep` before a retry, and receives the :class:`Response` (or :class:`NoResponse`) back.
 This module holds those values, the :class:`RetryPolicy`, and the three exchanges every plan is
 built from: :func:`exchange` (send with retries, raise the typed error), :func:`call` (the same,
-then parse the JSON body) and :func:`pages` (every page of a cursor-paginated list).
+then parse the JSON body), :class:`Listing` (a cursor-paginated list, one page plan at a time)
+and :func:`pages` (every page of one, merged).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 import email.utils
 import json
 import random
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
@@ -161,12 +162,6 @@ def next_cursor(page: dict[str, Any]) -> str | None:
     return cursors[0]
 
 
-def _page(page: dict[str, Any]) -> dict[str, Any]:
-    """A page, as is, once its ``next`` link reads (one without a cursor is a malformed answer)."""
-    next_cursor(page)
-    return page
-
-
 def exchange(request: ApiRequest, retry: RetryPolicy) -> Plan[Response]:
     """Send (with retries); return a success answer or raise the typed error."""
     attempt = 0
@@ -207,29 +202,66 @@ def call(request: ApiRequest, parse: Callable[[dict[str, Any]], T], retry: Retry
         ) from exc
 
 
+class Listing(Generic[T]):
+    """A cursor-paginated list, one page at a time: the plan of each page, no I/O.
+
+    :meth:`next_page` is the plan of the page after the last one read: its items, parsed by
+    ``items`` from the page's JSON object. A client runs those plans one at a time, only when its
+    caller reaches the end of the previous page, and stops when :attr:`exhausted` (the last page
+    had no ``next``). A page's ``next`` is the URL of the following page (``null`` on the last; a
+    server without pagination sends none). Only its ``cursor`` is taken: the client asks its own
+    ``base_url`` again, so a ``next`` built with the server's internal host name behind a proxy does
+    no harm. A ``next`` without a cursor, or with one already followed (a server that would loop),
+    is a :class:`~personatree_client.errors.ResponseDecodeError`.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        page_size: int | None,
+        items: Callable[[dict[str, Any]], Iterable[T]],
+        retry: RetryPolicy,
+    ) -> None:
+        self.path = path
+        self.items = items
+        self.retry = retry
+        self.exhausted = False
+        self._params = {} if page_size is None else {"page_size": str(page_size)}
+        self._seen: set[str] = set()
+
+    def _parse(self, page: dict[str, Any]) -> tuple[tuple[T, ...], str | None]:
+        return tuple(self.items(page)), next_cursor(page)
+
+    def next_page(self) -> Plan[tuple[T, ...]]:
+        """The next page's items (the first page on the first call)."""
+        if self.exhausted:
+            raise RuntimeError(f"GET {self.path}: every page was read")
+        request = ApiRequest("GET", self.path, params=self._params or None)
+        items, cursor = yield from call(request, self._parse, self.retry)
+        if cursor is None:
+            self.exhausted = True
+        elif cursor in self._seen:
+            raise ResponseDecodeError(
+                f"GET {self.path}: the next page repeats a cursor", status=200, body=b""
+            )
+        else:
+            self._seen.add(cursor)
+            self._params = {**self._params, "cursor": cursor}
+        return items
+
+    def every_page(self) -> Plan[list[T]]:
+        """The items of every page left, in order (for an answer merged from its pages)."""
+        read: list[T] = []
+        while not self.exhausted:
+            read.extend((yield from self.next_page()))
+        return read
+
+
 def pages(
     path: str, page_size: int | None, merge: Callable[[list[dict[str, Any]]], T], retry: RetryPolicy
 ) -> Plan[T]:
-    """Every page of a cursor-paginated list, merged.
-
-    A page's ``next`` is the URL of the following page (``null`` on the last; a server without
-    pagination sends none). Only its ``cursor`` is taken: the client asks its own ``base_url``
-    again, so a ``next`` built with the server's internal host name behind a proxy does no harm.
-    """
-    params = {} if page_size is None else {"page_size": str(page_size)}
-    read: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    while True:
-        request = ApiRequest("GET", path, params=params or None)
-        page = yield from call(request, _page, retry)
-        read.append(page)
-        cursor = next_cursor(page)
-        if cursor is None:
-            break
-        if cursor in seen:
-            raise ResponseDecodeError(f"GET {path}: the next page repeats a cursor", status=200, body=b"")
-        seen.add(cursor)
-        params = {**params, "cursor": cursor}
+    """Every page of a cursor-paginated answer (:class:`Listing`), merged into one by ``merge``."""
+    read = yield from Listing(path, page_size, lambda page: (page,), retry).every_page()
     try:
         return merge(read)
     except (KeyError, TypeError, ValueError) as exc:

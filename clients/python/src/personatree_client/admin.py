@@ -17,7 +17,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from personatree_client._core import Operations
-from personatree_client._protocol import ApiRequest, Plan, dumps
+from personatree_client._protocol import ApiRequest, Listing, Plan, dumps
 from personatree_client.models import _dt
 
 Scope = Literal["ingest", "read", "read_special", "write", "admin", "erase"]
@@ -141,11 +141,9 @@ class AdminOperations(Operations):
 
     # --- API keys ---------------------------------------------------------------------------
 
-    def api_keys(self, *, page_size: int | None = None) -> Plan[tuple[ApiKey, ...]]:
-        """Every API key of the tenant, revoked ones too, oldest first (every page merged)."""
-        return self._pages(
-            "/v1/keys", page_size, lambda pages: tuple(ApiKey.from_json(k) for p in pages for k in p["keys"])
-        )
+    def api_keys(self, *, page_size: int | None = None) -> Listing[ApiKey]:
+        """Every API key of the tenant, revoked ones too, oldest first (a page fetched as it is reached)."""
+        return self._list("/v1/keys", page_size, "keys", ApiKey.from_json)
 
     def api_key(self, prefix: str) -> Plan[ApiKey]:
         """One API key by its prefix (another tenant's, or none: NotFoundError)."""
@@ -169,13 +167,9 @@ class AdminOperations(Operations):
 
     # --- webhooks ---------------------------------------------------------------------------
 
-    def webhooks(self, *, page_size: int | None = None) -> Plan[tuple[WebhookEndpoint, ...]]:
-        """Every webhook endpoint of the tenant, oldest first (every page merged)."""
-        return self._pages(
-            "/v1/webhooks",
-            page_size,
-            lambda pages: tuple(WebhookEndpoint.from_json(w) for p in pages for w in p["webhooks"]),
-        )
+    def webhooks(self, *, page_size: int | None = None) -> Listing[WebhookEndpoint]:
+        """Every webhook endpoint of the tenant, oldest first (a page fetched as it is reached)."""
+        return self._list("/v1/webhooks", page_size, "webhooks", WebhookEndpoint.from_json)
 
     def webhook(self, webhook_id: WebhookId) -> Plan[WebhookEndpoint]:
         """One endpoint (another tenant's, or none: NotFoundError)."""
@@ -221,10 +215,9 @@ class AdminOperations(Operations):
 
     def webhook_deliveries(
         self, webhook_id: WebhookId, *, page_size: int | None = None
-    ) -> Plan[tuple[WebhookDelivery, ...]]:
-        """The endpoint's deliveries, newest first, each with its attempts (every page merged)."""
-        return self._pages(
-            _webhook_path(webhook_id, "deliveries"),
-            page_size,
-            lambda pages: tuple(WebhookDelivery.from_json(d) for p in pages for d in p["deliveries"]),
+    ) -> Listing[WebhookDelivery]:
+        """The endpoint's deliveries, newest first, each with its attempts (a page fetched as it
+        is reached)."""
+        return self._list(
+            _webhook_path(webhook_id, "deliveries"), page_size, "deliveries", WebhookDelivery.from_json
         )

@@ -3,7 +3,9 @@
 Both expose the same operations, defined once in :class:`~personatree_client._core.Operations`
 (tenant administration: :class:`~personatree_client.admin.AdminOperations`)
 as plans; a client only runs a plan: it sends the requests the plan yields on its httpx client
-and sleeps where the plan asks (``time.sleep`` or ``asyncio.sleep``). Each public method is an
+and sleeps where the plan asks (``time.sleep`` or ``asyncio.sleep``). A list operation is one
+plan per page (:class:`~personatree_client._protocol.Listing`): the client runs the next one when
+its caller's iteration reaches it. Each public method is an
 operation bound by a descriptor that keeps the operation's signature and docstring for type
 checkers and ``help()``.
 """
@@ -14,34 +16,44 @@ import asyncio
 import inspect
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 import httpx
 
 from personatree_client._core import SERVER_MAX_MESSAGES_PER_CALL, SERVER_MAX_REQUEST_BYTES, Operations
-from personatree_client._protocol import ApiRequest, NoResponse, Outcome, Plan, Response, RetryPolicy, Sleep
+from personatree_client._protocol import (
+    ApiRequest,
+    Listing,
+    NoResponse,
+    Outcome,
+    Plan,
+    Response,
+    RetryPolicy,
+    Sleep,
+)
 from personatree_client.admin import AdminOperations
 
 __version__ = "0.1.0"
 
 P = ParamSpec("P")
 T = TypeVar("T")
-C = TypeVar("C", bound=Callable[..., object])
 H = TypeVar("H", bound=httpx.Client | httpx.AsyncClient)
 X = TypeVar("X", bound=httpx.BaseTransport | httpx.AsyncBaseTransport)
-OperationFn = Callable[Concatenate[AdminOperations, P], Plan[T]]
+R = TypeVar("R")
+Y = TypeVar("Y")
 
 
 def _outcome(response: httpx.Response) -> Response:
     return Response(response.status_code, response.headers, response.content)
 
 
-class _Bound(Generic[P, T]):
-    """A descriptor turning an operation into a method of the client class it is set on."""
+class _Bound(Generic[P, R]):
+    """A descriptor turning an operation (returning ``R``: a plan, or a list's page plans) into a
+    method of the client class it is set on."""
 
-    def __init__(self, operation: OperationFn[P, T]) -> None:
+    def __init__(self, operation: Callable[Concatenate[AdminOperations, P], R]) -> None:
         self.operation = operation
         self.__doc__ = operation.__doc__
         signature = inspect.signature(operation)  # without the Operations instance and the Plan
@@ -49,44 +61,59 @@ class _Bound(Generic[P, T]):
             parameters=list(signature.parameters.values())[1:], return_annotation=inspect.Signature.empty
         )
 
-    def _named(self, call: C) -> C:
-        """``call`` named, documented and signed as the operation (``help(client.ingest)``)."""
-        call.__name__ = call.__qualname__ = self.operation.__name__
-        call.__doc__ = self.operation.__doc__
+    def _bind(self, ops: AdminOperations, run: Callable[[R], Y]) -> Callable[P, Y]:
+        """The method: the operation's arguments are checked at the call, then ``run`` carries it
+        out (runs the plan; or, for a list, returns an iterator over its pages)."""
+        operation = self.operation
+
+        def call(*args: P.args, **kwargs: P.kwargs) -> Y:
+            return run(operation(ops, *args, **kwargs))
+
+        # Named, documented and signed as the operation (``help(client.ingest)``).
+        call.__name__ = call.__qualname__ = operation.__name__
+        call.__doc__ = operation.__doc__
         call.__signature__ = self.signature  # type: ignore[attr-defined]
         return call
 
 
-class _SyncOperation(_Bound[P, T]):
+class _SyncOperation(_Bound[P, Plan[T]]):
     @overload
     def __get__(self, client: None, owner: type) -> Self: ...
     @overload
     def __get__(self, client: PersonaTree, owner: type) -> Callable[P, T]: ...
     def __get__(self, client: PersonaTree | None, owner: type) -> Self | Callable[P, T]:
-        if client is None:
-            return self
-        operation, ops, run = self.operation, client._ops, client._run
-
-        def call(*args: P.args, **kwargs: P.kwargs) -> T:
-            return run(operation(ops, *args, **kwargs))
-
-        return self._named(call)
+        return self if client is None else self._bind(client._ops, client._run)
 
 
-class _AsyncOperation(_Bound[P, T]):
+class _SyncList(_Bound[P, Listing[T]]):
+    """A list operation as a method returning a lazy iterator of its items (``_iterate``)."""
+
+    @overload
+    def __get__(self, client: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, client: PersonaTree, owner: type) -> Callable[P, Iterator[T]]: ...
+    def __get__(self, client: PersonaTree | None, owner: type) -> Self | Callable[P, Iterator[T]]:
+        return self if client is None else self._bind(client._ops, client._iterate)
+
+
+class _AsyncOperation(_Bound[P, Plan[T]]):
     @overload
     def __get__(self, client: None, owner: type) -> Self: ...
     @overload
     def __get__(self, client: AsyncPersonaTree, owner: type) -> Callable[P, Awaitable[T]]: ...
     def __get__(self, client: AsyncPersonaTree | None, owner: type) -> Self | Callable[P, Awaitable[T]]:
-        if client is None:
-            return self
-        operation, ops, run = self.operation, client._ops, client._run
+        return self if client is None else self._bind(client._ops, client._run)
 
-        def call(*args: P.args, **kwargs: P.kwargs) -> Awaitable[T]:
-            return run(operation(ops, *args, **kwargs))
 
-        return self._named(call)
+class _AsyncList(_Bound[P, Listing[T]]):
+    """A list operation as a method returning a lazy async iterator (``async for``)."""
+
+    @overload
+    def __get__(self, client: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, client: AsyncPersonaTree, owner: type) -> Callable[P, AsyncIterator[T]]: ...
+    def __get__(self, client: AsyncPersonaTree | None, owner: type) -> Self | Callable[P, AsyncIterator[T]]:
+        return self if client is None else self._bind(client._ops, client._iterate)
 
 
 class _Client(Generic[H, X]):
@@ -139,6 +166,12 @@ class PersonaTree(_Client[httpx.Client, httpx.BaseTransport]):
     most ``max_batch_messages`` messages and ``max_batch_bytes`` bytes (the server's default
     limits; lower them to match a server configured lower). ``transport`` replaces httpx's
     (tests: ``httpx.MockTransport``). Use as a context manager, or call :meth:`close`.
+
+    The list methods (``subjects``, ``versions``, ``leaf_history``, ``imports``, ``api_keys``,
+    ``webhooks``, ``webhook_deliveries``) return a lazy iterator: a page (``page_size`` items, the
+    server's default without one) is requested when iteration reaches it, so an API error comes
+    from the loop, not the call; ``list(pt.subjects())`` reads them all. Iterate before the client
+    is closed.
     """
 
     _http_class = httpx.Client
@@ -163,41 +196,46 @@ class PersonaTree(_Client[httpx.Client, httpx.BaseTransport]):
             else:
                 outcome = self._send(action)
 
+    def _iterate(self, listing: Listing[T]) -> Iterator[T]:
+        """The items of ``listing``, each page requested when the caller reaches it."""
+        while not listing.exhausted:
+            yield from self._run(listing.next_page())
+
     ingest = _SyncOperation(Operations.ingest)
     ingest_status = _SyncOperation(Operations.ingest_status)
     flush = _SyncOperation(Operations.flush)
     requeue_chunk = _SyncOperation(Operations.requeue_chunk)
     create_import = _SyncOperation(Operations.create_import)
     get_import = _SyncOperation(Operations.get_import)
-    imports = _SyncOperation(Operations.imports)
+    imports = _SyncList(Operations.imports)
     wait_until_applied = _SyncOperation(Operations.wait_until_applied)
     tree = _SyncOperation(Operations.tree)
-    versions = _SyncOperation(Operations.versions)
+    versions = _SyncList(Operations.versions)
     diff = _SyncOperation(Operations.diff)
     revert = _SyncOperation(Operations.revert)
     export = _SyncOperation(Operations.export)
     erase = _SyncOperation(Operations.erase)
-    subjects = _SyncOperation(Operations.subjects)
+    subjects = _SyncList(Operations.subjects)
     subject = _SyncOperation(Operations.subject)
     leaf = _SyncOperation(Operations.leaf)
-    leaf_history = _SyncOperation(Operations.leaf_history)
+    leaf_history = _SyncList(Operations.leaf_history)
     set_leaf = _SyncOperation(Operations.set_leaf)
     delete_leaf = _SyncOperation(Operations.delete_leaf)
     context = _SyncOperation(Operations.context)
     answer = _SyncOperation(Operations.answer)
     search = _SyncOperation(Operations.search)
-    api_keys = _SyncOperation(AdminOperations.api_keys)
+    api_keys = _SyncList(AdminOperations.api_keys)
     api_key = _SyncOperation(AdminOperations.api_key)
     create_api_key = _SyncOperation(AdminOperations.create_api_key)
     rotate_api_key = _SyncOperation(AdminOperations.rotate_api_key)
     revoke_api_key = _SyncOperation(AdminOperations.revoke_api_key)
-    webhooks = _SyncOperation(AdminOperations.webhooks)
+    webhooks = _SyncList(AdminOperations.webhooks)
     webhook = _SyncOperation(AdminOperations.webhook)
     register_webhook = _SyncOperation(AdminOperations.register_webhook)
     update_webhook = _SyncOperation(AdminOperations.update_webhook)
     rotate_webhook_secret = _SyncOperation(AdminOperations.rotate_webhook_secret)
     delete_webhook = _SyncOperation(AdminOperations.delete_webhook)
-    webhook_deliveries = _SyncOperation(AdminOperations.webhook_deliveries)
+    webhook_deliveries = _SyncList(AdminOperations.webhook_deliveries)
 
     def close(self) -> None:
         self._http.close()
@@ -212,7 +250,9 @@ class PersonaTree(_Client[httpx.Client, httpx.BaseTransport]):
 
 
 class AsyncPersonaTree(_Client[httpx.AsyncClient, httpx.AsyncBaseTransport]):
-    """The same client for asyncio: every operation is a coroutine (same arguments, same results).
+    """The same client for asyncio: every operation is a coroutine (same arguments, same results),
+    but a list method returns an async iterator (``async for``) where the blocking client's
+    returns an iterator.
 
     Arguments as :class:`PersonaTree`'s; ``transport`` is an ``httpx.AsyncBaseTransport``. Use
     as an async context manager, or call :meth:`aclose`.
@@ -240,41 +280,47 @@ class AsyncPersonaTree(_Client[httpx.AsyncClient, httpx.AsyncBaseTransport]):
             else:
                 outcome = await self._send(action)
 
+    async def _iterate(self, listing: Listing[T]) -> AsyncIterator[T]:
+        """The items of ``listing``, each page requested when the caller reaches it."""
+        while not listing.exhausted:
+            for item in await self._run(listing.next_page()):
+                yield item
+
     ingest = _AsyncOperation(Operations.ingest)
     ingest_status = _AsyncOperation(Operations.ingest_status)
     flush = _AsyncOperation(Operations.flush)
     requeue_chunk = _AsyncOperation(Operations.requeue_chunk)
     create_import = _AsyncOperation(Operations.create_import)
     get_import = _AsyncOperation(Operations.get_import)
-    imports = _AsyncOperation(Operations.imports)
+    imports = _AsyncList(Operations.imports)
     wait_until_applied = _AsyncOperation(Operations.wait_until_applied)
     tree = _AsyncOperation(Operations.tree)
-    versions = _AsyncOperation(Operations.versions)
+    versions = _AsyncList(Operations.versions)
     diff = _AsyncOperation(Operations.diff)
     revert = _AsyncOperation(Operations.revert)
     export = _AsyncOperation(Operations.export)
     erase = _AsyncOperation(Operations.erase)
-    subjects = _AsyncOperation(Operations.subjects)
+    subjects = _AsyncList(Operations.subjects)
     subject = _AsyncOperation(Operations.subject)
     leaf = _AsyncOperation(Operations.leaf)
-    leaf_history = _AsyncOperation(Operations.leaf_history)
+    leaf_history = _AsyncList(Operations.leaf_history)
     set_leaf = _AsyncOperation(Operations.set_leaf)
     delete_leaf = _AsyncOperation(Operations.delete_leaf)
     context = _AsyncOperation(Operations.context)
     answer = _AsyncOperation(Operations.answer)
     search = _AsyncOperation(Operations.search)
-    api_keys = _AsyncOperation(AdminOperations.api_keys)
+    api_keys = _AsyncList(AdminOperations.api_keys)
     api_key = _AsyncOperation(AdminOperations.api_key)
     create_api_key = _AsyncOperation(AdminOperations.create_api_key)
     rotate_api_key = _AsyncOperation(AdminOperations.rotate_api_key)
     revoke_api_key = _AsyncOperation(AdminOperations.revoke_api_key)
-    webhooks = _AsyncOperation(AdminOperations.webhooks)
+    webhooks = _AsyncList(AdminOperations.webhooks)
     webhook = _AsyncOperation(AdminOperations.webhook)
     register_webhook = _AsyncOperation(AdminOperations.register_webhook)
     update_webhook = _AsyncOperation(AdminOperations.update_webhook)
     rotate_webhook_secret = _AsyncOperation(AdminOperations.rotate_webhook_secret)
     delete_webhook = _AsyncOperation(AdminOperations.delete_webhook)
-    webhook_deliveries = _AsyncOperation(AdminOperations.webhook_deliveries)
+    webhook_deliveries = _AsyncList(AdminOperations.webhook_deliveries)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -56,30 +56,6 @@ class Version:
 
 
 @dataclass(frozen=True, slots=True)
-class Versions:
-    """A subject's version history, newest first (every page of it)."""
-
-    subject: str
-    head_version: int
-    versions: tuple[Version, ...]
-    raw: dict[str, Any] = field(repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Versions:
-        return cls.from_pages([data])
-
-    @classmethod
-    def from_pages(cls, pages: list[dict[str, Any]]) -> Versions:
-        """The pages of a paginated answer, in order; ``raw`` is the first page."""
-        return cls(
-            subject=pages[0]["subject"],
-            head_version=pages[0]["head_version"],
-            versions=tuple(Version.from_json(v) for page in pages for v in page["versions"]),
-            raw=pages[0],
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class Export:
     """Everything the store holds about a subject (versions and ops as the server writes them, every
     page of them)."""
