@@ -5,6 +5,7 @@ from __future__ import annotations
 import factory
 
 from memory.models import ApiKey, Chunk, Message, Subject, Tenant, TreeVersion
+from memory.services.tree import Source, tree_apply_ops
 
 
 class TenantFactory(factory.django.DjangoModelFactory):
@@ -86,3 +87,22 @@ class TreeVersionFactory(factory.django.DjangoModelFactory):
     number = factory.Sequence(lambda n: n + 1)
     snapshot = factory.LazyFunction(dict)
     created_by = TreeVersion.CreatedBy.IMPORT
+
+
+def chunk_source(chunk: Chunk) -> Source:
+    """The ``Source`` of ops read from ``chunk``: its id and message span."""
+    return Source(chunk.pk, chunk.start_seq, chunk.end_seq)
+
+
+def model_apply(subject, ops, *, actor, chunk=None, base=None, parse_errors=()):
+    """``tree_apply_ops`` as the dispatcher calls it for a chunk the model read: ``ops`` by ``actor``
+    from ``chunk`` (a new one by default), on the subject's head version unless ``base`` is given."""
+    chunk = chunk if chunk is not None else ChunkFactory(subject=subject)
+    return tree_apply_ops(
+        subject=subject,
+        base_version=subject.head_version if base is None else base,
+        ops=ops,
+        actor=actor,
+        source=chunk_source(chunk),
+        parse_errors=parse_errors,
+    )

@@ -7,8 +7,8 @@ from django.urls import reverse
 from memory import selectors
 from memory.engine.ops import Op
 from memory.models import Chunk, OpRecord, Subject
-from memory.services.tree import Actor, Source, tree_apply_ops
-from tests.factories import ChunkFactory, SubjectFactory
+from memory.services.tree import Actor
+from tests.factories import ChunkFactory, SubjectFactory, model_apply
 
 pytestmark = pytest.mark.django_db
 
@@ -22,13 +22,7 @@ MODEL = Actor.for_model(model_id="gemma-270m", prompt_version="p3")
 def model_chunk(subject, ops):
     chunk = ChunkFactory(subject=subject)
     subject.refresh_from_db()
-    return tree_apply_ops(
-        subject=subject,
-        base_version=subject.head_version,
-        ops=ops,
-        actor=MODEL,
-        source=Source(chunk.pk, chunk.start_seq, chunk.end_seq),
-    )
+    return model_apply(subject, ops, actor=MODEL, chunk=chunk)
 
 
 def head(subject):

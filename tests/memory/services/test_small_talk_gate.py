@@ -7,8 +7,8 @@ import pytest
 from memory import selectors
 from memory.engine.ops import Op
 from memory.models import OpRecord
-from memory.services.tree import Actor, Source, tree_apply_ops
-from tests.factories import ChunkFactory
+from memory.services.tree import Actor, tree_apply_ops
+from tests.factories import model_apply
 
 pytestmark = pytest.mark.django_db
 
@@ -19,14 +19,7 @@ CITY = "identity/location/current_city"
 
 
 def test_model_small_talk_is_rejected_with_its_own_reason(subject):
-    chunk = ChunkFactory(subject=subject)
-    out = tree_apply_ops(
-        subject=subject,
-        base_version=subject.head_version,
-        ops=[Op.add(ROLE, "ttyl, Bye!"), Op.add(CITY, "Lives in Lisbon")],
-        actor=MODEL,
-        source=Source(chunk.pk, chunk.start_seq, chunk.end_seq),
-    )
+    out = model_apply(subject, [Op.add(ROLE, "ttyl, Bye!"), Op.add(CITY, "Lives in Lisbon")], actor=MODEL)
     assert selectors.tree_current(subject).to_dict() == {CITY: "Lives in Lisbon"}
     assert [(r.path, r.reason_code) for r in out.rejected] == [(ROLE, "SMALL_TALK")]
     record = OpRecord.objects.get(subject=subject, path=ROLE)

@@ -10,8 +10,8 @@ from memory.engine.ops import Op
 from memory.models import Chunk, OpRecord, Subject, TreeVersion
 from memory.services import VersionConflict, webhook_subscriptions
 from memory.services import tree_store as writes
-from memory.services.tree import Actor, Source, leaf_edit, tree_apply_ops
-from tests.factories import ChunkFactory
+from memory.services.tree import Actor, leaf_edit
+from tests.factories import ChunkFactory, model_apply
 
 pytestmark = pytest.mark.django_db
 
@@ -24,13 +24,7 @@ def five_ops(subject):
 
 
 def apply(subject, ops, chunk):
-    return tree_apply_ops(
-        subject=subject,
-        base_version=subject.head_version,
-        ops=ops,
-        actor=MODEL,
-        source=Source(chunk.pk, chunk.start_seq, chunk.end_seq),
-    )
+    return model_apply(subject, ops, actor=MODEL, chunk=chunk)
 
 
 def rows(subject):
@@ -133,13 +127,7 @@ def test_refusal_inside_a_callers_transaction_leaves_it_usable(subject):
     chunk = ChunkFactory(subject=subject)
     with transaction.atomic():
         with pytest.raises(VersionConflict):
-            tree_apply_ops(
-                subject=subject,
-                base_version=7,
-                ops=five_ops(subject),
-                actor=MODEL,
-                source=Source(chunk.pk, chunk.start_seq, chunk.end_seq),
-            )
+            model_apply(subject, five_ops(subject), actor=MODEL, chunk=chunk, base=7)
         assert not transaction.get_rollback()
         out = apply(subject, five_ops(subject), chunk)  # the same transaction goes on
     assert out.version.number == 1

@@ -6,9 +6,9 @@ from memory import selectors
 from memory.engine.ops import Op
 from memory.models import Chunk, OpRecord, TreeVersion
 from memory.services import ServiceError, VersionConflict
-from memory.services.tree import Actor, Source, leaf_delete, leaf_edit, tree_apply_ops, tree_revert
+from memory.services.tree import Actor, leaf_delete, leaf_edit, tree_revert
 from memory.signals import version_applied
-from tests.factories import ChunkFactory, SubjectFactory, TenantFactory
+from tests.factories import ChunkFactory, SubjectFactory, TenantFactory, model_apply
 
 pytestmark = pytest.mark.django_db
 
@@ -29,16 +29,8 @@ def _paths_exist():
             assert leaf.tier == tier
 
 
-def apply_chunk(subject, ops, *, chunk=None, base=None, parse_errors=()):
-    chunk = chunk or ChunkFactory(subject=subject)
-    return tree_apply_ops(
-        subject=subject,
-        base_version=subject.head_version if base is None else base,
-        ops=ops,
-        actor=MODEL,
-        source=Source(chunk.pk, chunk.start_seq, chunk.end_seq),
-        parse_errors=parse_errors,
-    )
+def apply_chunk(subject, ops, **kwargs):
+    return model_apply(subject, ops, actor=MODEL, **kwargs)
 
 
 def test_apply_writes_version_records_and_moves_head(subject):

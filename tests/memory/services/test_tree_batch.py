@@ -13,12 +13,11 @@ from memory.services.tree import (
     Actor,
     ApplyOutcome,
     ApplyRequest,
-    Source,
     tree_apply_ops,
     tree_apply_ops_batch,
 )
 from memory.signals import ops_pending_review, version_applied
-from tests.factories import ChunkFactory, SubjectFactory
+from tests.factories import ChunkFactory, SubjectFactory, chunk_source
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +34,7 @@ def request(subject, ops, *, chunk=None, base=None, parse_errors=()):
         base_version=subject.head_version if base is None else base,
         ops=ops,
         actor=MODEL,
-        source=Source(chunk.pk, chunk.start_seq, chunk.end_seq),
+        source=chunk_source(chunk),
         parse_errors=parse_errors,
     )
 
