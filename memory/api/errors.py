@@ -164,7 +164,6 @@ def exception_handler(exc, context):
     if isinstance(exc, exceptions.ValidationError):
         field, message, code = first_error(exc.detail)
         members["errors"] = [{"field": f, "code": c, "detail": m} for f, m, c in iter_errors(exc.detail)]
-        members["details"] = exc.detail
     else:
         detail = getattr(exc, "detail", None)
         field, message, code = first_error(detail) if detail is not None else ("", str(exc), "error")

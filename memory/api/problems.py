@@ -3,8 +3,7 @@
 ::
 
     {"type": "https://personatree.dev/problems/not_found", "title": "Not found", "status": 404,
-     "detail": "Subject not found.", "instance": "/v1/subjects/user-42/tree", "code": "not_found",
-     "error": {"code": "not_found", "message": "Subject not found."}}
+     "detail": "Subject not found.", "instance": "/v1/subjects/user-42/tree", "code": "not_found"}
 
 - ``type`` is a stable URI per error ``code`` (:data:`TYPE_BASE` + code); ``title`` is the same for
   every occurrence of a type; ``detail`` says what went wrong this time; ``instance`` is the
@@ -13,10 +12,7 @@
   ``field`` (the first offending request field, ``messages[3].ts``), ``errors`` (every field error:
   ``[{field, code, detail}]``), ``error_id`` (5xx: the id the cause is logged under),
   ``retry_after_s`` (429), and per-error ones (``current_version`` of a version conflict,
-  ``reason`` and ``op_id`` of a gate refusal).
-- ``error`` is the body the API answered before problem details (``{code, message, field?,
-  details?, ...}``), kept as a **deprecated** alias for one release (removed in 0.2.0): read the
-  top-level members instead. ``docs/ERRORS.md`` lists the codes.
+  ``reason`` and ``op_id`` of a gate refusal). ``docs/ERRORS.md`` lists the codes.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ from __future__ import annotations
 from http import HTTPStatus
 
 from django.utils.encoding import escape_uri_path
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -87,10 +82,9 @@ def problem(
     instance: str | None = None,
     field: str | None = None,
     errors: list[dict] | None = None,
-    details=None,
     **extensions,
 ) -> dict:
-    """The problem body; ``details`` (a DRF error tree) goes only into the deprecated ``error``."""
+    """The problem body: the RFC 9457 members, ``code``, then the extension members given."""
     extra = {k: v for k, v in extensions.items() if v is not None}
     body: dict = {
         "type": problem_type(code),
@@ -106,13 +100,6 @@ def problem(
     if errors:
         body["errors"] = errors
     body.update(extra)
-    legacy: dict = {"code": code, "message": detail}
-    if field:
-        legacy["field"] = field
-    if details is not None:
-        legacy["details"] = details
-    legacy.update(extra)
-    body["error"] = legacy  # deprecated alias, see the module docstring
     return body
 
 
@@ -139,26 +126,6 @@ class FieldErrorOut(serializers.Serializer):
     detail = serializers.CharField()
 
 
-@extend_schema_field(
-    {
-        "type": "object",
-        "deprecated": True,
-        "description": "Deprecated (removed in 0.2.0): the error body before problem details. "
-        "Holds code, message (= detail), field, details (the field errors as a tree) and the "
-        "extension members.",
-        "properties": {
-            "code": {"type": "string"},
-            "message": {"type": "string"},
-            "field": {"type": "string"},
-            "details": {},
-        },
-        "required": ["code", "message"],
-    }
-)
-class LegacyErrorField(serializers.DictField):
-    pass
-
-
 class ProblemDetail(serializers.Serializer):
     """RFC 9457 problem details with PersonaTree's extension members."""
 
@@ -181,4 +148,3 @@ class ProblemDetail(serializers.Serializer):
         required=False, help_text="gate_rejected: the gate's reason (OVER_BUDGET, EMPTY_VALUE, ...)."
     )
     op_id = serializers.IntegerField(required=False, help_text="gate_rejected: the audit row's id.")
-    error = LegacyErrorField()

@@ -1,4 +1,4 @@
-"""``/healthz``, ``/readyz`` and ``/metrics``: plain Django views, JSON errors in the API's shape.
+"""``/healthz``, ``/readyz`` and ``/metrics``: plain Django views, errors as the API's problem details.
 
 No API key and no DRF throttle applies to them (they are not DRF views, and
 :class:`~personatree_site.ops.middleware.OpsMiddleware` answers them before the rest of the
@@ -13,14 +13,16 @@ import hmac
 from django.http import HttpResponse, JsonResponse
 
 from memory import conf
+from memory.api.problems import PROBLEM_MEDIA_TYPE, instance_of, problem
 from personatree_site.ops import metrics as ops_metrics
 from personatree_site.ops.readiness import readiness
 
 _ALLOWED = ("GET", "HEAD")
 
 
-def _error(code: str, message: str, status: int) -> JsonResponse:
-    return _no_store(JsonResponse({"error": {"code": code, "message": message}}, status=status))
+def _error(request, code: str, message: str, status: int) -> JsonResponse:
+    body = problem(code, message, status, instance=instance_of(request))
+    return _no_store(JsonResponse(body, status=status, content_type=PROBLEM_MEDIA_TYPE))
 
 
 def _no_store(response: HttpResponse) -> HttpResponse:
@@ -28,8 +30,8 @@ def _no_store(response: HttpResponse) -> HttpResponse:
     return response
 
 
-def _method_not_allowed() -> JsonResponse:
-    response = _error("method_not_allowed", "Only GET and HEAD are allowed here.", 405)
+def _method_not_allowed(request) -> JsonResponse:
+    response = _error(request, "method_not_allowed", "Only GET and HEAD are allowed here.", 405)
     response["Allow"] = ", ".join(_ALLOWED)
     return response
 
@@ -37,14 +39,14 @@ def _method_not_allowed() -> JsonResponse:
 def healthz(request) -> HttpResponse:
     """Liveness: the process answers. Touches no database and no service."""
     if request.method not in _ALLOWED:
-        return _method_not_allowed()
+        return _method_not_allowed(request)
     return _no_store(JsonResponse({"status": "ok"}))
 
 
 def readyz(request) -> HttpResponse:
     """Readiness: 200 when every required check passes, else 503; the body lists every check."""
     if request.method not in _ALLOWED:
-        return _method_not_allowed()
+        return _method_not_allowed(request)
     ready, body = readiness()
     return _no_store(JsonResponse(body, status=200 if ready else 503))
 
@@ -58,16 +60,18 @@ def _token_ok(request, token: str) -> bool:
 def metrics(request) -> HttpResponse:
     """Prometheus text exposition of this process (of all workers in multiprocess mode)."""
     if request.method not in _ALLOWED:
-        return _method_not_allowed()
+        return _method_not_allowed(request)
     ops = conf.get().ops
     if not ops.metrics_enabled:
-        return _error("not_found", "Metrics are disabled (PERSONATREE_METRICS_ENABLED).", 404)
+        return _error(request, "not_found", "Metrics are disabled (PERSONATREE_METRICS_ENABLED).", 404)
     token = ops.metrics_token
     if token and not _token_ok(request, token):
-        response = _error("not_authenticated", "A valid metrics bearer token is required.", 401)
+        response = _error(request, "not_authenticated", "A valid metrics bearer token is required.", 401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     if not ops_metrics.available():
-        return _error("metrics_unavailable", "prometheus_client is not installed in this process.", 503)
+        return _error(
+            request, "metrics_unavailable", "prometheus_client is not installed in this process.", 503
+        )
     body, content_type = ops_metrics.exposition()
     return _no_store(HttpResponse(body, content_type=content_type))

@@ -239,7 +239,7 @@ INDEX = re.compile(r"\[\d+\]")
 
 def _error_code(content: bytes) -> str:
     try:
-        error = json.loads(content)["error"]
+        error = json.loads(content)
         field = str(error.get("field") or "")
         return f"{error['code']} {INDEX.sub('[i]', field)}".strip()
     except (ValueError, KeyError, TypeError):

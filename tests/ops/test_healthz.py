@@ -22,7 +22,10 @@ def test_healthz_only_answers_get_and_head(probe):
     assert probe.head("/healthz").status_code == 200
     resp = probe.post("/healthz")
     assert resp.status_code == 405
-    assert resp.json()["error"]["code"] == "method_not_allowed"
+    assert resp["Content-Type"] == "application/problem+json"
+    body = resp.json()
+    assert (body["code"], body["status"], body["instance"]) == ("method_not_allowed", 405, "/healthz")
+    assert "error" not in body
 
 
 @pytest.mark.parametrize("path", ["/healthz", "/readyz"])

@@ -92,8 +92,8 @@ def test_bad_urls_are_refused_with_a_json_400(admin_client, url):
     answer = create(admin_client, url=url)
     assert answer.status_code == 400, answer.content
     assert answer["Content-Type"].startswith("application/")
-    error = answer.json()["error"]
-    assert (error["code"], error["field"]) == ("invalid_url", "url") and error["message"]
+    error = answer.json()
+    assert (error["code"], error["field"]) == ("invalid_url", "url") and error["detail"]
     assert not WebhookEndpoint.objects.exists()
 
 

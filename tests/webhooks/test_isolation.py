@@ -44,8 +44,8 @@ def test_a_tenant_over_its_endpoint_cap_gets_a_409_problem(tenant, make_api_clie
     refused = client.post("/v1/webhooks", body, format="json")
 
     assert refused.status_code == 409 and refused["Content-Type"].startswith("application/problem+json")
-    error = refused.json()["error"]
-    assert error["code"] == "webhook_endpoint_limit" and "at most 2" in error["message"]
+    error = refused.json()
+    assert error["code"] == "webhook_endpoint_limit" and "at most 2" in error["detail"]
     assert WebhookEndpoint.objects.filter(tenant=tenant).count() == 2
     assert other.post("/v1/webhooks", body, format="json").status_code == 201  # per tenant
     first = client.get("/v1/webhooks").json()["webhooks"][0]["id"]

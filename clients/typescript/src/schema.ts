@@ -1254,16 +1254,6 @@ export interface components {
             reason?: string;
             /** @description gate_rejected: the audit row's id. */
             op_id?: number;
-            /**
-             * @deprecated
-             * @description Deprecated (removed in 0.2.0): the error body before problem details. Holds code, message (= detail), field, details (the field errors as a tree) and the extension members.
-             */
-            error: {
-                code: string;
-                message: string;
-                field?: string;
-                details?: unknown;
-            };
         };
         QueryIn: {
             query: string;

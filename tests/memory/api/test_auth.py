@@ -23,10 +23,10 @@ def test_key_is_stored_hashed_with_visible_prefix(tenant):
 def test_missing_and_bad_keys_get_401_json(client, subject):
     response = client.get(tree_url(subject.external_id))
     assert response.status_code == 401
-    assert response.json()["error"]["code"] == "not_authenticated"
+    assert response.json()["code"] == "not_authenticated"
     response = client.get(tree_url(subject.external_id), HTTP_AUTHORIZATION="Bearer pt_live_deadbeef_nope")
     assert response.status_code == 401
-    assert response.json()["error"]["code"] == "authentication_failed"
+    assert response.json()["code"] == "authentication_failed"
     assert response["WWW-Authenticate"].startswith("Bearer")
 
 
@@ -44,7 +44,7 @@ def test_missing_scope_is_403_and_names_the_scope(subject, make_api_client):
     client, _ = make_api_client(subject.tenant, scopes=["ingest"])
     response = client.get(tree_url(subject.external_id))
     assert response.status_code == 403
-    assert "read" in response.json()["error"]["message"]
+    assert "read" in response.json()["detail"]
 
 
 def test_other_tenants_subject_is_indistinguishable_from_missing(subject, other_tenant, make_api_client):
@@ -77,7 +77,7 @@ def test_throttle_is_per_key(subject, make_api_client, settings):
         first, _ = make_api_client(subject.tenant, scopes=["read"])
         second, _ = make_api_client(subject.tenant, scopes=["read"])
         assert [first.get(tree_url(subject.external_id)).status_code for _ in range(3)] == [200, 200, 429]
-        throttled = first.get(tree_url(subject.external_id)).json()["error"]
+        throttled = first.get(tree_url(subject.external_id)).json()
         assert throttled["code"] == "throttled"
         assert second.get(tree_url(subject.external_id)).status_code == 200
     finally:
@@ -121,7 +121,7 @@ def test_options_only_for_a_key_that_may_call_the_endpoint(tenant, make_api_clie
     outsider_client, _ = make_api_client(tenant, scopes=outsider)
     refused = outsider_client.options(path)
     assert refused.status_code == 403, refused.content
-    assert refused.json()["error"]["code"] == "permission_denied"
+    assert refused.json()["code"] == "permission_denied"
     holder_client, _ = make_api_client(tenant, scopes=holder)
     assert holder_client.options(path).status_code == 200
 

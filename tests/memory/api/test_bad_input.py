@@ -35,7 +35,7 @@ def test_unpaired_surrogates_in_a_query_body_are_a_400(subject, make_api_client,
     client, _ = make_api_client(subject.tenant, scopes=["read"])
     response = _post(client, f"/v1/subjects/{subject.external_id}/{endpoint}", raw.replace("SUR", SUR))
     assert response.status_code == 400, response.content[:300]
-    error = response.json()["error"]
+    error = response.json()
     assert error["code"] == "invalid_text" and error["field"] == field
 
 
@@ -56,7 +56,7 @@ def test_bad_query_parameters_are_a_400_naming_them(subject, make_api_client, ra
     client, _ = make_api_client(subject.tenant, scopes=["read"])
     response = _post(client, f"/v1/subjects/{subject.external_id}/context", raw)
     assert response.status_code == 400, response.content[:300]
-    assert response.json()["error"]["field"] == field
+    assert response.json()["field"] == field
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_undecodable_bodies_are_a_json_400(subject, make_api_client, raw):
     client, _ = make_api_client(subject.tenant, scopes=["read"])
     response = _post(client, f"/v1/subjects/{subject.external_id}/context", raw)
     assert response.status_code == 400, response.content[:300]
-    assert response.json()["error"]["code"] == "parse_error"
+    assert response.json()["code"] == "parse_error"
 
 
 def test_form_bodies_are_refused_in_json(subject, make_api_client):
@@ -83,7 +83,7 @@ def test_form_bodies_are_refused_in_json(subject, make_api_client):
         content_type="application/x-www-form-urlencoded",
     )
     assert response.status_code == 415
-    assert response.json()["error"]["code"] == "unsupported_media_type"
+    assert response.json()["code"] == "unsupported_media_type"
 
 
 def test_surrogate_path_names_where_it_is():
@@ -113,12 +113,12 @@ def test_paths_no_endpoint_matches_are_a_json_404(subject, make_api_client, path
     response = getattr(client, method)(path, HTTP_ACCEPT="text/html")
     assert response.status_code == 404, response.content[:300]
     assert response["Content-Type"] == "application/problem+json"
-    assert response.json()["error"]["code"] == "not_found"
+    assert response.json()["code"] == "not_found"
 
 
 def test_unknown_paths_need_no_key_to_be_a_json_404(client):
     response = client.get("/v1/subjects/a%2Fb/export")
-    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
 
 
 def test_the_catch_all_is_not_in_the_openapi_schema(client):
@@ -151,7 +151,7 @@ def test_an_html_only_accept_header_is_a_json_406(subject, make_api_client):
     client, _ = make_api_client(subject.tenant, scopes=["read"])
     response = client.get(f"/v1/subjects/{subject.external_id}/tree", HTTP_ACCEPT="text/html")
     assert response.status_code == 406 and response["Content-Type"] == "application/problem+json"
-    assert response.json()["error"]["code"] == "not_acceptable"
+    assert response.json()["code"] == "not_acceptable"
 
 
 def test_openapi_schema_lists_the_accepted_roles(client):

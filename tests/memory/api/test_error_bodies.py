@@ -44,7 +44,7 @@ def test_an_unexpected_error_is_a_json_500_with_an_id_and_the_cause_only_in_the_
         response = api_client.get(f"/v1/subjects/{subject.external_id}/export")
     assert response.status_code == 500
     assert response["Content-Type"] == "application/problem+json"
-    error = response.json()["error"]
+    error = response.json()
     assert error["code"] == "internal_error" and error["error_id"]
     assert_no_internals(response)
     logged = error_records(caplog, error["error_id"])
@@ -63,9 +63,9 @@ def test_an_unavailable_model_is_a_503_with_retry_after_and_no_url_or_path(
         )
     assert response.status_code == 503
     assert int(response["Retry-After"]) > 0
-    error = response.json()["error"]
+    error = response.json()
     assert error["code"] == "model_unavailable" and error["error_id"]
-    assert error["message"] == errors.PUBLIC_MESSAGES["model_unavailable"]
+    assert error["detail"] == errors.PUBLIC_MESSAGES["model_unavailable"]
     assert_no_internals(response)
     assert CAUSE in error_records(caplog, error["error_id"])[0].getMessage()
 
@@ -119,7 +119,7 @@ def test_client_errors_keep_their_message():
     """4xx bodies are about the client's own input: they keep saying what was wrong."""
     response = errors.exception_handler(errors.ServiceError("mode must be fast.", field="mode"), {})
     assert response.status_code == 400
-    assert response.data["error"] == {"code": "invalid", "message": "mode must be fast.", "field": "mode"}
+    assert "error" not in response.data
     assert (response.data["detail"], response.data["code"], response.data["field"]) == (
         "mode must be fast.",
         "invalid",

@@ -58,7 +58,7 @@ def test_read_a_leaf_now_and_as_of(filled, make_api_client):
     )
     assert client.get(encoded).json()["value"] == "denim"
     missing = client.get(leaf_url(filled, STYLE), {"as_of": 9})
-    assert missing.status_code == 404 and missing.json()["error"]["field"] == "as_of"
+    assert missing.status_code == 404 and missing.json()["field"] == "as_of"
 
 
 @pytest.mark.parametrize("path", ["body/appearance", "no/such/leaf", "body/appearance/style/x", "a\x00b"])
@@ -71,7 +71,7 @@ def test_a_path_the_schema_lacks_is_a_404_and_writes_nothing(filled, make_api_cl
         client.delete(leaf_url(filled, path)),
     ):
         assert response.status_code == 404, response.content[:300]
-        assert response.json()["error"]["code"] == "unknown_leaf"
+        assert response.json()["code"] == "unknown_leaf"
     assert OpRecord.objects.count() == records and head(filled) == 2
 
 
@@ -82,7 +82,7 @@ def test_special_tier_leaf_needs_read_special_for_every_method(filled, make_api_
         plain.put(leaf_url(filled, HEALTH), {"value": "none"}, format="json"),
         plain.delete(leaf_url(filled, HEALTH)),
     ):
-        assert response.status_code == 403 and "read_special" in response.json()["error"]["message"]
+        assert response.status_code == 403 and "read_special" in response.json()["detail"]
     special, _ = make_api_client(filled.tenant, scopes=["read", "read_special"])
     assert special.get(leaf_url(filled, HEALTH)).json()["value"] == "asthma"
 
@@ -132,11 +132,11 @@ def test_the_gates_refusal_is_a_400_with_its_reason_and_is_audited(filled, make_
     budget = default_schema().leaf(STYLE).budget
     response = client.put(leaf_url(filled, STYLE), {"value": "x" * (budget + 1)}, format="json")
     assert response.status_code == 400
-    error = response.json()["error"]
+    error = response.json()
     assert (error["code"], error["reason"], error["field"]) == ("gate_rejected", "OVER_BUDGET", "value")
-    assert f"budget {budget}" in error["message"]
+    assert f"budget {budget}" in error["detail"]
     assert OpRecord.objects.get(pk=error["op_id"]).status == "rejected"
-    blank = client.put(leaf_url(filled, STYLE), {"value": "   "}, format="json").json()["error"]
+    blank = client.put(leaf_url(filled, STYLE), {"value": "   "}, format="json").json()
     assert blank["reason"] == "EMPTY_VALUE"
     assert head(filled) == 2
 
@@ -156,14 +156,14 @@ def test_bad_bodies_are_json_400s(filled, make_api_client, body):
     client, _ = make_api_client(filled.tenant, scopes=["write"])
     response = client.put(leaf_url(filled, STYLE), body, format="json")
     assert response.status_code == 400 and response["Content-Type"] == "application/problem+json"
-    assert response.json()["error"]["field"] in ("value", "base_version")
+    assert response.json()["field"] in ("value", "base_version")
 
 
 def test_stale_base_version_is_a_409(filled, make_api_client):
     client, _ = make_api_client(filled.tenant, scopes=["write"])
     response = client.put(leaf_url(filled, STYLE), {"value": "wool", "base_version": 1}, format="json")
     assert response.status_code == 409
-    assert response.json()["error"]["current_version"] == 2
+    assert response.json()["current_version"] == 2
     stale_delete = client.delete(leaf_url(filled, STYLE) + "?base_version=1")
     assert stale_delete.status_code == 409 and head(filled) == 2
 
@@ -179,7 +179,7 @@ def test_delete_empties_the_leaf_and_an_empty_leaf_is_a_404(filled, make_api_cli
     assert STYLE not in TreeVersion.objects.get(subject=filled, number=3).snapshot
     again = client.delete(leaf_url(filled, STYLE))
     assert again.status_code == 404
-    assert (again.json()["error"]["code"], again.json()["error"]["reason"]) == (
+    assert (again.json()["code"], again.json()["reason"]) == (
         "leaf_empty",
         "DELETE_ON_EMPTY",
     )

@@ -167,7 +167,7 @@ def test_bad_page_size_is_a_json_400(subject, make_api_client, page_size):
     ):
         response = client.get(url, {"page_size": page_size})
         assert response.status_code == 400, (url, response.content[:300])
-        assert response.json()["error"]["field"] == "page_size"
+        assert response.json()["field"] == "page_size"
 
 
 def test_bad_cursors_are_a_json_400_or_404_naming_the_cursor(versioned, make_api_client):
@@ -199,8 +199,8 @@ def test_missing_as_of_version_is_a_404(versioned, make_api_client):
     client, _ = make_api_client(versioned.tenant, scopes=["read"])
     response = client.get(subject_url("subject-tree", versioned), {"as_of": 99})
     assert response.status_code == 404
-    assert (response.json()["error"]["code"], response.json()["error"]["field"]) == ("not_found", "as_of")
+    assert (response.json()["code"], response.json()["field"]) == ("not_found", "as_of")
     for name in ("subject-context", "subject-answer"):
         response = client.post(subject_url(name, versioned), {"query": "job?", "as_of": 99}, format="json")
         assert response.status_code == 404, (name, response.content[:300])
-        assert response.json()["error"]["field"] == "as_of"
+        assert response.json()["field"] == "as_of"
