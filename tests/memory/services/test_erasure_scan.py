@@ -27,7 +27,7 @@ from memory.services import query as query_service
 from memory.services.ingest import IncomingMessage, messages_ingest, subject_flush
 from serving.client import InProcessClient
 from serving.config import EngineConfig
-from tests.memory.recall.conftest import embedder  # noqa: F401  (session fixture: the MiniLM embedder)
+from tests.memory.recall.conftest import embedder, recall_settings  # noqa: F401  (MiniLM; temp Milvus Lite)
 from tests.workers.helpers import drain
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -153,18 +153,11 @@ def scan_logs(records: list[logging.LogRecord], needle: str) -> list[str]:
 
 # -- the fixture: indexing into a temp Milvus file, the Django cache on Redis under our prefix --
 @pytest.fixture
-def stores(settings, tmp_path, embedder, caplog):  # noqa: F811
-    runtime.reset_runtime()
+def stores(recall_settings, tmp_path, caplog):  # noqa: F811
+    settings = recall_settings  # Milvus Lite in tmp_path, MiniLM, no responder model
     prefix = f"erase-scan-{uuid.uuid4().hex}"
     settings.PERSONATREE = {
         **settings.PERSONATREE,
-        "MILVUS_URI": str(tmp_path / "evidence.db"),
-        "MILVUS_COLLECTION": "evidence_erase_scan",
-        "EMBEDDER": "minilm",
-        "EMBEDDER_PATH": "",
-        "RERANKER_PATH": "",
-        "RESPONDER_BACKEND": "none",
-        "EVIDENCE_INDEXING": True,
         # No idle flush mid-test: rows stay in the write-ahead log until the erasure's own flush
         # (rows sealed before an erasure are the Milvus Lite gap in docs/RELIABILITY.md).
         "EVIDENCE_FLUSH_IDLE_S": 0.0,
@@ -180,7 +173,6 @@ def stores(settings, tmp_path, embedder, caplog):  # noqa: F811
     for name in (*LOGGERS, *MORE_LOGGERS):
         caplog.set_level(logging.DEBUG, logger=name)
     yield prefix, tmp_path
-    runtime.reset_runtime()
     import redis
 
     r = redis.Redis.from_url(REDIS_URL)  # never FLUSHDB a shared Redis: delete only our keys
