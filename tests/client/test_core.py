@@ -78,7 +78,12 @@ def ingest_answer(request: ApiRequest) -> Response:
 
 
 def error(status: int, code: str, *, field=None, headers=None) -> Response:
-    body = {"error": {"code": code, "message": f"{code} happened", **({"field": field} if field else {})}}
+    body = {
+        "status": status,
+        "code": code,
+        "detail": f"{code} happened",
+        **({"field": field} if field else {}),
+    }
     return Response(status, headers or {}, json.dumps(body).encode())
 
 
@@ -263,11 +268,12 @@ def test_no_answer_maps_to_connection_and_timeout_errors():
     ],
 )
 def test_error_bodies_map_to_classes(status, code, cls):
-    body = {"error": {"code": code, "message": "m", "field": "messages[0].role", "details": {"x": ["y"]}}}
+    errors = [{"field": "messages[0].role", "code": code, "detail": "m"}]
+    body = {"status": status, "code": code, "detail": "m", "field": "messages[0].role", "errors": errors}
     err = error_for(status, json.dumps(body).encode())
     assert type(err) is cls
     assert (err.status, err.code, err.message, err.field) == (status, code, "m", "messages[0].role")
-    assert err.details == {"x": ["y"]} and str(err) == f"{status} {code}: m (messages[0].role)"
+    assert err.details == errors and str(err) == f"{status} {code}: m (messages[0].role)"
 
 
 def test_problem_details_and_non_json_errors_are_read_too():
@@ -282,14 +288,14 @@ def test_problem_details_and_non_json_errors_are_read_too():
     assert isinstance(err, NotFoundError) and err.message == "Subject not found." and err.code == "not_found"
     html = error_for(502, b"<html>Bad Gateway</html>")
     assert isinstance(html, ServerError) and html.code == "http_502" and "Bad Gateway" in html.message
-    throttled = {"error": {"code": "throttled", "message": "m", "retry_after_s": 9}}
+    throttled = {"status": 429, "code": "throttled", "detail": "m", "retry_after_s": 9}
     assert error_for(429, json.dumps(throttled).encode()).retry_after == 9
-    down_body = {"error": {"code": "unavailable", "message": "m", "error_id": "e-1"}}
+    down_body = {"status": 503, "code": "unavailable", "detail": "m", "error_id": "e-1"}
     down = error_for(503, json.dumps(down_body).encode(), 30)
     assert isinstance(down, ServiceUnavailableError) and (down.error_id, down.retry_after) == ("e-1", 30)
 
 
-def test_problem_members_win_over_the_deprecated_error_alias_and_the_request_id_is_kept():
+def test_problem_members_and_the_request_id_are_kept():
     errors = [{"field": "messages[0].role", "code": "invalid_role", "detail": "Unknown role."}]
     problem = {
         "type": "https://personatree.dev/problems/invalid_role",
@@ -300,7 +306,6 @@ def test_problem_members_win_over_the_deprecated_error_alias_and_the_request_id_
         "code": "invalid_role",
         "field": "messages[0].role",
         "errors": errors,
-        "error": {"code": "old", "message": "old message", "details": {"messages": ["tree"]}},
     }
     err = error_for(400, json.dumps(problem).encode(), request_id="rid-1")
     assert type(err) is BadRequestError

@@ -48,7 +48,7 @@ class Server:
 
 
 def throttled(wait: str) -> httpx.Response:
-    body = {"error": {"code": "throttled", "message": "Request was throttled."}}
+    body = {"status": 429, "code": "throttled", "detail": "Request was throttled."}
     return httpx.Response(429, json=body, headers={"Retry-After": wait})
 
 
@@ -70,7 +70,7 @@ def test_sync_client_sends_json_with_the_key_and_retries_429_after_retry_after()
 
 
 def test_async_client_retries_503_then_raises_when_retries_run_out():
-    unavailable = {"error": {"code": "model_unavailable", "message": "no responder"}}
+    unavailable = {"status": 503, "code": "model_unavailable", "detail": "no responder"}
     server = Server(
         *[httpx.Response(503, json=unavailable, headers={"Retry-After": "0.1"}) for _ in range(3)]
     )

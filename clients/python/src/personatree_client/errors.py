@@ -1,11 +1,9 @@
 """Typed errors, mapped from the server's error bodies.
 
 The API answers every error with RFC 9457 problem details (``application/problem+json``:
-``{"type", "title", "status", "detail", "instance", "code", "field"?, "errors"?, "error_id"?, ...}``);
-the older body ``{"error": {"code", "message", "field"?, "details"?, ...}}`` (still sent as the
-deprecated ``error`` member) is read too, for servers before 0.2. :func:`error_for` picks the
-class by the error's ``code`` first (``subject_erased``, ``idempotency_conflict``,
-``model_unavailable``), then by HTTP status::
+``{"type", "title", "status", "detail", "instance", "code", "field"?, "errors"?, "error_id"?, ...}``).
+:func:`error_for` picks the class by the error's ``code`` first (``subject_erased``,
+``idempotency_conflict``, ``model_unavailable``), then by HTTP status::
 
     PersonaTreeError
     ├── APIConnectionError          the request got no answer (connection refused, reset, ...)
@@ -193,20 +191,11 @@ _BY_STATUS: dict[int, type[APIError]] = {
 
 
 def _error_fields(body: Any) -> dict[str, Any]:
-    """code / message / field / details of either error shape (empty when neither)."""
+    """The members of a problem body, with ``message`` (its detail) and ``details`` (its field
+    errors); empty when the body is not a JSON object."""
     if not isinstance(body, dict):
         return {}
-    if "type" in body or "title" in body or "detail" in body:  # RFC 9457 problem details
-        legacy = body["error"] if isinstance(body.get("error"), dict) else {}
-        return {
-            **body,
-            "message": body.get("detail") or body.get("title"),
-            "details": body.get("errors", legacy.get("details")),
-        }
-    error = body.get("error")
-    if isinstance(error, dict):  # the body before problem details (servers before 0.2)
-        return error
-    return {}
+    return {**body, "message": body.get("detail") or body.get("title"), "details": body.get("errors")}
 
 
 def _text(value: Any) -> str | None:
