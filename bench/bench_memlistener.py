@@ -29,7 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memory.engine.chunker import chunk_turns  # noqa: E402
-from memory.engine.ops import Op  # noqa: E402
 from memory.engine.render import count_tokens  # noqa: E402
 from memory.engine.schema import default_schema  # noqa: E402
 from memory.engine.tree import Tree, apply  # noqa: E402
@@ -92,15 +91,15 @@ def evaluate_model(listener, conversations: list[list[list[dict]]], *, schema=No
             t0 = time.perf_counter()
             res = listener.run([job])[0]
             wall = time.perf_counter() - t0
-            accepted = [Op.from_dict(o) for o in res.ops]
+            accepted = [o.to_op() for o in res.accepted]
             tree, _ = apply(tree, accepted)
             writes = [o for o in accepted if o.value]
             row = {
                 "job": job.job_id,
                 "error": res.error,
-                "emitted": len(res.ops) + len(res.rejections),
-                "accepted": len(res.ops),
-                "rejected": [r["reason"] for r in res.rejections],
+                "emitted": len(res.ops),
+                "accepted": len(accepted),
+                "rejected": [o.precheck for o in res.rejected],
                 "parse_errors": len(res.parse_errors),
                 "no_op": any(o.type == "NO_OP" for o in accepted),
                 "grounded": sum(grounded(o.value, turns) for o in writes),

@@ -31,7 +31,6 @@ from bench_quality import data_path, engine_config, load_sample  # noqa: E402
 from evaluation.quality import observation_coverage  # noqa: E402
 from memory.backfill.locomo import turn_text  # noqa: E402
 from memory.engine.chunker import chunk_turns  # noqa: E402
-from memory.engine.ops import Op  # noqa: E402
 from memory.engine.schema import default_schema  # noqa: E402
 from memory.engine.tree import Tree, apply  # noqa: E402
 
@@ -81,13 +80,13 @@ def run_listener(spec: str, prompt_mode: str, sample: dict, n_chunks: int, embed
                 print(f"  {spec} {speaker} chunk {k}: error {res.error}", file=sys.stderr)
                 continue
             skipped += res.skipped_model
-            real = [o for o in res.ops if o["op"] != "NO_OP"]
-            rejected = [r for r in res.rejections if r["op"].get("op") != "NO_OP"]
+            real = [o for o in res.accepted if o.op != "NO_OP"]
+            rejected = [o for o in res.rejected if o.op != "NO_OP"]
             emitted += len(real) + len(rejected)
             accepted += len(real)
-            ungrounded += sum(r["reason"] == "UNGROUNDED" for r in rejected)
+            ungrounded += sum(o.precheck == "UNGROUNDED" for o in rejected)
             parse_errors += len(res.parse_errors)
-            tree, _ = apply(tree, [Op.from_dict(o) for o in real])
+            tree, _ = apply(tree, [o.to_op() for o in real])
         coverages.append(observation_coverage(tree.to_dict(), facts, embed))
     facts_n = sum(c["facts"] for c in coverages)
     covered = sum(round(c["coverage"]["0.5"] * c["facts"]) for c in coverages if c["facts"])

@@ -232,7 +232,7 @@ def listener_step(listener, schema, subject: str):
             turns=[ListenerTurn.model_validate(t) for t in turns],
         )
         res = listener.run([job])[0]
-        return [Op.from_dict(o) for o in res.ops], res.skipped_model, res.error
+        return [o.to_op() for o in res.accepted], res.skipped_model, res.error
 
     return step
 

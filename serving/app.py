@@ -3,7 +3,7 @@
 ``MemListenerDeployment`` accepts batches of jobs (HTTP POST of ``ListenerBatch`` JSON, or
 ``handle.run.remote([...])``), feeds every job into one ``@serve.batch`` queue so concurrent
 requests are grouped into a single engine call, and returns one ``ListenerResult`` per job
-(ops + rejections + parse errors + token counts + latency). Nothing raises past the deployment:
+(every op read with the listener's pre-check, parse errors, token counts, latency). Nothing raises past the deployment:
 a malformed body is a 422 with the validation errors, engine failures are per-job errors.
 
 Configuration is ``serving.config.AppConfig`` (pydantic), passed explicitly as the application

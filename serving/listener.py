@@ -1,10 +1,12 @@
-"""MemListener: jobs in, gated ops out, for any engine.
+"""MemListener: jobs in, typed ops out, for any engine.
 
-For each job: build the prompt, let the engine generate (one batched call), parse the raw text
-(JSON or the paper's line format), judge every op with the engine's gate against the job's tree,
-and return a ListenerResult. ``run`` never raises: a bad job, a dead engine or garbage output
-all become results (``error`` + ``retryable`` for the first two, rejections/parse errors for the
-last). Applying the ops is the caller's job (``memory.services.tree.tree_apply_ops``).
+For each job: build the prompt, let the engine generate (one batched call), read its output (the
+raw text, JSON or the paper's line format, or the items an engine hands over typed), pre-check
+every op with the engine's gate against the job's tree (for metrics only) and return a
+ListenerResult holding every op read. ``run`` never raises: a bad job, a dead engine or garbage
+output all become results (``error`` + ``retryable`` for the first two, parse errors for the
+last). Gating, recording and applying the ops is the store's job
+(``memory.services.tree.tree_apply_ops_batch``): its verdict is the one recorded.
 """
 
 from __future__ import annotations
@@ -29,17 +31,9 @@ from serving.facts import FactStep
 from serving.output_schema import MAX_OPS, op_list_schema, pointer_list_schema
 from serving.pointing import LeafIndex, PointingStep, default_embed
 from serving.prompt import POINTING_PROMPT_VERSION, PROMPT_VERSION, build_pointing_prompt, build_prompt
-from serving.protocol import ListenerJob, ListenerResult
+from serving.protocol import ListenerJob, ListenerOp, ListenerResult
 
 log = logging.getLogger(__name__)
-
-
-def _rejection_dict(r) -> dict:
-    return {"op": r.op.to_dict(), "reason": str(r.reason), "detail": r.detail}
-
-
-def _normalisation_dict(n) -> dict:
-    return {"original": n.original.to_dict(), "result": n.result.to_dict(), "note": n.note}
 
 
 _RAW_CONTROL = re.compile(r"[\x00-\x1f]")
@@ -114,6 +108,18 @@ def salvage_items(text: str) -> list | None:
     return items or None
 
 
+def pointer_items(text: str) -> tuple[list | None, list[dict]]:
+    """``(items, notes)`` of a JSON pointer reply, keeping the complete items before a cut-off (a
+    note says so); ``(None, [parse error])`` when it is no JSON op list."""
+    try:
+        return PointingStep.items(text), []
+    except ValueError as exc:  # JSON errors are ValueErrors too
+        items = salvage_items(text)
+        if items is None:
+            return None, [{"line_no": 0, "line": text[:500], "message": f"not a JSON op list: {exc}"}]
+        return items, [{"line_no": 0, "line": "", "message": f"output truncated; kept {len(items)} item(s)"}]
+
+
 def salvage_truncated(text: str):
     """``(n, parse_ops(items))`` for the complete items of a cut-off op list (see salvage_items)."""
     items = salvage_items(text)
@@ -180,7 +186,7 @@ class MemListener:
     def _skipped(self, job: ListenerJob, reason: str) -> ListenerResult:
         return ListenerResult(
             job_id=job.job_id,
-            ops=[{"op": "NO_OP", "path": None, "value": None}],
+            ops=[ListenerOp.of(Op.no_op())],
             model_id=self.engine.model_id,
             model_version=getattr(self.engine, "model_version", ""),
             prompt_version=POINTING_PROMPT_VERSION,
@@ -188,21 +194,14 @@ class MemListener:
             note=reason,
         )
 
-    def _parse(self, prompt: Prompt, tree: Tree, text: str):
-        """(ops, parse errors) of the raw model text, keeping complete ops before a cut-off."""
+    def _parse(self, prompt: Prompt, tree: Tree, gen: Generation, text: str):
+        """(ops, parse errors) of the engine's output, keeping complete ops before a cut-off: its
+        pointer items when it handed them over, else its raw ``text``."""
         if prompt.pointing is not None:
-            notes = []
-            try:
-                items = PointingStep.items(text)
-            except ValueError as exc:  # JSON errors are ValueErrors too
-                salvaged = salvage_items(text)
-                if salvaged is None:
-                    return [], [{"line_no": 0, "line": text[:500], "message": f"not a JSON op list: {exc}"}]
-                items = salvaged
-                notes = [
-                    {"line_no": 0, "line": "", "message": f"output truncated; kept {len(items)} item(s)"}
-                ]
-            ops, errors = PointingStep.ops(items, prompt.pointing, tree)
+            items, notes = (gen.items, []) if gen.items is not None else pointer_items(text)
+            if items is None:
+                return [], notes
+            ops, errors = PointingStep.ops(list(items), prompt.pointing, tree)
             return ops, notes + errors
         parsed = parse_ops(text)
         errors = [{"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors]
@@ -222,18 +221,16 @@ class MemListener:
         if gen.error is not None:
             return self._error(job.job_id, gen.error, retryable=gen.retryable, model_id=gen.model_id)
         text = storable(gen.text)  # also what the tokenizer counts: it refuses a lone surrogate
-        ops, errors = self._parse(prompt, tree, _json_safe(text))
+        ops, errors = self._parse(prompt, tree, gen, _json_safe(text))
         ops, errors = [_storable_op(op) for op in ops], storable_data(errors)  # JSON escapes decode late
         if not ops and not errors and prompt.pointing is not None:  # the model said NO_OP
             ops = [Op.no_op()]
         evidence = chunk_evidence(t.model_dump() for t in job.turns)
-        judged = gate(schema, tree, ops, self.policy, evidence)
+        precheck = {id(r.op): r for r in gate(schema, tree, ops, self.policy, evidence).rejected}
         return ListenerResult(
             job_id=job.job_id,
-            ops=[op.to_dict() for op in judged.accepted],
-            rejections=[_rejection_dict(r) for r in judged.rejected],
+            ops=[ListenerOp.of(op, precheck.get(id(op))) for op in ops],
             parse_errors=errors,
-            normalisations=[_normalisation_dict(n) for n in judged.normalised],
             raw_text=text,
             model_id=gen.model_id or self.engine.model_id,
             model_version=getattr(self.engine, "model_version", ""),

@@ -1,7 +1,8 @@
 """Plain-data messages that cross the MemListener boundary (process, Ray RPC or HTTP).
 
-Only JSON-able pydantic models live here: no Django, no Ray, no engine imports, so the
-ingestion workers, the Ray Serve deployment and the HTTP client all share one shape.
+Only JSON-able pydantic models live here: no Django, no Ray, no model engine (only the pure-Python
+``memory.engine`` for the op and gate types), so the ingestion workers, the Ray Serve deployment
+and the HTTP client all share one shape.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memory.engine.gate import Reason, Rejection
+from memory.engine.ops import Op, OpType
 
 
 class ListenerTurn(BaseModel):
@@ -45,24 +49,58 @@ class ListenerJob(BaseModel):
     turns: list[ListenerTurn] = Field(min_length=1)
 
 
+class ListenerOp(BaseModel):
+    """One op of the model's output as it was written: the engine's :class:`Op` in a form that
+    crosses the boundary (a non-string ``value`` is kept for the store's gate to reject).
+
+    ``precheck`` is the listener's own gate verdict, for its metrics: None when it would accept
+    the op, else the reason it would reject it (``detail`` says why). It decides nothing: the
+    store gates every op again under the subject's tenant policy and records that verdict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    op: OpType
+    path: str | None = None
+    value: Any = None
+    confidence: float | None = None
+    source: str | None = None
+    precheck: Reason | None = None
+    detail: str = ""
+
+    @model_validator(mode="after")
+    def _is_an_op(self) -> ListenerOp:
+        self.to_op()  # an OpError (a ValueError) is a validation error: every ListenerOp is an Op
+        return self
+
+    @classmethod
+    def of(cls, op: Op, rejection: Rejection | None = None) -> ListenerOp:
+        verdict = {} if rejection is None else {"precheck": rejection.reason, "detail": rejection.detail}
+        return cls(
+            op=op.type, path=op.path, value=op.value, confidence=op.confidence, source=op.source, **verdict
+        )
+
+    def to_op(self) -> Op:
+        return Op(self.op, self.path, self.value, self.confidence, self.source)
+
+
 class ListenerResult(BaseModel):
     """What the MemListener made of one job.
 
-    ``ops`` are the gate-accepted ops (``Op.to_dict()`` form), ``rejections`` carry
-    ``{"op": {...}, "reason": <gate Reason>, "detail": str}``, ``parse_errors`` carry
-    ``{"line_no", "line", "message"}``. ``error`` is set when no model output could be obtained
-    at all (engine down, timeout, auth, unknown recording); then ``retryable`` tells the caller
-    whether trying the same job later can help. ``model_id``, ``model_version`` and
-    ``prompt_version`` go into the audit log with every applied op.
+    ``ops`` are every op read from the model's output, in its order (:class:`ListenerOp`, each
+    with the listener's pre-check); the caller hands them to the store as they are, whose gate
+    decides and records every rejection. ``parse_errors`` carry ``{"line_no", "line", "message"}``
+    (lines or items that are no op; the store records them too). ``error`` is set when no model
+    output could be obtained at all (engine down, timeout, auth, unknown recording); then
+    ``retryable`` tells the caller whether trying the same job later can help. ``model_id``,
+    ``model_version`` and ``prompt_version`` go into the audit log with every applied op;
+    ``raw_text`` is what the model wrote (recordings and diagnostics).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     job_id: str
-    ops: list[dict] = Field(default_factory=list)
-    rejections: list[dict] = Field(default_factory=list)
+    ops: list[ListenerOp] = Field(default_factory=list)
     parse_errors: list[dict] = Field(default_factory=list)
-    normalisations: list[dict] = Field(default_factory=list)
     raw_text: str = ""
     model_id: str = ""
     model_version: str = ""  # a trained checkpoint's version (its model card); "" otherwise
@@ -79,6 +117,16 @@ class ListenerResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def accepted(self) -> list[ListenerOp]:
+        """The ops the listener's pre-check would accept."""
+        return [o for o in self.ops if o.precheck is None]
+
+    @property
+    def rejected(self) -> list[ListenerOp]:
+        """The ops the listener's pre-check would reject (``precheck`` holds the reason)."""
+        return [o for o in self.ops if o.precheck is not None]
 
 
 class ListenerBatch(BaseModel):

@@ -13,10 +13,12 @@ A round (:func:`dispatch_round`):
    ``tree_apply_ops``: at most once per chunk, on the head the job saw, see
    :mod:`workers.ordering`; one transaction and four statements for the whole batch on
    PostgreSQL; a database error rolls it back and the service re-applies the batch one
-   transaction per chunk, so a bad chunk fails alone); evidence indexing of the chunk's
-   messages is queued on commit (by the ``version_applied`` receiver, or here when the chunk
-   produced no version). Errors release the chunk (``pending``, or ``failed`` after
-   ``CHUNK_MAX_ATTEMPTS``), a version conflict re-queues it without counting an attempt.
+   transaction per chunk, so a bad chunk fails alone), every op the listener read handed over
+   as it is: its pre-check decides nothing, the store gates and records each op; evidence
+   indexing of the chunk's messages is queued on commit (by the ``version_applied`` receiver,
+   or here when the chunk produced no version). Errors release the chunk (``pending``, or
+   ``failed`` after ``CHUNK_MAX_ATTEMPTS``), a version conflict re-queues it without counting
+   an attempt.
 
 **Outages do not burn attempts.** When *every* result of a batch is a retryable error (engine
 unreachable, timeout, transport exception: :func:`is_outage`) the model, not the chunks, is at
@@ -43,19 +45,16 @@ and a real broker; with the per-process default cache or in eager mode every req
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.db import OperationalError
 from django.dispatch import receiver
 
 from memory import conf
 from memory.engine.dates import chunk_evidence
-from memory.engine.ops import Op, OpError
 from memory.selectors import schema_document
 from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree_apply_ops_batch
@@ -106,13 +105,14 @@ def gather(
     return claims
 
 
-def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
+def build_jobs(claims: list[Claim], *, record: bool = True) -> list[ListenerJob]:
     """One job per claim: the subject's head tree and version, its tenant schema's document (None for a
     shipped schema; cached per process, no query per subject), and the chunk's turns (with the last
     system message at or before the chunk, if any), cut to the MemListener's caps
     (:func:`workers.caps.bound_turns`; the chunk's ``notice`` says what was cut). Every turn carries when it
     was said (the message's ``ts``, else when it was received). One query for the whole batch on
-    PostgreSQL. A claim whose subject was erased after the claim gets no job (its chunk is gone)."""
+    PostgreSQL. A claim whose subject was erased after the claim gets no job (its chunk is gone).
+    ``record=False``: what was cut is not noted on the chunks (jobs built ahead of their claim)."""
     inputs = job_inputs(claims)
     jobs, notices = [], {}
     for c in claims:
@@ -143,22 +143,9 @@ def build_jobs(claims: list[Claim]) -> list[ListenerJob]:
                 turns=turns,
             )
         )
-    record_notices(notices)
+    if record:
+        record_notices(notices)
     return jobs
-
-
-def _ops_and_errors(result: ListenerResult) -> tuple[list[Op], list[dict]]:
-    """The listener's accepted ops plus the ops its gate rejected: the store's gate decides again and
-    records every rejection with its reason. Unreadable op objects become parse errors."""
-    ops: list[Op] = []
-    errors = list(result.parse_errors)
-    raws: list[Any] = list(result.ops) + [r.get("op") for r in result.rejections]
-    for raw in raws:  # a None or a non-mapping is a TypeError below: a parse error
-        try:
-            ops.append(Op.from_dict(raw))
-        except (OpError, TypeError, ValueError) as exc:
-            errors.append({"line_no": 0, "line": json.dumps(raw, default=str)[:500], "message": str(exc)})
-    return ops, errors
 
 
 def _index_unversioned_on_commit(claim: Claim) -> None:
@@ -200,12 +187,11 @@ def release_outage(claims: list[Claim], results: list[ListenerResult], report: R
 
 
 def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> ApplyRequest:
-    ops, parse_errors = _ops_and_errors(result)
     return ApplyRequest(
         subject_id=claim.subject_id,
         base_version=job.base_version,  # the head the job saw: a moved head is a VersionConflict
         schema=(job.schema_id, job.schema_version),  # and so is a schema migrated meanwhile
-        ops=ops,
+        ops=tuple(o.to_op() for o in result.ops),  # every op read; the store's gate is the one recorded
         actor=Actor.for_model(
             model_id=result.model_id or "memlistener",
             model_version=result.model_version,
@@ -218,7 +204,7 @@ def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> Ap
             evidence=tuple(chunk_evidence(t.model_dump() for t in job.turns)),
             note=result.note,
         ),
-        parse_errors=parse_errors,
+        parse_errors=tuple(result.parse_errors),
     )
 
 

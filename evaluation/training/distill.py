@@ -160,7 +160,7 @@ def distill_subject(
         if result.error:
             stats.skipped["teacher_error"] += 1
             continue
-        accepted = [Op.from_dict(o) for o in result.ops if o["op"] != "NO_OP"]
+        accepted = [o.to_op() for o in result.accepted if o.op != "NO_OP"]
         if result.skipped_model or not recorder.calls:
             stats.skipped["no_model_call"] += 1
         else:
@@ -200,7 +200,7 @@ def distill_subject(
                 "gold": [{**op.to_dict(), "origin": TEACHER_ORIGIN} for op in accepted]
                 or [{**Op.no_op().to_dict(), "origin": TEACHER_ORIGIN}],
                 "negatives": [],
-                "rejected": [{**r["op"], "reason": r["reason"]} for r in result.rejections],
+                "rejected": [{**o.to_op().to_dict(), "reason": o.precheck} for o in result.rejected],
                 "parse_errors": len(result.parse_errors),
                 "special_removed": 0,
             }

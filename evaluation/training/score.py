@@ -57,9 +57,9 @@ def score_lines(listener, lines: Iterable[dict[str, Any]]) -> dict[str, Any]:
         if res.error:
             predicted: list[Op] = []
         else:
-            predicted = [Op.from_dict(o) for o in res.ops] + [Op.from_dict(r["op"]) for r in res.rejections]
+            predicted = [o.to_op() for o in res.ops]
         ops_n += sum(op.path is not None for op in predicted)
-        ungrounded += sum(r["reason"] == "UNGROUNDED" for r in res.rejections)
+        ungrounded += sum(o.precheck == "UNGROUNDED" for o in res.ops)
         unreadable = sum(not e["message"].startswith("output truncated") for e in res.parse_errors)
         parse_errors += unreadable
         report = score(

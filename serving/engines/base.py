@@ -62,9 +62,14 @@ class Prompt:
 
 @dataclass(frozen=True)
 class Generation:
-    """Raw output for one prompt, or an error when no output could be obtained."""
+    """Raw output for one prompt, or an error when no output could be obtained.
+
+    ``items``: an engine that builds the pointing reply's op items itself (extractive) hands them
+    over here and the listener uses them as they are; ``text`` is then the same reply written out,
+    for recordings (``serving.record``, ``evaluation.counting``) and never parsed back."""
 
     text: str = ""
+    items: tuple[Any, ...] | None = None
     model_id: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -3,8 +3,9 @@
 It reads the pointing context of each prompt and writes pointer ops: from the fact pipeline's
 kept, placed clauses (:func:`memory.engine.extractive.fact_pointers`: short dated third-person
 facts), or, for a context built without it, whole sentences by rule
-(:func:`memory.engine.extractive.extractive_pointers`). The listener maps, gates and audits them
-like any model's output. Deterministic, no generative model, milliseconds a chunk.
+(:func:`memory.engine.extractive.extractive_pointers`). It hands the items over as they are
+(``Generation.items``: no JSON to parse back); the listener maps them to ops like any model's
+pointers, and the store gates and audits them. Deterministic, no generative model, milliseconds a chunk.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class ExtractiveEngine:
                 items = extractive_pointers(ctx.sentences, ctx.candidates, ctx.budgets)
             out.append(
                 Generation(
-                    text=json.dumps({"ops": items}, ensure_ascii=False),
+                    text=json.dumps({"ops": items}, ensure_ascii=False),  # for recordings only
+                    items=tuple(items),
                     model_id=self.model_id,
                     latency_ms=(time.perf_counter() - start) * 1000,
                 )

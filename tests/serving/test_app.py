@@ -38,8 +38,8 @@ def test_batch_over_http_returns_gated_ops_per_job(serve_url, schema, chunks):
     for r in results:
         assert r.error is None and r.model_id == "standin:derived" and r.prompt_version
         # the stand-in writes a user sentence: a fact is applied, "Thanks, bye." refused as small talk
-        judged = r.ops + [x["op"] for x in r.rejections if x["reason"] == "SMALL_TALK"]
-        assert len(judged) == 1 and judged[0]["path"] in schema.paths
+        judged = [o for o in r.ops if o.precheck in (None, "SMALL_TALK")]
+        assert len(judged) == 1 and judged[0].path in schema.paths
         assert r.prompt_tokens > 0 and r.latency_ms >= 0
 
 

@@ -67,6 +67,25 @@ def test_ray_client_round_trip_and_error_mapping(http_server, schema, chunks):
     assert all(r.retryable and "does not match" in r.error for r in mismatched)
 
 
+def test_ops_cross_the_http_boundary_typed_with_their_precheck():
+    """Every op read (a non-string value included, for the store's gate to refuse) survives JSON as
+    the engine's Op; a body whose op is no op at all is refused by validation, never applied."""
+    from memory.engine.gate import Reason
+    from memory.engine.ops import Op
+    from serving.protocol import ListenerOp
+
+    ops = [
+        ListenerOp.of(Op.add("a/b", "x", confidence=0.5)),
+        ListenerOp(op="UPDATE", path="a/c", value=7, precheck=Reason.VALUE_NOT_STRING, detail="not a string"),
+    ]
+    body = ListenerBatchResult(results=[ListenerResult(job_id="a", ops=ops)]).model_dump_json()
+    back = ListenerBatchResult.model_validate_json(body).results[0]
+    assert back.ops == ops and back.ops[1].to_op() == Op("UPDATE", "a/c", 7)
+    assert back.accepted == ops[:1] and back.rejected[0].precheck is Reason.VALUE_NOT_STRING
+    with pytest.raises(ValueError, match="NO_OP carries no path"):
+        ListenerResult.model_validate({"job_id": "a", "ops": [{"op": "NO_OP", "path": "a/b"}]})
+
+
 def test_ray_client_engine_down_is_retryable(schema, chunks):
     client = RayServeClient(f"http://127.0.0.1:{free_port()}/memlistener", timeout_s=2)
     res = client.run([make_job(schema, chunks[0]["turns"])])[0]

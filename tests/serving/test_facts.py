@@ -54,7 +54,7 @@ def listener():
 def test_a_chunk_becomes_short_dated_facts_in_fitting_leaves(listener):
     result = listener.run([job(TURNS)])[0]
     assert result.error is None
-    values = {op["path"]: op["value"] for op in result.ops}
+    values = {op.path: op.value for op in result.accepted}
     assert values["identity/family/pets"].startswith("Their dog Biscuit")
     assert any("pottery class (7 May 2023)" in v for v in values.values())
     assert any("nurse at the city hospital" in v for v in values.values())
@@ -72,7 +72,7 @@ def test_small_talk_alone_writes_nothing(listener):
         {"role": "user", "content": "I hear ya. Ttyl, bye!", "ts": TS},
     ]
     result = listener.run([job(turns)])[0]
-    assert result.ops == [{"op": "NO_OP", "path": None, "value": None}]
+    assert [op.to_op() for op in result.ops] == [Op.no_op()]
 
 
 def test_a_derived_date_is_grounded_and_an_invented_one_is_not():
@@ -127,7 +127,7 @@ def test_a_request_to_forget_is_never_filed_as_a_fact(listener):
         {"role": "assistant", "content": "Good luck!", "ts": TS},
     ]
     first = listener.run([job(turns)])[0]
-    tree = {op["path"]: op["value"] for op in first.ops if op["op"] != "NO_OP"}
+    tree = {op.path: op.value for op in first.accepted if op.op != "NO_OP"}
     assert any("half marathon" in v for v in tree.values())
     forget = [
         {
@@ -136,5 +136,5 @@ def test_a_request_to_forget_is_never_filed_as_a_fact(listener):
         }
     ]
     second = listener.run([job(forget, tree)])[0]
-    assert all("forget" not in (op.get("value") or "") for op in second.ops)
-    assert [op["op"] for op in second.ops] == ["DELETE"]
+    assert all("forget" not in (op.value or "") for op in second.ops)
+    assert [op.op for op in second.accepted] == ["DELETE"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from memory.engine.gate import Reason
+from memory.engine.ops import Op
 from serving.engines.base import EngineError, Generation
 from serving.engines.recorded import RecordedEngine
 from serving.listener import MemListener
@@ -42,18 +43,18 @@ def test_good_json_output_is_gated_and_carries_versions(schema, chunks):
     )
     res = run_one(schema, chunks, text, tree={"identity/location/current_city": "Paris"})
     assert res.error is None
-    assert [o["path"] for o in res.ops] == [
+    assert [o.path for o in res.ops] == [
         "identity/occupation/current_role",
         "identity/location/current_city",
     ]
-    assert res.rejections == [] and res.parse_errors == []
+    assert res.rejected == [] and res.parse_errors == []
     assert res.model_id == "recorded:adversarial" and res.prompt_version == PROMPT_VERSION
     assert res.prompt_tokens > 4000 and res.completion_tokens > 0 and res.raw_text == text
 
 
 def test_line_format_fallback(schema, chunks):
     res = run_one(schema, chunks, 'ADD(identity/occupation/current_role, "nurse")\nsome commentary')
-    assert [o["value"] for o in res.ops] == ["nurse"]
+    assert [o.value for o in res.ops] == ["nurse"]
 
 
 def test_garbage_output_returns_a_result_with_parse_error(schema, chunks):
@@ -64,7 +65,7 @@ def test_garbage_output_returns_a_result_with_parse_error(schema, chunks):
 def test_truncated_json_keeps_the_complete_ops(schema, chunks):
     text = '{"ops": [{"op": "ADD", "path": "identity/occupation/current_role", "value": "nurse"}, {"op": "ADD", "pa'
     res = run_one(schema, chunks, text)
-    assert [o["path"] for o in res.ops] == ["identity/occupation/current_role"]
+    assert [o.path for o in res.ops] == ["identity/occupation/current_role"]
     assert "truncated" in res.parse_errors[0]["message"]
 
 
@@ -79,7 +80,7 @@ def test_empty_list_and_empty_text(schema, chunks):
         assert res.error is None and res.ops == []
 
 
-def test_fifty_ops_are_each_judged_with_a_reason(schema, chunks):
+def test_fifty_ops_are_each_handed_over_with_the_precheck_reason(schema, chunks):
     paths = list(schema.paths)
     ops = [{"op": "ADD", "path": paths[i % 20], "value": f"value {i}"} for i in range(40)]  # 20 duplicates
     ops += [{"op": "ADD", "path": f"made/up/{i}", "value": "x"} for i in range(5)]
@@ -91,11 +92,13 @@ def test_fifty_ops_are_each_judged_with_a_reason(schema, chunks):
     assert len(ops) == 50
     res = run_one(schema, chunks, json.dumps({"ops": ops}))
     assert res.error is None
-    assert len(res.ops) + len(res.rejections) == 50
-    reasons = {r["reason"] for r in res.rejections}
+    # every op read goes to the store in the model's order, the pre-check's verdict beside it
+    assert [o.to_op().to_dict() for o in res.ops] == ops
+    assert res.accepted == [] and len(res.rejected) == 50  # "value 3" is in no user turn: UNGROUNDED
+    reasons = {o.precheck for o in res.rejected}
     assert {Reason.DUPLICATE_PATH, Reason.UNKNOWN_PATH, Reason.UPDATE_ON_EMPTY, Reason.OVER_BUDGET} <= reasons
     assert Reason.DELETE_ON_EMPTY in reasons
-    assert all(r["reason"] in set(Reason) and r["detail"] for r in res.rejections)
+    assert all(o.detail for o in res.rejected) and not any(o.detail for o in res.accepted)
 
 
 def test_unknown_recording_gives_non_retryable_error(schema, chunks):
@@ -148,7 +151,7 @@ def test_bad_job_does_not_sink_the_batch(schema, chunks):
     listener = listener_with_output(schema, good, '{"ops": [{"op": "NO_OP", "path": null, "value": null}]}')
     res_bad, res_good = listener.run([bad, good])
     assert res_bad.error and "bad job" in res_bad.error and res_bad.retryable is False
-    assert res_good.error is None and res_good.ops == [{"op": "NO_OP", "path": None, "value": None}]
+    assert res_good.error is None and [o.to_op() for o in res_good.ops] == [Op.no_op()]
 
 
 def test_jobs_of_two_schemas_in_one_batch(schema, tiny_schema, chunks):
@@ -170,5 +173,5 @@ def test_jobs_of_two_schemas_in_one_batch(schema, tiny_schema, chunks):
 def test_raw_control_characters_inside_json_strings_are_tolerated(schema, chunks):
     text = '{"ops": [{"op": "ADD", "path": "identity/occupation/current_role", "value": "nurse\x13 at\x06 night"}]}'
     res = run_one(schema, chunks, text)
-    assert [o["value"] for o in res.ops] == ["nurse at night"]
+    assert [o.value for o in res.accepted] == ["nurse  at  night"]  # the store's gate collapses spaces
     assert res.raw_text == text  # the audit keeps what the model wrote

@@ -8,6 +8,7 @@ from serving.engines.openai_compat import OpenAICompatEngine
 from serving.listener import MemListener
 from serving.output_schema import op_list_schema
 from serving.prompt import build_prompt
+from serving.protocol import ListenerOp
 from tests.serving.conftest import make_job
 
 # The shape of a chat completion as vLLM's OpenAI server returns it (content is an example op list).
@@ -39,7 +40,7 @@ def test_completion_flows_through_the_gate_and_sends_the_schema(http_server, sch
     job = make_job(schema, chunks[0]["turns"])
     res = MemListener(engine_for(http_server)).run([job])[0]
     assert res.error is None
-    assert res.ops == [{"op": "ADD", "path": "identity/occupation/current_role", "value": "Nurse"}]
+    assert res.ops == [ListenerOp(op="ADD", path="identity/occupation/current_role", value="Nurse")]
     assert (res.prompt_tokens, res.completion_tokens, res.model_id) == (4400, 21, "openai:served-model")
     sent = http_server.requests[0]
     assert sent["path"] == "/v1/chat/completions"

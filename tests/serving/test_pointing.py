@@ -24,6 +24,7 @@ from serving.listener import MemListener
 from serving.output_schema import pointer_list_schema
 from serving.pointing import LeafIndex, PointingStep
 from serving.prompt import POINTING_PROMPT_VERSION
+from serving.protocol import ListenerOp
 from tests.serving.conftest import make_job
 
 VOCAB: dict[str, int] = {}
@@ -96,8 +97,8 @@ def test_ids_map_back_to_paths_and_sentences(schema):
     res = listener.run([job])[0]
     assert res.error is None and res.prompt_version == POINTING_PROMPT_VERSION
     assert res.ops == [
-        {"op": "ADD", "path": "identity/family/pets", "value": "two cats called Miso and Tofu",
-         "source": "Yes, my pets are two cats called Miso and Tofu."}
+        ListenerOp(op="ADD", path="identity/family/pets", value="two cats called Miso and Tofu",
+                   source="Yes, my pets are two cats called Miso and Tofu.")
     ]  # fmt: skip
     # the prompt lists numbered sentences and candidates, never the whole schema
     prompt = engine.prompts[0]
@@ -118,9 +119,9 @@ def test_invented_value_is_rejected_ungrounded(schema):
         json.dumps({"ops": [{"op": "ADD", "sentence": 1, "leaf": leaf, "value": "surgeon, 45"}]})
     ]
     res = listener.run([make_job(schema, TURNS)])[0]
-    assert res.ops == []
-    assert [r["reason"] for r in res.rejections] == [Reason.UNGROUNDED]
-    assert "45" in res.rejections[0]["detail"]
+    assert res.accepted == []  # the pre-check's verdict; the store judges the op again
+    assert [o.precheck for o in res.ops] == [Reason.UNGROUNDED]
+    assert "45" in res.ops[0].detail
 
 
 def test_bad_ids_are_parse_errors_not_ops(schema):
@@ -139,7 +140,7 @@ def test_small_talk_skips_the_model(schema):
     ]
     res = pointing_listener(engine).run([make_job(schema, turns)])[0]
     assert engine.prompts == []
-    assert res.skipped_model and res.ops == [{"op": "NO_OP", "path": None, "value": None}]
+    assert res.skipped_model and res.ops == [ListenerOp(op="NO_OP")]
     assert res.note.startswith("no model call")
 
 
@@ -156,19 +157,19 @@ def test_nothing_above_threshold_skips_the_model(schema):
 def test_extractive_listener_writes_grounded_clauses_and_merges(schema):
     listener = pointing_listener(ExtractiveEngine())
     res = listener.run([make_job(schema, TURNS)])[0]
-    by_path = {o["path"]: o for o in res.ops}
-    assert by_path["identity/family/pets"]["value"] == "Their pets are two cats called Miso and Tofu"
-    assert all(o["source"] for o in res.ops)
+    by_path = {o.path: o for o in res.accepted}
+    assert by_path["identity/family/pets"].value == "Their pets are two cats called Miso and Tofu"
+    assert all(o.source for o in res.accepted)
     # a second chunk adds to the same leaf without losing what it held
-    tree = {o["path"]: o["value"] for o in res.ops}
+    tree = {o.path: o.value for o in res.accepted}
     more = [
         {"role": "user", "content": "My pets also include a dog named Rex."},
         {"role": "assistant", "content": "Nice"},
     ]
     res2 = listener.run([make_job(schema, more, tree=tree, base_version=1)])[0]
-    pets = next(o for o in res2.ops if o["path"] == "identity/family/pets")
-    assert pets["op"] == "UPDATE" and pets["value"].startswith(tree["identity/family/pets"] + "; ")
-    assert "Rex" in pets["value"]
+    pets = next(o for o in res2.accepted if o.path == "identity/family/pets")
+    assert pets.op == "UPDATE" and pets.value.startswith(tree["identity/family/pets"] + "; ")
+    assert "Rex" in pets.value
 
 
 def test_extractive_retraction_removes_the_named_clause(schema):
@@ -176,7 +177,24 @@ def test_extractive_retraction_removes_the_named_clause(schema):
     turns = [{"role": "user", "content": "Please forget the dog named Rex, I gave him away."},
              {"role": "assistant", "content": "Done."}]  # fmt: skip
     res = pointing_listener(ExtractiveEngine()).run([make_job(schema, turns, tree=tree)])[0]
-    assert res.ops[0]["op"] == "UPDATE" and res.ops[0]["value"] == "two cats called Miso and Tofu"
+    assert res.ops[0].op == "UPDATE" and res.ops[0].value == "two cats called Miso and Tofu"
+
+
+def test_items_handed_over_are_used_and_the_text_is_not_parsed(schema):
+    """An engine that builds the pointer items itself (extractive) hands them over typed: the
+    listener maps them as they are; the text is only kept for recordings."""
+    from dataclasses import replace
+
+    class ItemsEngine(ExtractiveEngine):
+        def generate(self, prompts, json_schema):
+            return [replace(g, text="not JSON at all") for g in super().generate(prompts, json_schema)]
+
+    job = make_job(schema, TURNS)
+    handed, written = (
+        pointing_listener(engine).run([job])[0] for engine in (ItemsEngine(), ExtractiveEngine())
+    )
+    assert handed.parse_errors == [] and handed.raw_text == "not JSON at all"
+    assert handed.ops == written.ops and any(o.path == "identity/family/pets" for o in handed.ops)
 
 
 @pytest.mark.parametrize("n", [1, 7])

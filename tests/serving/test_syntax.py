@@ -100,6 +100,6 @@ def test_the_fact_step_writes_the_pronoun_out_and_files_no_platitude():
         schema_version=schema.version, tree={}, turns=turns,
     )  # fmt: skip
     result = build_listener(EngineConfig(kind="extractive")).run([job])[0]
-    text = " ".join(op["value"] or "" for op in result.ops)
+    text = " ".join(op.value or "" for op in result.accepted)
     assert "Their cat Miso sleeps on their keyboard" in text
     assert "independent creatures" not in text

@@ -213,7 +213,7 @@ class NulClient:
         bad = results[1]
         return [
             *results[:1],
-            bad.model_copy(update={"ops": [{**bad.ops[0], "value": "bad \x00 value"}]}),
+            bad.model_copy(update={"ops": [bad.ops[0].model_copy(update={"value": "bad \x00 value"})]}),
             *results[2:],
         ]
 

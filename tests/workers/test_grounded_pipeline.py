@@ -17,7 +17,7 @@ from memory.services.ingest import IncomingMessage, messages_ingest
 from memory.services.tree import Actor, Source, tree_apply_ops
 from serving.client import InProcessClient
 from serving.config import EngineConfig
-from serving.protocol import ListenerResult
+from serving.protocol import ListenerOp, ListenerResult
 from tests.workers.helpers import drain
 
 pytestmark = pytest.mark.django_db
@@ -81,6 +81,29 @@ def test_store_rejects_a_model_value_absent_from_the_users_words(tenant):
     assert records["body/appearance/height"].status == "rejected"
     assert records["body/appearance/height"].reason_code == "UNGROUNDED"
     assert records["identity/occupation/current_role"].status == "applied"
+
+
+class PrecheckingClient:
+    """Hands over a pre-check verdict beside each op that is the opposite of the store's."""
+
+    def run(self, jobs):
+        ops = [
+            ListenerOp(op="ADD", path="body/appearance/height", value="165 cm"),  # the pre-check passed it
+            ListenerOp(op="ADD", path="identity/occupation/current_role", value="data engineer at a logistics startup",
+                       precheck="UNGROUNDED", detail="the listener's own opinion"),
+        ]  # fmt: skip
+        return [ListenerResult(job_id=j.job_id, ops=ops, model_id="prechecker") for j in jobs]
+
+
+def test_the_stores_verdict_is_the_one_recorded_once(tenant):
+    subject = ingest(tenant, "maya5", DIALOGUE[:3]).subject
+    report = drain(client=PrecheckingClient(), max_jobs=4, max_wait_ms=0, index=False)
+    assert report.applied == 1
+    records = OpRecord.objects.filter(subject=subject).order_by("path")
+    assert [(r.path, r.status, r.reason_code) for r in records] == [
+        ("body/appearance/height", "rejected", "UNGROUNDED"),
+        ("identity/occupation/current_role", "applied", ""),
+    ]
 
 
 def test_tenant_can_turn_grounding_off_and_admin_writes_are_not_checked(tenant):

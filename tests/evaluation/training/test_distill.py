@@ -74,7 +74,7 @@ def test_extractive_teacher_lines_replay_to_the_teachers_ops(tmp_path):
     job = ListenerJob(job_id="j", subject_id="s", base_version=0, schema_id=line["schema_id"],
                       schema_version=line["schema_version"], tree=line["tree"], turns=line["turns"])  # fmt: skip
     res = replay.run([job])[0]
-    assert [Op.from_dict(o) for o in res.ops] == gold
+    assert [o.to_op() for o in res.accepted] == gold
     path = tmp_path / "lines.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     rows, skipped = read_lines(path, split="train")
