@@ -32,13 +32,11 @@ logger = logging.getLogger(__name__)
 
 
 def registry():
-    """The aggregate of every process that wrote to ``PROMETHEUS_MULTIPROC_DIR``."""
-    import prometheus_client
-    from prometheus_client import multiprocess
+    """The aggregate of every process that wrote to ``PROMETHEUS_MULTIPROC_DIR`` (the web's
+    collector: :func:`personatree_site.ops.metrics.multiprocess_registry`)."""
+    from personatree_site.ops.metrics import multiprocess_registry
 
-    aggregate = prometheus_client.CollectorRegistry()
-    multiprocess.MultiProcessCollector(aggregate)
-    return aggregate
+    return multiprocess_registry()
 
 
 def start(port: int, addr: str):

@@ -65,6 +65,61 @@ def test_ops_requests_are_not_counted(probe, metrics_on):
     assert 'route="healthz"' not in probe.get("/metrics").content.decode()
 
 
+def _write(path, *values: tuple) -> None:
+    """One process's multiprocess file: ``(metric, sample, labels, value)`` each."""
+    from prometheus_client.mmap_dict import MmapedDict, mmap_key
+
+    db = MmapedDict(str(path))
+    for metric, sample, labels, value in values:
+        db.write_value(mmap_key(metric, sample, list(labels), list(labels.values()), "help"), value, 0.0)
+    db.close()
+
+
+def _two_processes(directory, scale: float) -> None:
+    """Two web workers' files: a counter, a histogram and two kinds of gauges."""
+    hist, route = "personatree_http_request_duration_seconds", {"route": "v1/keys"}
+    for pid, hits in ((1, 3.0 * scale), (2, 5.0 * scale)):
+        counter = "personatree_http_requests"
+        _write(
+            directory / f"counter_{pid}.db", (counter, counter + "_total", {"method": "GET", **route}, hits)
+        )
+        _write(
+            directory / f"histogram_{pid}.db",
+            (hist, hist + "_bucket", {"le": "0.015", **route}, hits - 1),
+            (hist, hist + "_bucket", {"le": "+Inf", **route}, 1.0),  # per bucket, not cumulative
+            (hist, hist + "_sum", route, hits / 100),
+        )
+        _write(directory / f"gauge_livesum_{pid}.db", ("workers_up", "workers_up", {}, 1.0))
+        _write(directory / f"gauge_all_{pid}.db", ("rss_bytes", "rss_bytes", {"kind": "web"}, 10.0 * pid))
+
+
+def test_the_multiprocess_collector_sums_like_prometheus_client(tmp_path):
+    """The web's collector keeps its key parses across scrapes: the library's text, fresh values."""
+    import prometheus_client
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    from personatree_site.ops.metrics import multiprocess_registry
+
+    library = prometheus_client.CollectorRegistry()
+    MultiProcessCollector(library, path=str(tmp_path))
+    ours = multiprocess_registry(str(tmp_path))
+    _two_processes(tmp_path, 1.0)
+    text = prometheus_client.generate_latest(ours).decode()
+    assert text == prometheus_client.generate_latest(library).decode()
+    for line in (
+        'personatree_http_requests_total{method="GET",route="v1/keys"} 8.0',
+        'personatree_http_request_duration_seconds_bucket{le="0.015",route="v1/keys"} 6.0',
+        'personatree_http_request_duration_seconds_count{route="v1/keys"} 8.0',
+        "workers_up 2.0",
+        'rss_bytes{kind="web",pid="2"} 20.0',
+    ):
+        assert line in text.splitlines(), line
+    _two_processes(tmp_path, 2.0)  # the workers counted on: the next scrape reads the files again
+    again = prometheus_client.generate_latest(ours).decode()
+    assert again == prometheus_client.generate_latest(library).decode()
+    assert 'personatree_http_requests_total{method="GET",route="v1/keys"} 16.0' in again.splitlines()
+
+
 @pytest.mark.slow
 def test_multiprocess_mode_aggregates_every_process(tmp_path):
     """With PROMETHEUS_MULTIPROC_DIR set (gunicorn workers), a scrape sums what every process wrote."""
