@@ -8,8 +8,13 @@ Every observation goes to three places:
 
 Label names are fixed per metric at first use (Prometheus requires that). Prometheus never gets the
 labels in :data:`NOT_EXPORTED` (``tenant``): one series per tenant would grow every scrape with the
-number of tenants (a histogram is 17 lines a series). The in-process registry and the log line keep
+number of tenants (a histogram is 11 to 17 lines a series). The in-process registry and the log line keep
 them; per-tenant questions are answered by the logs (every line carries the tenant id).
+
+A histogram's buckets come from :data:`BUCKETS` (prometheus_client's default ladder, 5 ms to 10 s,
+otherwise): a quantile above the highest finite bucket reads as that bucket, so the MemListener's
+batch time must reach past the 60 s of its alert (``docker/prometheus/alerts.yml``), and a batch
+size is a count, not seconds.
 """
 
 from __future__ import annotations
@@ -26,6 +31,13 @@ logger = logging.getLogger("personatree.metrics")
 
 PREFIX = "personatree_"
 NOT_EXPORTED = frozenset({"tenant"})
+BUCKETS: dict[str, tuple[float, ...]] = {
+    "task_duration_seconds": (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0),
+    "task_queue_wait_seconds": (0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0),
+    "dispatch_model_seconds": (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0),
+    "dispatch_backend_seconds": (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0),
+    "dispatch_batch_size": (1, 2, 4, 8, 16, 32, 64, 128),
+}
 
 
 @dataclass
@@ -58,8 +70,9 @@ class Registry:
         metric = self._prom.get(name)
         if metric is None:
             cls = prometheus_client.Histogram if kind == "histogram" else prometheus_client.Counter
+            extra = {"buckets": BUCKETS[name]} if kind == "histogram" and name in BUCKETS else {}
             try:
-                metric = cls(PREFIX + name, name.replace("_", " "), labelnames)
+                metric = cls(PREFIX + name, name.replace("_", " "), labelnames, **extra)
             except ValueError:  # already registered in this process (e.g. module reloaded in tests)
                 metric = prometheus_client.REGISTRY._names_to_collectors.get(PREFIX + name)
             self._prom[name] = metric

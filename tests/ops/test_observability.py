@@ -182,3 +182,36 @@ def test_prometheus_series_carry_no_tenant_label():
     line = next(li for li in text.splitlines() if 'task="tests.ops.cardinality"' in li)
     assert "tenant" not in line and "4242" not in text
     assert metrics.total("task_runs", task="tests.ops.cardinality", tenant="4242") == 1
+
+
+def _buckets_of(series: str) -> tuple[float, ...]:
+    """The finite bucket bounds the code gives the histogram behind ``<name>_bucket``."""
+    import prometheus_client
+
+    from personatree_site.ops import metrics as ops_metrics
+    from workers.metrics import BUCKETS, PREFIX
+
+    name = series.removesuffix("_bucket")
+    if name == ops_metrics.LATENCY._name:
+        return ops_metrics.LATENCY_BUCKETS
+    bounds = BUCKETS.get(name.removeprefix(PREFIX), prometheus_client.Histogram.DEFAULT_BUCKETS)
+    return tuple(b for b in bounds if b != float("inf"))
+
+
+_QUANTILE_ALERT = re.compile(
+    r"histogram_quantile\(.*?\b(personatree_[a-z0-9_]+_bucket)\b.*\)\s*>\s*([0-9.]+)"
+)
+
+
+def test_a_quantile_alert_can_fire():
+    """histogram_quantile never reads above the highest finite bucket: a threshold must be below it."""
+    checked = 0
+    for rule in _alert_rules():
+        match = _QUANTILE_ALERT.search(rule["expr"])
+        if match is None:
+            continue
+        series, threshold = match.group(1), float(match.group(2))
+        assert max(_buckets_of(series)) > threshold, f"{rule['alert']} can never fire: {series} stops below"
+        assert threshold in _buckets_of(series), f"{rule['alert']}: put a bucket bound at {threshold}"
+        checked += 1
+    assert checked  # PersonaTreeListenerSlow at least
