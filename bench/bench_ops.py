@@ -11,12 +11,19 @@
 - ``ops.metrics_scrape_worker_ms``: the same for a Celery worker container's exporter
   (``workers/exporter.py``): its HTTP server over two pool processes' files holding those series.
 
+The scraper is one ``httpx.Client`` for every request, as Prometheus keeps one HTTP client per
+target: building a client per request (``httpx.get``) costs more than the scrape itself (an SSL
+context with the CA bundle, about 20 ms idle), a cost of this script, not of the server. Each scrape
+still opens a new TCP connection (gunicorn's sync workers and the exporter close it after the
+response). httpx's own log line per request is off.
+
 Notes give p90, max, the body size, the 1-minute load average (the host is shared) and, for the
 web, the median of ``GET /healthz`` on the same server: the floor of any request on this host.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import statistics
@@ -28,6 +35,8 @@ from pathlib import Path
 
 import httpx
 
+logging.getLogger("httpx").setLevel(logging.WARNING)  # Django's test settings log every request at INFO
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -37,6 +46,7 @@ WEB_WORKERS = 3
 TENANTS = 20
 TASKS = ("workers.dispatch", "workers.index", "workers.sweep", "workers.flush_evidence")
 OUTCOMES = ("ok", "error")
+CLIENT = httpx.Client(timeout=30)  # the scraper: one client for every request (module docstring)
 
 
 def _free_port() -> int:
@@ -83,7 +93,7 @@ def wait_for(url: str, proc: subprocess.Popen | None = None, seconds: float = 30
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(proc.communicate()[1][-3000:])
         try:
-            if httpx.get(url, timeout=5).status_code == 200:
+            if CLIENT.get(url, timeout=5).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
@@ -92,13 +102,13 @@ def wait_for(url: str, proc: subprocess.Popen | None = None, seconds: float = 30
 
 
 def _scrape(url: str) -> tuple[float, float, float, int]:
-    """(p50, p90, max ms, body bytes) of SCRAPES scrapes, each on a new connection, after a warm-up."""
+    """(p50, p90, max ms, body bytes) of SCRAPES scrapes by :data:`CLIENT`, after a warm-up."""
     for _ in range(10):
-        httpx.get(url, timeout=30)
+        CLIENT.get(url)
     samples, size = [], 0
     for _ in range(SCRAPES):
         started = time.perf_counter()
-        resp = httpx.get(url, timeout=30)
+        resp = CLIENT.get(url)
         samples.append((time.perf_counter() - started) * 1000)
         assert resp.status_code == 200, resp.status_code
         size = len(resp.content)
@@ -147,7 +157,7 @@ def _web(work: Path) -> dict:
         for pattern in urlpatterns:
             path = "/v1/" + str(pattern.pattern).replace("<str:external_id>", "bench-user")
             for method in ("GET", "POST"):
-                httpx.request(method, base + path, headers={"Host": "localhost"}, timeout=30)
+                CLIENT.request(method, base + path, headers={"Host": "localhost"})
                 requests += 1
         _worker_series(env)
         files = len(list(multiproc.glob("*.db")))
