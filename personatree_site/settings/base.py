@@ -156,36 +156,35 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBIL
 CELERY_TASK_ROUTES = ["workers.base.route_task"]
 # Workers log through LOGGING above (JSON in production), not through Celery's own root handler.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+
+def _every(task: str, seconds_variable: str, default_seconds: float, queue: str) -> dict:
+    """A beat entry: ``task`` sent to ``queue`` every ``seconds_variable`` seconds (environment)."""
+    return {
+        "task": task,
+        "schedule": env.float(seconds_variable, default=default_seconds),
+        "options": {"queue": queue},
+    }
+
+
 # Periodic sweep (run beat, or `celery worker -B`): flushes idle windows, re-dispatches pending/expired chunks.
 CELERY_BEAT_SCHEDULE = {
-    "personatree-sweep": {
-        "task": "workers.sweep",
-        "schedule": env.float("PERSONATREE_SWEEP_SECONDS", default=30.0),
-        "options": {"queue": "ingest"},
-    },
-    "personatree-flush-evidence": {
-        "task": "workers.flush_evidence",
-        "schedule": env.float("PERSONATREE_EVIDENCE_FLUSH_SECONDS", default=300.0),
-        "options": {"queue": "index"},
-    },
+    "personatree-sweep": _every("workers.sweep", "PERSONATREE_SWEEP_SECONDS", 30.0, "ingest"),
+    "personatree-flush-evidence": _every(
+        "workers.flush_evidence", "PERSONATREE_EVIDENCE_FLUSH_SECONDS", 300.0, "index"
+    ),
     # Retries the evidence purge of erased subjects whose purge is not recorded (Milvus was down).
-    "personatree-reconcile-erasures": {
-        "task": "workers.reconcile_erasures",
-        "schedule": env.float("PERSONATREE_ERASURE_RECONCILE_SECONDS", default=300.0),
-        "options": {"queue": "index"},
-    },
+    "personatree-reconcile-erasures": _every(
+        "workers.reconcile_erasures", "PERSONATREE_ERASURE_RECONCILE_SECONDS", 300.0, "index"
+    ),
     # Re-sends webhook deliveries left pending by a lost task; closes those out of attempts.
-    "personatree-sweep-webhooks": {
-        "task": "workers.sweep_webhooks",
-        "schedule": env.float("PERSONATREE_WEBHOOK_SWEEP_SECONDS", default=300.0),
-        "options": {"queue": "webhooks"},
-    },
+    "personatree-sweep-webhooks": _every(
+        "workers.sweep_webhooks", "PERSONATREE_WEBHOOK_SWEEP_SECONDS", 300.0, "webhooks"
+    ),
     # Re-queues indexing of applied chunks whose messages are not confirmed in the evidence index.
-    "personatree-reconcile-indexing": {
-        "task": "workers.reconcile_indexing",
-        "schedule": env.float("PERSONATREE_INDEX_RECONCILE_SECONDS", default=300.0),
-        "options": {"queue": "index"},
-    },
+    "personatree-reconcile-indexing": _every(
+        "workers.reconcile_indexing", "PERSONATREE_INDEX_RECONCILE_SECONDS", 300.0, "index"
+    ),
 }
 
 # --- PersonaTree --------------------------------------------------------------------
