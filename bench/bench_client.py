@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 from bench.common import load_note, print_rows  # noqa: E402
 from bench.scratch import scratch_db  # noqa: E402
 from tests.ray_serve import free_port  # noqa: E402
+from tests.workers.processes import terminate  # noqa: E402
 
 SCRATCH_DB = os.environ.get("PERSONATREE_BENCH_CLIENT_DB", "bench_pt_client")
 BATCH = 100
@@ -137,12 +138,7 @@ class Server:
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        terminate(self.proc)
 
 
 def _via_client(pt, subject: str, messages) -> float:

@@ -42,6 +42,16 @@ def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "c
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def terminate(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """SIGTERM ``proc`` (by its PID) and wait for it; SIGKILL it if it is still up after ``timeout``."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)
+
+
 def live_database_url() -> str:
     s = connection.settings_dict
     user = s.get("USER") or "postgres"
@@ -99,12 +109,7 @@ class RedisServer:
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            terminate(self.proc)
         self.proc = None
 
 
