@@ -6,6 +6,8 @@
 - ``POST /v1/subjects/<external_id>/flush``    -> 202 chunks closed now
 
 Errors are problem details naming the field: ``{"code", "detail", "field": "messages[3].content", ...}``.
+The body is read and validated by the ingest service (:func:`memory.services.ingest.ingest_body_parse`
+and ``messages_validate``); the serializers below only declare it for the OpenAPI document.
 """
 
 from __future__ import annotations
@@ -15,19 +17,14 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
-from memory.api.errors import first_error
 from memory.api.openapi import problems
-from memory.services import ServiceError
 from memory.services.ingest import (
     ROLES,
-    IncomingMessage,
+    ingest_body_parse,
     ingest_status,
     messages_ingest,
     subject_flush,
 )
-
-MESSAGE_FIELDS = {"role", "content", "idempotency_key", "ts", "session_id"}
-BODY_FIELDS = {"messages", "recreate_erased"}
 
 
 @extend_schema_field({"type": "string", "enum": list(ROLES)})
@@ -65,39 +62,6 @@ class IngestOut(serializers.Serializer):
     duplicates = AcceptedOut(many=True)
     cursor = serializers.IntegerField(help_text="Highest message seq of the subject's log.")
     chunks_created = serializers.IntegerField()
-
-
-def parse_ingest_body(data) -> tuple[list[IncomingMessage], bool]:
-    """Shape-check the body; raise a ServiceError naming the first bad field (``messages[3].ts``).
-
-    Returns the messages and the ``recreate_erased`` flag.
-    """
-    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        raise ServiceError('The body must be a JSON object {"messages": [...]}.', field="messages")
-    unknown = sorted(set(data) - BODY_FIELDS)
-    if unknown:
-        raise ServiceError(
-            f"Unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(BODY_FIELDS))}.",
-            field=unknown[0],
-        )
-    if not isinstance(data.get("recreate_erased", False), bool):
-        raise ServiceError("recreate_erased must be true or false.", field="recreate_erased")
-    for i, item in enumerate(data["messages"]):
-        if isinstance(item, dict):
-            unknown = sorted(set(item) - MESSAGE_FIELDS)
-            if unknown:
-                raise ServiceError(
-                    f"Unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(MESSAGE_FIELDS))}.",
-                    field=f"messages[{i}].{unknown[0]}",
-                )
-        else:
-            raise ServiceError("Each message must be a JSON object.", field=f"messages[{i}]")
-    serializer = MessagesIn(data=data)
-    if not serializer.is_valid():
-        field, message, code = first_error(serializer.errors)
-        raise ServiceError(message, field=field or None, code=str(code))
-    valid = serializer.validated_data
-    return [IncomingMessage(**m) for m in valid["messages"]], valid["recreate_erased"]
 
 
 #: What a client reads about a troubled chunk. The chunk's own ``last_error`` holds the cause (the
@@ -168,7 +132,7 @@ class SubjectMessagesView(TenantScopedView):
         summary="Append messages to the subject's log (created on first sight); chunks are queued",
     )
     def post(self, request, external_id: str):
-        messages, recreate_erased = parse_ingest_body(request.data)
+        messages, recreate_erased = ingest_body_parse(request.data)
         result = messages_ingest(
             tenant=self.tenant, external_id=external_id, messages=messages, recreate_erased=recreate_erased
         )

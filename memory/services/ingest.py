@@ -15,7 +15,9 @@
   idle time closes the old window before appending.
 - :func:`chunks_requeue` puts failed chunks back in the queue (admin action).
 
-Validation errors name the offending field, e.g. ``messages[3].content``.
+Input is checked here only: :func:`ingest_body_parse` reads the API's JSON body (its shape and
+member types), :func:`messages_validate` what the messages say, for the API and the backfill alike.
+Errors name the offending field, e.g. ``messages[3].content``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from django.db import transaction
 from django.db.models import Count, F, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from memory import conf
 from memory.engine.chunker import Turn, chunk_turns
@@ -44,6 +47,10 @@ ROLES = ("user", "assistant", "system")
 # C0 controls other than tab, newline and carriage return, and DEL.
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_KEY_CHARS = 255
+#: The members of an ingest body and of each of its messages; any other is refused by name.
+BODY_FIELDS = ("messages", "recreate_erased")
+MESSAGE_FIELDS = ("content", "idempotency_key", "role", "session_id", "ts")
+TS_FORMAT = "YYYY-MM-DDThh:mm[:ss[.uuuuuu]][+HH:MM|-HH:MM|Z]"
 
 
 class PayloadTooLarge(ServiceError):
@@ -84,6 +91,77 @@ def external_id_validate(external_id: str) -> None:
     problem = _text_problem(external_id)
     if problem:
         raise ServiceError(f"external_id {problem}.", field="external_id", code="invalid_text")
+
+
+def _unknown(item: dict, allowed: Sequence[str], where: str) -> None:
+    unknown = sorted(set(item) - set(allowed))
+    if unknown:
+        raise ServiceError(
+            f"Unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}.", field=where + unknown[0]
+        )
+
+
+def _text(item: dict, name: str, field: str, *, default: str | None = None) -> str:
+    """A string member (a number is taken as its text); ``default`` when absent (None: required)."""
+    if name not in item:
+        if default is None:
+            raise ServiceError("This field is required.", field=field, code="required")
+        return default
+    value = item[name]
+    if value is None:
+        raise ServiceError("This field may not be null.", field=field, code="null")
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ServiceError("Not a valid string.", field=field, code="invalid")
+    return str(value)
+
+
+def _timestamp(value, field: str) -> datetime | None:
+    """ISO 8601; a naive time is taken in the current time zone (UTC), an aware one moved to it."""
+    if value is None:
+        return None
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:  # well-formed but not a date: 2024-13-01, 25:00
+        parsed = None
+    if parsed is None:
+        raise ServiceError(
+            f"Datetime has wrong format. Use one of these formats instead: {TS_FORMAT}.", field=field
+        )
+    if timezone.is_naive(parsed):
+        return timezone.make_aware(parsed)
+    try:
+        return parsed.astimezone(timezone.get_current_timezone())
+    except OverflowError:
+        raise ServiceError("Datetime value out of range.", field=field, code="overflow") from None
+
+
+def ingest_body_parse(data) -> tuple[list[IncomingMessage], bool]:
+    """The messages and the ``recreate_erased`` flag of an ingest call's JSON body, or a
+    :class:`ServiceError` naming the first member of the wrong shape or type (every message is
+    read before any is validated). What the messages say is :func:`messages_validate`'s."""
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        raise ServiceError('The body must be a JSON object {"messages": [...]}.', field="messages")
+    _unknown(data, BODY_FIELDS, "")
+    recreate_erased = data.get("recreate_erased", False)
+    if not isinstance(recreate_erased, bool):
+        raise ServiceError("recreate_erased must be true or false.", field="recreate_erased")
+    for i, item in enumerate(data["messages"]):
+        if not isinstance(item, dict):
+            raise ServiceError("Each message must be a JSON object.", field=f"messages[{i}]")
+        _unknown(item, MESSAGE_FIELDS, f"messages[{i}].")
+    messages = []
+    for i, item in enumerate(data["messages"]):
+        where = f"messages[{i}]."
+        messages.append(
+            IncomingMessage(
+                role=_text(item, "role", where + "role"),
+                content=_text(item, "content", where + "content"),
+                idempotency_key=_text(item, "idempotency_key", where + "idempotency_key"),
+                ts=_timestamp(item.get("ts"), where + "ts"),
+                session_id=_text(item, "session_id", where + "session_id", default="").strip(),
+            )
+        )
+    return messages, recreate_erased
 
 
 def messages_validate(messages: Sequence[IncomingMessage], *, max_messages: int | None = None) -> None:
