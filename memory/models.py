@@ -229,6 +229,13 @@ class Chunk(models.Model):
                 condition=models.Q(status="applied", indexed_at__isnull=True),
                 name="chunk_unindexed",
             ),
+            # The ingest backlog gauge, read at every scrape (personatree_site/ops/backlog.py): the
+            # chunks waiting for a dispatcher, a few among millions applied.
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(status__in=["pending", "processing"]),
+                name="chunk_waiting",
+            ),
         ]
         ordering = ["subject", "start_seq"]
 

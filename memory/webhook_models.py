@@ -67,7 +67,14 @@ class WebhookDelivery(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["endpoint", "-created_at"], name="webhook_delivery_endpoint")]
+        indexes = [
+            models.Index(fields=["endpoint", "-created_at"], name="webhook_delivery_endpoint"),
+            # The webhooks backlog gauge, read at every scrape (personatree_site/ops/backlog.py);
+            # deliveries are kept once done.
+            models.Index(
+                fields=["created_at"], condition=models.Q(status="pending"), name="webhook_delivery_pending"
+            ),
+        ]
         ordering = ["-created_at"]
         verbose_name = "webhook delivery"
         verbose_name_plural = "webhook deliveries"

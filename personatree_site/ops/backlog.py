@@ -6,15 +6,19 @@
 Labelled by queue only (``ingest``, ``index``, ``webhooks``), never by tenant or subject: three
 series whatever the number of tenants. What counts as waiting:
 
-- ``ingest``: chunks ``pending`` or ``processing`` (age from ``created_at``);
+- ``ingest``: chunks ``pending`` or ``processing`` (age from ``created_at``; partial index
+  ``chunk_waiting``);
 - ``index``: ``applied`` chunks whose messages are not confirmed in the evidence index (age from
-  ``updated_at``; the ``chunk_unindexed`` partial index serves the query);
-- ``webhooks``: deliveries ``pending``.
+  ``updated_at``; partial index ``chunk_unindexed``);
+- ``webhooks``: deliveries ``pending`` (partial index ``webhook_delivery_pending``).
 
-The database is read by the process answering ``/metrics`` (any web worker) at most once every
-:data:`TTL_S` seconds; the values are read from the rows, so every web replica reports the same
-numbers (aggregate with ``max``, never ``sum``). A failing query leaves the gauges out of the
-scrape (the rest of the exposition still answers) and logs a warning.
+Each query reads only the waiting rows through its partial index: without one, the ingest count
+scanned every chunk ever applied (175 ms at 500k chunks on PostgreSQL). The database is read by
+the process answering ``/metrics`` (any web worker) at most once every :data:`TTL_S` seconds, which
+guards against a burst of scrapes only: at Prometheus' 15-30 s interval every scrape reads. The
+values are read from the rows, so every web replica reports the same numbers (aggregate with
+``max``, never ``sum``). A failing query leaves the gauges out of the scrape (the rest of the
+exposition still answers) and logs a warning.
 """
 
 from __future__ import annotations
