@@ -6,8 +6,11 @@
   at its largest: the three web workers' request series (one GET and one POST per v1 route, each
   request on a new connection so the workers share them; 401s, no key) plus one Celery worker
   process's series (``task_duration_seconds``/``task_runs`` observed for 20 tenants x 4 tasks x 2
-  outcomes, exported as 8 series without the tenant label; chunk counters, dispatch histograms). The backlog gauges read a migrated SQLite database (cached
-  10 s per web worker, as in production: the notes give the slowest scrape, which includes a read).
+  outcomes, exported as 8 series without the tenant label; chunk counters, dispatch histograms).
+  The backlog gauges read a migrated, empty SQLite database, cached 10 s per web worker: these
+  back-to-back scrapes mostly hit the cache, which a scrape every 15-30 s misses; the read is
+  three lookups in partial indexes (``personatree_site/ops/backlog.py``, under a millisecond),
+  and the max includes one.
 - ``ops.metrics_scrape_worker_ms``: the same for a Celery worker container's exporter
   (``workers/exporter.py``): its HTTP server over two pool processes' files holding those series.
 
