@@ -27,15 +27,13 @@ import pytest
 from memory import selectors
 from memory.engine.grounding import check_grounding
 from memory.engine.ops import Op
-from memory.messages import IncomingMessage
 from memory.models import OpRecord, Subject
-from memory.services.ingest import messages_ingest, subject_flush
 from memory.services.tree import Actor, tree_apply_ops
 from serving.client import InProcessClient
 from serving.config import EngineConfig
 from serving.engines.base import turns_key
 from tests.factories import TenantFactory
-from tests.workers.helpers import drain
+from tests.workers.helpers import drain, ingest_closed
 
 pytestmark = pytest.mark.django_db
 
@@ -90,12 +88,7 @@ def seeded(tenant, external_id: str, tree: dict[str, str]) -> Subject:
 
 
 def ingest_case(tenant, external_id: str, case) -> Subject:
-    msgs = [
-        IncomingMessage(t["role"], t["content"], f"{case['name']}-{i}") for i, t in enumerate(case["turns"])
-    ]
-    subject = messages_ingest(tenant=tenant, external_id=external_id, messages=msgs, enqueue=False).subject
-    subject_flush(subject=subject, enqueue=False)
-    return subject
+    return ingest_closed(tenant, external_id, [(t["role"], t["content"]) for t in case["turns"]])
 
 
 def outcome_of(record: OpRecord) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from memory.services.ingest import IncomingMessage, messages_ingest
+from memory.services.ingest import IncomingMessage, messages_ingest, subject_flush
 from serving.client import InProcessClient
 from serving.config import EngineConfig
 from serving.protocol import ListenerResult
@@ -72,6 +72,15 @@ def ingest_pairs(tenant, external_id: str, n_pairs: int, *, start: int = 0, enqu
         msgs.append(IncomingMessage("user", f"I like hobby number {i} a lot", f"{external_id}-u{i}"))
         msgs.append(IncomingMessage("assistant", f"Tell me more about hobby {i}", f"{external_id}-a{i}"))
     return messages_ingest(tenant=tenant, external_id=external_id, messages=msgs, enqueue=enqueue)
+
+
+def ingest_closed(tenant, external_id: str, turns):
+    """Ingest ``turns`` (``(role, content)`` pairs) and close the subject's window, a partial one
+    too, so that every turn is in a pending chunk; returns the subject."""
+    msgs = [IncomingMessage(role, content, f"{external_id}-{i}") for i, (role, content) in enumerate(turns)]
+    subject = messages_ingest(tenant=tenant, external_id=external_id, messages=msgs, enqueue=False).subject
+    subject_flush(subject=subject, enqueue=False)
+    return subject
 
 
 def drain(

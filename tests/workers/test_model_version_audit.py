@@ -9,7 +9,7 @@ import json
 import pytest
 
 from memory.models import Chunk, OpRecord
-from memory.services.ingest import IncomingMessage, messages_ingest, subject_flush
+from tests.workers.helpers import ingest_closed
 from tests.workers.test_unstorable_model_output import FixedTextEngine, ListenerClient
 from workers.dispatcher import dispatch_round
 
@@ -29,16 +29,7 @@ OUTPUT = json.dumps({"ops": [{"op": "ADD", "path": CITY, "value": "Lyon", "sourc
 
 
 def test_the_checkpoint_version_is_recorded_with_every_op(tenant):
-    subject = messages_ingest(
-        tenant=tenant,
-        external_id="trained-subject",
-        messages=[
-            IncomingMessage("user", "I live in Lyon.", "u1"),
-            IncomingMessage("assistant", "Nice.", "a1"),
-        ],
-        enqueue=False,
-    ).subject
-    subject_flush(subject=subject, enqueue=False)
+    subject = ingest_closed(tenant, "trained-subject", [("user", "I live in Lyon."), ("assistant", "Nice.")])
     dispatch_round(client=ListenerClient(TrainedEngine(OUTPUT)), max_jobs=4, max_wait_ms=0, index=False)
     assert Chunk.objects.get(subject=subject).status == Chunk.Status.APPLIED
     records = list(OpRecord.objects.filter(subject=subject))

@@ -16,9 +16,9 @@ import pytest
 
 from memory import selectors
 from memory.models import Chunk, OpRecord
-from memory.services.ingest import IncomingMessage, messages_ingest, subject_flush
 from serving.engines.base import Generation
 from serving.listener import MemListener, storable
+from tests.workers.helpers import ingest_closed
 from workers.dispatcher import dispatch_round
 
 pytestmark = pytest.mark.django_db
@@ -77,17 +77,10 @@ def _unstorable(text) -> bool:
 
 @pytest.mark.parametrize("output", [JSON_OUTPUT, LINE_OUTPUT], ids=["json-escapes", "raw-line-format"])
 def test_nul_and_lone_surrogates_in_model_output_are_stored_clean(tenant, output):
-    result = messages_ingest(
-        tenant=tenant,
-        external_id="nul-subject",
-        messages=[
-            IncomingMessage("user", "I live in Lyon. I work as a nurse.", "u1"),
-            IncomingMessage("assistant", "Nice.", "a1"),
-        ],
-        enqueue=False,
+    # one pair: a partial window, closed now
+    subject = ingest_closed(
+        tenant, "nul-subject", [("user", "I live in Lyon. I work as a nurse."), ("assistant", "Nice.")]
     )
-    subject = result.subject
-    subject_flush(subject=subject, enqueue=False)  # one pair: a partial window, closed now
     client = ListenerClient(FixedTextEngine(output))
     for _ in range(3):  # more than one round would mean a failed write was retried
         report = dispatch_round(client=client, max_jobs=16, max_wait_ms=0, index=False)
