@@ -69,13 +69,13 @@ class Generation:
     for recordings (``serving.record``, ``evaluation.counting``) and never parsed back."""
 
     text: str = ""
-    items: tuple[Any, ...] | None = None
     model_id: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
     error: str | None = None
     retryable: bool = False
+    items: tuple[Any, ...] | None = None  # last: positional construction keeps its meaning
 
 
 class EngineError(RuntimeError):
