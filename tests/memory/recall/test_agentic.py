@@ -16,6 +16,7 @@ TEXTS = [
     "user: my sister Mia is visiting next week\nassistant: Have fun together.",
 ]
 TREE = {"behavioral/sport/current": "swimming", "identity/location/city": "Lisbon"}
+SUBJECT = Scope(1, 5)  # tenant 1, subject 5: whose evidence the index holds
 
 
 class FixedEngine:
@@ -40,17 +41,19 @@ def filled(index, embedder):
     return index
 
 
-def test_expansion_conditioned_on_tree_and_searched_in_parallel(filled, embedder):
+@pytest.fixture
+def recall(filled, embedder):
+    """``agentic_recall(query, TREE, ...)`` on the filled index, for SUBJECT unless ``scope`` says."""
+
+    def run(query: str, *, scope: Scope = SUBJECT, **kwargs):
+        return agentic_recall(query, TREE, scope=scope, index=filled, embedder=embedder, **kwargs)
+
+    return run
+
+
+def test_expansion_conditioned_on_tree_and_searched_in_parallel(recall):
     engine = FixedEngine('{"queries": ["knee injury running", "started swimming", "knee injury running"]}')
-    res = agentic_recall(
-        "Why did I change sport?",
-        TREE,
-        scope=Scope(1, 5),
-        index=filled,
-        embedder=embedder,
-        engine=engine,
-        token_budget=1000,
-    )
+    res = recall("Why did I change sport?", engine=engine, token_budget=1000)
     assert res.expansion["status"] == "ok"
     assert res.queries == ["Why did I change sport?", "knee injury running", "started swimming"]
     prompt = engine.prompts[0]
@@ -73,34 +76,25 @@ def test_expansion_conditioned_on_tree_and_searched_in_parallel(filled, embedder
         (FixedEngine("I think you should look at your knee"), "unreadable"),
     ],
 )
-def test_expansion_failure_searches_with_original_only(filled, embedder, engine, status):
-    res = agentic_recall(
-        "my cat Pixel", TREE, scope=Scope(1, 5), index=filled, embedder=embedder, engine=engine
-    )
+def test_expansion_failure_searches_with_original_only(recall, engine, status):
+    res = recall("my cat Pixel", engine=engine)
     assert res.expansion["status"] == status
     assert "original query only" in res.expansion["detail"]
     assert res.queries == ["my cat Pixel"]
     assert res.evidence[0].start_seq == 1
 
 
-def test_token_budget_limits_evidence(filled, embedder):
-    full = agentic_recall("family and pets", TREE, scope=Scope(1, 5), index=filled, embedder=embedder)
-    small = agentic_recall(
-        "family and pets",
-        TREE,
-        scope=Scope(1, 5),
-        index=filled,
-        embedder=embedder,
-        token_budget=full.evidence[0].tokens,
-    )
+def test_token_budget_limits_evidence(recall):
+    full = recall("family and pets")
+    small = recall("family and pets", token_budget=full.evidence[0].tokens)
     assert len(full.evidence) == 4
     assert len(small.evidence) >= 1 and small.tokens <= full.evidence[0].tokens
-    zero = agentic_recall("family", TREE, scope=Scope(1, 5), index=filled, embedder=embedder, token_budget=0)
+    zero = recall("family", token_budget=0)
     assert zero.evidence == [] and zero.candidates == 4
 
 
-def test_other_subject_evidence_never_returned(filled, embedder):
-    res = agentic_recall("cat", TREE, scope=Scope(1, 6), index=filled, embedder=embedder)
+def test_other_subject_evidence_never_returned(recall):
+    res = recall("cat", scope=Scope(1, 6))
     assert res.evidence == []
 
 
