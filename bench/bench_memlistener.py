@@ -28,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.common import listener_job  # noqa: E402
 from memory.engine.chunker import chunk_turns  # noqa: E402
 from memory.engine.render import count_tokens  # noqa: E402
 from memory.engine.schema import default_schema  # noqa: E402
 from memory.engine.tree import Tree, apply  # noqa: E402
-from serving.protocol import ListenerJob  # noqa: E402
 
 LOCOMO_DEFAULT = ROOT.parent / "shared" / "benchmarks" / "locomo" / "locomo_dev5.json"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -79,14 +79,8 @@ def evaluate_model(listener, conversations: list[list[list[dict]]], *, schema=No
     for ci, chunks in enumerate(conversations):
         tree = Tree.empty()
         for k, turns in enumerate(chunks):
-            job = ListenerJob(
-                job_id=f"c{ci}-{k}",
-                subject_id=f"locomo-{ci}",
-                base_version=k,
-                schema_id=schema.id,
-                schema_version=schema.version,
-                tree=tree.to_dict(),
-                turns=turns,
+            job = listener_job(
+                schema, f"c{ci}-{k}", f"locomo-{ci}", turns, base_version=k, tree=tree.to_dict()
             )
             t0 = time.perf_counter()
             res = listener.run([job])[0]
@@ -204,16 +198,7 @@ def throughput_metrics(model_path: str, chunks: list[list[dict]], *, max_tokens:
 
         def jobs(n, tag):
             return [
-                ListenerJob(
-                    job_id=f"{tag}-{i}",
-                    subject_id=f"bench-{i}",
-                    base_version=0,
-                    schema_id=schema.id,
-                    schema_version=schema.version,
-                    tree={},
-                    turns=chunks[i % len(chunks)],
-                )
-                for i in range(n)
+                listener_job(schema, f"{tag}-{i}", f"bench-{i}", chunks[i % len(chunks)]) for i in range(n)
             ]
 
         warm = client.run(jobs(1, "warm"))  # static prefix evaluated (or loaded from the disk cache) here
