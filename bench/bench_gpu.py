@@ -105,12 +105,14 @@ def build_engine(args: argparse.Namespace):
 def measure(
     engine, chunks: list[list[dict[str, str]]], *, schema, concurrency: int, batch: int, max_ops: int
 ) -> dict:
-    from bench.common import listener_job
     from serving.listener import MemListener
+    from tests.serving.jobs import make_job
 
     # Full-enum prompt, as gpu.yaml.
     listener = MemListener(engine, max_ops=max_ops, schema_resolver=lambda _id, _v: schema)
-    jobs = [listener_job(schema, f"g{i}", f"bench-{i}", turns) for i, turns in enumerate(chunks)]
+    jobs = [
+        make_job(schema, turns, job_id=f"g{i}", subject_id=f"bench-{i}") for i, turns in enumerate(chunks)
+    ]
     listener.run(jobs[:1])  # warm-up: compiles the output grammar and fills the static prefix
     engine.reset_stats()
     groups = [jobs[i : i + batch] for i in range(0, len(jobs), batch)]

@@ -28,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import listener_job  # noqa: E402
 from memory.engine.chunker import chunk_turns  # noqa: E402
 from memory.engine.render import count_tokens  # noqa: E402
 from memory.engine.schema import default_schema  # noqa: E402
 from memory.engine.tree import Tree, apply  # noqa: E402
+from tests.serving.jobs import make_job  # noqa: E402
 
 LOCOMO_DEFAULT = ROOT.parent / "shared" / "benchmarks" / "locomo" / "locomo_dev5.json"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -79,8 +79,13 @@ def evaluate_model(listener, conversations: list[list[list[dict]]], *, schema=No
     for ci, chunks in enumerate(conversations):
         tree = Tree.empty()
         for k, turns in enumerate(chunks):
-            job = listener_job(
-                schema, f"c{ci}-{k}", f"locomo-{ci}", turns, base_version=k, tree=tree.to_dict()
+            job = make_job(
+                schema,
+                turns,
+                job_id=f"c{ci}-{k}",
+                subject_id=f"locomo-{ci}",
+                base_version=k,
+                tree=tree.to_dict(),
             )
             t0 = time.perf_counter()
             res = listener.run([job])[0]
@@ -198,7 +203,8 @@ def throughput_metrics(model_path: str, chunks: list[list[dict]], *, max_tokens:
 
         def jobs(n, tag):
             return [
-                listener_job(schema, f"{tag}-{i}", f"bench-{i}", chunks[i % len(chunks)]) for i in range(n)
+                make_job(schema, chunks[i % len(chunks)], job_id=f"{tag}-{i}", subject_id=f"bench-{i}")
+                for i in range(n)
             ]
 
         warm = client.run(jobs(1, "warm"))  # static prefix evaluated (or loaded from the disk cache) here

@@ -1,6 +1,5 @@
 """What the benchmark modules share: the load note of a row, the rows printed when a module runs
-alone (``python bench/bench_<area>.py``), a timer put around a module's function for a while, and
-a MemListener job for one chunk."""
+alone (``python bench/bench_<area>.py``), and a timer put around a module's function for a while."""
 
 from __future__ import annotations
 
@@ -18,21 +17,6 @@ def print_rows(rows: dict[str, dict]) -> None:
     """A module's rows, one a line, as ``python bench/bench_<area>.py`` shows them."""
     for name, row in rows.items():
         print(f"{name}: {row['value']} {row['unit']} (target {row['target']}) — {row['note']}")
-
-
-def listener_job(schema, job_id: str, subject_id: str, turns, *, base_version: int = 0, tree=None):
-    """A MemListener job on ``schema`` (a loaded schema) for one chunk's ``turns``."""
-    from serving.protocol import ListenerJob
-
-    return ListenerJob(
-        job_id=job_id,
-        subject_id=subject_id,
-        base_version=base_version,
-        schema_id=schema.id,
-        schema_version=schema.version,
-        tree=tree or {},
-        turns=turns,
-    )
 
 
 class Timed:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from memory.engine.schema import default_schema, load_schema
-from serving.protocol import ListenerJob
 from tests.json_http import send_json
+from tests.serving.jobs import make_job  # noqa: F401  (the serving tests import it from here)
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "fixtures" / "recordings"
 TINY_SCHEMA_PATH = RECORDINGS / "tiny_schema.json"
@@ -35,18 +35,6 @@ def schema():
 def chunks():
     """Small dialogues written for these tests (tests/fixtures/recordings/chunks.json)."""
     return json.loads(CHUNKS_PATH.read_text(encoding="utf-8"))
-
-
-def make_job(schema, turns, *, job_id="job-1", tree=None, base_version=0) -> ListenerJob:
-    return ListenerJob(
-        job_id=job_id,
-        subject_id="subject-1",
-        base_version=base_version,
-        schema_id=schema.id,
-        schema_version=schema.version,
-        tree=tree or {},
-        turns=turns,
-    )
 
 
 class ScriptedHTTPServer:
