@@ -35,6 +35,19 @@ def engine_for(server, **kw):
     return OpenAICompatEngine(base_url=server.url + "/v1", model="served-model", api_key="k", **kw)
 
 
+def first_generation(engine, schema, chunks):
+    """What ``engine`` answers for the prompt of the first test chunk."""
+    return engine.generate([build_prompt(schema, {}, chunks[0]["turns"])], None)[0]
+
+
+def error_body(message: str, kind: str, code: str | None = None) -> dict:
+    """An OpenAI-style error answer (``code`` defaults to ``kind``)."""
+    return {"error": {"message": message, "type": kind, "code": code or kind}}
+
+
+SLOW_DOWN = error_body("slow down", "rate_limit")
+
+
 def test_completion_flows_through_the_gate_and_sends_the_schema(http_server, schema, chunks):
     http_server.reply(200, COMPLETION)
     job = make_job(schema, chunks[0]["turns"])
@@ -49,50 +62,37 @@ def test_completion_flows_through_the_gate_and_sends_the_schema(http_server, sch
 
 
 def test_auth_failure_is_not_retryable_and_not_retried(http_server, schema, chunks):
-    http_server.reply(
-        401, {"error": {"message": "bad key", "type": "invalid_request_error", "code": "invalid_api_key"}}
-    )
-    gen = engine_for(http_server, max_retries=2).generate(
-        [build_prompt(schema, {}, chunks[0]["turns"])], None
-    )[0]
+    http_server.reply(401, error_body("bad key", "invalid_request_error", "invalid_api_key"))
+    gen = first_generation(engine_for(http_server, max_retries=2), schema, chunks)
     assert gen.error and "credentials" in gen.error and gen.retryable is False
     assert len(http_server.requests) == 1
 
 
 def test_rate_limit_is_retried_then_reported_retryable(http_server, schema, chunks):
     for _ in range(2):
-        http_server.reply(
-            429, {"error": {"message": "slow down", "type": "rate_limit", "code": "rate_limit"}}
-        )
-    gen = engine_for(http_server, max_retries=1).generate(
-        [build_prompt(schema, {}, chunks[0]["turns"])], None
-    )[0]
+        http_server.reply(429, SLOW_DOWN)
+    gen = first_generation(engine_for(http_server, max_retries=1), schema, chunks)
     assert gen.error and "rate limit" in gen.error and gen.retryable is True
     assert len(http_server.requests) == 2
 
 
 def test_rate_limit_then_success(http_server, schema, chunks):
-    http_server.reply(429, {"error": {"message": "slow down", "type": "rate_limit", "code": "rate_limit"}})
+    http_server.reply(429, SLOW_DOWN)
     http_server.reply(200, COMPLETION)
-    gen = engine_for(http_server, max_retries=2).generate(
-        [build_prompt(schema, {}, chunks[0]["turns"])], None
-    )[0]
+    gen = first_generation(engine_for(http_server, max_retries=2), schema, chunks)
     assert gen.error is None and "Nurse" in gen.text
 
 
 def test_exhausted_quota_is_not_retryable(http_server, schema, chunks):
-    body = {"error": {"message": "quota", "type": "insufficient_quota", "code": "insufficient_quota"}}
-    http_server.reply(429, body)
-    gen = engine_for(http_server, max_retries=0).generate(
-        [build_prompt(schema, {}, chunks[0]["turns"])], None
-    )[0]
+    http_server.reply(429, error_body("quota", "insufficient_quota"))
+    gen = first_generation(engine_for(http_server, max_retries=0), schema, chunks)
     assert gen.error and "quota" in gen.error and gen.retryable is False
 
 
 def test_timeout_is_retryable(http_server, schema, chunks):
     http_server.reply(200, COMPLETION, delay_s=1.5)
     engine = engine_for(http_server, max_retries=0, timeout_s=0.3)
-    gen = engine.generate([build_prompt(schema, {}, chunks[0]["turns"])], None)[0]
+    gen = first_generation(engine, schema, chunks)
     assert gen.error and "timed out" in gen.error and gen.retryable is True
 
 
@@ -102,7 +102,7 @@ def test_unreachable_endpoint_is_retryable(schema, chunks):
     engine = OpenAICompatEngine(
         base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", max_retries=0, timeout_s=2
     )
-    gen = engine.generate([build_prompt(schema, {}, chunks[0]["turns"])], None)[0]
+    gen = first_generation(engine, schema, chunks)
     assert gen.error and "unreachable" in gen.error and gen.retryable is True
 
 
