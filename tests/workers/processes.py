@@ -61,17 +61,25 @@ def live_database_url() -> str:
     return f"postgres://{auth}@{host}:{port}/{s['NAME']}"
 
 
-class RedisServer:
-    """``redis-server`` on a free port, no persistence (a restart loses every queued message)."""
+class _ServerProcess:
+    """A server the tests start as its own process on a free 127.0.0.1 port, its files in ``workdir``."""
 
-    def __init__(self, workdir: Path):
+    URL = ""  #: the server's URL, ``{port}`` to fill
+
+    def __init__(self, workdir: Path) -> None:
         self.port = free_port()
         self.workdir = workdir
         self.proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return self.URL.format(port=self.port)
+
+
+class RedisServer(_ServerProcess):
+    """``redis-server`` on a free port, no persistence (a restart loses every queued message)."""
+
+    URL = "redis://127.0.0.1:{port}/0"
 
     def start(self) -> RedisServer:
         exe = shutil.which("redis-server")
@@ -307,22 +315,18 @@ class PostgresServer:
             self.dir = None
 
 
-class StandinListenerServer:
+class StandinListenerServer(_ServerProcess):
     """The stand-in MemListener (``tests/workers/listener_server.py``: the real MemListener on the
     ``standin`` engine in ``derived`` mode, which writes ADD/UPDATE ops) behind the Ray Serve app's
     HTTP protocol, as its own process on a fixed 127.0.0.1 port. ``stop()`` SIGKILLs it (callers
     see connection refused, an outage); ``start()`` again serves on the same port."""
 
+    URL = "http://127.0.0.1:{port}/memlistener"
+
     def __init__(self, workdir: Path, *, latency_ms: float = 150.0, mode: str = "derived") -> None:
-        self.port = free_port()
-        self.workdir = workdir
+        super().__init__(workdir)
         self.latency_ms = latency_ms
         self.mode = mode
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/memlistener"
 
     def start(self) -> StandinListenerServer:
         with (self.workdir / "listener.log").open("a") as log:
