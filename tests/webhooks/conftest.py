@@ -14,6 +14,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from memory.services.tree_plan import Actor
+from memory.services.webhooks import webhook_endpoint_create
+from tests.factories import SubjectFactory, TenantFactory
+
+#: Who creates the tests' endpoints.
+ACTOR = Actor.system("tests")
+
+
+def subscribed(url: str, *event_types: str, **subject_fields):
+    """A subject of a new tenant whose one endpoint, at ``url``, takes ``event_types``:
+    ``(subject, endpoint, secret)``."""
+    tenant = TenantFactory()
+    subject = SubjectFactory(tenant=tenant, **subject_fields)
+    endpoint, secret = webhook_endpoint_create(
+        actor=ACTOR, tenant=tenant, url=url, event_types=list(event_types)
+    )
+    return subject, endpoint, secret
+
 
 @dataclass
 class Received:

@@ -15,8 +15,7 @@ from memory.services.subjects import subject_erase
 from memory.services.tree import Actor, Source, tree_apply_ops
 from memory.services.webhooks import webhook_endpoint_create, webhook_endpoint_update
 from tests.factories import ChunkFactory, SubjectFactory, TenantFactory
-
-ACTOR = Actor.system("tests")
+from tests.webhooks.conftest import ACTOR, subscribed
 
 pytestmark = pytest.mark.django_db
 
@@ -55,11 +54,7 @@ def events(receiver):
 
 
 def test_version_applied_is_delivered_signed_without_values(receiver, commit):
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant, external_id="alice")
-    endpoint, secret = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
-    )
+    subject, endpoint, secret = subscribed(receiver.url, "version.applied", external_id="alice")
 
     apply_seed(subject, commit)
 
@@ -85,11 +80,7 @@ def test_version_applied_is_delivered_signed_without_values(receiver, commit):
 
 
 def test_500_then_200_is_retried_and_both_attempts_are_logged(receiver, commit):
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant)
-    endpoint, secret = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
-    )
+    subject, endpoint, secret = subscribed(receiver.url, "version.applied")
     receiver.script = [500]
 
     apply_seed(subject, commit)
@@ -107,11 +98,7 @@ def test_500_then_200_is_retried_and_both_attempts_are_logged(receiver, commit):
 
 def test_gives_up_after_max_attempts(receiver, commit, settings):
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_ATTEMPTS": 3}
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant, external_id="carol")
-    endpoint, _ = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
-    )
+    subject, endpoint, _ = subscribed(receiver.url, "version.applied", external_id="carol")
     receiver.script = [503] * 10
 
     apply_seed(subject, commit)
@@ -124,11 +111,7 @@ def test_gives_up_after_max_attempts(receiver, commit, settings):
 
 
 def test_a_4xx_answer_is_not_retried(receiver, commit):
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant)
-    endpoint, _ = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
-    )
+    subject, endpoint, _ = subscribed(receiver.url, "version.applied")
     receiver.script = [410]
 
     apply_seed(subject, commit)
@@ -143,11 +126,7 @@ def test_connection_errors_are_retried_then_given_up(allow_loopback, commit, set
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant)
-    endpoint, _ = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=f"http://127.0.0.1:{port}/hook", event_types=["version.applied"]
-    )
+    subject, endpoint, _ = subscribed(f"http://127.0.0.1:{port}/hook", "version.applied")
 
     apply_seed(subject, commit)
 
@@ -200,11 +179,7 @@ def test_inactive_endpoint_and_unsubscribed_events_get_nothing(receiver, other_r
 
 
 def test_subject_erased_keeps_no_external_id_after_delivery(receiver, commit):
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant, external_id="dave")
-    endpoint, secret = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["subject.erased"]
-    )
+    subject, endpoint, secret = subscribed(receiver.url, "subject.erased", external_id="dave")
 
     with commit():
         subject_erase(subject=subject)
@@ -224,11 +199,7 @@ def test_subject_erased_keeps_no_external_id_after_delivery(receiver, commit):
 
 
 def test_review_decisions_are_delivered(receiver, commit, admin_user):
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant, external_id="erin")
-    webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["review.decided", "version.applied"]
-    )
+    subject, _, _ = subscribed(receiver.url, "review.decided", "version.applied", external_id="erin")
     chunk = ChunkFactory(subject=subject)
     with commit():
         held = tree_apply_ops(
@@ -260,11 +231,7 @@ def test_review_decisions_are_delivered(receiver, commit, admin_user):
 
 
 def test_a_private_target_is_refused_at_delivery_when_not_allowed(receiver, commit, settings):
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant)
-    endpoint, _ = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
-    )
+    subject, endpoint, _ = subscribed(receiver.url, "version.applied")
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_ALLOW_PRIVATE_TARGETS": False}
 
     apply_seed(subject, commit)
@@ -304,11 +271,7 @@ def test_the_documented_check_refuses_stale_or_tampered_signatures():
 
 def test_a_receiver_slower_than_the_timeout_is_retried_then_given_up(receiver, commit, settings):
     settings.PERSONATREE = {**settings.PERSONATREE, "WEBHOOK_MAX_ATTEMPTS": 2, "WEBHOOK_TIMEOUT_S": 0.2}
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant)
-    endpoint, _ = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
-    )
+    subject, endpoint, _ = subscribed(receiver.url, "version.applied")
     receiver.delay_s = 1.0
 
     apply_seed(subject, commit)

@@ -12,14 +12,12 @@ import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from memory.models import Chunk, WebhookEndpoint
-from memory.services.tree_plan import Actor
 from memory.services.webhook_deliveries import standard_key, standard_signature
 from memory.services.webhooks import webhook_endpoint_create, webhook_endpoint_rotate_secret
 from tests.factories import ChunkFactory, SubjectFactory, TenantFactory
+from tests.webhooks.conftest import ACTOR, subscribed
 from tests.webhooks.test_delivery import apply_seed
 from workers.ordering import chunk_release, chunks_claim
-
-ACTOR = Actor.system("tests")
 
 pytestmark = pytest.mark.django_db
 
@@ -44,11 +42,7 @@ def test_new_secrets_follow_the_whsec_base64_convention():
 
 
 def test_real_deliveries_pass_the_reference_verifier(receiver, commit):
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant, external_id="alice")
-    endpoint, secret = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["version.applied"]
-    )
+    subject, endpoint, secret = subscribed(receiver.url, "version.applied", external_id="alice")
     receiver.script = [503]
 
     apply_seed(subject, commit)
@@ -72,11 +66,7 @@ def test_real_deliveries_pass_the_reference_verifier(receiver, commit):
 
 def test_a_chunk_given_up_for_good_sends_ingest_failed_without_any_text(receiver, commit, settings):
     settings.PERSONATREE = {**settings.PERSONATREE, "CHUNK_MAX_ATTEMPTS": 1}
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant, external_id="bob")
-    _, secret = webhook_endpoint_create(
-        actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["ingest.failed"]
-    )
+    subject, _, secret = subscribed(receiver.url, "ingest.failed", external_id="bob")
     chunk = ChunkFactory(subject=subject, start_seq=7, end_seq=12)
     (claim,) = chunks_claim(limit=1)
 
@@ -100,9 +90,7 @@ def test_a_chunk_given_up_for_good_sends_ingest_failed_without_any_text(receiver
 
 
 def test_a_chunk_released_for_another_try_sends_nothing(receiver, commit):
-    tenant = TenantFactory()
-    subject = SubjectFactory(tenant=tenant)
-    webhook_endpoint_create(actor=ACTOR, tenant=tenant, url=receiver.url, event_types=["ingest.failed"])
+    subject, _, _ = subscribed(receiver.url, "ingest.failed")
     ChunkFactory(subject=subject)
     (claim,) = chunks_claim(limit=1)
 
