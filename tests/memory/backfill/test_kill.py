@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from memory.backfill import JsonlSource
-from memory.backfill.service import backfill_run
 from memory.models import Chunk, Message, OpRecord
-from tests.memory.backfill.test_service import state
+from tests.memory.backfill.test_service import processed, state
 from tests.workers.helpers import standin_client
 from tests.workers.processes import ROOT, live_database_url, wait_for
 
@@ -92,14 +91,7 @@ def test_killed_backfill_resumes_without_duplicates(tmp_path, tenant, other_tena
     assert final.returncode == 0, out.decode()
     assert killed_at < SUBJECTS * 4, "the kills came too late to interrupt anything"
     # a clean, uninterrupted import of the same file into another tenant
-    backfill_run(
-        tenant=other_tenant,
-        histories=JsonlSource(path),
-        process=True,
-        client=standin_client(),
-        progress=False,
-        index=False,
-    )
+    processed(other_tenant, JsonlSource(path), standin_client())
     resumed, clean = state(tenant), state(other_tenant)
     assert resumed == clean
     assert Chunk.objects.filter(subject__tenant=tenant, status="applied").count() == SUBJECTS * 4

@@ -55,12 +55,17 @@ def test_dry_run_writes_nothing_and_counts_chunks(tenant):
     assert not Message.objects.exists() and not Subject.objects.exists()
 
 
-def _process_tiny(tenant, client):
-    """The tiny PersonaMem file imported and processed by ``client`` (no evidence indexing)."""
-    histories = PersonamemSource(FIXTURES / "personamem_tiny.jsonl")
+def processed(tenant, histories, client):
+    """``histories`` imported into ``tenant`` and processed by ``client`` in process (no progress
+    display, no evidence indexing)."""
     return backfill_run(
         tenant=tenant, histories=histories, process=True, client=client, progress=False, index=False
     )
+
+
+def _process_tiny(tenant, client):
+    """The tiny PersonaMem file imported and processed by ``client``."""
+    return processed(tenant, PersonamemSource(FIXTURES / "personamem_tiny.jsonl"), client)
 
 
 def test_process_runs_the_listener_in_batches_and_rerun_adds_no_versions(tenant):
@@ -117,26 +122,10 @@ def test_interrupted_run_resumes_to_the_same_state_as_a_clean_run(tenant, other_
 
     for die_at in (0, 1, 1):  # dies before any, after one, after one more batch
         with pytest.raises(Boom):
-            backfill_run(
-                tenant=tenant,
-                histories=histories,
-                process=True,
-                client=DyingClient(die_at),
-                progress=False,
-                index=False,
-            )
+            processed(tenant, histories, DyingClient(die_at))
         # the dead run's claimed chunks are "processing"; the next run takes them back (reclaim)
-    backfill_run(
-        tenant=tenant, histories=histories, process=True, client=WatchingClient(), progress=False, index=False
-    )
-    backfill_run(
-        tenant=other_tenant,
-        histories=histories,
-        process=True,
-        client=WatchingClient(),
-        progress=False,
-        index=False,
-    )
+    processed(tenant, histories, WatchingClient())
+    processed(other_tenant, histories, WatchingClient())
     resumed, clean = state(tenant), state(other_tenant)
     assert resumed == clean
     assert set(Chunk.objects.values_list("status", flat=True)) == {"applied"}
@@ -165,14 +154,7 @@ def test_restart_takes_back_only_its_own_subjects_chunks(tenant):
         first = Chunk.objects.filter(subject__external_id=name).order_by("start_seq").first()
         Chunk.objects.filter(pk=first.pk).update(status="processing", attempts=1, updated_at=a_minute_ago)
 
-    report = backfill_run(
-        tenant=tenant,
-        histories=[history("mine")],
-        process=True,
-        client=WatchingClient(),
-        progress=False,
-        index=False,
-    )
+    report = processed(tenant, [history("mine")], WatchingClient())
     assert report.reclaimed == 1
     mine = list(
         Chunk.objects.filter(subject__external_id="mine")
