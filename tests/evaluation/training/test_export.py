@@ -45,6 +45,11 @@ def by_chunk(lines, history):
     return {ids[line["chunk_id"]]: line for line in lines}
 
 
+def op_line(op: str, path: str | None, value: str | None, origin: str, **more) -> dict:
+    """An op as an exported line lists it among its gold ops or negatives."""
+    return {"op": op, "path": path, "value": value, **more, "origin": origin}
+
+
 def test_prompt_equals_build_prompt_at_the_base_version(tmp_path, history):
     _, lines = export(tmp_path)
     ex = by_chunk(lines, history)
@@ -67,14 +72,8 @@ def test_gold_rejections_and_sources(tmp_path, history):
     _, lines = export(tmp_path)
     c1 = by_chunk(lines, history)["c1"]
     assert c1["gold"] == [
-        {
-            "op": "ADD",
-            "path": CITY,
-            "value": "moved to Porto last year",
-            "source": "I moved to Porto last year.",
-            "origin": "applied",
-        },
-        {"op": "ADD", "path": ROLE, "value": "data engineer at a bank", "origin": "applied"},
+        op_line("ADD", CITY, "moved to Porto last year", "applied", source="I moved to Porto last year."),
+        op_line("ADD", ROLE, "data engineer at a bank", "applied"),
     ]
     assert [r["reason"] for r in c1["rejected"]] == ["UNKNOWN_PATH"] and c1["parse_errors"] == 1
     assert c1["negatives"] == []
@@ -86,21 +85,15 @@ def test_gold_rejections_and_sources(tmp_path, history):
 def test_moderator_edit_becomes_gold_and_delete_a_negative(tmp_path, history):
     _, lines = export(tmp_path)
     ex = by_chunk(lines, history)
-    assert ex["c2"]["gold"] == [
-        {"op": "ADD", "path": PETS, "value": "a cat called Miso, 4 years old", "origin": "edited"}
-    ]
-    assert ex["c3"]["gold"] == [
-        {"op": "ADD", "path": EXERCISE, "value": "swims twice a week", "origin": "applied"}
-    ]
-    assert ex["c3"]["negatives"] == [
-        {"op": "ADD", "path": FOODS, "value": "ramen", "origin": "moderator_deleted"}
-    ]
+    assert ex["c2"]["gold"] == [op_line("ADD", PETS, "a cat called Miso, 4 years old", "edited")]
+    assert ex["c3"]["gold"] == [op_line("ADD", EXERCISE, "swims twice a week", "applied")]
+    assert ex["c3"]["negatives"] == [op_line("ADD", FOODS, "ramen", "moderator_deleted")]
 
 
 def test_no_op_chunk_is_gold_no_op(tmp_path, history):
     _, lines = export(tmp_path)
     c6 = by_chunk(lines, history)["c6"]
-    assert c6["gold"] == [{"op": "NO_OP", "path": None, "value": None, "origin": "applied"}]
+    assert c6["gold"] == [op_line("NO_OP", None, None, "applied")]
 
 
 def test_special_tier_excluded_by_default(tmp_path, history):
@@ -116,15 +109,9 @@ def test_special_tier_excluded_by_default(tmp_path, history):
 def test_include_special_keeps_declined_and_approved(tmp_path, history):
     _, lines = export(tmp_path, include_special=True)
     ex = by_chunk(lines, history)
-    assert ex["c4"]["gold"] == [
-        {"op": "ADD", "path": MUSIC, "value": "listens to jazz every evening", "origin": "applied"}
-    ]
-    assert ex["c4"]["negatives"] == [
-        {"op": "ADD", "path": CONDITIONS, "value": "asthma, uses an inhaler", "origin": "declined"}
-    ]
-    assert ex["c5"]["gold"] == [
-        {"op": "ADD", "path": ALLERGIES, "value": "allergic to peanuts", "origin": "approved"}
-    ]
+    assert ex["c4"]["gold"] == [op_line("ADD", MUSIC, "listens to jazz every evening", "applied")]
+    assert ex["c4"]["negatives"] == [op_line("ADD", CONDITIONS, "asthma, uses an inhaler", "declined")]
+    assert ex["c5"]["gold"] == [op_line("ADD", ALLERGIES, "allergic to peanuts", "approved")]
     assert ex["c6"]["special_removed"] == 0 and ex["c6"]["tree"][ALLERGIES] == "allergic to peanuts"
     assert "c7" not in ex  # still pending
 
@@ -255,9 +242,7 @@ def test_model_delete_undone_by_a_moderator_is_a_negative(tmp_path, history, adm
     )
     _, lines = export(tmp_path)
     line = next(x for x in lines if x["chunk_id"] == chunk.pk)
-    assert line["negatives"] == [
-        {"op": "DELETE", "path": CITY, "value": None, "origin": "moderator_restored"}
-    ]
+    assert line["negatives"] == [op_line("DELETE", CITY, None, "moderator_restored")]
     assert [g["path"] for g in line["gold"]] == ["behaviour/hobbies/games"]
 
 
