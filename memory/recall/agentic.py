@@ -28,6 +28,7 @@ from serving.embedder import Embedder
 from .index import EvidenceIndex, Hit, Scope
 from .rerank import Reranker
 from .router import relevant_paths
+from .rows import Span
 from .search import rrf_fuse, search_many
 
 EXPANSION_PROMPT_VERSION = "expand-v1"
@@ -67,14 +68,9 @@ class RecallConfig:
 
 
 @dataclass
-class Evidence:
-    pk: str
-    start_seq: int
-    end_seq: int
-    ts_ms: int
-    session: str
-    text: str
-    score: float
+class Evidence(Span):
+    """A span kept for the answer: ``score`` is the reranker's when there is one, else the fused one."""
+
     fused_score: float
     rerank_score: float | None
     queries: list[str]

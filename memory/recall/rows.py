@@ -77,15 +77,23 @@ class EvidenceRow:
 
 
 @dataclass
-class Hit:
+class Span:
+    """A stored span of a subject's dialogue as a search finds it, with its score."""
+
     pk: str
-    subject_id: int
     start_seq: int
     end_seq: int
     ts_ms: int
     session: str
     text: str
     score: float
+
+
+@dataclass
+class Hit(Span):
+    """A search's hit: the span, its subject and the queries that found it."""
+
+    subject_id: int
     queries: list[str] = field(default_factory=list)
 
 
