@@ -82,8 +82,7 @@ class LeafHistoryView(SubjectLeafView):
         "that held special-tier values, without read_special.",
     )
     def get(self, request, external_id: str, leaf_path: str):
-        subject = self.get_subject(external_id)
-        leaf = self._leaf(subject, leaf_path)
+        subject, leaf = self._subject_leaf(external_id, leaf_path)
         tiers = tiers_for(self)
         if leaf.path in selectors.special_in_history(subject, tiers):
             raise exceptions.PermissionDenied(

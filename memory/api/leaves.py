@@ -106,7 +106,10 @@ def _write_schema(summary: str, description: str, **kwargs):
 class SubjectLeafView(TenantScopedView):
     required_scopes = {"GET": ("read",), "PUT": ("write",), "DELETE": ("write",)}
 
-    def _leaf(self, subject: Subject, leaf_path: str) -> Leaf:
+    def _subject_leaf(self, external_id: str, leaf_path: str) -> tuple[Subject, Leaf]:
+        """The caller's subject and its schema's leaf at ``leaf_path``, which the caller's tiers
+        must reach (404 unknown_leaf, 403)."""
+        subject = self.get_subject(external_id)
         leaf = selectors.subject_schema(subject).leaf(leaf_path)
         if leaf is None:  # the path is not echoed: it may hold anything a URL can
             raise exceptions.NotFound("The subject's schema has no leaf at this path.", code="unknown_leaf")
@@ -114,7 +117,7 @@ class SubjectLeafView(TenantScopedView):
             raise exceptions.PermissionDenied(
                 f"This leaf is in the {leaf.tier} tier: it needs scope read_special."
             )
-        return leaf
+        return subject, leaf
 
     def _body(self, subject: Subject, leaf: Leaf, value: str | None, version: int) -> dict:
         return {
@@ -134,8 +137,7 @@ class SubjectLeafView(TenantScopedView):
         "version the subject does not have; 403 for a special-tier leaf without read_special.",
     )
     def get(self, request, external_id: str, leaf_path: str):
-        subject = self.get_subject(external_id)
-        leaf = self._leaf(subject, leaf_path)
+        subject, leaf = self._subject_leaf(external_id, leaf_path)
         as_of = tree_params(request.query_params)["as_of"]
         with as_of_found():
             number, tree = selectors.tree_at(subject, as_of)
@@ -168,8 +170,7 @@ class SubjectLeafView(TenantScopedView):
 
     def _write(self, external_id: str, leaf_path: str, data: serializers.Serializer, service) -> Response:
         """Run ``service`` (leaf_edit / leaf_delete) on the leaf with the validated ``data``."""
-        subject = self.get_subject(external_id)
-        leaf = self._leaf(subject, leaf_path)
+        subject, leaf = self._subject_leaf(external_id, leaf_path)
         data.is_valid(raise_exception=True)
         outcome = service(
             subject=subject, path=leaf.path, actor=Actor.for_api_key(self.api_key), **data.validated_data
