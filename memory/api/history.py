@@ -94,13 +94,13 @@ class LeafHistoryView(SubjectLeafView):
             tiers=tiers,
         ).select_related("version")
         pager = Pager(request, "leaf-history", {"after": int})
-        changes, more = pager.take(ops, "id", key="after")
+        changes, next_page = pager.page(ops, "id", key="after")
         return Response(
             {
                 "subject": subject.external_id,
                 "path": leaf.path,
                 "changes": LeafChangeOut(changes, many=True).data,
-                "next": pager.next_link({"after": changes[-1].pk} if more else None),
+                "next": next_page,
             }
         )
 

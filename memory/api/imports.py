@@ -216,13 +216,8 @@ class ImportListView(_ImportView):
     )
     def get(self, request):
         pager = Pager(request, "imports", {"before": int})
-        rows, more = pager.take(self.imports(), "id", key="before", descending=True)
-        return Response(
-            {
-                "imports": [import_body(r) for r in rows],
-                "next": pager.next_link({"before": rows[-1].pk} if more else None),
-            }
-        )
+        rows, next_page = pager.page(self.imports(), "id", key="before", descending=True)
+        return Response({"imports": [import_body(r) for r in rows], "next": next_page})
 
 
 class ImportDetailView(_ImportView):

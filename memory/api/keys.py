@@ -72,14 +72,8 @@ class ApiKeyListView(_KeyView):
         operation_id="v1_keys_list",
     )
     def get(self, request):
-        pager = Pager(request, "keys", {"after": int})
-        keys, more = pager.take(self.api_keys(), "id", key="after")
-        return Response(
-            {
-                "keys": KeyOut(keys, many=True).data,
-                "next": pager.next_link({"after": keys[-1].pk} if more else None),
-            }
-        )
+        keys, next_page = Pager(request, "keys", {"after": int}).page(self.api_keys(), "id", key="after")
+        return Response({"keys": KeyOut(keys, many=True).data, "next": next_page})
 
     @extend_schema(
         request=KeyIn,

@@ -113,13 +113,8 @@ class SubjectListView(TenantScopedView):
     )
     def get(self, request):
         pager = Pager(request, "subjects", {"after": str})
-        subjects, more = pager.take(self.subjects(), "external_id", key="after")
-        return Response(
-            {
-                "subjects": self.SubjectOut(subjects, many=True).data,
-                "next": pager.next_link({"after": subjects[-1].external_id} if more else None),
-            }
-        )
+        subjects, next_page = pager.page(self.subjects(), "external_id", key="after")
+        return Response({"subjects": self.SubjectOut(subjects, many=True).data, "next": next_page})
 
     @extend_schema(
         request=SubjectIn,
@@ -209,7 +204,7 @@ class SubjectVersionsView(TenantScopedView):
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
         pager = Pager(request, "versions", {"before": int})
-        versions, more = pager.take(
+        versions, next_page = pager.page(
             selectors.versions_list(subject=subject).select_related("parent"),
             "number",
             key="before",
@@ -220,7 +215,7 @@ class SubjectVersionsView(TenantScopedView):
                 "subject": subject.external_id,
                 "head_version": subject.head_version,
                 "versions": VersionOut(versions, many=True).data,
-                "next": pager.next_link({"before": versions[-1].number} if more else None),
+                "next": next_page,
             }
         )
 

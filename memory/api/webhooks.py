@@ -93,13 +93,8 @@ class WebhookListView(_WebhookView):
     )
     def get(self, request):
         pager = Pager(request, "webhooks", {"after": int})
-        endpoints, more = pager.take(self.webhook_endpoints(), "id", key="after")
-        return Response(
-            {
-                "webhooks": EndpointOut(endpoints, many=True).data,
-                "next": pager.next_link({"after": endpoints[-1].pk} if more else None),
-            }
-        )
+        endpoints, next_page = pager.page(self.webhook_endpoints(), "id", key="after")
+        return Response({"webhooks": EndpointOut(endpoints, many=True).data, "next": next_page})
 
     @extend_schema(
         request=EndpointIn,
@@ -159,12 +154,7 @@ class WebhookDeliveriesView(_WebhookView):
     def get(self, request, public_id):
         endpoint = self.get_webhook_endpoint(public_id)
         pager = Pager(request, "deliveries", {"before": int})
-        deliveries, more = pager.take(
+        deliveries, next_page = pager.page(
             endpoint.deliveries.prefetch_related("attempt_log"), "id", key="before", descending=True
         )
-        return Response(
-            {
-                "deliveries": DeliveryOut(deliveries, many=True).data,
-                "next": pager.next_link({"before": deliveries[-1].pk} if more else None),
-            }
-        )
+        return Response({"deliveries": DeliveryOut(deliveries, many=True).data, "next": next_page})
