@@ -9,11 +9,16 @@ at the granularity the phrase has.
   "on Saturday" -> ``"(7 May 2023)"``. A bare weekday ("on Saturday", "this Saturday") needs a
   tense: past ("went", "was", "-ed") -> the previous one, future ("will", "going to", "'m
   ...ing") -> the next one; with no tense cue it is left alone.
-- **week** phrases: "last week", "this week", "next week", "two weeks ago" -> ``"(week of 1 May
-  2023)"`` (the Monday); the approximate "a few days ago" / "a couple of days ago" also give the
-  week they fall in (a day would be invented precision).
-- **weekend** phrases: "last weekend", "this weekend", "next weekend", "two weekends ago" ->
-  ``"(weekend of 6 May 2023)"`` (the Saturday).
+- **week** phrases: "this week", "next week" -> ``"(week of 8 May 2023)"`` (the Monday); a past
+  week is counted back from the day it was said: "last week" -> ``"(week before 8 May 2023)"``,
+  "two weeks ago" -> ``"(two weeks before 8 May 2023)"`` (LoCoMo's answers write them so, and
+  a computed Monday would claim more than "last week" says); the approximate "a few days ago" /
+  "a couple of days ago" give the week they fall in (a day would be invented precision).
+- **weekend** phrases: "this weekend", "next weekend" -> ``"(weekend of 13 May 2023)"`` (the
+  Saturday); a past one is counted back like a week: "last weekend" (or "this weekend" in the past
+  tense) -> ``"(weekend before 8 May 2023)"``, "two weekends ago" -> ``"(two weekends before 8
+  May 2023)"``; said on a weekend, "last weekend" is the one before it, ``"(weekend of 8 July
+  2023)"``.
 - **month** phrases: "last month", "later this month", "next month", "3 months ago", "last May" ->
   ``"(April 2023)"``.
 - **season** phrases: "this summer", "last winter" -> ``"(summer 2023)"`` (northern seasons;
@@ -66,7 +71,7 @@ class DatePhrase:
     start: int
     end: int
     phrase: str  # the text replaced (a leading "on" is part of it)
-    absolute: str  # "7 May 2023", "week of 1 May 2023", "April 2023", "summer 2023", "2021"
+    absolute: str  # "7 May 2023", "week before 8 May 2023", "April 2023", "summer 2023", "2021"
 
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -200,6 +205,18 @@ def _weekend(saturday: date) -> str:
     return "weekend of " + _fmt_day(saturday)
 
 
+_NUMBER_NAMES = {n: w for w, n in _NUMBERS.items() if w not in ("a", "an")}
+
+
+def _before(n: int, unit: str, today: date) -> str:
+    """A past week or weekend counted back from the day it was said: "week before 8 May 2023",
+    "two weekends before 17 July 2023" (the way LoCoMo's answers write them; the day said is exact,
+    a computed Monday would read as more precise than "last week" is)."""
+    if n == 1:
+        return f"{unit} before {_fmt_day(today)}"
+    return f"{_NUMBER_NAMES.get(n, str(n))} {unit}s before {_fmt_day(today)}"
+
+
 def _at(unit: str, day: date) -> str:
     """``day`` written at the granularity of ``unit``."""
     if unit == "day":
@@ -219,8 +236,8 @@ def _last_saturday(today: date) -> date:
 
 
 def _weekend_rel(rel: str, today: date, tense: str | None) -> str | None:
-    if rel == "last":
-        return _weekend(_last_saturday(today))
+    if rel == "last":  # said on a weekend, "the weekend before" would read as this one
+        return _weekend(_last_saturday(today)) if today.weekday() >= 5 else _before(1, "weekend", today)
     if today.weekday() >= 5:  # said on a weekend: "this weekend" is under way
         current = today - timedelta(days=today.weekday() - 5)
         return _weekend(current + timedelta(days=7) if rel == "next" else current)
@@ -228,7 +245,7 @@ def _weekend_rel(rel: str, today: date, tense: str | None) -> str | None:
     if rel == "next":
         return _weekend(coming)
     if tense == "past":  # "we went hiking this weekend", said on a Monday
-        return _weekend(_last_saturday(today))
+        return _before(1, "weekend", today)
     if tense == "future":
         return _weekend(coming)
     return None
@@ -279,8 +296,10 @@ def _resolve(match: re.Match[str], today: date, tense: str | None) -> str | None
         unit = g["unit"].lower()
         if n == 0:
             return None
-        if unit == "weekend":
+        if unit == "weekend" and today.weekday() >= 5:
             return _weekend(_last_saturday(today) - timedelta(days=7 * (n - 1)))
+        if unit in ("weekend", "week"):
+            return _before(n, unit, today)
         day = _dateparser_day(f"{n} {unit}s ago", today)
         return _at(unit, day) if day else None
     if g["bwd"]:
@@ -292,6 +311,8 @@ def _resolve(match: re.Match[str], today: date, tense: str | None) -> str | None
         unit = g["unit2"].lower()
         if unit == "weekend":
             return _weekend_rel(rel, today, tense)
+        if unit == "week" and rel == "last":
+            return _before(1, "week", today)
         day = _dateparser_day(f"{rel} {unit}", today)
         return _at(unit, day) if day else None
     if g["wd"]:
