@@ -17,7 +17,8 @@ and does a context hold the answer. Pure functions of their arguments (the embed
   value's subject become "the person" on both sides before embedding; ``observation_coverage(...,
   names=...)`` applies it and reports ``precision_at`` per τ), :func:`first_person_rate`,
   :func:`words_per_clause_p50`, :func:`answerable` (answers whose tokens are all in the tree's text,
-  over the same for the history), :func:`removal` (what a DELETE or a clause-only-removing UPDATE takes
+  over the same for the history; a weekday answer such as "The Friday before 15 July 2023" also counts
+  written out, "14 July 2023", for both texts alike: :func:`answer_forms`), :func:`removal` (what a DELETE or a clause-only-removing UPDATE takes
   away), :func:`stated_facts` (persona facts a speaker actually says) and :func:`sample_values`.
 """
 
@@ -28,6 +29,7 @@ import re
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, timedelta
 
 import numpy as np
 
@@ -331,11 +333,45 @@ def context_tokens(context: str | None) -> set[str]:
     return present | {part for t in list(present) if "-" in t for part in t.split("-")}
 
 
+_WEEKDAY_BEFORE = re.compile(
+    r"^\s*(?:the\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\s+before\s+"
+    r"(\d{1,2})\s*([a-z]+),?\s*(\d{4})\.?\s*$",
+    re.IGNORECASE,
+)
+_MONTH_NAMES = "january february march april may june july august september october november december".split()
+
+
+def answer_forms(answer: object) -> list[str]:
+    """The gold answer, and the same date written out when it names one by a weekday: "The Friday
+    before 15 July 2023" is also "14 July 2023" (the Friday before that Saturday). A tree that
+    stores "last Friday" said on 15 July as "(14 July 2023)" holds that answer; the history text
+    holds the gold wording. Both contexts are read with the same forms (:func:`answerable`)."""
+    text = "" if answer is None else str(answer)
+    m = _WEEKDAY_BEFORE.match(text)
+    month = m.group(3).lower() if m else ""
+    if m is None or month not in _MONTH_NAMES:
+        return [text]
+    try:
+        day = date(int(m.group(4)), _MONTH_NAMES.index(month) + 1, int(m.group(2)))
+    except ValueError:
+        return [text]
+    weekday = ("monday tuesday wednesday thursday friday saturday sunday".split()).index(m.group(1).lower())
+    back = (day.weekday() - weekday) % 7 or 7
+    named = day - timedelta(days=back)
+    return [text, f"{named.day} {_MONTH_NAMES[named.month - 1].capitalize()} {named.year}"]
+
+
 def answer_present(tokens: set[str], answer: object) -> bool | None:
-    """Are all of the answer's :func:`answer_tokens` in ``tokens`` (a :func:`context_tokens` set)?
-    None for an empty answer. "7 May 2023" is present when 7, may and 2023 are."""
-    wanted = answer_tokens(None if answer is None else str(answer))
-    return all(t in tokens for t in wanted) if wanted else None
+    """Are all of the answer's :func:`answer_tokens` in ``tokens`` (a :func:`context_tokens` set),
+    in one of its :func:`answer_forms`? None for an empty answer. "7 May 2023" is present when 7,
+    may and 2023 are; "The Friday before 15 July 2023" when friday, 15, july and 2023 are, or 14,
+    july and 2023."""
+    found = None
+    for form in answer_forms(answer):
+        wanted = answer_tokens(form)
+        if wanted:
+            found = found or all(t in tokens for t in wanted)
+    return found
 
 
 def answerable(answers: Sequence[object], tree_text: str, history_text: str) -> dict:
@@ -413,6 +449,7 @@ def sample_values(trees: Mapping[str, Mapping[str, str]], k: int = 40, seed: int
 __all__ = [
     "NEUTRAL",
     "TAUS",
+    "answer_forms",
     "answer_present",
     "answer_tokens",
     "answerable",

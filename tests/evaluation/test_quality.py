@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from evaluation.quality import (
+    answer_forms,
     answer_present,
     answer_tokens,
     answerable,
@@ -237,6 +238,21 @@ def test_answer_present_and_answerable_ratio():
     assert (res["questions"], res["in_tree"], res["in_history"]) == (4, 2, 2)
     assert res["tree_share"] == 0.5 and res["history_share"] == 0.5 and res["ratio"] == 1.0
     assert answerable_ratio(0, 0, 0) == {"tree_share": None, "history_share": None, "ratio": None}
+
+
+def test_a_weekday_answer_counts_written_out_in_tree_and_history_alike():
+    gold = "The Friday before 15 July 2023"
+    assert answer_forms(gold) == [gold, "14 July 2023"]
+    assert answer_forms("The sunday before 25 May 2023")[1] == "21 May 2023"
+    assert answer_forms("The Friday before 14 July 2023")[1] == "7 July 2023"  # strictly before
+    assert answer_forms("7 May 2023") == ["7 May 2023"] and answer_forms("The Friday before 31 Foo 2023") == [
+        "The Friday before 31 Foo 2023"
+    ]
+    tree = "Went to an adoption meeting (14 July 2023)"
+    history = "1:51 pm on 15 July, 2023\nLast Friday I went to a council meeting for adoption."
+    res = answerable([gold, "The Friday before 22 July 2023"], tree, history)
+    assert (res["in_tree"], res["in_history"]) == (1, 1)  # the tree has 14 July, the history 15 July
+    assert answer_present(context_tokens("Went (13 July 2023)"), gold) is False
 
 
 def test_removal_counts_deletes_and_clause_only_removing_updates():
