@@ -9,9 +9,10 @@ extractive listener and by the pointing pipeline for every model's ADD/UPDATE/DE
   -> "Has"), other first-person words become "they/them/their"; it only removes or swaps words,
   so the result stays grounded in the sentence;
 - :func:`merge_clauses` keeps what the old value holds, drops an old clause the new one repeats or
-  supersedes (it shares most of its content words), appends the new clause, and drops the oldest
-  clauses first when over budget; an already-held clause is a no-change; a ``single`` leaf (one
-  current state: city, employer, job title, relationship status) is replaced by the new clause;
+  supersedes (it shares most of its content words), appends the new clause, and when over budget
+  drops the oldest clause without a date, number or name first (:func:`anchored`), then the
+  oldest; an already-held clause is a no-change; a ``single`` leaf (one current state: city,
+  employer, job title, relationship status) is replaced by the new clause;
 - :func:`duplicate_leaf` finds the leaf of a whole tree that already holds a clause's fact, so a
   fact is filed once per subject, not once per leaf;
 - :func:`retract` removes the clauses a retraction sentence names ("forget the half marathon").
@@ -28,7 +29,16 @@ from collections.abc import Mapping
 from .candidates import salient
 from .text import content_stems, fold, folded_words, number_tokens
 
-__all__ = ["SEPARATOR", "clauses_of", "third_person", "trim", "merge_clauses", "duplicate_leaf", "retract"]
+__all__ = [
+    "SEPARATOR",
+    "anchored",
+    "clauses_of",
+    "third_person",
+    "trim",
+    "merge_clauses",
+    "duplicate_leaf",
+    "retract",
+]
 
 SEPARATOR = "; "
 _LEAD = re.compile(
@@ -147,7 +157,8 @@ def _held(new_key: frozenset[str], key: frozenset[str]) -> bool:
 
 
 def merge_clauses(old: str | None, new: str, budget: int, *, single: bool = False) -> str:
-    """Old value + new clause, oldest dropped first when over ``budget`` (see the module docstring).
+    """Old value + new clause; over ``budget``, the oldest clause without a date, number or name
+    goes first, then the oldest (see the module docstring).
 
     ``single``: the leaf holds one current state, so the new clause replaces the value unless the
     value already holds it."""
@@ -165,8 +176,24 @@ def merge_clauses(old: str | None, new: str, budget: int, *, single: bool = Fals
         kept.append(clause)
     kept.append(new)
     while len(kept) > 1 and len(SEPARATOR.join(kept)) > budget:
-        kept.pop(0)
+        kept.pop(_victim(kept[:-1]))
     return SEPARATOR.join(kept)
+
+
+_NAME_AFTER_FIRST = re.compile(r"(?<=[\s(\"'])(?!I\b|I')[A-Z]")
+
+
+def anchored(clause: str) -> bool:
+    """Does ``clause`` hold a date, a number or a name (a digit, or a capitalised word after its
+    first)? Such a clause is what a question about the subject asks for."""
+    return any(ch.isdigit() for ch in clause) or _NAME_AFTER_FIRST.search(clause, 1) is not None
+
+
+def _victim(older: list[str]) -> int:
+    """Which older clause goes when a leaf is over budget: the oldest without a date, number or
+    name, else the oldest ("Is feeling hopeful" goes before "Went to an adoption meeting (14 July
+    2023)")."""
+    return next((i for i, clause in enumerate(older) if not anchored(clause)), 0)
 
 
 def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:

@@ -15,6 +15,13 @@ when ``p_keep >= threshold`` (chosen by cross-validation on the training data an
 artefact). The verdict's ``label`` follows that decision: the likelier of ``self``/``relation`` when
 kept, else the likelier of ``third_party``/``none``.
 
+One rule overrides a low score (:func:`specific_statement`): a clause that opens with I/we, speaks
+to no one ("you"), asks nothing and names something specific (a quoted title, a capitalised name, a
+number or a frequency) is ``self`` when ``p_keep >= SPECIFIC_FLOOR``. The model, trained on
+persona sentences, under-rates such clauses ("I loved "Becoming Nicole" by Amy Ellis Nutt" 0.17,
+"We got another cat named Bailey too" 0.10, "We don't go often, usually only once or twice a year"
+0.14), and they are the ones a question asks about. The grammar test (``aboutness``) still applies.
+
 The weights live in ``models/facts.json`` (built by ``python -m evaluation.facts_train``, with the
 provenance of its training data). Inference is pure Python: a handful of dot products per clause.
 """
@@ -36,7 +43,9 @@ __all__ = [
     "DEFAULT_PATH",
     "FactVerdict",
     "FactClassifier",
+    "SPECIFIC_FLOOR",
     "lexical_features",
+    "specific_statement",
 ]
 
 LABELS = ("self", "relation", "third_party", "none")
@@ -151,6 +160,14 @@ _STOP_CAPITAL = frozenset(
      "how", "why", "where", "who", "yes", "no", "oh", "well", "just", "also", "my", "your", "our", "i", "we",
      "you", "thanks", "hey", "hi", "wow", "great", "not", "after", "before", "last", "today", "yesterday"}
 )  # fmt: skip
+#: The lowest P(self) + P(relation) at which :func:`specific_statement` keeps a clause.
+SPECIFIC_FLOOR = 0.08
+_QUOTED = re.compile(r"[\"\u201c][^\"\u201d]{2,60}[\"\u201d]")
+_SPECIFIC_WORDS = frozenset(
+    {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "twenty",
+     "thirty", "forty", "fifty", "hundred", "thousand", "dozen", "once", "twice", "daily", "weekly",
+     "monthly", "yearly"}
+)  # fmt: skip
 _CAPTION = re.compile(r"\[\s*shares? an image|^\s*\[|\b(?:a|an) (?:photo|picture|image) of\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 _PAST_ED = re.compile(r"^[a-z]{3,}ed$")
@@ -205,6 +222,32 @@ def lexical_features(clause: str) -> list[float]:
         "caption": bool(_CAPTION.search(clause)),
     }
     return [float(values[name]) for name in FEATURES]
+
+
+def specific_statement(clause: str) -> bool:
+    """Does ``clause`` state something specific in the speaker's own voice? It opens with I/we (or
+    my/our), has no "you" and no "?", is not an image caption, and holds a quoted title, a digit, a
+    number or frequency word, or a capitalised word after the first that is not a vocative at its
+    end ("..., Mel.")."""
+    raw = _tokens(clause)
+    low = [t.lower() for t in raw]
+    if not low or "?" in clause or _CAPTION.search(clause):
+        return False
+    if low[0] not in _FIRST_SUBJECT and low[0] not in _WE_SUBJECT:
+        return False
+    if any(t in _YOU for t in low):
+        return False
+    if _QUOTED.search(clause) or _DIGIT.search(clause) or set(low) & _SPECIFIC_WORDS:
+        return True
+    trailing = re.search(r",\s*([A-Z][\w'-]*)[\s.!]*$", clause)
+    vocative = trailing.group(1) if trailing else None
+    return any(
+        t[:1].isupper()
+        and t.lower() not in _FIRST_SINGULAR
+        and t.lower() not in _STOP_CAPITAL
+        and t != vocative
+        for t in raw[1:]
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +343,8 @@ class FactClassifier:
             p_keep = p["self"] + p["relation"]
             if p_keep >= self.threshold:
                 label = "self" if p["self"] >= p["relation"] else "relation"
+            elif p_keep >= SPECIFIC_FLOOR and specific_statement(clause):
+                label = "self"
             else:
                 label = "third_party" if p["third_party"] > p["none"] else "none"
             verdicts.append(FactVerdict(label, p_keep))

@@ -137,9 +137,18 @@ _TAILS = (
         4,
     ),
 )
+_EVALUATIVE_WORDS = (
+    r"(?:awesome|amazing|great|cool|fun|exciting|nice|wonderful|fantastic|incredible|lovely|sweet|powerful|"
+    r"special|enlightening|inspiring|emotional|beautiful|magical|unforgettable|memorable|relaxing|peaceful|"
+    r"therapeutic|rewarding|fulfilling|moving|touching|eye-opening|empowering|uplifting|intense|surreal|"
+    r"meaningful|epic|a blast)"
+)
+# ", which was awesome", "and it was so powerful", " - it was inspiring and emotional": an evaluation
+# of what the clause already said, not a fact of its own.
 _EVALUATIVE_TAIL = re.compile(
-    r",?\s+(?:which|and\s+it|it)\s*(?:is|was|'s|has been)\s+(?:so\s+|really\s+|pretty\s+|super\s+|very\s+)*"
-    r"(?:awesome|amazing|great|cool|fun|exciting|nice|wonderful|fantastic|incredible|lovely|sweet)"
+    r"(?:,?\s+|\s+-+\s*)(?:which|and\s+it|it)\s*(?:is|was|'s|has been)\s+"
+    r"(?:(?:so|really|pretty|super|very|truly|just|such)\s+)*"
+    rf"{_EVALUATIVE_WORDS}(?:\s+(?:and|but)\s+(?:(?:so|really|very)\s+)*{_EVALUATIVE_WORDS})?"
     r"[\s.!]*$",
     re.IGNORECASE,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.engine.clauses import clause_key, duplicate_leaf, merge_clauses
+from memory.engine.clauses import anchored, clause_key, duplicate_leaf, merge_clauses
 
 
 def test_single_leaf_is_replaced_not_appended() -> None:
@@ -56,3 +56,21 @@ def test_duplicate_leaf_is_none_for_a_new_fact() -> None:
     assert duplicate_leaf("Loves hiking", tree) is None
     assert duplicate_leaf("Is", tree) is None  # nothing to compare
     assert duplicate_leaf("Has a dog", {}) is None
+
+
+def test_over_budget_a_clause_without_date_number_or_name_goes_first() -> None:
+    old = "Went to Porto (7 May 2023); Is feeling hopeful and optimistic"
+    assert (
+        merge_clauses(old, "Adopted a cat named Luna", 80)
+        == "Went to Porto (7 May 2023); Adopted a cat named Luna"
+    )
+    # every clause anchored: the oldest goes, as before
+    old = "Went to Porto (7 May 2023); Ran 10 km (9 May 2023)"
+    assert (
+        merge_clauses(old, "Met Ana (12 June 2023)", 60) == "Ran 10 km (9 May 2023); Met Ana (12 June 2023)"
+    )
+
+
+def test_anchored() -> None:
+    assert anchored("Is 32") and anchored("Loves Paris") and anchored("Has a dog, Luna")
+    assert not anchored("Is feeling hopeful") and not anchored("Thinks I am fine") and not anchored("")

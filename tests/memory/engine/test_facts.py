@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from memory.engine.facts import DEFAULT_PATH, FEATURES, LABELS, FactClassifier, FactVerdict, lexical_features
+from memory.engine.facts import (
+    DEFAULT_PATH,
+    FEATURES,
+    LABELS,
+    SPECIFIC_FLOOR,
+    FactClassifier,
+    FactVerdict,
+    lexical_features,
+    specific_statement,
+)
 
 DIM = 3
 
@@ -115,6 +124,31 @@ def test_threshold_moves_the_decision(tmp_path: Path):
     strict = FactClassifier.load(path)
     (verdict,) = strict.classify(["I love hiking"], [[1.0, 0.0, 0.0]])
     assert verdict.p_keep < 0.99 and verdict.label == "none"
+
+
+def test_specific_statement():
+    assert specific_statement('I loved "Becoming Nicole" by Amy Ellis Nutt.')
+    assert specific_statement("We don't go often, usually only once or twice a year.")
+    assert specific_statement("we got another cat named Bailey too.")
+    assert not specific_statement("I love that, Mel.")  # a vocative is not what the fact names
+    assert not specific_statement("I hope you like Paris")  # speaks to the other person
+    assert not specific_statement("Have I told you about Paris?")
+    assert not specific_statement("She went to Paris")  # not in the speaker's own voice
+    assert not specific_statement("I am so happy")
+    assert not specific_statement("[shares an image: a photo of Paris]")
+
+
+def test_a_specific_statement_is_kept_under_the_threshold(tmp_path: Path):
+    path = tmp_path / "strict.json"
+    path.write_text(json.dumps(artefact(threshold=0.99)), encoding="utf-8")
+    strict = FactClassifier.load(path)
+    named, plain, faint = strict.classify(
+        ["I went to Paris", "I love hiking", "I went to Paris"],
+        [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]],
+    )
+    assert named.label == "self" and named.p_keep < 0.99
+    assert plain.label == "none"  # nothing specific: the threshold decides
+    assert faint.label == "none" and faint.p_keep < SPECIFIC_FLOOR  # under the floor: the model decides
 
 
 def test_classify_accepts_any_float_sequences(classifier: FactClassifier):

@@ -1,0 +1,60 @@
+"""fact_pointers / state_fact: which leaf a fact goes to, and what a long clause keeps (invented lines)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from memory.engine.candidates import Candidate, Candidates, UserSentence
+from memory.engine.extractive import fact_pointers, state_fact
+
+MONDAY = datetime(2023, 7, 17, 14, 31, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Placed:
+    leaves: tuple[tuple[str, float], ...]
+
+
+FULL = "Went to Porto (7 May 2023); Ran 10 km (9 May 2023); Met Ana (12 June 2023)"
+RANKED = (("life/recent", 0.9), ("hobbies/outdoor", 0.7))
+
+
+def _leaf_of(text: str, tree: dict[str, str]) -> str | None:
+    unit = UserSentence(1, text, 0, ts=MONDAY)
+    leaves = tuple(Candidate(n, p, s, tree.get(p)) for n, (p, s) in enumerate(RANKED, 1))
+    candidates = Candidates(leaves, {1: RANKED[0]}, {1: RANKED})
+    budgets = {"life/recent": 80, "hobbies/outdoor": 80}
+    (item,) = fact_pointers([unit], {1: Placed(RANKED)}, candidates, tree, budgets)
+    return next((c.path for c in leaves if c.id == item["leaf"]), None)
+
+
+def test_a_dated_fact_goes_to_the_next_leaf_rather_than_push_one_out() -> None:
+    tree = {"life/recent": FULL}
+    assert _leaf_of("I went camping in Sintra yesterday", tree) == "hobbies/outdoor"
+    # a fact with no date, number or name keeps its best leaf (the words of a tree stay bounded)
+    assert _leaf_of("I love sleeping under the stars", tree) == "life/recent"
+    # with room, the best leaf
+    assert _leaf_of("I went camping in Sintra yesterday", {}) == "life/recent"
+
+
+def test_a_fact_that_speaks_to_the_other_person_is_not_filed() -> None:
+    unit = UserSentence(1, "I'm so proud of your courage", 0, ts=MONDAY)
+    leaves = (Candidate(1, "life/recent", 0.9, None),)
+    candidates = Candidates(leaves, {1: RANKED[0]}, {1: RANKED[:1]})
+    items = fact_pointers([unit], {1: Placed(RANKED[:1])}, candidates, {}, {"life/recent": 80})
+    assert items == [{"op": "NO_OP", "sentence": None, "leaf": None, "value": None}]
+
+
+def test_the_word_budget_does_not_cut_off_a_date_or_a_name() -> None:
+    clause = "I had a quiet weekend after we went camping with my fam two weekends ago."
+    assert state_fact(clause, MONDAY, clause) == (
+        "Had a quiet weekend after they went camping with their fam (two weekends before 17 July 2023)"
+    )
+    clause = "I'll always remember our camping trip last year when we saw the Perseid meteor shower."
+    assert state_fact(clause, MONDAY, clause) == (
+        "Will always remember their camping trip (2022) when they saw the Perseid meteor shower"
+    )
+    # nothing lost: the usual short fact, its evaluative tail gone
+    clause = "I went to a LGBTQ support group yesterday and it was so powerful."
+    assert state_fact(clause, MONDAY, clause) == "Went to a LGBTQ support group (16 July 2023)"
