@@ -55,6 +55,12 @@ class _FlagEmbedder:
     def _encode(self, model, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
 
+    def _encode_locked(self, model, texts: list[str]) -> np.ndarray:
+        # FlagEmbedding models are not documented as thread-safe; agentic recall
+        # embeds all its queries in one call, so a lock costs nothing there.
+        with self._lock:
+            return self._encode(model, texts)
+
     @property
     def model(self):
         if self._model is None:
@@ -80,12 +86,7 @@ class _FlagEmbedder:
         items = [t if t.strip() else " " for t in texts]
         if not items:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        model = self.model
-        # FlagEmbedding models are not documented as thread-safe; agentic recall
-        # embeds all its queries in one call, so a lock costs nothing there.
-        with self._lock:
-            vecs = self._encode(model, items)
-        vecs = np.asarray(vecs, dtype=np.float32)
+        vecs = np.asarray(self._encode_locked(self.model, items), dtype=np.float32)
         if vecs.ndim == 1:
             vecs = vecs[None, :]
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -116,24 +117,66 @@ class MiniLMEmbedder(_FlagEmbedder):
         model.eval()
         return tokenizer, model
 
+    def _encode_locked(self, model, texts: list[str]) -> np.ndarray:
+        """Only the tokenizer is locked: a fast tokenizer used from two threads at once can fail
+        ("Already borrowed"), while torch's forward pass is safe to run concurrently. So the
+        listener's clauses and a backfill's evidence, embedded in two threads, each get a core
+        instead of waiting for the other's whole batch."""
+        return self._encode(model, texts)
+
     def _encode(self, model, texts: list[str]) -> np.ndarray:
         tokenizer, net = model
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        parts = []
-        for start in range(0, len(order), self.batch_size):
-            batch = [texts[i] for i in order[start : start + self.batch_size]]
-            parts.append(_mean_pooled(tokenizer, net, batch, self.max_length))
+        with self._lock:
+            encoded = tokenizer(texts, truncation=True, max_length=self.max_length)
+        rows = {key: encoded[key] for key in encoded.keys()}
+        lengths = [len(ids) for ids in rows["input_ids"]]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
+        parts = [
+            _mean_pooled(net, _padded(rows, batch, tokenizer.pad_token_id or 0))
+            for batch in length_batches(order, lengths, self.batch_size)
+        ]
         vecs = np.concatenate(parts)
         out = np.empty_like(vecs)
         out[order] = vecs
         return out
 
 
-def _mean_pooled(tokenizer, net, texts: list[str], max_length: int) -> np.ndarray:
+#: A batch takes the next (shorter) text only while it is at least this share of the batch's longest.
+BATCH_LENGTH_RATIO = 0.8
+
+
+def length_batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
+    """``order`` (longest first) cut into batches of at most ``size`` whose texts have similar
+    lengths: every text of a batch is padded to its longest, and padding is computed like any other
+    token (a batch of spans 20 to 190 tokens long did twice the work its tokens need)."""
+    batches: list[list[int]] = []
+    for i in order:
+        batch = batches[-1] if batches else None
+        if batch is None or len(batch) >= size or lengths[i] < BATCH_LENGTH_RATIO * lengths[batch[0]]:
+            batches.append([i])
+        else:
+            batch.append(i)
+    return batches
+
+
+def _padded(rows: dict[str, list[list[int]]], batch: list[int], pad_id: int):
+    """The tokenizer's ``padding=True`` for these rows (right-padded to the longest, mask 0)."""
+    import torch
+
+    width = max(len(rows["input_ids"][i]) for i in batch)
+    return {
+        key: torch.tensor(
+            [values[i] + [pad_id if key == "input_ids" else 0] * (width - len(values[i])) for i in batch],
+            dtype=torch.long,
+        )
+        for key, values in rows.items()
+    }
+
+
+def _mean_pooled(net, batch) -> np.ndarray:
     import torch
 
     with torch.inference_mode():
-        batch = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
         hidden = net(**batch, return_dict=True).last_hidden_state
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         vecs = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
