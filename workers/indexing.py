@@ -148,11 +148,14 @@ class _SpanBatch:
     def __init__(self, size: int) -> None:
         self.size = size
         self.spans: list[tuple[int, int, int, int | None]] = []  # subject, start, end, tenant
-        self.pending: deque[tuple[list, Future]] = deque()
+        self.pending: deque[tuple[list, list[Future]]] = deque()
+        self.ahead: dict[str, Future] = {}  # text -> the embedding started for it by expect()
+        self.expected: set[tuple[int, int, int]] = set()
         self.indexed = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-embed")
         if _enabled():  # meanwhile the caller stores messages, runs the listener
-            self._pool.submit(_open_index)
+            # its own thread: starting Milvus Lite takes seconds, the embedding need not wait for it
+            threading.Thread(target=_open_index, name="evidence-open", daemon=True).start()
 
     def add(self, subject_id: int, start_seq: int, end_seq: int, tenant_id: int | None) -> None:
         self.spans.append((subject_id, start_seq, end_seq, tenant_id))
@@ -160,12 +163,34 @@ class _SpanBatch:
             self._submit()
         self._write(wait=False)
 
+    def expect(self, spans: list[tuple[int, int, int]]) -> None:
+        """Start embedding the units of spans about to be applied (``size`` spans per call, in the
+        order given), before they are: the embedding needs only their messages, so it runs while
+        the listener works on them. Nothing is written until a span is added; a span whose
+        messages changed meanwhile is embedded again then."""
+        if not _enabled():
+            return
+        from memory.recall.bulk import span_texts
+
+        spans = [span for span in dict.fromkeys(spans) if span not in self.expected]
+        for start in range(0, len(spans), self.size):
+            group = spans[start : start + self.size]
+            self.expected.update(group)
+            try:
+                texts = [t for t in span_texts(group) if t not in self.ahead]
+            except Exception:  # noqa: BLE001 - embedded when the span is added instead
+                logger.info("evidence of %d span(s) not embedded ahead", len(group), exc_info=True)
+                continue
+            if texts:
+                future = self._pool.submit(_embed_in_one_thread, texts)
+                self.ahead.update(dict.fromkeys(texts, future))
+
     def close(self) -> None:
         try:
             self._submit()
             self._write(wait=True)
         finally:
-            self._pool.shutdown()
+            self._pool.shutdown(cancel_futures=True)  # spans expected but never applied
 
     def _submit(self) -> None:
         spans, self.spans = self.spans, []
@@ -178,15 +203,28 @@ class _SpanBatch:
         except Exception as exc:  # noqa: BLE001 - see _fallback
             self._fallback(spans, exc)
             return
-        self.pending.append((spans, self._pool.submit(_embed_in_one_thread, texts)))
+        futures: list[Future] = []
+        new = []  # texts not embedded ahead (not expected, or their messages changed)
+        for text in texts:
+            future = self.ahead.pop(text, None)
+            if future is None:
+                new.append(text)
+            elif future not in futures:
+                futures.append(future)
+        if new:
+            futures.append(self._pool.submit(_embed_in_one_thread, new))
+        self.pending.append((spans, futures))
 
     def _write(self, *, wait: bool) -> None:
         from memory.recall.bulk import evidence_write_spans
 
-        while self.pending and (wait or self.pending[0][1].done()):
-            spans, future = self.pending.popleft()
+        while self.pending and (wait or all(f.done() for f in self.pending[0][1])):
+            spans, futures = self.pending.popleft()
             try:
-                written = evidence_write_spans([(s, a, b) for s, a, b, _t in spans], future.result())
+                vectors = {}
+                for future in futures:
+                    vectors.update(future.result())
+                written = evidence_write_spans([(s, a, b) for s, a, b, _t in spans], vectors)
             except Exception as exc:  # noqa: BLE001 - see _fallback
                 self._fallback(spans, exc)
                 continue
@@ -236,6 +274,14 @@ def batched_indexing(size: int = BATCH_SPANS) -> Iterator[_SpanBatch]:
     finally:
         _batch.current = None
         batch.close()
+
+
+def index_spans_expected(spans: list[tuple[int, int, int]]) -> None:
+    """Within :func:`batched_indexing`: embed these spans' units ahead (:meth:`_SpanBatch.expect`);
+    elsewhere nothing."""
+    batch = getattr(_batch, "current", None)
+    if batch is not None:
+        batch.expect(spans)
 
 
 def index_span_soon(subject_id: int, start_seq: int, end_seq: int, tenant_id: int | None = None) -> None:
