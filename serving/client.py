@@ -85,6 +85,32 @@ class InProcessClient:
         self.run([ListenerJob(job_id="warm-up", subject_id="warm-up", base_version=0, schema_id=schema_id,
                               schema_version=schema_version, tree={}, turns=turns)])  # fmt: skip
 
+    def prefetch(self, jobs: Sequence[ListenerJob]) -> int:
+        """Do ahead, for many jobs at once, what the listener's pointing step does for each job
+        without its tree (clauses, parse, embeddings, verdicts, leaves); a later ``run`` of the same
+        turns picks it up. For a caller that knows its next chunks (a backfill). Returns the chunks
+        analysed; 0 when the listener has no fact pipeline or the engine cannot start."""
+        try:
+            listener = self.listener
+        except Exception:  # noqa: BLE001 - the real run reports it
+            return 0
+        pointing = getattr(listener, "pointing", None)
+        if pointing is None or not jobs:
+            return 0
+        groups: dict[tuple, tuple[object, str, list]] = {}
+        for job in jobs:
+            try:
+                schema, digest = listener.job_schema(job)
+            except Exception:  # noqa: BLE001 - a bad job is reported by its run
+                continue
+            group = groups.setdefault((schema.key, digest), (schema, digest, []))
+            group[2].append([t.model_dump() for t in job.turns])
+        done = 0
+        with self._lock:
+            for schema, digest, turns_list in groups.values():
+                done += pointing.prefetch(schema, turns_list, digest=digest or None)
+        return done
+
     def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
         if not jobs:
             return []

@@ -82,17 +82,27 @@ def _units_and_spans(turns: Sequence[Mapping]) -> list[tuple[UserSentence, tuple
     return out
 
 
-def _read_syntax(
-    syntax: SyntaxStep, turns: Sequence[Mapping], spanned: Sequence[tuple[UserSentence, tuple[int, int]]]
-) -> list[ClauseSyntax]:
-    """Each unit's :class:`ClauseSyntax`, every user turn parsed once."""
-    by_turn: dict[int, list[tuple[int, int]]] = {}
-    for unit, span in spanned:
-        by_turn.setdefault(unit.turn, []).append(span)
-    order = sorted(by_turn)
-    read = syntax.analyse([(turns[t].get("content") or "", by_turn[t]) for t in order])
-    per_turn = {t: iter(found) for t, found in zip(order, read, strict=True)}
-    return [next(per_turn[unit.turn]) for unit, _span in spanned]
+def _read_syntax_many(
+    syntax: SyntaxStep,
+    chunks: Sequence[tuple[Sequence[Mapping], Sequence[tuple[UserSentence, tuple[int, int]]]]],
+) -> list[list[ClauseSyntax]]:
+    """Per chunk (its turns and spanned units), each unit's :class:`ClauseSyntax`; every user turn
+    of every chunk parsed once, all in one call."""
+    requests: list[tuple[str, list[tuple[int, int]]]] = []
+    orders = []
+    for turns, spanned in chunks:
+        by_turn: dict[int, list[tuple[int, int]]] = {}
+        for unit, span in spanned:
+            by_turn.setdefault(unit.turn, []).append(span)
+        order = sorted(by_turn)
+        orders.append((len(requests), order))
+        requests += [(turns[t].get("content") or "", by_turn[t]) for t in order]
+    read = syntax.analyse(requests)
+    out = []
+    for (first, order), (_turns, spanned) in zip(orders, chunks, strict=True):
+        per_turn = {t: iter(read[first + k]) for k, t in enumerate(order)}
+        out.append([next(per_turn[unit.turn]) for unit, _span in spanned])
+    return out
 
 
 class FactStep:
@@ -113,6 +123,9 @@ class FactStep:
         self._classifier = classifier
         self.syntax = syntax if syntax is not None else _shared_syntax()
         self._placers: OrderedDict[tuple[str, int, str], tuple[LeafPlacer, LeafVectors]] = OrderedDict()
+        self._prefetched: OrderedDict[tuple, tuple[tuple[UserSentence, ...], dict[int, PlacedFact]]] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
         self.top = top
 
@@ -140,28 +153,16 @@ class FactStep:
     def prepare(
         self, schema: Schema, tree: Mapping[str, str], turns: Sequence[Mapping], digest: str
     ) -> tuple[tuple[UserSentence, ...], Candidates, dict[int, PlacedFact]]:
-        """(numbered clauses, candidate leaves, kept clause id -> its placement)."""
-        spanned = _units_and_spans(turns)
-        if not spanned:
+        """(numbered clauses, candidate leaves, kept clause id -> its placement).
+
+        What does not depend on the tree (clauses, parse, vectors, verdicts, leaves) comes from
+        :meth:`prefetch` when it was run for these turns, else is computed here."""
+        analysed = self._take_prefetched(schema, turns, digest)
+        if analysed is None:
+            analysed = self._analyse(schema, [turns], digest)[0]
+        units, facts = analysed
+        if not units:
             return (), Candidates((), {}), {}
-        read = _read_syntax(self.syntax, turns, spanned)
-        # a pronoun subject the speaker named before is written out: "My cat Luna sleeps on ..."
-        units = tuple(
-            replace(u, text=resolve(u.text, r)) for (u, _span), r in zip(spanned, read, strict=True)
-        )
-        about = [judge(r) for r in read]
-        with one_intraop_thread():  # a few short texts: a second torch thread only waits on a busy host
-            vectors = self._embed([u.text for u in units])
-        rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
-        verdicts = self.classifier.classify([u.text for u in units], rows)
-        placer, leaf_vectors = self.placer(schema, digest)
-        facts: dict[int, PlacedFact] = {}
-        for unit, row, verdict, whose in zip(units, rows, verdicts, about, strict=True):
-            if verdict.label not in KEEP_LABELS or not whose.keep:
-                continue
-            ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
-            if ranked:
-                facts[unit.id] = PlacedFact(verdict, ranked)
         scores: dict[str, float] = {}
         for fact in facts.values():
             for path, score in fact.leaves:
@@ -174,6 +175,90 @@ class FactStep:
         best = {uid: f.leaves[0] for uid, f in facts.items()}
         ranked_by_unit = {uid: f.leaves for uid, f in facts.items()}
         return units, Candidates(leaves, best, ranked_by_unit), facts
+
+    #: Chunks whose analysis :meth:`prefetch` keeps until :meth:`prepare` takes it (oldest dropped).
+    MAX_PREFETCHED = 4096
+
+    def prefetch(self, schema: Schema, turns_list: Sequence[Sequence[Mapping]], digest: str) -> int:
+        """Analyse many chunks at once (one parse of all their user turns, one embedding call for all
+        their clauses) and keep the result for :meth:`prepare`: a chunk's clauses, verdicts and
+        leaves do not depend on the subject's tree, so a caller that knows its next chunks (a
+        backfill) pays the per-call costs once for many of them. Returns the chunks analysed."""
+        todo = {}
+        for turns in turns_list:
+            key = _turns_key(schema, turns, digest)
+            with self._lock:
+                known = key in self._prefetched
+            if not known:
+                todo.setdefault(key, turns)
+        if not todo:
+            return 0
+        analysed = self._analyse(schema, list(todo.values()), digest)
+        with self._lock:
+            for key, result in zip(todo, analysed, strict=True):
+                self._prefetched[key] = result
+            while len(self._prefetched) > self.MAX_PREFETCHED:
+                self._prefetched.popitem(last=False)
+        return len(todo)
+
+    def _take_prefetched(self, schema: Schema, turns: Sequence[Mapping], digest: str):
+        if not self._prefetched:
+            return None
+        with self._lock:
+            return self._prefetched.pop(_turns_key(schema, turns, digest), None)
+
+    def _analyse(
+        self, schema: Schema, turns_list: Sequence[Sequence[Mapping]], digest: str
+    ) -> list[tuple[tuple[UserSentence, ...], dict[int, PlacedFact]]]:
+        """Per chunk (its turns): its numbered clauses and kept clause id -> placement. The turns of
+        all the chunks are parsed in one call and their clauses embedded in one call."""
+        spanned_list = [_units_and_spans(turns) for turns in turns_list]
+        busy = [i for i, spanned in enumerate(spanned_list) if spanned]
+        out: list[tuple[tuple[UserSentence, ...], dict[int, PlacedFact]]] = [((), {}) for _ in turns_list]
+        if not busy:
+            return out
+        reads = _read_syntax_many(self.syntax, [(turns_list[i], spanned_list[i]) for i in busy])
+        all_units, all_about = [], []
+        for i, read in zip(busy, reads, strict=True):
+            # a pronoun subject the speaker named before is written out: "My cat Luna sleeps on ..."
+            all_units.append(
+                tuple(
+                    replace(u, text=resolve(u.text, r))
+                    for (u, _span), r in zip(spanned_list[i], read, strict=True)
+                )
+            )
+            all_about.append([judge(r) for r in read])
+        texts = [u.text for units in all_units for u in units]
+        with one_intraop_thread():  # a few short texts: a second torch thread only waits on a busy host
+            vectors = self._embed(texts)
+        rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
+        verdicts = self.classifier.classify(texts, rows)
+        placer, leaf_vectors = self.placer(schema, digest)
+        start = 0
+        for i, units, about in zip(busy, all_units, all_about, strict=True):
+            facts: dict[int, PlacedFact] = {}
+            end = start + len(units)
+            for unit, row, verdict, whose in zip(
+                units, rows[start:end], verdicts[start:end], about, strict=True
+            ):
+                if verdict.label not in KEEP_LABELS or not whose.keep:
+                    continue
+                ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
+                if ranked:
+                    facts[unit.id] = PlacedFact(verdict, ranked)
+            out[i] = (units, facts)
+            start = end
+        return out
+
+
+def _turns_key(schema: Schema, turns: Sequence[Mapping], digest: str) -> tuple:
+    """What a chunk's analysis depends on: the schema and each turn's role, words and time."""
+    return (
+        schema.id,
+        schema.version,
+        digest,
+        tuple((t.get("role"), t.get("content") or "", _ts(t.get("ts"))) for t in turns),
+    )
 
 
 _SYNTAX: SyntaxStep | None = None

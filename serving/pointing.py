@@ -150,6 +150,15 @@ class PointingStep:
             skip = f"no model call: no candidate leaf scored >= {self.settings.threshold:.2f}"
         return PointingContext(sentences, candidates, budgets, skip)
 
+    def prefetch(
+        self, schema: Schema, turns_list: Sequence[Sequence[dict]], *, digest: str | None = None
+    ) -> int:
+        """Analyse many chunks' turns ahead in one go (:meth:`FactStep.prefetch`); :meth:`prepare`
+        then does only what depends on the tree. Without the fact pipeline: nothing (0)."""
+        if self.facts is None:
+            return 0
+        return self.facts.prefetch(schema, turns_list, digest or schema_fingerprint(schema))
+
     def _prepare_facts(self, schema, tree, turns, budgets, digest) -> PointingContext:
         assert self.facts is not None
         snapshot = tree.to_dict()

@@ -170,6 +170,7 @@ def backfill_run(
     earlier, killed run left ``processing`` are taken back at once instead of after their lease,
     for the subjects this run imports (safe: claims are fenced, see workers/ordering.py).
     """
+    from memory.backfill.lookahead import Lookahead
     from workers.dispatcher import dispatch_round
     from workers.ordering import chunks_reclaim
 
@@ -188,9 +189,11 @@ def backfill_run(
     total = min(total, limit) if (total is not None and limit) else (limit or total)
     bar = tqdm(total=total, unit="subject", disable=not progress, dynamic_ncols=True, desc="backfill")
 
+    ahead = Lookahead(client, index=index) if process and not dry_run else None
+
     def process_ready(model_bar: ModelPhaseBar | None = None) -> None:
         while True:
-            r = dispatch_round(client=client, max_jobs=batch, max_wait_ms=0, tenant_id=tenant.pk, index=index)
+            r = dispatch_round(client=ahead, max_jobs=batch, max_wait_ms=0, tenant_id=tenant.pk, index=index)
             if not r.claimed:
                 return
             report.model_calls += 1

@@ -1,0 +1,100 @@
+"""A backfill's look-ahead: the next chunks' tree-free work done many chunks at a time.
+
+A backfill with ``--process`` runs dispatcher rounds of one chunk per subject (a subject's chunk
+needs the tree its previous chunk left), so a conversation of two speakers gives rounds of two
+chunks, and every per-call cost (a spaCy pass, an embedding call, a torch forward pass) was paid
+for two chunks. But most of the listener's work on a chunk does not depend on the tree: cutting
+its user turns into clauses, parsing them, embedding them, classifying them and ranking their
+leaves (``serving.facts.FactStep.prefetch``), and embedding its messages for the evidence index
+(``workers.indexing.index_spans_expected``). :class:`Lookahead` wraps the listener client: when a
+round's chunks were not seen ahead, it reads the next ``window`` open chunks of the round's
+subjects, builds their jobs exactly as the dispatcher does (``build_jobs``, without noting cuts)
+and hands them to the client's ``prefetch`` in one call and their spans to the evidence batch.
+The rounds then do only what depends on the tree. What the tree holds is the same: the work
+done ahead is the work each round would do, keyed by the chunk's turns (a chunk whose messages
+changed since is analysed again in its round).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory.models import Chunk
+from serving.protocol import ListenerJob, ListenerResult
+from workers.dispatcher import build_jobs
+from workers.ordering import Claim
+
+#: Chunks read ahead at a time, over the subjects of the round that asked (the first of them each).
+WINDOW = 128
+
+
+def _chunk_id(job: ListenerJob) -> int | None:
+    head = job.job_id.split(":", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+class Lookahead:
+    """A listener client (``run(jobs)``) that prepares the next chunks of the subjects it is asked
+    about before answering; see the module docstring."""
+
+    def __init__(self, client, *, window: int = WINDOW, index: bool = True) -> None:
+        self.client = client
+        self.window = max(1, window)
+        self.index = index
+        self.seen: set[int] = set()
+        self.prefetched = 0  # chunks the client analysed ahead
+
+    def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
+        ids = [_chunk_id(j) for j in jobs]
+        if any(i is not None and i not in self.seen for i in ids):
+            self.ahead(sorted({int(j.subject_id) for j in jobs if j.subject_id.isdigit()}))
+            self.seen.update(i for i in ids if i is not None)
+        return self.client.run(jobs)
+
+    def ahead(self, subject_ids: Sequence[int]) -> None:
+        """Prepare the next open chunks of ``subject_ids`` (``window`` in all, the first of each
+        subject first)."""
+        if not subject_ids:
+            return
+        per_subject = max(1, self.window // len(subject_ids))
+        open_ = (Chunk.Status.PENDING, Chunk.Status.PROCESSING)
+        by_subject = [
+            list(
+                Chunk.objects.filter(subject_id=sid, status__in=open_)
+                .order_by("start_seq")
+                .values_list("id", "subject_id", "start_seq", "end_seq")[:per_subject]
+            )
+            for sid in subject_ids
+        ]
+        # in the order the rounds will apply them: every subject's next chunk, then the one after
+        ranks = zip_longest_rows(by_subject)
+        rows = [row for rank in ranks for row in rank]
+        if not rows:
+            return
+        self.seen.update(row[0] for row in rows)
+        if self.index:
+            _expect_evidence([(sid, start, end) for _id, sid, start, end in rows])
+        prefetch = getattr(self.client, "prefetch", None)
+        if prefetch is None:  # a remote listener prepares its own
+            return
+        jobs = []
+        for rank in ranks:  # build_jobs reads one chunk per subject, as a round's claims are
+            claims = [
+                Claim(chunk_id=i, subject_id=sid, token=0, start_seq=a, end_seq=b) for i, sid, a, b in rank
+            ]
+            jobs += build_jobs(claims, record=False)
+        self.prefetched += prefetch(jobs)
+
+
+def zip_longest_rows(lists: Sequence[list]) -> list[list]:
+    """``[[a0, b0], [a1, b1], [a2]]`` for ``[[a0, a1, a2], [b0, b1]]``."""
+    depth = max((len(rows) for rows in lists), default=0)
+    return [[rows[k] for rows in lists if k < len(rows)] for k in range(depth)]
+
+
+def _expect_evidence(spans: list[tuple[int, int, int]]) -> None:
+    try:
+        from workers.indexing import index_spans_expected
+    except ImportError:  # the recall extra is not installed: nothing to index into
+        return
+    index_spans_expected(spans)
