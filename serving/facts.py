@@ -24,11 +24,16 @@ numbered clauses and candidates in its prompt.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -38,8 +43,10 @@ from memory.engine.facts import KEEP_LABELS, FactClassifier, FactVerdict
 from memory.engine.placement import LeafPlacer, LeafVectors
 from memory.engine.schema import Schema
 from memory.engine.segment import segment
-from serving.embedder import one_intraop_thread
+from serving.embedder import embedder_identity, one_intraop_thread
 from serving.syntax import SyntaxStep
+
+log = logging.getLogger(__name__)
 
 Embed = Callable[[Sequence[str]], "object"]  # texts -> (n, dim) unit vectors (numpy)
 
@@ -118,8 +125,10 @@ class FactStep:
         *,
         top: int = 3,
         syntax: SyntaxStep | None = None,
+        cache_dir: str | Path | None = None,
     ) -> None:
         self._embed = embed
+        self.cache_dir = Path(cache_dir) if cache_dir else None
         self._classifier = classifier
         self.syntax = syntax if syntax is not None else _shared_syntax()
         self._placers: OrderedDict[tuple[str, int, str], tuple[LeafPlacer, LeafVectors]] = OrderedDict()
@@ -142,13 +151,38 @@ class FactStep:
                 self._placers.move_to_end(key)
                 return self._placers[key]
         placer = LeafPlacer.for_schema(schema)
-        embedded = self._embed([text for _path, text in placer.texts()])
+        embedded = self._leaf_vectors([text for _path, text in placer.texts()])
         vectors = MatrixLeafVectors([path for path, _text in placer.texts()], embedded)
         with self._lock:
             self._placers[key] = (placer, vectors)
             while len(self._placers) > self.MAX_SCHEMAS:
                 self._placers.popitem(last=False)
         return placer, vectors
+
+    def _leaf_vectors(self, texts: list[str]):
+        """The embedded leaf texts: from ``cache_dir`` when a file for exactly these texts and this
+        embedder is there, else embedded (~700 texts for the default schema, seconds of CPU) and
+        kept there for the next process. The file holds what the embedder returned, unchanged."""
+        path = None
+        if self.cache_dir is not None:
+            key = json.dumps([embedder_identity(), texts], ensure_ascii=False)
+            path = self.cache_dir / f"leaf-vectors-{hashlib.sha256(key.encode()).hexdigest()[:32]}.npy"
+            try:
+                cached = np.load(path, allow_pickle=False)
+                if cached.ndim == 2 and cached.shape[0] == len(texts):
+                    return cached
+            except (OSError, ValueError, EOFError):
+                pass  # absent or unreadable: embedded again and rewritten
+        embedded = self._embed(texts)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.npy")
+                np.save(partial, np.asarray(embedded), allow_pickle=False)
+                os.replace(partial, path)
+            except OSError:
+                log.warning("leaf vectors not kept in %s", self.cache_dir, exc_info=True)
+        return embedded
 
     def prepare(
         self, schema: Schema, tree: Mapping[str, str], turns: Sequence[Mapping], digest: str

@@ -327,7 +327,8 @@ def build_listener(config, engine: Engine | None = None, *, lenient: bool = Fals
         settings = CandidateSettings(k=config.candidate_k, threshold=config.candidate_threshold,
                                      filled_threshold=config.candidate_threshold)  # fmt: skip
         embed = default_embed(config.embedder, config.embedder_path)
-        pointing = PointingStep(LeafIndex(embed), settings, FactStep(default_embed("minilm")))
+        facts = FactStep(default_embed("minilm"), cache_dir=config.leaf_vectors_dir or None)
+        pointing = PointingStep(LeafIndex(embed), settings, facts)
     return MemListener(
         engine if engine is not None else build_engine(config),
         policy=GatePolicy(lenient=lenient),

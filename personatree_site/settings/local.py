@@ -22,4 +22,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 # /metrics is on for local/dev runs (off by default elsewhere; docs/DEPLOY.md, "Operations").
-environment_defaults(PERSONATREE, os.environ, METRICS_ENABLED=True)
+environment_defaults(
+    PERSONATREE,
+    os.environ,
+    METRICS_ENABLED=True,
+    MEMLISTENER_LEAF_VECTORS_DIR=str(DATA_DIR / "cache" / "leaf-vectors"),
+)
