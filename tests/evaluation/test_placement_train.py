@@ -76,19 +76,34 @@ def test_groups_never_straddle_folds():
     )
 
 
-def test_rule_labels_need_exactly_one_leaf_and_skip_gold_and_validation(tmp_path):
+def _persona_csv(tmp_path, *dialogues: tuple[str, str]):
     path = tmp_path / "valid.csv"
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["user 1 personas", "user 2 personas", "Best Generated Conversation"])
-        w.writerow(["I have a dogs.\nI like hiking and my dog.", "I love my band.", "User 1: hi"])
-        w.writerow(["I have two cats.", "I am tall.", "User 1: hi"])  # dialogue 1: cited by the gold
-        w.writerow(["I listen to music.", "", "User 1: hi"])  # dialogue 2: past the dev limit
+        w.writerows([user1, user2, "User 1: hi"] for user1, user2 in dialogues)
+    return path
+
+
+def test_rule_labels_need_exactly_one_leaf_and_skip_gold_and_validation(tmp_path):
+    path = _persona_csv(
+        tmp_path,
+        ("I have a dogs.\nI like hiking and my dog.", "I love my band."),
+        ("I have two cats.", "I am tall."),  # dialogue 1: cited by the gold
+        ("I listen to music.", ""),  # dialogue 2: past the dev limit
+    )
     texts, labels = pt.rule_labelled_personas(path, SCHEMA, exclude={1}, limit=2)
     assert dict(zip(texts, labels, strict=True)) == {
         "I have a dogs": "family/pets",
         "I love my band": "media/music",
     }
+
+
+def test_rule_labels_skip_a_persona_that_is_a_gold_clause(tmp_path):
+    # personas recur across dialogues: one cited by the gold must not come back from another
+    path = _persona_csv(tmp_path, ("I have a dogs.\nI love my band.", ""))
+    texts, _ = pt.rule_labelled_personas(path, SCHEMA, exclude=set(), gold=["i  LOVE my band"])
+    assert texts == ["I have a dogs"]
 
 
 def test_run_cross_validates_and_writes_a_loadable_head(tmp_path):
