@@ -110,6 +110,7 @@ class MiniLMEmbedder(_FlagEmbedder):
         super().__init__(path, **kwargs)
 
     def _load(self):
+        _without_sklearn_in_transformers()
         from transformers import AutoModel, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(self.path)
@@ -171,6 +172,22 @@ def _padded(rows: dict[str, list[list[int]]], batch: list[int], pad_id: int):
         )
         for key, values in rows.items()
     }
+
+
+def _without_sklearn_in_transformers() -> None:
+    """transformers' generation module, imported with every model class, imports scikit-learn (and
+    so SciPy) for one feature of assisted decoding: ~2 s of CPU in a process that only embeds (a
+    backfill loads MiniLM in a thread, holding the GIL the listener needs meanwhile). Unless
+    scikit-learn is loaded already, transformers is told it is absent before that module loads, so
+    that feature stays off in this process; nothing in it decodes with transformers."""
+    if "sklearn" in sys.modules or "transformers.generation.candidate_generator" in sys.modules:
+        return
+    try:
+        from transformers.utils import import_utils
+    except ImportError:
+        return
+    if hasattr(import_utils, "_sklearn_available"):
+        import_utils._sklearn_available = False
 
 
 def _mean_pooled(net, batch) -> np.ndarray:
