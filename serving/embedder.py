@@ -20,6 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
+from serving.lazy import Lazy
+
 
 class EmbedderUnavailable(RuntimeError):
     """The configured embedding model cannot be loaded."""
@@ -45,7 +47,7 @@ class _FlagEmbedder:
         self.path = path
         self.batch_size = batch_size
         self.max_length = max_length
-        self._model = None
+        self._model = Lazy(self._load_offline)
         self._lock = threading.Lock()
         self._dim: int | None = None
 
@@ -61,20 +63,17 @@ class _FlagEmbedder:
         with self._lock:
             return self._encode(model, texts)
 
+    def _load_offline(self):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        try:
+            return self._load()
+        except Exception as exc:  # noqa: BLE001 - surfaced as a typed error
+            raise EmbedderUnavailable(f"cannot load embedder {self.name} from {self.path}: {exc}") from exc
+
     @property
     def model(self):
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                    try:
-                        self._model = self._load()
-                    except Exception as exc:  # noqa: BLE001 - surfaced as a typed error
-                        raise EmbedderUnavailable(
-                            f"cannot load embedder {self.name} from {self.path}: {exc}"
-                        ) from exc
-        return self._model
+        return self._model.get()
 
     @property
     def dim(self) -> int:

@@ -24,10 +24,10 @@ Parsing costs about 3 ms a turn on one core (~300 turns/s).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 from memory.engine.aboutness import ClauseSyntax
+from serving.lazy import Lazy
 
 __all__ = ["SyntaxStep", "SyntaxUnavailable", "clause_syntax", "load_pipeline"]
 
@@ -77,16 +77,11 @@ class SyntaxStep:
     """One spaCy pipeline, loaded on first use and shared by the threads of a process."""
 
     def __init__(self, nlp=None) -> None:
-        self._nlp = nlp
-        self._lock = threading.Lock()
+        self._nlp = Lazy(load_pipeline, nlp)
 
     @property
     def nlp(self):
-        if self._nlp is None:
-            with self._lock:
-                if self._nlp is None:
-                    self._nlp = load_pipeline()
-        return self._nlp
+        return self._nlp.get()
 
     def analyse(self, turns: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> list[list[ClauseSyntax]]:
         """For each ``(content, clause spans)``: one :class:`ClauseSyntax` per span, in order."""

@@ -7,6 +7,8 @@ import threading
 from collections.abc import Sequence
 from functools import lru_cache
 
+from serving.lazy import Lazy
+
 
 class RerankerUnavailable(RuntimeError):
     pass
@@ -17,22 +19,21 @@ class Reranker:
         self.path = path
         self.max_length = max_length
         self.batch_size = batch_size
-        self._model = None
+        self._model = Lazy(self._load)
         self._lock = threading.Lock()
+
+    def _load(self):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            from FlagEmbedding import FlagReranker
+
+            return FlagReranker(self.path, use_fp16=False, devices="cpu")
+        except Exception as exc:  # noqa: BLE001
+            raise RerankerUnavailable(f"cannot load reranker from {self.path}: {exc}") from exc
 
     @property
     def model(self):
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    try:
-                        from FlagEmbedding import FlagReranker
-
-                        self._model = FlagReranker(self.path, use_fp16=False, devices="cpu")
-                    except Exception as exc:  # noqa: BLE001
-                        raise RerankerUnavailable(f"cannot load reranker from {self.path}: {exc}") from exc
-        return self._model
+        return self._model.get()
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """Relevance in [0, 1] (sigmoid of the cross-encoder logit) for each text, same order."""

@@ -107,3 +107,14 @@ class Engine(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class InProcessEngine:
+    """What an engine with nothing to load or connect to shares: it is always healthy and has
+    nothing to close (the extractive, recorded and stand-in engines)."""
+
+    def check_health(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory.engine.extractive import extractive_pointers, fact_pointers
-from serving.engines.base import Generation, Prompt
+from serving.engines.base import Generation, InProcessEngine, Prompt
 
 EXTRACTIVE_MODEL_ID = "extractive/2"
 
 
-class ExtractiveEngine:
+class ExtractiveEngine(InProcessEngine):
     model_id = EXTRACTIVE_MODEL_ID
 
     def generate(self, prompts: Sequence[Prompt], json_schema: dict[str, Any] | None) -> list[Generation]:
@@ -49,9 +49,3 @@ class ExtractiveEngine:
                 )
             )
         return out
-
-    def check_health(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None

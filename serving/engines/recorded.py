@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from serving.engines.base import Generation, Prompt
+from serving.engines.base import Generation, InProcessEngine, Prompt
 
 RECORDED_PREFIX = "recorded:"
 
@@ -56,7 +56,7 @@ def load_recording(path: str | Path) -> dict[str, dict[str, Any]]:
     return entries
 
 
-class RecordedEngine:
+class RecordedEngine(InProcessEngine):
     """Replays recorded outputs by key; unknown keys fail with retryable=False."""
 
     def __init__(
@@ -109,12 +109,6 @@ class RecordedEngine:
                 )
             )
         return out
-
-    def check_health(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 def recording_entry(prompt: Prompt, text: str, *, model_id: str, by: str = "prompt", **extra: Any) -> dict:

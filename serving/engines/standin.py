@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from serving.engines.base import Generation, Prompt
+from serving.engines.base import Generation, InProcessEngine, Prompt
 
 NO_OP_TEXT = json.dumps({"ops": [{"op": "NO_OP", "path": None, "value": None}]})
 
@@ -43,7 +43,7 @@ def _schema_paths_and_cap(json_schema: dict[str, Any] | None) -> tuple[list[str]
     return paths, cap
 
 
-class StandInEngine:
+class StandInEngine(InProcessEngine):
     def __init__(self, *, mode: Literal["no_op", "derived"] = "no_op", latency_ms: float = 0.0) -> None:
         if mode not in ("no_op", "derived"):
             raise ValueError(f"unknown stand-in mode {mode!r}; use 'no_op' or 'derived'")
@@ -72,9 +72,3 @@ class StandInEngine:
             text = NO_OP_TEXT if self.mode == "no_op" else self._derive(prompt, paths, cap)
             out.append(Generation(text=text, model_id=self.model_id, latency_ms=self.latency_ms))
         return out
-
-    def check_health(self) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
