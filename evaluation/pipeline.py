@@ -207,6 +207,14 @@ def _as_of(subject: Subject, as_of_seq: int | None) -> int | None:
     return store.version_as_of_seq(subject, as_of_seq) if as_of_seq >= 0 else 0
 
 
+def _query(ctx: RunContext, subject: Subject, query: str, mode: str, as_of_seq: int | None) -> dict:
+    """The arguments `context_build` and `answer_build` both take: every tier, at that version."""
+    as_of = _as_of(subject, as_of_seq)
+    return dict(
+        subject=subject, query=query, mode=mode, as_of=as_of, token_budget=ctx.token_budget, tiers=ALL_TIERS
+    )
+
+
 def memory_context(
     *, ctx: RunContext, subject: Subject, query: str, mode: str, as_of_seq: int | None = None
 ) -> BuiltContext:
@@ -216,14 +224,7 @@ def memory_context(
     evidence lines in the order `answer_prompt` uses."""
     from memory.services.query import context_build
 
-    built = context_build(
-        subject=subject,
-        query=query,
-        mode=mode,
-        as_of=_as_of(subject, as_of_seq),
-        token_budget=ctx.token_budget,
-        tiers=ALL_TIERS,
-    )
+    built = context_build(**_query(ctx, subject, query, mode, as_of_seq))
     return BuiltContext(
         text=_context_text(built),
         token_count=int(built["tokens"]),
@@ -239,14 +240,7 @@ def answer(*, ctx: RunContext, subject: Subject, query: str, mode: str, as_of_se
     from memory.services.query import ModelUnavailable, answer_build
 
     try:
-        out = answer_build(
-            subject=subject,
-            query=query,
-            mode=mode,
-            as_of=_as_of(subject, as_of_seq),
-            token_budget=ctx.token_budget,
-            tiers=ALL_TIERS,
-        )
+        out = answer_build(**_query(ctx, subject, query, mode, as_of_seq))
     except ModelUnavailable as exc:
         return {
             "answer": None,
