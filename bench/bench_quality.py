@@ -54,6 +54,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+LEAF_LABELS = ROOT / "evaluation" / "fixtures" / "leaf_labels.jsonl"
 sys.path.insert(0, str(ROOT))
 
 from bench.quality_locomo import (  # noqa: E402
@@ -160,7 +161,11 @@ def run() -> dict[str, dict]:
     if not path.is_file():
         return _skipped(path)
     m = measure_all(
-        path, CONVERSATIONS, Driver(), spc_path=data_path(None, "PERSONATREE_SPC_PATH", DEFAULT_SPC)
+        path,
+        CONVERSATIONS,
+        Driver(),
+        spc_path=data_path(None, "PERSONATREE_SPC_PATH", DEFAULT_SPC),
+        leaf_labels=LEAF_LABELS,
     )
     rows = metrics(m)
     json_path, md_path = write_run(m, rows)
@@ -184,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spc-range", default=f"{SPC_RANGE[0]}:{SPC_RANGE[1]}", type=_range,
                     help="SPC dialogues lo:hi (default 800:1000, the validation part)")  # fmt: skip
     ap.add_argument(
-        "--leaf-labels", type=Path, help="hand-labelled clauses (the placement piece scores them)"
+        "--leaf-labels",
+        type=Path,
+        default=LEAF_LABELS,
+        help=f"hand-labelled clauses the placement piece scores (default {LEAF_LABELS.relative_to(ROOT)})",
     )
     ap.add_argument(
         "--engine", default="extractive", help="extractive | local[:GGUF] | recorded:JSONL | openai:URL#model"
