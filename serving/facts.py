@@ -218,7 +218,7 @@ class FactStep:
         their clauses) and keep the result for :meth:`prepare`: a chunk's clauses, verdicts and
         leaves do not depend on the subject's tree, so a caller that knows its next chunks (a
         backfill) pays the per-call costs once for many of them. Returns the chunks analysed."""
-        todo = {}
+        todo: dict[tuple, Sequence[Mapping]] = {}
         for turns in turns_list:
             key = _turns_key(schema, turns, digest)
             with self._lock:

@@ -74,9 +74,14 @@ class ListenerOp(BaseModel):
 
     @classmethod
     def of(cls, op: Op, rejection: Rejection | None = None) -> ListenerOp:
-        verdict = {} if rejection is None else {"precheck": rejection.reason, "detail": rejection.detail}
         return cls(
-            op=op.type, path=op.path, value=op.value, confidence=op.confidence, source=op.source, **verdict
+            op=op.type,
+            path=op.path,
+            value=op.value,
+            confidence=op.confidence,
+            source=op.source,
+            precheck=None if rejection is None else rejection.reason,
+            detail="" if rejection is None else rejection.detail,
         )
 
     def to_op(self) -> Op:

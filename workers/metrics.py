@@ -69,10 +69,14 @@ class Registry:
     def _prometheus(self, kind: str, name: str, labelnames: tuple[str, ...]):
         metric = self._prom.get(name)
         if metric is None:
-            cls = prometheus_client.Histogram if kind == "histogram" else prometheus_client.Counter
-            extra = {"buckets": BUCKETS[name]} if kind == "histogram" and name in BUCKETS else {}
+            full, doc = PREFIX + name, name.replace("_", " ")
             try:
-                metric = cls(PREFIX + name, name.replace("_", " "), labelnames, **extra)
+                if kind != "histogram":
+                    metric = prometheus_client.Counter(full, doc, labelnames)
+                elif name in BUCKETS:
+                    metric = prometheus_client.Histogram(full, doc, labelnames, buckets=BUCKETS[name])
+                else:
+                    metric = prometheus_client.Histogram(full, doc, labelnames)
             except ValueError:  # already registered in this process (e.g. module reloaded in tests)
                 metric = prometheus_client.REGISTRY._names_to_collectors.get(PREFIX + name)
             self._prom[name] = metric
