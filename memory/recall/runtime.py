@@ -24,6 +24,7 @@ from .rerank import Reranker, get_reranker
 logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _state: dict = {}
+_said: set[str] = set()  # unavailability causes already logged as warnings
 
 _ENGINE_KIND = {"local": "llamacpp", "openai": "openai", "recorded": "recorded", "standin": "standin"}
 
@@ -91,8 +92,12 @@ def responder_engine():
             )
             engine = build_engine(config)
         except Exception as exc:  # noqa: BLE001 - a missing model degrades the response, never crashes it
-            logger.warning("responder engine %s unavailable: %s", backend, exc)
-            return None, f"responder model unavailable ({backend}): {exc}"  # not cached: retried next call
+            # Not cached: retried next call (a model file may appear); said once per cause, not per query.
+            reason = f"responder engine {backend} unavailable: {exc}"
+            level = logging.DEBUG if reason in _said else logging.WARNING
+            _said.add(reason)
+            logger.log(level, "%s", reason)
+            return None, f"responder model unavailable ({backend}): {exc}"
         _state[key] = (SerializedEngine(engine), "")
         return _state[key]
 
@@ -117,3 +122,4 @@ def reset_runtime() -> None:
             if isinstance(value, EvidenceIndex):
                 value.close()
         _state.clear()
+        _said.clear()

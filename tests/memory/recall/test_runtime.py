@@ -1,5 +1,7 @@
 """Runtime components built from settings.PERSONATREE."""
 
+import logging
+
 import pytest
 
 from memory.recall import runtime
@@ -30,6 +32,17 @@ def test_unbuildable_responder_reports_why_and_is_not_cached(pt, tmp_path):
     engine, why = runtime.responder_engine()  # retried, now buildable
     assert engine is not None and why == ""
     assert isinstance(engine, runtime.SerializedEngine)
+
+
+def test_an_unavailable_responder_is_a_warning_once_per_cause(pt, caplog):
+    pt["RESPONDER_BACKEND"] = "recorded"
+    pt["RESPONDER_RECORDING_PATH"] = ""
+    with caplog.at_level(logging.DEBUG, logger="memory.recall.runtime"):
+        for _ in range(3):
+            engine, why = runtime.responder_engine()
+            assert engine is None and "recording_path" in why  # every call still says why
+    levels = [r.levelno for r in caplog.records if "responder engine recorded unavailable" in r.message]
+    assert levels == [logging.WARNING, logging.DEBUG, logging.DEBUG]
 
 
 def test_unknown_backend(pt):
