@@ -21,38 +21,27 @@ worker's values to that directory and the exposition aggregates them (``MultiPro
 
 from __future__ import annotations
 
-import glob
-import json
 import os
 
-from personatree_site.ops.backlog import BacklogCollector
+import prometheus_client
+from prometheus_client.multiprocess import MultiProcessCollector
 
-try:  # comes with ray[serve]; the web image needs it installed for /metrics (docs/DEPLOY.md)
-    import prometheus_client
-except ImportError:  # pragma: no cover - depends on the environment
-    prometheus_client = None
+from personatree_site.ops.backlog import BacklogCollector
 
 UNMATCHED = "unmatched"
 # Upper bounds in seconds: 15 ms (fast-mode context over HTTP), 50 ms, 100 ms (deep context,
 # search), then the slow tail up to LLM answers; past 10 s is +Inf (gunicorn's timeout is 60 s).
 LATENCY_BUCKETS = (0.005, 0.015, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 
-if prometheus_client is not None:
-    REQUESTS = prometheus_client.Counter(
-        "personatree_http_requests", "HTTP requests served, by route pattern", ["method", "route", "status"]
-    )
-    LATENCY = prometheus_client.Histogram(
-        "personatree_http_request_duration_seconds",
-        "HTTP request latency through the whole middleware chain, by route pattern",
-        ["route"],
-        buckets=LATENCY_BUCKETS,
-    )
-else:  # pragma: no cover
-    REQUESTS = LATENCY = None
-
-
-def available() -> bool:
-    return prometheus_client is not None
+REQUESTS = prometheus_client.Counter(
+    "personatree_http_requests", "HTTP requests served, by route pattern", ["method", "route", "status"]
+)
+LATENCY = prometheus_client.Histogram(
+    "personatree_http_request_duration_seconds",
+    "HTTP request latency through the whole middleware chain, by route pattern",
+    ["route"],
+    buckets=LATENCY_BUCKETS,
+)
 
 
 def route_of(request) -> str:
@@ -61,9 +50,7 @@ def route_of(request) -> str:
 
 
 def record_request(request, status: int, seconds: float) -> None:
-    """Count one request and observe its latency (no-op without prometheus_client)."""
-    if prometheus_client is None:
-        return
+    """Count one request and observe its latency."""
     method = request.method if request.method in _METHODS else "other"
     route = route_of(request)
     REQUESTS.labels(method=method, route=route, status=str(status)).inc()
@@ -77,7 +64,7 @@ def multiprocess_registry(path: str | None = None):
     """A registry of every process that writes to ``path`` (``PROMETHEUS_MULTIPROC_DIR`` by
     default): a scrape sums them."""
     registry = prometheus_client.CollectorRegistry()
-    _MultiProcessCollector(registry, path=path)
+    MultiProcessCollector(registry, path=path)
     return registry
 
 
@@ -92,62 +79,3 @@ def exposition() -> tuple[bytes, str]:
     queues.register(BacklogCollector())
     body = prometheus_client.generate_latest(registry) + prometheus_client.generate_latest(queues)
     return body, prometheus_client.CONTENT_TYPE_LATEST
-
-
-if prometheus_client is not None:
-    from prometheus_client.metrics_core import Metric
-    from prometheus_client.mmap_dict import MmapedDict
-    from prometheus_client.multiprocess import MultiProcessCollector
-
-    class _MultiProcessCollector(MultiProcessCollector):
-        """prometheus_client's ``MultiProcessCollector``, the parse of each series key kept.
-
-        Each value in a process's file is stored under a key, the JSON of (metric, sample name,
-        labels, help); a key never changes once written and their number is bounded by the
-        label cardinality (the module docstring). The library decodes every key of every file
-        again at each scrape (about a fifth of a scrape's CPU time with three web workers); here
-        a key is decoded once per process. The values are read from the files at every scrape,
-        and summed by the library's own ``_accumulate_metrics``, exactly as before.
-        """
-
-        _keys: dict[str, tuple] = {}
-        MAX_KEYS = 100_000  # a bound, in case a label ever carries unbounded values
-
-        def collect(self):
-            files = glob.glob(os.path.join(self._path, "*.db"))
-            return self._accumulate_metrics(self._read(files), True)
-
-        @classmethod
-        def _parse_key(cls, key: str) -> tuple:
-            parsed = cls._keys.get(key)
-            if parsed is None:
-                if len(cls._keys) >= cls.MAX_KEYS:
-                    cls._keys.clear()
-                metric_name, name, labels, help_text = json.loads(key)
-                parsed = cls._keys[key] = (metric_name, name, tuple(sorted(labels.items())), help_text)
-            return parsed
-
-        @classmethod
-        def _read(cls, files: list[str]) -> dict:
-            """``MultiProcessCollector._read_metrics`` (prometheus_client 0.26) with :meth:`_parse_key`."""
-            metrics: dict = {}
-            for path in files:
-                parts = os.path.basename(path).split("_")
-                typ = parts[0]
-                try:
-                    values = MmapedDict.read_all_values_from_file(path)
-                except FileNotFoundError:
-                    if typ == "gauge" and parts[1].startswith("live"):
-                        continue  # a dead process's live gauges, removed since the glob
-                    raise
-                for key, value, timestamp, _ in values:
-                    metric_name, name, labels, help_text = cls._parse_key(key)
-                    metric = metrics.get(metric_name)
-                    if metric is None:
-                        metric = metrics[metric_name] = Metric(metric_name, help_text, typ)
-                    if typ == "gauge":
-                        metric._multiprocess_mode = parts[1]
-                        metric.add_sample(name, labels + (("pid", parts[2][:-3]),), value, timestamp)
-                    else:
-                        metric.add_sample(name, labels, value)
-            return metrics

@@ -69,9 +69,5 @@ def metrics(request) -> HttpResponse:
         response = _error(request, "not_authenticated", "A valid metrics bearer token is required.", 401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
-    if not ops_metrics.available():
-        return _error(
-            request, "metrics_unavailable", "prometheus_client is not installed in this process.", 503
-        )
     body, content_type = ops_metrics.exposition()
     return _no_store(HttpResponse(body, content_type=content_type))

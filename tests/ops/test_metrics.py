@@ -94,7 +94,7 @@ def _two_processes(directory, scale: float) -> None:
 
 
 def test_the_multiprocess_collector_sums_like_prometheus_client(tmp_path):
-    """The web's collector keeps its key parses across scrapes: the library's text, fresh values."""
+    """The web's registry sums every process's file like the library, with fresh values each scrape."""
     import prometheus_client
     from prometheus_client.multiprocess import MultiProcessCollector
 
