@@ -87,6 +87,10 @@ class TenantScopedView(APIView):
     def has_scope(self, scope: str) -> bool:
         return self.api_key.has_scopes((scope,))
 
+    def tiers(self) -> tuple[str, ...]:
+        """The leaf tiers this key may read (the special tier needs ``read_special``)."""
+        return selectors.ALL_TIERS if self.has_scope("read_special") else selectors.PUBLIC_TIERS
+
     def subjects(self) -> QuerySet[Subject]:
         """The tenant's subjects (the one list of them the API reads)."""
         return Subject.objects.filter(tenant=self.tenant)

@@ -58,12 +58,6 @@ class ServiceUnavailable(ServiceError):
         self.retry_after_s = retry_after_s
 
 
-def _error(
-    request, code: str, message: str, http_status: int, *, field: str | None = None, **extra
-) -> Response:
-    return problem_response(request, code, message, http_status, field=field, **extra)
-
-
 def _join(path: str, sub: str) -> str:
     if not path or not sub:
         return path or sub
@@ -118,7 +112,7 @@ def _server_error(
     message = PUBLIC_MESSAGES.get(
         code, UNAVAILABLE_MESSAGE if http_status == 503 else PUBLIC_MESSAGES["internal_error"]
     )
-    response = _error(request, code, message, http_status, error_id=error_id)
+    response = problem_response(request, code, message, http_status, error_id=error_id)
     if http_status == status.HTTP_503_SERVICE_UNAVAILABLE:
         response["Retry-After"] = str(retry_after_s or DEFAULT_RETRY_AFTER_S)
     return response
@@ -130,23 +124,15 @@ def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):  # Django's own body limit, hit before our parser runs
         size = request.META.get("CONTENT_LENGTH") if request is not None else None
         exc = body_too_large(int(size) if size and size.isdigit() else None)
-    if isinstance(exc, VersionConflict):
-        return _error(
-            request,
-            exc.code,
-            exc.message,
-            exc.http_status,
-            field=exc.field,
-            current_version=exc.current_version,
-        )
     if isinstance(exc, ServiceError):
         if exc.http_status >= 500:
             return _server_error(
                 request, exc, exc.code, exc.http_status, retry_after_s=getattr(exc, "retry_after_s", None)
             )
-        return _error(
-            request, exc.code, exc.message, exc.http_status, field=exc.field, **getattr(exc, "extra", {})
-        )
+        extra = getattr(exc, "extra", {})
+        if isinstance(exc, VersionConflict):
+            extra = {"current_version": exc.current_version}
+        return problem_response(request, exc.code, exc.message, exc.http_status, field=exc.field, **extra)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
@@ -170,7 +156,9 @@ def exception_handler(exc, context):
         code = getattr(exc, "default_code", None) if code in (None, "invalid") else code
         if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
             members["retry_after_s"] = int(exc.wait)
-    problem = _error(request, code or "error", message, response.status_code, field=field or None, **members)
+    problem = problem_response(
+        request, code or "error", message, response.status_code, field=field or None, **members
+    )
     for header, value in response.items():  # DRF's own headers: Retry-After, WWW-Authenticate, Allow
         if header.lower() != "content-type":
             problem[header] = value

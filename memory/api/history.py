@@ -25,7 +25,6 @@ from memory.api.fields import MAX_VERSION
 from memory.api.leaves import LEAF_PATH, BaseVersionIn, SubjectLeafView
 from memory.api.openapi import problems
 from memory.api.pagination import PageParams, Pager, next_field
-from memory.api.subjects import tiers_for
 from memory.engine.tree import diff
 from memory.models import OpRecord, Subject
 from memory.services import NotFoundError
@@ -83,7 +82,7 @@ class LeafHistoryView(SubjectLeafView):
     )
     def get(self, request, external_id: str, leaf_path: str):
         subject, leaf = self._subject_leaf(external_id, leaf_path)
-        tiers = tiers_for(self)
+        tiers = self.tiers()
         if leaf.path in selectors.special_in_history(subject, tiers):
             raise exceptions.PermissionDenied(
                 "This leaf held special-tier values: it needs scope read_special."
@@ -126,7 +125,7 @@ class VersionDiffView(TenantScopedView):
         subject = self.get_subject(external_id)
         _version(subject, a, "a")
         _version(subject, b, "b")
-        tiers = tiers_for(self)
+        tiers = self.tiers()
         _, tree_a = selectors.tree_at_visible(subject, a, tiers=tiers)
         _, tree_b = selectors.tree_at_visible(subject, b, tiers=tiers)
         changes = [c.to_dict() for c in diff(tree_a, tree_b)]
@@ -164,7 +163,7 @@ class VersionRevertView(TenantScopedView):
         _version(subject, number, "number")
         data = BaseVersionIn(data=request.data)
         data.is_valid(raise_exception=True)
-        tiers = tiers_for(self)
+        tiers = self.tiers()
         _, target = selectors.tree_at(subject, number)
         changes = diff(selectors.tree_current(subject), target)
         schema, hidden = selectors.subject_schema(subject), selectors.special_in_history(subject, tiers)

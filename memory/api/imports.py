@@ -102,37 +102,13 @@ class ImportOut(serializers.Serializer):
     location = serializers.CharField(help_text="Where to poll it.")
 
 
-ROW_FIELDS = (
-    "public_id",
-    "status",
-    "source_label",
-    "body_bytes",
-    "lines",
-    "messages",
-    "new_messages",
-    "duplicates",
-    "chunks_created",
-    "error",
-    "created_at",
-    "started_at",
-    "ingested_at",
-    "finished_at",
-)
-
-
 def import_body(row: Import) -> dict:
     progress = import_progress(row)
-    c = progress.counts
+    stored = {f.attname: getattr(row, f.attname) for f in Import._meta.concrete_fields if f.name != "body"}
     return ImportOut(
         {
-            **{f: getattr(row, f) for f in ROW_FIELDS},
-            "chunks": {
-                "applied": c.applied,
-                "pending": c.pending,
-                "processing": c.processing,
-                "failed": c.failed,
-                "total": c.total,
-            },
+            **stored,
+            "chunks": progress.counts,
             "rate_chunks_per_s": round(progress.rate, 3) if progress.rate is not None else None,
             "eta_s": round(progress.eta_s, 1) if progress.eta_s is not None else None,
             "location": reverse("import", args=[row.public_id]),

@@ -27,7 +27,7 @@ from memory import selectors
 from memory.api.base import TenantScopedView
 from memory.api.fields import MAX_VERSION, TextField, as_of_found
 from memory.api.openapi import problems
-from memory.api.subjects import TreeParams, tiers_for, tree_params
+from memory.api.subjects import TreeParams, tree_params
 from memory.engine.gate import Reason
 from memory.engine.schema import Leaf
 from memory.models import Subject
@@ -113,7 +113,7 @@ class SubjectLeafView(TenantScopedView):
         leaf = selectors.subject_schema(subject).leaf(leaf_path)
         if leaf is None:  # the path is not echoed: it may hold anything a URL can
             raise exceptions.NotFound("The subject's schema has no leaf at this path.", code="unknown_leaf")
-        if leaf.tier not in tiers_for(self):
+        if leaf.tier not in self.tiers():
             raise exceptions.PermissionDenied(
                 f"This leaf is in the {leaf.tier} tier: it needs scope read_special."
             )
@@ -142,7 +142,7 @@ class SubjectLeafView(TenantScopedView):
         with as_of_found():
             number, tree = selectors.tree_at(subject, as_of)
         if number != subject.head_version and leaf.path in selectors.special_in_history(
-            subject, tiers_for(self)
+            subject, self.tiers()
         ):
             raise exceptions.PermissionDenied(
                 "This leaf was in the special tier in an earlier schema: its older values need scope read_special."

@@ -110,77 +110,53 @@ def links_for(method: str, path: str) -> dict[str, dict]:
 
 # --- refusals the JSON Schema cannot state ---------------------------------------------------------
 
+
 #: A 400 that a request matching the operation's schema can still get, because the rule behind it
 #: cannot be written in OpenAPI 3.0's JSON Schema: it depends on stored state, on another field of
 #: the same request, or on a validator of the engine. Listed in the operation as ``x-refusals``
 #: (``code`` and the ``field`` it names, a prefix for nested fields) so clients and the contract
 #: test (tests/fuzz/contract.py) know them; any other 400 to a schema-valid request is a defect.
+def _refusal(code: str, field: str, rule: str) -> dict:
+    return {"code": code, "field": field, "rule": rule}
+
+
+PUBLIC_URL = _refusal("invalid_url", "url", "the URL must reach a public address (checked by name)")
+SCHEMA_PAIR = "schema_id and schema_version go together"
+
 REFUSALS: dict[tuple[str, str], list[dict]] = {
     ("POST", "/v1/schemas"): [
-        {
-            "code": "invalid",
-            "field": "document",
-            "rule": "the engine's schema validation (docs/SCHEMAS.md), "
-            "a reserved shipped id, a version that is not the next one",
-        },
+        _refusal(
+            "invalid",
+            "document",
+            "the engine's schema validation (docs/SCHEMAS.md), a reserved shipped id, a version that is "
+            "not the next one",
+        ),
     ],
     ("POST", "/v1/schema-migrations"): [
-        {"code": "invalid_mapping", "field": "document", "rule": "the engine's mapping validation"},
-        {
-            "code": "unknown_schema",
-            "field": "document",
-            "rule": "source and target must be schemas the tenant has",
-        },
-        {
-            "code": "invalid",
-            "field": "document",
-            "rule": "source and target as {id, version}; an id already used",
-        },
+        _refusal("invalid_mapping", "document", "the engine's mapping validation"),
+        _refusal("unknown_schema", "document", "source and target must be schemas the tenant has"),
+        _refusal("invalid", "document", "source and target as {id, version}; an id already used"),
     ],
-    ("POST", "/v1/webhooks"): [
-        {
-            "code": "invalid_url",
-            "field": "url",
-            "rule": "the URL must reach a public address (checked by name)",
-        },
-    ],
-    ("PATCH", "/v1/webhooks/{public_id}"): [
-        {
-            "code": "invalid_url",
-            "field": "url",
-            "rule": "the URL must reach a public address (checked by name)",
-        },
-    ],
+    ("POST", "/v1/webhooks"): [PUBLIC_URL],
+    ("PATCH", "/v1/webhooks/{public_id}"): [PUBLIC_URL],
     ("POST", "/v1/subjects"): [
-        {"code": "invalid", "field": "schema_id", "rule": "schema_id and schema_version go together"},
-        {"code": "invalid", "field": "schema_version", "rule": "schema_id and schema_version go together"},
+        _refusal("invalid", "schema_id", SCHEMA_PAIR),
+        _refusal("invalid", "schema_version", SCHEMA_PAIR),
     ],
     ("POST", "/v1/subjects/{external_id}/messages"): [
-        {"code": "duplicate_key", "field": "messages", "rule": "idempotency keys are unique within one call"},
+        _refusal("duplicate_key", "messages", "idempotency keys are unique within one call"),
     ],
     ("POST", "/v1/imports"): [
-        {
-            "code": "invalid",
-            "field": "file",
-            "rule": "the JSONL is required: the ndjson body or the form's file part",
-        },
-        {
-            "code": "invalid_import_line",
-            "field": "line",
-            "rule": "every line is a record the backfill reads (docs/BACKFILL.md)",
-        },
-        {"code": "empty_import", "field": "body", "rule": "at least one line"},
-        {"code": "invalid", "field": "source", "rule": "source is at most 200 characters"},
+        _refusal("invalid", "file", "the JSONL is required: the ndjson body or the form's file part"),
+        _refusal(
+            "invalid_import_line", "line", "every line is a record the backfill reads (docs/BACKFILL.md)"
+        ),
+        _refusal("empty_import", "body", "at least one line"),
+        _refusal("invalid", "source", "source is at most 200 characters"),
     ],
-    ("POST", "/v1/subjects/{external_id}/search"): [
-        {"code": "invalid", "field": "since", "rule": "since is not after until"},
-    ],
+    ("POST", "/v1/subjects/{external_id}/search"): [_refusal("invalid", "since", "since is not after until")],
     ("PUT", "/v1/subjects/{external_id}/tree/leaves/{leaf_path}"): [
-        {
-            "code": "gate_rejected",
-            "field": "value",
-            "rule": "the write gate: the leaf's own budget, an empty value",
-        },
+        _refusal("gate_rejected", "value", "the write gate: the leaf's own budget, an empty value"),
     ],
 }
 

@@ -18,7 +18,6 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from memory import selectors
 from memory.api.base import TenantScopedView
 from memory.api.fields import AsOfField, as_of_found
 from memory.api.openapi import problems
@@ -210,8 +209,7 @@ class _QueryView(TenantScopedView):
         subject = self.get_subject(external_id)
         data = QueryIn(data=request.data)
         data.is_valid(raise_exception=True)
-        tiers = selectors.ALL_TIERS if self.has_scope("read_special") else selectors.PUBLIC_TIERS
-        return {"subject": subject, "tiers": tiers, **data.validated_data}
+        return {"subject": subject, "tiers": self.tiers(), **data.validated_data}
 
 
 class SubjectContextView(_QueryView):

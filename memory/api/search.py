@@ -14,7 +14,6 @@ from rest_framework.response import Response
 from memory.api.base import TenantScopedView
 from memory.api.fields import AsOfField
 from memory.api.query import EvidenceOut
-from memory.api.subjects import tiers_for
 from memory.services.query import MAX_QUERY_CHARS
 from memory.services.search import DEFAULT_LIMIT, MAX_LIMIT, memories_search
 
@@ -110,4 +109,4 @@ class SubjectSearchView(TenantScopedView):
         subject = self.get_subject(external_id)
         data = SearchIn(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(memories_search(subject=subject, tiers=tiers_for(self), **data.validated_data))
+        return Response(memories_search(subject=subject, tiers=self.tiers(), **data.validated_data))

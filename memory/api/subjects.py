@@ -25,10 +25,6 @@ from personatree_site.ops.readiness import erasure_broker_problem
 BROKER_RETRY_AFTER_S = 30
 
 
-def tiers_for(view: TenantScopedView) -> tuple[str, ...]:
-    return selectors.ALL_TIERS if view.has_scope("read_special") else selectors.PUBLIC_TIERS
-
-
 class TreeParams(serializers.Serializer):
     as_of = AsOfField(required=False, allow_null=True, default=None)
 
@@ -63,7 +59,7 @@ class SubjectTreeView(TenantScopedView):
         subject = self.get_subject(external_id)
         as_of = tree_params(request.query_params)["as_of"]
         with as_of_found():
-            number, tree = selectors.tree_at_visible(subject, as_of, tiers=tiers_for(self))
+            number, tree = selectors.tree_at_visible(subject, as_of, tiers=self.tiers())
         data = {
             "subject": subject.external_id,
             "version": number,
@@ -309,7 +305,7 @@ class SubjectExportView(TenantScopedView):
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
         pager = Pager(request, "export", {"version": int, "op": int})
-        visible = _Visible(subject, tiers_for(self))
+        visible = _Visible(subject, self.tiers())
         versions, more_versions = pager.take(
             selectors.versions_list(subject=subject).select_related("parent"), "number", key="version"
         )

@@ -10,84 +10,63 @@ from memory.api import (
     keys,
     leaves,
     query,
-    schema_migrations,
     schemas,
     search,
     subjects,
     webhooks,
 )
+from memory.api import schema_migrations as migrations
 from memory.api.errors import ApiNotFoundView
+
+#: Where the routes of a subject, of one of its leaves and of a webhook endpoint start.
+S = "subjects/<str:external_id>"
+LEAF = f"{S}/tree/leaves/<path:leaf_path>"
+HOOK = "webhooks/<uuid:public_id>"
 
 urlpatterns = [
     # --- subjects: list, tree, versions, export, erase (issue 3; list and pages: issue 17) ---
     path("subjects", subjects.SubjectListView.as_view(), name="subject-list"),
-    path("subjects/<str:external_id>/tree", subjects.SubjectTreeView.as_view(), name="subject-tree"),
-    path(
-        "subjects/<str:external_id>/versions", subjects.SubjectVersionsView.as_view(), name="subject-versions"
-    ),
-    path("subjects/<str:external_id>/export", subjects.SubjectExportView.as_view(), name="subject-export"),
-    path("subjects/<str:external_id>", subjects.SubjectDetailView.as_view(), name="subject-detail"),
+    path(f"{S}/tree", subjects.SubjectTreeView.as_view(), name="subject-tree"),
+    path(f"{S}/versions", subjects.SubjectVersionsView.as_view(), name="subject-versions"),
+    path(f"{S}/export", subjects.SubjectExportView.as_view(), name="subject-export"),
+    path(S, subjects.SubjectDetailView.as_view(), name="subject-detail"),
     # --- history: a leaf's values, the diff of two versions, a revert (issue 26); before the leaf
     # route, whose <path:> would take ".../history" as part of a leaf path ---
+    path(f"{LEAF}/history", history.LeafHistoryView.as_view(), name="subject-leaf-history"),
     path(
-        "subjects/<str:external_id>/tree/leaves/<path:leaf_path>/history",
-        history.LeafHistoryView.as_view(),
-        name="subject-leaf-history",
+        f"{S}/versions/<int:a>/diff/<int:b>", history.VersionDiffView.as_view(), name="subject-version-diff"
     ),
     path(
-        "subjects/<str:external_id>/versions/<int:a>/diff/<int:b>",
-        history.VersionDiffView.as_view(),
-        name="subject-version-diff",
-    ),
-    path(
-        "subjects/<str:external_id>/versions/<int:number>/revert",
+        f"{S}/versions/<int:number>/revert",
         history.VersionRevertView.as_view(),
         name="subject-version-revert",
     ),
     # --- single leaves: read, set, empty (issue 17) ---
-    path(
-        "subjects/<str:external_id>/tree/leaves/<path:leaf_path>",
-        leaves.SubjectLeafView.as_view(),
-        name="subject-leaf",
-    ),
+    path(LEAF, leaves.SubjectLeafView.as_view(), name="subject-leaf"),
     # --- ingest (issue 5) ---
+    path(f"{S}/messages", ingest.SubjectMessagesView.as_view(), name="subject-messages"),
+    path(f"{S}/ingest", ingest.SubjectIngestStatusView.as_view(), name="subject-ingest"),
+    path(f"{S}/flush", ingest.SubjectFlushView.as_view(), name="subject-flush"),
     path(
-        "subjects/<str:external_id>/messages", ingest.SubjectMessagesView.as_view(), name="subject-messages"
-    ),
-    path(
-        "subjects/<str:external_id>/ingest", ingest.SubjectIngestStatusView.as_view(), name="subject-ingest"
-    ),
-    path("subjects/<str:external_id>/flush", ingest.SubjectFlushView.as_view(), name="subject-flush"),
-    path(
-        "subjects/<str:external_id>/chunks/<int:chunk_id>/requeue",
-        chunks.ChunkRequeueView.as_view(),
-        name="subject-chunk-requeue",
+        f"{S}/chunks/<int:chunk_id>/requeue", chunks.ChunkRequeueView.as_view(), name="subject-chunk-requeue"
     ),
     # --- bulk imports: a JSONL body or upload run by the backfill, and its progress (issue 26) ---
     path("imports", imports.ImportListView.as_view(), name="imports"),
     path("imports/<uuid:public_id>", imports.ImportDetailView.as_view(), name="import"),
     # --- query (issue 6) ---
-    path("subjects/<str:external_id>/context", query.SubjectContextView.as_view(), name="subject-context"),
-    path("subjects/<str:external_id>/answer", query.SubjectAnswerView.as_view(), name="subject-answer"),
+    path(f"{S}/context", query.SubjectContextView.as_view(), name="subject-context"),
+    path(f"{S}/answer", query.SubjectAnswerView.as_view(), name="subject-answer"),
     # --- search: ranked leaves and evidence (issue 26) ---
-    path("subjects/<str:external_id>/search", search.SubjectSearchView.as_view(), name="subject-search"),
+    path(f"{S}/search", search.SubjectSearchView.as_view(), name="subject-search"),
     # --- API keys of one's own tenant, scope admin (issue 17) ---
     path("keys", keys.ApiKeyListView.as_view(), name="api-keys"),
     path("keys/<str:prefix>", keys.ApiKeyDetailView.as_view(), name="api-key"),
     path("keys/<str:prefix>/rotate", keys.ApiKeyRotateView.as_view(), name="api-key-rotate"),
     # --- webhook endpoints of one's own tenant and their deliveries, scope admin (issue 17) ---
     path("webhooks", webhooks.WebhookListView.as_view(), name="webhooks"),
-    path("webhooks/<uuid:public_id>", webhooks.WebhookDetailView.as_view(), name="webhook"),
-    path(
-        "webhooks/<uuid:public_id>/rotate-secret",
-        webhooks.WebhookRotateSecretView.as_view(),
-        name="webhook-rotate-secret",
-    ),
-    path(
-        "webhooks/<uuid:public_id>/deliveries",
-        webhooks.WebhookDeliveriesView.as_view(),
-        name="webhook-deliveries",
-    ),
+    path(HOOK, webhooks.WebhookDetailView.as_view(), name="webhook"),
+    path(f"{HOOK}/rotate-secret", webhooks.WebhookRotateSecretView.as_view(), name="webhook-rotate-secret"),
+    path(f"{HOOK}/deliveries", webhooks.WebhookDeliveriesView.as_view(), name="webhook-deliveries"),
     # --- schemas of one's own tenant and its default, scope admin (issue 18) ---
     path("schemas", schemas.SchemaListView.as_view(), name="schemas"),
     path("schemas/default", schemas.SchemaDefaultView.as_view(), name="schema-default"),
@@ -97,15 +76,15 @@ urlpatterns = [
         name="schema-version",
     ),
     # --- schema migrations of one's own tenant: dry run, run, progress, scope admin (issue 18) ---
-    path("schema-migrations", schema_migrations.SchemaMigrationListView.as_view(), name="schema-migrations"),
+    path("schema-migrations", migrations.SchemaMigrationListView.as_view(), name="schema-migrations"),
     path(
         "schema-migrations/dry-runs/<str:run_id>",
-        schema_migrations.SchemaMigrationDryRunView.as_view(),
+        migrations.SchemaMigrationDryRunView.as_view(),
         name="schema-migration-dry-run",
     ),
     path(
         "schema-migrations/<str:mapping_id>",
-        schema_migrations.SchemaMigrationDetailView.as_view(),
+        migrations.SchemaMigrationDetailView.as_view(),
         name="schema-migration",
     ),
 ]

@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -64,13 +64,14 @@ def _timeout() -> float:
 def _run(name: str, fn: Callable[[], str], *, required: bool) -> Check:
     """Run ``fn`` (returns a safe detail word) and time it; an exception becomes its class name."""
     started = time.perf_counter()
+    status, error, detail = "ok", "", ""
     try:
-        detail = fn()
+        detail = fn() or ""
     except NotReady as exc:
-        return Check(name, "error", required, (time.perf_counter() - started) * 1000, str(exc))
+        status, error = "error", str(exc)
     except Exception as exc:  # noqa: BLE001 - any failure means "not ready"; only the class is reported
-        return Check(name, "error", required, (time.perf_counter() - started) * 1000, type(exc).__name__)
-    return Check(name, "ok", required, (time.perf_counter() - started) * 1000, detail=detail or "")
+        status, error = "error", type(exc).__name__
+    return Check(name, status, required, (time.perf_counter() - started) * 1000, error, detail)
 
 
 def _skipped(name: str, why: str) -> Check:
@@ -194,15 +195,10 @@ def run_checks() -> list[Check]:
         database = _run("database", database_ping, required=True)
         done = {name: f.result() for name, f in futures.items()}
 
-    checks = [database]
-    checks.append(done.get("broker") or _skipped("broker", "eager"))
+    checks = [database, done.get("broker") or _skipped("broker", "eager")]
     checks.append(done.get("milvus") or _skipped("milvus", "indexing_off"))
     memlistener = done["memlistener"]
-    if memlistener.status == "error":
-        memlistener = Check(
-            memlistener.name, "error", True, memlistener.ms, memlistener.error, detail=backend
-        )
-    checks.append(memlistener)
+    checks.append(replace(memlistener, detail=backend) if memlistener.status == "error" else memlistener)
     return checks
 
 

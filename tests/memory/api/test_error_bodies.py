@@ -39,7 +39,7 @@ def test_an_unexpected_error_is_a_json_500_with_an_id_and_the_cause_only_in_the_
     def broken(*args, **kwargs):
         raise RuntimeError(CAUSE)
 
-    monkeypatch.setattr(subjects, "tiers_for", broken)  # called by the export view
+    monkeypatch.setattr(subjects, "_Visible", broken)  # called by the export view
     with caplog.at_level(logging.ERROR, logger="personatree.api"):
         response = api_client.get(f"/v1/subjects/{subject.external_id}/export")
     assert response.status_code == 500
