@@ -97,9 +97,9 @@ FOLLOW_UP_S = [0.0]  # time spent in the version_applied receivers (run on commi
 
 
 def _timed_follow_ups() -> None:
-    from memory.services import tree_plan
+    from memory.services import tree
 
-    send = tree_plan._send
+    send = tree.send_signal
     if getattr(send, "timed", False):
         return
 
@@ -111,7 +111,7 @@ def _timed_follow_ups() -> None:
             FOLLOW_UP_S[0] += time.perf_counter() - started
 
     timed.timed = True  # type: ignore[attr-defined]
-    tree_plan._send = timed
+    tree.send_signal = timed
 
 
 def _migrate(row, batch_size: int) -> tuple[float, dict]:

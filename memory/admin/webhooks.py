@@ -11,7 +11,7 @@ from django.contrib import admin, messages
 
 from memory.admin.access import ReadOnlyAdmin, TenantScopedAdmin
 from memory.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from memory.services.tree_plan import Actor
+from memory.services.tree import Actor
 from memory.services.webhooks import webhook_endpoint_delete, webhook_endpoint_update
 
 

@@ -24,7 +24,7 @@ from memory.api.base import TenantScopedView
 from memory.api.pagination import PageParams, Pager, next_field
 from memory.models import WebhookDelivery, WebhookEndpoint
 from memory.services import webhooks as service
-from memory.services.tree_plan import Actor
+from memory.services.tree import Actor
 
 EVENT_TYPES = WebhookEndpoint.EVENT_TYPES
 

@@ -23,8 +23,7 @@ from memory.engine.ops import Op, OpType
 from memory.engine.tree import apply
 from memory.models import OpRecord, TreeVersion
 from memory.services import ServiceError, VersionConflict
-from memory.services.tree import write_version
-from memory.services.tree_plan import _send, schedule_follow_up
+from memory.services.tree import schedule_follow_up, send_signal, write_version
 from memory.services.tree_store import lock_subject
 from memory.signals import review_decided
 
@@ -113,7 +112,7 @@ def _approve_locked(locked, records: list[OpRecord], user, note: str) -> ReviewO
     schedule_follow_up(locked.pk, version, None, [])
     transaction.on_commit(
         partial(
-            _send,
+            send_signal,
             review_decided,
             subject_id=locked.pk,
             decision="approved",
@@ -190,7 +189,7 @@ def ops_review_decline(*, op_ids: Iterable[int], user, note: str) -> int:
             if here:
                 transaction.on_commit(
                     partial(
-                        _send,
+                        send_signal,
                         review_decided,
                         subject_id=subject_id,
                         decision="declined",

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memory.models import ApiKey, AuditEvent, Tenant
 from memory.services import ServiceError
-from memory.services.tree_plan import Actor
+from memory.services.tree import Actor
 
 
 class KeyRevoked(ServiceError):

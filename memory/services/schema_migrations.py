@@ -43,7 +43,7 @@ from memory.engine.tree import Tree, apply
 from memory.models import OpRecord, SchemaMigration, Subject, Tenant, TreeVersion
 from memory.services import ServiceError
 from memory.services.schemas import tenant_default_schema_follow
-from memory.services.tree_plan import Actor, next_version, schedule_follow_up
+from memory.services.tree import Actor, next_version, schedule_follow_up
 from memory.services.tree_store import lock_subjects, write_applies
 
 logger = logging.getLogger(__name__)

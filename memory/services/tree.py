@@ -1,40 +1,34 @@
-"""The services that change a subject's tree: the policy lives in :mod:`memory.services.tree_plan`.
+"""The one write path of a subject's tree: every write of ops (a model's chunk, an admin edit, a revert).
 
-Every write of ops (a model's chunk, an admin edit, a revert) runs, inside one transaction:
+:func:`tree_apply_ops_batch` is the only code that gates and writes ops; a single call
+(:func:`tree_apply_ops`, :func:`tree_revert`, a leaf edit) is a batch of one request. Inside one
+transaction, per request:
 
-1. lock the subject row (``SELECT ... FOR UPDATE``, :mod:`memory.services.tree_store`) and compare
-   the caller's ``base_version`` with the head: a stale base raises :class:`VersionConflict`
-   (nothing is written; re-read and retry);
-2. :func:`~memory.services.tree_plan.plan_apply`: the engine gate (the tenant's policy picks strict
-   or lenient), ops that need human review held back (special-tier leaves, mass deletes) for
-   model/API-key actors, the new :class:`TreeVersion` (only if the tree changed) and one
-   :class:`OpRecord` per op: applied, rejected (with the gate's reason), pending review, and every
-   parse error as a rejected ``PARSE_ERROR`` row;
-3. the writes (:mod:`memory.services.tree_store`): version, head, op records, and the source chunk
-   marked ``applied`` (with the version it produced, if any);
-4. ``version_applied`` / ``ops_pending_review`` sent after commit.
+1. lock the subject row (``SELECT ... FOR UPDATE``, :mod:`memory.services.tree_store`); a foreign
+   chunk, a stale ``base_version`` (:class:`VersionConflict`) or a schema migrated since the ops were
+   written (:class:`SchemaMoved`) is refused, and a chunk already ``applied`` returns its stored
+   outcome with ``created=False`` (:func:`_refusal`); nothing is written;
+2. :func:`plan_apply`: the engine gate against the locked head (the tenant's policy picks strict or
+   lenient, grounding for a model's chunk), ops that need human review held back
+   (:func:`split_for_review`: special-tier leaves and mass deletes from model/API-key actors), the new
+   :class:`TreeVersion` (only if the tree changed) and one :class:`OpRecord` per op: applied,
+   rejected (with the gate's reason), pending review, and every parse error as a rejected
+   ``PARSE_ERROR`` row;
+3. the writes (:mod:`memory.services.tree_store`: one statement for the whole batch on PostgreSQL,
+   the same job query by query on other databases, with the same refusals): versions, heads, op
+   records, the source chunks marked ``applied`` (with the version each produced, if any);
+4. ``version_applied`` / ``ops_pending_review`` sent after commit (:func:`schedule_follow_up`).
 
-Decision: when no op changes the tree (all NO_OP / rejected / held for review)
-no version is created. The op records then point at the chunk and carry the
-``base_version`` they were judged against, and the chunk is still ``applied``.
-
-Idempotency: a chunk already ``applied`` is never applied again; the second
-call returns the stored outcome with ``created=False``.
-
-One path: :func:`tree_apply_ops_batch` is the only code that gates and writes ops; a single call
-(:func:`tree_apply_ops`, a revert, a leaf edit) is a batch of one request. On PostgreSQL a batch is
-one lock query for all its subjects and one write statement; on other databases the ORM store does
-the same job query by query (:mod:`memory.services.tree_store`), with the same refusals
-(``SchemaMoved`` included). Review approval (:mod:`memory.services.governance`) re-gates the held
-ops itself and writes its version with :func:`write_version`.
-
-``Actor``, ``Source`` and ``ApplyOutcome`` are defined in :mod:`memory.services.tree_plan` and
-importable from here.
+When no op changes the tree (all NO_OP / rejected / held for review) no version is created: the op
+records point at the chunk and carry the ``base_version`` they were judged against, and the chunk is
+still ``applied``. Review approval (:mod:`memory.services.governance`) re-gates the held ops itself
+and writes its version with :func:`write_version`.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -42,42 +36,137 @@ from typing import cast
 from django.db import DatabaseError, transaction
 
 from memory import selectors
+from memory.engine.gate import GatePolicy, GateResult, Reason, gate
+from memory.engine.history import stored_form
 from memory.engine.ops import Op, OpType
-from memory.engine.tree import Tree, changes_to_ops, diff
-from memory.models import Subject, TreeVersion
+from memory.engine.tree import Tree, apply, changes_to_ops, diff
+from memory.models import Chunk, OpRecord, Subject, TreeVersion
 from memory.services import NotFoundError, ServiceError, VersionConflict
-from memory.services.tree_plan import (
-    REVIEW_TIER,
-    Actor,
-    ApplyOutcome,
-    Source,
-    next_version,
-    plan_apply,
-    precheck,
-    replayed,
-    schedule_follow_up,
-    split_for_review,
-)
 from memory.services.tree_store import lock_subject, lock_subjects, write_applies
+from memory.signals import ops_pending_review, version_applied
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "REVIEW_TIER",
-    "Actor",
-    "ApplyOutcome",
-    "ApplyRequest",
-    "SchemaMoved",
-    "Source",
-    "leaf_delete",
-    "leaf_edit",
-    "schedule_follow_up",
-    "split_for_review",
-    "tree_apply_ops",
-    "tree_apply_ops_batch",
-    "tree_revert",
-    "write_version",
-]
+REVIEW_TIER = "special"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who wrote an op: ``kind`` is model | admin | api_key | system."""
+
+    kind: str
+    name: str = ""
+    model_id: str = ""
+    model_version: str = ""
+    prompt_version: str = ""
+    user_id: int | None = None
+    api_key_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in OpRecord.ActorKind.values:
+            raise ValueError(f"unknown actor kind {self.kind!r}; expected one of {OpRecord.ActorKind.values}")
+
+    @classmethod
+    def for_model(cls, *, model_id: str, model_version: str = "", prompt_version: str = "", name: str = ""):
+        return cls("model", name or "memlistener", model_id, model_version, prompt_version)
+
+    @classmethod
+    def for_admin(cls, user) -> Actor:
+        return cls("admin", user.get_username(), user_id=user.pk)
+
+    @classmethod
+    def for_api_key(cls, api_key) -> Actor:
+        return cls("api_key", api_key.prefix, api_key_id=api_key.pk)
+
+    @classmethod
+    def system(cls, name: str) -> Actor:
+        return cls("system", name)
+
+    @property
+    def reviewable(self) -> bool:
+        """Ops from models and API keys may be held for review; admins and the system are trusted."""
+        return self.kind in ("model", "api_key")
+
+    def record_fields(self) -> dict:
+        return {
+            "actor_kind": self.kind,
+            "actor_name": self.name,
+            "model_id": self.model_id,
+            "model_version": self.model_version,
+            "prompt_version": self.prompt_version,
+            "admin_user_id": self.user_id,
+            "api_key_id": self.api_key_id,
+        }
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where ops came from: a chunk and its message span (all optional for admin writes).
+
+    ``evidence``: the chunk's user turns; with it, a model's values must be grounded in them
+    (gate reason ``UNGROUNDED``) when the tenant requires grounding. ``note``: why the listener
+    wrote a ``NO_OP`` (e.g. no model call: no candidate leaf), kept on the NO_OP's audit row."""
+
+    chunk_id: int | None = None
+    start_seq: int | None = None
+    end_seq: int | None = None
+    evidence: tuple[str, ...] | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    """``created`` is False when the call replayed an already-applied chunk (nothing new was written).
+    ``version`` is the version written, or None when the tree did not change."""
+
+    version: TreeVersion | None
+    head_version: int
+    applied: tuple[OpRecord, ...]
+    rejected: tuple[OpRecord, ...]
+    pending_review: tuple[OpRecord, ...]
+    created: bool
+
+    @property
+    def records(self) -> tuple[OpRecord, ...]:
+        return self.applied + self.rejected + self.pending_review
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    """One apply of ops to one subject: an item of :func:`tree_apply_ops_batch`."""
+
+    subject_id: int
+    base_version: int
+    ops: Sequence[Op]
+    actor: Actor
+    source: Source | None = None
+    parse_errors: Sequence = ()
+    #: ``(schema_id, version)`` the ops were written under (the MemListener's job); when the subject
+    #: was migrated to another schema since, the request is refused as :class:`SchemaMoved`.
+    schema: tuple[str, int] | None = None
+    #: The version's ``created_by`` (None: from the actor and the source) and note.
+    created_by: str | None = None
+    note: str = ""
+    #: Hold special-tier and mass-delete ops for review (None: when the actor's writes are reviewable).
+    review: bool | None = None
+
+    @property
+    def chunk_id(self) -> int | None:
+        return self.source.chunk_id if self.source is not None else None
+
+
+class SchemaMoved(VersionConflict):
+    """The subject was moved to another schema (a schema migration) after the ops were written: like a
+    moved head, the chunk is re-run on the subject's tree and schema as they are now. A migration that
+    changes no value writes no version, so the base version alone cannot tell."""
+
+    def __init__(self, locked: Subject, request: ApplyRequest):
+        super().__init__(locked.head_version, request.base_version)
+        self.message = (
+            f"The subject moved to schema {locked.schema_id} v{locked.schema_version}; the ops were written "
+            f"under {request.schema[0]} v{request.schema[1]}."  # type: ignore[index]
+        )
+        self.args = (self.message,)
 
 
 def tree_apply_ops(
@@ -163,45 +252,19 @@ def leaf_delete(*, subject: Subject, path: str, actor: Actor, base_version: int 
     return _single_op(subject, path, None, actor, base_version)
 
 
+def write_version(
+    locked: Subject, new_tree: Tree, *, created_by: str, chunk_id: int | None = None, note: str = ""
+) -> TreeVersion | None:
+    """Write the next version if ``new_tree`` differs from the head; move the head. Subject must be locked."""
+    tree = selectors.tree_current(locked)
+    if new_tree == tree:
+        return None
+    version = next_version(locked, tree, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
+    write_applies([(locked, version, None, ())])
+    return version
+
+
 # --- the one path ------------------------------------------------------------------------------
-
-
-class SchemaMoved(VersionConflict):
-    """The subject was moved to another schema (a schema migration) after the ops were written: like a
-    moved head, the chunk is re-run on the subject's tree and schema as they are now. A migration that
-    changes no value writes no version, so the base version alone cannot tell."""
-
-    def __init__(self, locked: Subject, request: ApplyRequest):
-        super().__init__(locked.head_version, request.base_version)
-        self.message = (
-            f"The subject moved to schema {locked.schema_id} v{locked.schema_version}; the ops were written "
-            f"under {request.schema[0]} v{request.schema[1]}."  # type: ignore[index]
-        )
-        self.args = (self.message,)
-
-
-@dataclass(frozen=True)
-class ApplyRequest:
-    """One apply of ops to one subject: an item of :func:`tree_apply_ops_batch`."""
-
-    subject_id: int
-    base_version: int
-    ops: Sequence[Op]
-    actor: Actor
-    source: Source | None = None
-    parse_errors: Sequence = ()
-    #: ``(schema_id, version)`` the ops were written under (the MemListener's job); when the subject
-    #: was migrated to another schema since, the request is refused as :class:`SchemaMoved`.
-    schema: tuple[str, int] | None = None
-    #: The version's ``created_by`` (None: from the actor and the source) and note.
-    created_by: str | None = None
-    note: str = ""
-    #: Hold special-tier and mass-delete ops for review (None: when the actor's writes are reviewable).
-    review: bool | None = None
-
-    @property
-    def chunk_id(self) -> int | None:
-        return self.source.chunk_id if self.source is not None else None
 
 
 def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome | Exception]:
@@ -255,20 +318,8 @@ def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -
         results[i] = _refusal(request, locked_by_id.get(request.subject_id))
         if results[i] is not None:
             continue
-        locked = locked_by_id[request.subject_id]
         try:
-            plan = plan_apply(
-                locked,
-                base_version=request.base_version,
-                ops=tuple(request.ops),
-                actor=request.actor,
-                source=request.source,
-                chunk_id=request.chunk_id,
-                parse_errors=tuple(request.parse_errors),
-                created_by=request.created_by,
-                note=request.note,
-                review=request.actor.reviewable if request.review is None else request.review,
-            )
+            plan = plan_apply(locked_by_id[request.subject_id], request)
         except Exception as exc:  # one request's failure (nothing written yet) must not sink the batch
             logger.exception("apply of subject %s (chunk %s) failed", request.subject_id, request.chunk_id)
             results[i] = exc
@@ -283,14 +334,19 @@ def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -
 
 
 def _refusal(request: ApplyRequest, locked: Subject | None) -> ServiceError | ApplyOutcome | None:
-    """Before planning: a refusal, the stored outcome of an applied chunk, or None (go ahead)."""
+    """Before planning: a refusal (missing subject, foreign chunk, stale base, moved schema), the stored
+    outcome of an already applied chunk, or None (go ahead)."""
     if locked is None:
         return NotFoundError("Subject not found.")
     if not all(isinstance(op, Op) for op in request.ops):
         return ServiceError("ops must be engine Op objects.", field="ops")
-    found = precheck(locked, request.base_version, request.chunk_id)
-    if found is not None:
-        return found
+    chunk_id = request.chunk_id
+    if chunk_id is not None and locked.source_chunk_status is None:
+        return ServiceError("The source chunk does not belong to this subject.", field="source")
+    if chunk_id is not None and locked.source_chunk_status == Chunk.Status.APPLIED:
+        return replayed(locked, chunk_id)
+    if request.base_version != locked.head_version:
+        return VersionConflict(locked.head_version, request.base_version)
     if request.schema is not None and (locked.schema_id, locked.schema_version) != tuple(request.schema):
         return SchemaMoved(locked, request)
     return None
@@ -316,9 +372,6 @@ def _one(subject: Subject | int, request: ApplyRequest) -> ApplyOutcome:
     return outcome
 
 
-# --- internals -------------------------------------------------------------------------------
-
-
 def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
     with transaction.atomic():
         locked = lock_subject(subject)  # ADD or UPDATE is read from the head: hold it still
@@ -337,18 +390,6 @@ def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
         return _one(subject, request)
 
 
-def write_version(
-    locked: Subject, new_tree: Tree, *, created_by: str, chunk_id: int | None = None, note: str = ""
-) -> TreeVersion | None:
-    """Write the next version if ``new_tree`` differs from the head; move the head. Subject must be locked."""
-    tree = selectors.tree_current(locked)
-    if new_tree == tree:
-        return None
-    version = next_version(locked, tree, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
-    write_applies([(locked, version, None, ())])
-    return version
-
-
 def _refresh_caller(subject: Subject | int, outcome: ApplyOutcome) -> None:
     """Keep the caller's Subject instance in step with the head it just moved (handy for retries)."""
     if outcome.created and outcome.version is not None and isinstance(subject, Subject):
@@ -357,3 +398,219 @@ def _refresh_caller(subject: Subject | int, outcome: ApplyOutcome) -> None:
             outcome.version.pk,
             outcome.version.number,
         )
+
+
+# --- the plan: what one request will write, decided before anything is written ----------------
+
+
+@dataclass
+class Plan:
+    """What one apply will write (nothing is written yet); see :func:`plan_apply`."""
+
+    locked: Subject
+    version: TreeVersion | None
+    chunk_id: int | None
+    applied: list[OpRecord]
+    rejected: list[OpRecord]
+    pending: list[OpRecord]
+
+    @property
+    def write_entry(self) -> tuple:
+        return (self.locked, self.version, self.chunk_id, self.applied + self.rejected + self.pending)
+
+    def written(self) -> ApplyOutcome:
+        """After the writes: schedule the follow-up signals and return the outcome."""
+        schedule_follow_up(self.locked.pk, self.version, self.chunk_id, [r.pk for r in self.pending])
+        return ApplyOutcome(
+            version=self.version,
+            head_version=self.locked.head_version,
+            applied=tuple(self.applied),
+            rejected=tuple(self.rejected),
+            pending_review=tuple(self.pending),
+            created=True,
+        )
+
+
+def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
+    """Gate the request's ops against the locked head (its base, checked by :func:`_refusal`) and build
+    the version and op records (no writes)."""
+    actor, source, chunk_id, created_by = request.actor, request.source, request.chunk_id, request.created_by
+    review = actor.reviewable if request.review is None else request.review
+    schema = selectors.subject_schema(locked)
+    tree = selectors.tree_current(locked)
+    evidence = source.evidence if source is not None else None
+    policy = GatePolicy(
+        lenient=locked.tenant.gate_lenient,
+        grounding=evidence is not None and actor.kind == "model" and locked.tenant.require_grounding,
+        small_talk=actor.kind == "model",  # models may not file chit-chat; moderators write what they like
+    )
+    result: GateResult = gate(schema, tree, tuple(request.ops), policy, evidence)
+    apply_now, held = (
+        split_for_review(locked, schema, result.accepted) if review else (list(result.accepted), [])
+    )
+    new_tree, _changes = apply(tree, apply_now)
+    if created_by is None:
+        created_by = (
+            TreeVersion.CreatedBy.CHUNK
+            if chunk_id is not None
+            else TreeVersion.CreatedBy.ADMIN
+            if actor.kind == "admin"
+            else TreeVersion.CreatedBy.IMPORT
+        )
+    version = None
+    if new_tree != tree:
+        version = next_version(
+            locked, tree, new_tree, created_by=created_by, chunk_id=chunk_id, note=request.note
+        )
+
+    batch = uuid.uuid4()
+    common = {
+        "subject_id": locked.pk,
+        "base_version": request.base_version,
+        "batch": batch,
+        "chunk_id": chunk_id,
+        "source_start_seq": source.start_seq if source else None,
+        "source_end_seq": source.end_seq if source else None,
+        **actor.record_fields(),
+    }
+    notes = {id(n.result): n.note for n in result.normalised}
+    held_ids = {id(op) for op in held}
+    applied: list[OpRecord] = []
+    pending: list[OpRecord] = []
+    rejected: list[OpRecord] = []
+    for op in result.accepted:
+        is_held = id(op) in held_ids
+        record = OpRecord(
+            version=None if is_held else version,
+            op_type=str(op.type),
+            path=op.path or "",
+            old_value=tree.get(op.path) if op.path else None,
+            new_value=op.value,
+            status=OpRecord.Status.PENDING_REVIEW if is_held else OpRecord.Status.APPLIED,
+            reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
+            detail=_review_detail(op, schema, locked.tenant.review_special_tier)
+            if is_held
+            else notes.get(id(op), "") or _no_op_note(op, source),
+            confidence=op.confidence,
+            source_text=op.source or "",
+            **common,
+        )
+        (pending if is_held else applied).append(record)
+    for rej in result.rejected:
+        bad = rej.op
+        rejected.append(
+            OpRecord(
+                op_type=str(bad.type) if bad else "",
+                path=(bad.path or "") if bad else "",
+                old_value=tree.get(bad.path) if bad and bad.path else None,
+                new_value=bad.value if bad and isinstance(bad.value, str) else None,
+                status=OpRecord.Status.REJECTED,
+                reason_code=str(rej.reason),
+                detail=rej.detail,
+                confidence=bad.confidence if bad else None,
+                source_text=(bad.source or "") if bad else "",
+                **common,
+            )
+        )
+    for err in request.parse_errors:
+        rejected.append(
+            OpRecord(
+                op_type="",
+                new_value=_err_attr(err, "line"),
+                status=OpRecord.Status.REJECTED,
+                reason_code=str(Reason.PARSE_ERROR),
+                detail=f"line {_err_attr(err, 'line_no')}: {_err_attr(err, 'message')}",
+                **common,
+            )
+        )
+    for position, record in enumerate(applied + rejected + pending):
+        record.position = position
+    return Plan(locked, version, chunk_id, applied, rejected, pending)
+
+
+def next_version(
+    locked: Subject, tree: Tree, new_tree: Tree, *, created_by: str, chunk_id: int | None, note: str
+) -> TreeVersion:
+    """The unsaved version after the locked head, whose tree is ``tree`` (its id reserved by the lock
+    query, if it was). Stored compactly (:mod:`memory.versions`): the whole tree, as the new head,
+    and its delta against ``tree`` unless it is a checkpoint."""
+    number = locked.head_version + 1
+    whole, delta = stored_form(number, tree, new_tree)
+    return TreeVersion(
+        id=getattr(locked, "next_version_id", None),
+        subject_id=locked.pk,
+        number=number,
+        tree=whole,
+        delta=delta,
+        parent_id=locked.head_id,
+        created_by=created_by,
+        chunk_id=chunk_id,
+        note=note[:500],
+    )
+
+
+def replayed(locked: Subject, chunk_id: int) -> ApplyOutcome:
+    """The stored outcome of an applied chunk (``created=False``)."""
+    chunk = Chunk.objects.select_related("produced_version").get(pk=chunk_id)
+    records = tuple(OpRecord.objects.filter(chunk=chunk).order_by("position", "id"))
+    return ApplyOutcome(
+        version=chunk.produced_version,
+        head_version=locked.head_version,
+        applied=tuple(r for r in records if r.status in (OpRecord.Status.APPLIED, OpRecord.Status.APPROVED)),
+        rejected=tuple(
+            r for r in records if r.status in (OpRecord.Status.REJECTED, OpRecord.Status.DECLINED)
+        ),
+        pending_review=tuple(r for r in records if r.status == OpRecord.Status.PENDING_REVIEW),
+        created=False,
+    )
+
+
+def split_for_review(locked: Subject, schema, accepted: Sequence[Op]) -> tuple[list[Op], list[Op]]:
+    """``(apply_now, hold)`` per the tenant policy: special-tier leaves and mass deletes are held.
+
+    A mass delete is a batch deleting more leaves than the tenant's threshold, every tier counted:
+    the special-tier deletes, held anyway, used to be left out of the count, so a batch deleting
+    three ordinary and two special leaves (threshold 3) applied its three ordinary deletes."""
+    tenant = locked.tenant
+    mass_delete = sum(op.type is OpType.DELETE for op in accepted) > tenant.mass_delete_threshold
+    now, held = [], []
+    for op in accepted:
+        leaf = schema.leaf(op.path) if op.path else None
+        special = tenant.review_special_tier and leaf is not None and leaf.tier == REVIEW_TIER
+        if special or (mass_delete and op.type is OpType.DELETE):
+            held.append(op)
+        else:
+            now.append(op)
+    return now, held
+
+
+def schedule_follow_up(subject_id: int, version: TreeVersion | None, chunk_id: int | None, held_ids) -> None:
+    if version is not None:
+        number = version.number
+        transaction.on_commit(
+            lambda: send_signal(version_applied, subject_id=subject_id, version=number, chunk_id=chunk_id)
+        )
+    if held_ids:
+        ids = list(held_ids)
+        transaction.on_commit(lambda: send_signal(ops_pending_review, subject_id=subject_id, op_ids=ids))
+
+
+def send_signal(signal, **kwargs) -> None:
+    for receiver, result in signal.send_robust(sender=Subject, **kwargs):
+        if isinstance(result, Exception):
+            logger.error("receiver %r of %s failed: %r", receiver, kwargs, result, exc_info=result)
+
+
+def _no_op_note(op: Op, source: Source | None) -> str:
+    return source.note if op.type is OpType.NO_OP and source is not None else ""
+
+
+def _review_detail(op: Op, schema, special_held: bool) -> str:
+    leaf = schema.leaf(op.path) if op.path else None
+    if special_held and leaf is not None and leaf.tier == REVIEW_TIER:
+        return "special-tier leaf: held for review"
+    return "mass delete: held for review"
+
+
+def _err_attr(err, name: str):
+    return err.get(name) if isinstance(err, dict) else getattr(err, name, None)

@@ -1,8 +1,8 @@
 """The store under the tree services: lock subjects, write versions and op rows. One small interface
 (:func:`lock_subjects` / :func:`lock_subject`, :func:`write_applies`) with two implementations, picked
 by the database's vendor: :class:`PostgresStore` and :class:`OrmStore` (any database; SQLite is the
-embedded default). The service modules (:mod:`memory.services.tree`, :mod:`memory.services.tree_plan`)
-read as policy and behave the same on both.
+embedded default). The write path (:mod:`memory.services.tree`) reads as policy and behaves the same
+on both.
 
 **Locks.** The subject rows (``SELECT ... FOR UPDATE``, in id order) with their tenant and head, the
 named source chunks' statuses and, on PostgreSQL, a reserved version id each.

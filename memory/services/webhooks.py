@@ -41,7 +41,7 @@ from memory.models import (
 from memory.services import ServiceError
 from memory.services.chunk_errors import safe_chunk_error
 from memory.services.keys import audit
-from memory.services.tree_plan import Actor
+from memory.services.tree import Actor
 from memory.services.webhook_deliveries import (  # noqa: F401  (the delivery API, re-exported)
     DELIVERY_HEADER,
     EVENT_HEADER,

@@ -1,4 +1,4 @@
-"""The review hold of the one write path (``memory.services.tree_plan.split_for_review``) against
+"""The review hold of the one write path (``memory.services.tree.split_for_review``) against
 what an injected instruction makes a model write: found by the prompt-injection corpus
 (``tests/security/test_injection_corpus.py``, case ``delete_split_across_tiers``)."""
 

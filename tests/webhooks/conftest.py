@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from memory.services.tree_plan import Actor
+from memory.services.tree import Actor
 from memory.services.webhooks import webhook_endpoint_create
 from tests.factories import SubjectFactory, TenantFactory
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from memory.models import AuditEvent, WebhookEndpoint
 from memory.services import ServiceError
-from memory.services.tree_plan import Actor
+from memory.services.tree import Actor
 from memory.services.webhooks import (
     webhook_endpoint_create,
     webhook_endpoint_delete,

@@ -7,7 +7,7 @@ import pytest
 from django.core.cache import cache
 
 from memory.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from memory.services.tree_plan import Actor
+from memory.services.tree import Actor
 from memory.services.webhooks import webhook_endpoint_create
 from tests.factories import SubjectFactory, TenantFactory
 from tests.webhooks.test_delivery import apply_seed

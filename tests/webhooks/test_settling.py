@@ -11,7 +11,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
 from memory.models import WebhookAttempt, WebhookDelivery
-from memory.services.tree_plan import Actor
+from memory.services.tree import Actor
 from memory.services.webhooks import webhook_attempt_record, webhook_endpoint_create
 from tests.factories import SubjectFactory, TenantFactory
 from tests.webhooks.test_delivery import apply_seed

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from memory.models import WebhookAttempt, WebhookDelivery
-from memory.services.tree_plan import Actor
+from memory.services.tree import Actor
 from memory.services.webhook_targets import WebhookUrlRefused, address_is_public, target_resolve, url_check
 from memory.services.webhooks import webhook_endpoint_create
 from tests.factories import SubjectFactory, TenantFactory

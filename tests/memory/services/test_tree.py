@@ -203,14 +203,14 @@ def test_revert_to_foreign_version_is_refused(subject, admin_user):
 @pytest.mark.django_db(transaction=True)
 def test_failure_inside_transaction_leaves_no_partial_version(subject, monkeypatch):
     """All writes have run when the failure hits (scheduling the follow-up comes last): a real rollback."""
-    from memory.services import tree_plan
+    from memory.services import tree as tree_module
 
     chunk = ChunkFactory(subject=subject)
 
     def boom(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(tree_plan, "schedule_follow_up", boom)
+    monkeypatch.setattr(tree_module, "schedule_follow_up", boom)
     with pytest.raises(RuntimeError):
         apply_chunk(subject, [Op.add(ROLE, "nurse")], chunk=chunk)
     monkeypatch.undo()

@@ -215,17 +215,17 @@ def test_a_database_error_fails_only_its_subject_and_the_others_land(tenant, cap
 
 
 def test_a_python_error_in_one_request_does_not_sink_the_batch(tenant, monkeypatch):
-    import memory.services.tree_plan as tree_plan
+    import memory.services.tree as tree_module
 
     subjects = [SubjectFactory(tenant=tenant) for _ in range(3)]
-    real = tree_plan.gate
+    real = tree_module.gate
 
     def gate(schema, tree, ops, policy, evidence=None):
         if any(op.value == "boom" for op in ops):
             raise RuntimeError("gate bug (test)")
         return real(schema, tree, ops, policy)
 
-    monkeypatch.setattr(tree_plan, "gate", gate)
+    monkeypatch.setattr(tree_module, "gate", gate)
     outcomes = tree_apply_ops_batch(
         [request(s, [Op.add(ROLE, "boom" if i == 0 else "nurse")]) for i, s in enumerate(subjects)]
     )
