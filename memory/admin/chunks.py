@@ -10,19 +10,15 @@ from memory.services.chunk_errors import safe_chunk_error
 from memory.services.ingest import chunks_requeue
 
 
-def requeue(chunk_ids: list[int]) -> int:
-    """Hand failed chunks back to ingestion with a fresh attempt budget (the one re-queue service,
-    as the API's ``POST .../chunks/<id>/requeue``); the dispatcher is asked for after commit."""
-    return chunks_requeue(chunk_ids=chunk_ids)
-
-
 @admin.action(description="Re-queue selected failed chunks")
 def requeue_failed(modeladmin, request, queryset):
+    """Failed chunks back to ingestion with a fresh attempt budget, through the one re-queue service
+    (as the API's ``POST .../chunks/<id>/requeue``); the dispatcher is asked for after commit."""
     ids = list(queryset.filter(status=Chunk.Status.FAILED).values_list("pk", flat=True))
     if not ids:
         modeladmin.message_user(request, "None of the selected chunks has failed.", messages.WARNING)
         return
-    count = requeue(ids)
+    count = chunks_requeue(chunk_ids=ids)
     modeladmin.message_user(request, f"Re-queued {count} chunk(s).", messages.SUCCESS)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from memory.admin.access import TenantScopedAdmin
+from memory.admin.access import ReadOnlyAdmin, TenantScopedAdmin
 from memory.models import ApiKey, AuditEvent
 from memory.services.keys import api_keys_revoke
 from memory.services.tree import Actor
@@ -33,17 +33,8 @@ class ApiKeyAdmin(TenantScopedAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(TenantScopedAdmin):
+class AuditEventAdmin(ReadOnlyAdmin, TenantScopedAdmin):
     list_display = ("created_at", "tenant", "action", "object_id", "actor_kind", "actor_name")
     list_filter = ("action", ("tenant", admin.RelatedOnlyFieldListFilter))
     search_fields = ("object_id", "actor_name")
     readonly_fields = ("tenant", "action", "object_id", "actor_kind", "actor_name", "detail", "created_at")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -114,20 +114,12 @@ class SubjectAdmin(ErasingDeleteMixin, TenantScopedAdmin):
         data = form.cleaned_data
         if is_special(selectors.subject_schema(subject), data["path"]) and not sees_special(request.user):
             raise PermissionDenied  # a value one may not see is not edited blind either
-        actor = Actor.for_admin(request.user)
+        write = {"subject": subject, "path": data["path"], "base_version": data["base_version"]}
         try:
             if data["action"] == "delete":
-                outcome = leaf_delete(
-                    subject=subject, path=data["path"], actor=actor, base_version=data["base_version"]
-                )
+                outcome = leaf_delete(actor=Actor.for_admin(request.user), **write)
             else:
-                outcome = leaf_edit(
-                    subject=subject,
-                    path=data["path"],
-                    value=data["value"],
-                    actor=actor,
-                    base_version=data["base_version"],
-                )
+                outcome = leaf_edit(actor=Actor.for_admin(request.user), value=data["value"], **write)
         except VersionConflict as exc:
             messages.error(
                 request, f"The tree changed meanwhile (now v{exc.current_version}); nothing saved."

@@ -44,17 +44,8 @@ class TenantStaffAdmin(admin.ModelAdmin):
     list_filter = ("tenant",)
     search_fields = ("user__username", "tenant__name")
 
-    def has_module_permission(self, request):
+    def _superuser(self, request, obj=None):
         return request.user.is_active and request.user.is_superuser
 
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_active and request.user.is_superuser
-
-    def has_add_permission(self, request):
-        return request.user.is_active and request.user.is_superuser
-
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_active and request.user.is_superuser
-
-    def has_delete_permission(self, request, obj=None):
-        return request.user.is_active and request.user.is_superuser
+    has_module_permission = has_view_permission = has_add_permission = _superuser
+    has_change_permission = has_delete_permission = _superuser

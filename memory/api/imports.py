@@ -31,6 +31,7 @@ from memory import conf
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
 from memory.api.pagination import PageParams, Pager, next_field
+from memory.api.parsers import declared_length
 from memory.backfill.imports import import_create, import_progress
 from memory.models import Import
 from memory.services import ServiceError
@@ -153,10 +154,7 @@ class ImportListView(_ImportView):
         "messages[0].role`); 400 empty_import for a body without lines; 413 over IMPORT_MAX_BYTES.",
     )
     def post(self, request):
-        try:
-            declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            declared = 0
+        declared = declared_length(request)
         if declared > max_import_bytes() + MULTIPART_SLACK:
             raise too_large(declared)
         data, label = self._upload(request)

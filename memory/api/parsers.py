@@ -35,6 +35,14 @@ def body_too_large(size: int | None) -> PayloadTooLarge:
     return PayloadTooLarge(f"The request body is {told}; at most {max_request_bytes()} bytes are allowed.")
 
 
+def declared_length(request) -> int:
+    """The request's ``Content-Length`` (0 when absent or not a number)."""
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else 0
+    except (TypeError, ValueError):
+        return 0
+
+
 def _has_surrogate(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -78,11 +86,7 @@ def unpaired_surrogate_path(data) -> str | None:
 class ApiJSONParser(parsers.JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         limit = max_request_bytes()
-        request = (parser_context or {}).get("request")
-        try:
-            declared = int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else 0
-        except (TypeError, ValueError):
-            declared = 0
+        declared = declared_length((parser_context or {}).get("request"))
         if limit > 0 and declared > limit:
             raise body_too_large(declared)
         if stream is None:

@@ -23,13 +23,11 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
+from memory.api.fields import MAX_VERSION
 from memory.api.openapi import problems
 from memory.engine.schema import MAX_ALIAS_CHARS, MAX_ALIASES, MAX_EXAMPLE_CHARS, MAX_EXAMPLES, TIERS
 from memory.services import NotFoundError, ServiceError
 from memory.services import schemas as service
-
-#: Largest version a schema may have (a PostgreSQL integer).
-MAX_VERSION = 2**31 - 1
 
 
 class SchemaDocument(serializers.Serializer):

@@ -26,19 +26,8 @@ log = logging.getLogger("personatree.throttle")
 RETRY_SHARED_AFTER_S = 5.0
 
 
-def _cache_errors() -> tuple[type[BaseException], ...]:
-    """What a cache backend raises when its server is unreachable (socket errors and the clients' own)."""
-    errors: list[type[BaseException]] = [OSError, RedisError]
-    try:
-        from django_redis.exceptions import ConnectionInterrupted
-
-        errors.append(ConnectionInterrupted)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
-CACHE_ERRORS = _cache_errors()
+#: What Django's cache backends raise when their server is unreachable.
+CACHE_ERRORS = (OSError, RedisError)
 
 _fallback = LocMemCache("personatree-throttle-fallback", {"OPTIONS": {"MAX_ENTRIES": 100_000}})
 _lock = threading.Lock()

@@ -35,10 +35,10 @@ def test_a_failed_chunk_goes_back_to_pending_with_a_fresh_budget(
     assert len(after_commit) == 1, "the dispatcher is asked for after commit (chunks_ready)"
 
 
-def test_admin_requeue_resets_the_attempts_too(failed):
-    from memory.admin.chunks import requeue
-
-    assert requeue([failed.pk]) == 1
+def test_admin_requeue_resets_the_attempts_too(failed, admin_client):
+    changelist = reverse("admin:memory_chunk_changelist")
+    r = admin_client.post(changelist, {"action": "requeue_failed", "_selected_action": [failed.pk]})
+    assert r.status_code == 302
     failed.refresh_from_db()
     assert (failed.status, failed.attempts) == (Chunk.Status.PENDING, 0)
 
