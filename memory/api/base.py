@@ -1,18 +1,10 @@
 """The one place where an API request's tenant is resolved and enforced.
 
-Every API view subclasses :class:`TenantScopedView`: it authenticates the key,
-checks ``required_scopes`` and exposes ``self.tenant``. Subjects are listed only
-through :meth:`TenantScopedView.subjects` and fetched only through
-:meth:`TenantScopedView.get_subject`, which answers 400 for an id that cannot be a
-subject's (control characters, unpaired surrogates, length) and 404 alike for a
-missing subject and for another tenant's subject; API keys likewise through
-:meth:`~TenantScopedView.api_keys` and :meth:`~TenantScopedView.get_api_key`, webhook endpoints
-through :meth:`~TenantScopedView.webhook_endpoints` and :meth:`~TenantScopedView.get_webhook_endpoint`. Once the
-key is known, the tenant id and the hashed subject are bound to the request's log lines
-(:mod:`personatree_site.ops.logging`; the middleware restores them after the request). Bodies are
-JSON only, parsed by :class:`~memory.api.parsers.ApiJSONParser` (byte limit, text
-that can be stored), and so are answers: DRF's browsable HTML renderer is off (a browser's
-``Accept`` holds ``*/*`` and gets JSON; ``Accept: text/html`` alone is a JSON 406).
+Every API view subclasses :class:`TenantScopedView`: it authenticates the key, checks
+``required_scopes``, exposes ``self.tenant`` and reads the tenant's subjects, API keys and webhook
+endpoints only through its methods (another tenant's is a 404, like a missing one). Once the key is
+known, the tenant id and the hashed subject are bound to the request's log lines. Bodies and answers
+are JSON only: DRF's browsable HTML renderer is off (``Accept: text/html`` alone is a 406).
 """
 
 from __future__ import annotations

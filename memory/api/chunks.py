@@ -1,12 +1,8 @@
-"""``POST /v1/subjects/<external_id>/chunks/<chunk_id>/requeue``: run a failed chunk again (scope ``ingest``).
+"""``POST /v1/subjects/<external_id>/chunks/<chunk_id>/requeue`` (scope ``ingest``).
 
-A chunk that failed ``CHUNK_MAX_ATTEMPTS`` times blocks its subject (its tree needs every chunk in
-order). Once the cause is fixed (the model is back, a setting corrected), the chunk goes back to
-``pending`` with a fresh attempt budget and the dispatcher is asked for, through the same service
-the admin's "re-queue" action and ``workers.requeue_chunks`` use
-(:func:`memory.services.ingest.chunks_requeue`). Answers: 202 with the chunk; 404 for a chunk
-that is not this subject's (another subject's and another tenant's alike); 409 ``chunk_not_failed``
-for a chunk that has not failed (pending, running or applied: nothing to re-queue).
+A failed chunk blocks its subject's later chunks. Once the cause is fixed, it goes back to
+``pending`` with a fresh attempt budget through the service the admin's action uses
+(:func:`memory.services.ingest.chunks_requeue`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """A subject's history over the API: one leaf's values, the diff of two versions, a revert.
 
-- ``GET .../tree/leaves/<path>/history`` (scope ``read``): every value the leaf was given, oldest
-  first, a page at a time: version, op, previous and new value, actor, the user's sentence it came
-  from (``source_text``). A special-tier leaf needs ``read_special`` (403, as reading it); so does
-  a leaf that held special-tier values under an earlier schema (``selectors.special_in_history``).
-- ``GET .../versions/<a>/diff/<b>`` (scope ``read``): the net changes turning version ``a`` into
-  ``b``, over the leaves the key may see in each (``selectors.tree_at_visible``).
-- ``POST .../versions/<n>/revert`` (scope ``write``): a new version whose tree equals version
-  ``n``'s, through the one write path (:func:`memory.services.tree.tree_revert`, the admin's revert)
-  as the API key's actor; held for review where the tenant's policy holds such ops (202). A key
-  without ``read_special`` may not revert a change it cannot see (403). ``base_version``: 409 if
-  the head moved on.
+Each view's OpenAPI summary and description say what it answers. The revert goes through the one
+write path (:func:`memory.services.tree.tree_revert`, as the admin's revert) as the API key's actor.
 """
 
 from __future__ import annotations

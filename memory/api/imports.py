@@ -1,16 +1,8 @@
-"""Bulk import as a resource (scope ``ingest``): send a JSONL file, poll its progress.
+"""Bulk import as a resource (scope ``ingest``): send a JSONL file (docs/BACKFILL.md, format
+``jsonl``) as an ``application/x-ndjson`` body or a multipart ``file`` part, then poll its progress.
 
-- ``POST /v1/imports`` with the JSONL (docs/BACKFILL.md, format ``jsonl``) as the body
-  (``Content-Type: application/x-ndjson``) or as the ``file`` part of a ``multipart/form-data``
-  upload; ``?source=LABEL`` (or a ``source`` form field) names the source whose message keys a
-  re-import shares (default: the body's digest, so the same body sent twice adds nothing).
-  Every line is read before anything is stored: a bad one is a 400 ``invalid_import_line`` whose
-  ``field`` names it (``line 3 messages[0].role``); over ``IMPORT_MAX_BYTES`` a 413. -> 202 with
-  the import and, in ``Location``, where to poll it.
-- ``GET /v1/imports/<id>`` -> status, messages, chunks applied / pending / failed, rate and ETA.
-- ``GET /v1/imports`` -> the tenant's imports, newest first (cursor-paginated).
-
-Another tenant's import is unknown here (404). The work is :mod:`memory.backfill.imports`.
+Every line is read before anything is stored; the work is :mod:`memory.backfill.imports`. Another
+tenant's import is unknown here (404).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Ingest API: append messages, read ingest status, flush a partial window.
 
-- ``POST /v1/subjects/<external_id>/messages`` -> 202 ``{accepted, duplicates, cursor, ...}``;
-  409 ``subject_erased`` for an erased subject's id unless the body says ``"recreate_erased": true``
-- ``GET  /v1/subjects/<external_id>/ingest``   -> 200 status (chunks by status, versions, failures)
-- ``POST /v1/subjects/<external_id>/flush``    -> 202 chunks closed now
-
-Errors are problem details naming the field: ``{"code", "detail", "field": "messages[3].content", ...}``.
-The body is read and validated by the ingest service (:func:`memory.services.ingest.ingest_body_parse`
-and ``messages_validate``); the serializers below only declare it for the OpenAPI document.
+Errors are problem details naming the field (``messages[3].content``). The body is read and
+validated by the ingest service (:func:`memory.services.ingest.ingest_body_parse`); the serializers
+below only declare it for the OpenAPI document.
 """
 
 from __future__ import annotations

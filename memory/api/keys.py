@@ -1,17 +1,9 @@
 """Key management for one's own tenant (scope ``admin``): list, create, rotate, revoke.
 
-- ``GET /v1/keys`` the tenant's keys, revoked ones included (cursor-paginated, oldest first);
-- ``POST /v1/keys`` ``{name?, scopes}`` -> 201 the new key with its raw ``key``, shown this once;
-- ``GET /v1/keys/<prefix>`` one key; ``DELETE`` revokes it (idempotent; the row stays, with
-  ``revoked_at``, so what it did stays attributable);
-- ``POST /v1/keys/<prefix>/rotate`` -> 201 a new key with the same name and scopes, its raw
-  ``key`` shown once; the old key is revoked in the same transaction.
-
-Keys are named by their public prefix (``pt_live_xxxxxxxx``), never by the secret; only the
-SHA-256 of a key is stored (:func:`memory.services.keys.api_key_create`). A key hands out no
-scope it does not hold itself: creating or rotating a key with a scope the calling key lacks is a
-403 (an ``admin`` key without ``erase`` cannot mint an erasing key). Any key of the tenant may be
-revoked (that is how a leaked one is cut off). Another tenant's prefix is a 404, like a missing one.
+Keys are named by their public prefix, never by the secret; only a key's SHA-256 is stored
+(:func:`memory.services.keys.api_key_create`). A key hands out no scope it does not hold itself
+(an ``admin`` key without ``erase`` cannot mint an erasing key), but may revoke any key of the
+tenant: that is how a leaked one is cut off. A rotation revokes the old key in the same transaction.
 """
 
 from __future__ import annotations

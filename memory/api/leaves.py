@@ -1,19 +1,10 @@
 """One leaf of a subject's tree: read (scope ``read``), set and empty (scope ``write``).
 
-``GET|PUT|DELETE /v1/subjects/<external_id>/tree/leaves/<path>``, ``<path>`` a leaf of the
-subject's schema (``identity/occupation/current_role``; its slashes as they are or as ``%2F``).
-
-Writes go through the one write path (:func:`memory.services.tree.leaf_edit` /
-:func:`~memory.services.tree.leaf_delete`) as the API key's actor: the gate judges the value
-(budget, emptiness), every attempt is an op record naming the key, and what the tenant's policy
-holds for review (special-tier leaves) is held, answered ``202 pending_review``. Answers:
-
-- a path the schema does not have: 404 ``unknown_leaf`` (nothing is written);
-- a special-tier leaf for a key without ``read_special``: 403, whatever the method;
-- the gate's refusal: 400 ``gate_rejected`` with the gate's ``reason`` (``OVER_BUDGET``,
-  ``EMPTY_VALUE``, ...), its message and the audit row's ``op_id``; emptying an empty leaf is a
-  404 ``leaf_empty``; setting the value the leaf holds is 200 ``unchanged`` (no version);
-- a stale ``base_version``: 409 ``version_conflict`` with ``current_version``.
+``<path>`` in ``/v1/subjects/<external_id>/tree/leaves/<path>`` is a leaf of the subject's schema,
+its slashes as they are or as ``%2F``. Writes go through the one write path
+(:func:`memory.services.tree.leaf_edit` / :func:`~memory.services.tree.leaf_delete`) as the API
+key's actor, every attempt an op record naming the key; each method's answers are in its OpenAPI
+description.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Query API: memory context and answers for one subject (scope ``read``).
-
-- ``POST /v1/subjects/<external_id>/context`` -> tree context (+ evidence in deep mode), router decision, timings
-- ``POST /v1/subjects/<external_id>/answer``  -> the same plus an answer: by default extractive (the
-  supporting leaf clauses and evidence sentences quoted, with ``citations``; no model), or the
-  responder model's (``PERSONATREE_ANSWER_MODE=model``)
+"""Query API (scope ``read``): memory context and answers for one subject, by
+:mod:`memory.services.query`.
 
 ``special``-tier leaves are included only for keys with scope ``read_special``, and so is
 evidence: it is raw dialogue, unclassified, so it counts as the ``special`` tier (deep mode for
 other keys answers from the tree, ``recall.status == "withheld"``, with a notice).
-Views are thin: validate, resolve the subject through the base view, call
-``memory.services.query``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """Schema migrations of one's own tenant (scope ``admin``): dry run, run, progress.
 
-- ``POST /v1/schema-migrations`` with a mapping as the body (docs/SCHEMAS.md "Mapping format"):
-  with ``?dry_run=1`` (or ``"dry_run": true`` in the body) the mapping is validated and a dry run
-  queued (``workers.schema_migration_dry_run``) -> 202 with its id and, in ``Location`` and
-  ``location``, where to poll it: ``GET /v1/schema-migrations/dry-runs/<id>`` -> its status
-  (queued / running / done / failed) and, once done, the aggregated report of what the mapping
-  would do to the subjects pinned to its source (paths and counts, never values; nothing is
-  stored in the database, the report is kept an hour); otherwise the mapping is stored (idempotent for the same document) and its run queued
-  (``workers.schema_migrate``) -> 202 with its status and counts so far. 400 names the bad step
-  (``field``: ``document.steps[2]``) or schema (``document.target``); 409
-  ``schema_migration_conflict`` for another document under a stored mapping id.
-- ``GET /v1/schema-migrations/<mapping id>`` -> its status (created / running / done) and counts.
-
-Another tenant's mapping is unknown here (404), as are its schemas (400).
+A dry run (``workers.schema_migration_dry_run``) stores nothing in the database: its report (paths
+and counts, never values) is kept an hour for polling. A run stores the mapping (idempotent for the
+same document) and queues ``workers.schema_migrate``. Another tenant's mapping is unknown here (404).
 """
 
 from __future__ import annotations

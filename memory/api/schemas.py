@@ -1,17 +1,8 @@
-"""Schemas of one's own tenant (scope ``admin``): upload a version, list, read, choose the default.
+"""Schemas of one's own tenant (scope ``admin``): upload a version, list, read, choose the default
+(the schema new subjects are pinned to; existing subjects move only through a schema migration).
 
-- ``POST /v1/schemas`` with an engine schema document as the body (``memory/engine/schema.py``,
-  docs/SCHEMAS.md) -> 201 the stored version, 200 when the identical document is already stored
-  under its version; 400 naming what the engine refused (or a reserved shipped id, or a version
-  that is not the next one), 409 ``schema_conflict`` for another document under a stored version,
-  413 for a document over 256 kB or 400 leaves;
-- ``GET /v1/schemas`` every schema the tenant may pin subjects to (the shipped ones and its own),
-  with how many of its subjects are pinned to each, and the tenant's default;
-- ``GET /v1/schemas/<id>/versions/<version>`` one of them with its document;
-- ``GET`` / ``PUT /v1/schemas/default`` ``{"schema_id", "version"}``: the schema new subjects are
-  pinned to (existing subjects keep theirs; they move only through a schema migration).
-
-Another tenant's schema is unknown here: a 404 to read, a 400 to pin, like one that does not exist.
+A document is the engine's (``memory/engine/schema.py``, docs/SCHEMAS.md). Another tenant's schema
+is unknown here, like one that does not exist.
 """
 
 from __future__ import annotations

@@ -256,17 +256,19 @@ def leaf_sources(subject: Subject) -> dict[str, list[str]]:
     return out
 
 
+BACKENDS = {
+    "extractive": "extractive fact pipeline (no language model: short dated facts, each in its trained leaf)",
+    "standin": "STAND-IN engine (no model: emits NO_OP/deterministic ops; for smoke runs only)",
+    "recorded": "RECORDED model outputs (replayed from a recording file, no live model)",
+}
+
+
 def describe_backend(cfg: conf.Settings) -> str:
     backend = cfg.listener.backend
-    if backend == "extractive":
-        return "extractive fact pipeline (no language model: short dated facts, each in its trained leaf)"
     if backend == "local":
         return f"llama.cpp in process, model {cfg.models.model_path}"
-    if backend == "standin":
-        return "STAND-IN engine (no model: emits NO_OP/deterministic ops; for smoke runs only)"
-    if backend == "recorded":
-        return "RECORDED model outputs (replayed from a recording file, no live model)"
-    return f"{backend} at {cfg.listener.url if backend == 'ray' else cfg.models.base_url}"
+    where = cfg.listener.url if backend == "ray" else cfg.models.base_url
+    return BACKENDS.get(backend, f"{backend} at {where}")
 
 
 def cfg_pairs(tenant: Tenant) -> int:
