@@ -89,6 +89,24 @@ def decline_ops(modeladmin, request, queryset):
     return TemplateResponse(request, "admin/memory/decline_confirm.html", context)
 
 
+def text_column(name: str, description: str, *, masked: bool = False, blank: str | None = None):
+    """A list column: the record's text field ``name`` on one line (as :func:`masked_record` shows
+    it when ``masked``); ``blank`` stands for an empty or missing value when given."""
+
+    def column(self, obj):
+        value = getattr(masked_record(obj) if masked else obj, name)
+        return blank if blank is not None and not value else one_line(value)
+
+    return admin.display(description=description)(column)
+
+
+def one_line(text):
+    """One line, cut with an ellipsis by the list's style; the whole text on hover."""
+    if text is None:
+        return "—"
+    return format_html('<span class="pt-cut" title="{}">{}</span>', text, text)
+
+
 class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve / decline actions
     tenant_lookup = "subject__tenant"
     # One line per op at 1280 px: long texts are cut (whole on hover, and on the record's page).
@@ -143,30 +161,10 @@ class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve
     def outcome(self, obj):
         return one_line(f"{obj.status} {obj.reason_code}".strip())
 
-    @admin.display(description="old")
-    def short_old(self, obj):
-        return one_line(obj.old_value)
-
-    @admin.display(description="new")
-    def short_new(self, obj):
-        return one_line(obj.new_value)
-
-    @admin.display(description="from the user's words")
-    def short_source(self, obj):
-        return one_line(obj.source_text) if obj.source_text else ""
-
-    @admin.display(description="old")
-    def masked_old(self, obj):
-        return one_line(masked_record(obj).old_value)
-
-    @admin.display(description="new")
-    def masked_new(self, obj):
-        return one_line(masked_record(obj).new_value)
-
-    @admin.display(description="from the user's words")
-    def masked_source(self, obj):
-        return self.short_source(masked_record(obj))
-
+    short_old, masked_old = text_column("old_value", "old"), text_column("old_value", "old", masked=True)
+    short_new, masked_new = text_column("new_value", "new"), text_column("new_value", "new", masked=True)
+    short_source = text_column("source_text", "from the user's words", blank="")
+    masked_source = text_column("source_text", "from the user's words", masked=True, blank="")
     MASKED_COLUMNS = {"short_old": "masked_old", "short_new": "masked_new", "short_source": "masked_source"}
 
     def get_list_display(self, request):
@@ -206,10 +204,3 @@ class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve
 
 
 admin.site.register(OpRecord, OpRecordAdmin)
-
-
-def one_line(text):
-    """One line, cut with an ellipsis by the list's style; the whole text on hover."""
-    if text is None:
-        return "—"
-    return format_html('<span class="pt-cut" title="{}">{}</span>', text, text)

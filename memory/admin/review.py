@@ -258,16 +258,12 @@ class ReviewQueueAdmin(OpRecordAdmin):
         return qs
 
     def _neighbour_url(self, request, record, filters, *, before):
-        qs = self._filtered(request, filters)
-        if before:
-            qs = qs.filter(
-                Q(created_at__lt=record.created_at) | Q(created_at=record.created_at, id__lt=record.pk)
-            ).order_by("-created_at", "-id")
-        else:
-            qs = qs.filter(
-                Q(created_at__gt=record.created_at) | Q(created_at=record.created_at, id__gt=record.pk)
-            ).order_by("created_at", "id")
-        pk = qs.values_list("pk", flat=True).first()
+        side, order = ("lt", "-") if before else ("gt", "")
+        qs = self._filtered(request, filters).filter(
+            Q(**{f"created_at__{side}": record.created_at})
+            | Q(created_at=record.created_at, **{f"id__{side}": record.pk})
+        )
+        pk = qs.order_by(f"{order}created_at", f"{order}id").values_list("pk", flat=True).first()
         return None if pk is None else self._item_url(pk, filters)
 
     def _first_url(self, request, filters):

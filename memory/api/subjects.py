@@ -153,15 +153,8 @@ class SubjectListView(TenantScopedView):
             schema_version=schema_version,
             recreate_erased=valid["recreate_erased"],
         )
-        if (
-            not created
-            and schema_id is not None
-            and (subject.schema_id, subject.schema_version)
-            != (
-                schema_id,
-                schema_version,
-            )
-        ):
+        pinned = (subject.schema_id, subject.schema_version)
+        if not created and schema_id is not None and pinned != (schema_id, schema_version):
             raise SchemaConflict(
                 f"The subject exists, pinned to {subject.schema_id} v{subject.schema_version}; "
                 "it moves to another schema only through a schema migration.",
