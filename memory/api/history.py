@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from memory import selectors
 from memory.api.base import TenantScopedView
 from memory.api.fields import MAX_VERSION
-from memory.api.leaves import LEAF_PATH, BaseVersionIn, SubjectLeafView
+from memory.api.leaves import LEAF_PATH, BaseVersionIn, SubjectLeafView, write_status
 from memory.api.openapi import problems
 from memory.api.pagination import PageParams, Pager, next_field
 from memory.engine.tree import diff
@@ -173,12 +173,7 @@ class VersionRevertView(TenantScopedView):
             actor=Actor.for_api_key(self.api_key),
             base_version=data.validated_data["base_version"],
         )
-        if outcome.pending_review:
-            status, http_status = "pending_review", 202
-        elif outcome.version is None:
-            status, http_status = "unchanged", 200
-        else:
-            status, http_status = "applied", 200
+        status, http_status = write_status(outcome)
         body = {
             "subject": subject.external_id,
             "reverted_to": number,

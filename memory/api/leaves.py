@@ -81,6 +81,13 @@ class LeafIn(BaseVersionIn):
     value = TextField(max_length=MAX_VALUE_CHARS, trim_whitespace=False)
 
 
+def write_status(outcome: ApplyOutcome) -> tuple[str, int]:
+    """A write's ``status`` and HTTP status: held for review (202), or done, with or without a version."""
+    if outcome.pending_review:
+        return "pending_review", 202
+    return ("unchanged" if outcome.version is None else "applied"), 200
+
+
 def _write_schema(summary: str, description: str, **kwargs):
     return extend_schema(
         responses={
@@ -170,23 +177,17 @@ class SubjectLeafView(TenantScopedView):
 
     def _written(self, subject: Subject, leaf: Leaf, outcome: ApplyOutcome) -> Response:
         (record,) = outcome.records  # one op in, one audit row out
-        if outcome.rejected:
-            if record.reason_code == Reason.NO_CHANGE:
-                status, http_status = "unchanged", 200
-            elif record.reason_code == Reason.DELETE_ON_EMPTY:
-                raise GateRejected(
-                    "The leaf is already empty.",
-                    reason=record.reason_code,
-                    op_id=record.pk,
-                    http_status=404,
-                    code="leaf_empty",
-                )
-            else:
-                raise GateRejected(record.detail, reason=record.reason_code, op_id=record.pk)
-        elif outcome.pending_review:
-            status, http_status = "pending_review", 202
-        else:
-            status, http_status = "applied", 200
+        if outcome.rejected and record.reason_code == Reason.DELETE_ON_EMPTY:
+            raise GateRejected(
+                "The leaf is already empty.",
+                reason=record.reason_code,
+                op_id=record.pk,
+                http_status=404,
+                code="leaf_empty",
+            )
+        if outcome.rejected and record.reason_code != Reason.NO_CHANGE:
+            raise GateRejected(record.detail, reason=record.reason_code, op_id=record.pk)
+        status, http_status = write_status(outcome)
         value = selectors.tree_current(subject).get(leaf.path)
         body = {
             **self._body(subject, leaf, value, outcome.head_version),
