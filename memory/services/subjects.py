@@ -1,9 +1,8 @@
-"""Tenants and subjects: creation, export and erasure (API keys: :mod:`memory.services.keys`)."""
+"""Tenants and subjects: creation, the export's masking of parse errors and erasure (API keys: :mod:`memory.services.keys`)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
 
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
@@ -103,84 +102,6 @@ def op_record_masked(record: OpRecord) -> OpRecord:
     record.detail = f"{PARSE_ERROR_DETAIL} (line {line.group(1)})" if line else PARSE_ERROR_DETAIL
     record.source_text = ""
     return record
-
-
-def subject_export(*, subject: Subject, tiers: Collection[str] = selectors.ALL_TIERS) -> dict:
-    """Current tree, every version and the op log as one JSON-serialisable dict.
-
-    Leaves outside ``tiers`` are left out of trees and op records alike, and so are, in versions
-    older than the head and in the op log, values written while their leaf was special
-    (:func:`memory.selectors.special_in_history`). Parse errors are masked (:func:`op_record_masked`).
-    """
-    schema = selectors.subject_schema(subject)
-    allowed = set(tiers)
-    hidden = selectors.special_in_history(subject, tiers)
-
-    def visible(path: str, *, head: bool = False) -> bool:
-        if not path:
-            return True
-        leaf = schema.leaf(path)
-        return leaf is not None and leaf.tier in allowed and (head or path not in hidden)
-
-    def tree_json(snapshot: dict, *, head: bool = False) -> dict:
-        return {p: v for p, v in snapshot.items() if visible(p, head=head)}
-
-    paths = [leaf.path for leaf in schema.leaves if visible(leaf.path)]
-
-    versions = [
-        {
-            "number": v.number,
-            "parent": v.parent.number if v.parent_id else None,
-            "created_by": v.created_by,
-            "chunk_id": v.chunk_id,
-            "note": v.note,
-            "created_at": v.created_at.isoformat(),
-            "tree": tree_json(v.snapshot, head=v.number == subject.head_version),
-        }
-        for v in selectors.versions_trees(
-            selectors.versions_list(subject=subject).select_related("parent").order_by("number")
-        )
-    ]
-    ops = [
-        {
-            "id": r.pk,
-            "version": r.version.number if r.version_id else None,
-            "base_version": r.base_version,
-            "op": r.op_type,
-            "path": r.path,
-            "old_value": r.old_value,
-            "new_value": r.new_value,
-            "status": r.status,
-            "reason": r.reason_code,
-            "detail": r.detail,
-            "actor": {
-                "kind": r.actor_kind,
-                "name": r.actor_name,
-                "model_id": r.model_id,
-                "model_version": r.model_version,
-                "prompt_version": r.prompt_version,
-            },
-            "source": {"chunk_id": r.chunk_id, "start_seq": r.source_start_seq, "end_seq": r.source_end_seq},
-            "confidence": r.confidence,
-            "created_at": r.created_at.isoformat(),
-            "decided_at": r.decided_at.isoformat() if r.decided_at else None,
-            "decision_note": r.decision_note,
-        }
-        for r in map(
-            op_record_masked,
-            selectors.ops_visible(selectors.ops_list(subject=subject), paths, tiers=tiers).select_related(
-                "version"
-            ),
-        )
-    ]
-    return {
-        "subject": subject.external_id,
-        "schema": {"id": subject.schema_id, "version": subject.schema_version},
-        "head_version": subject.head_version,
-        "tree": tree_json(subject.head.snapshot if subject.head_id else {}, head=True),
-        "versions": versions,
-        "ops": ops,
-    }
 
 
 def subject_erase(*, subject: Subject, erased_by: str = "") -> Tombstone:

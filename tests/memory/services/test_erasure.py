@@ -4,10 +4,11 @@ import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
+from django.urls import reverse
 
 from memory.engine.ops import Op
 from memory.models import Chunk, Message, OpRecord, Subject, Tombstone, TreeVersion
-from memory.services.subjects import subject_erase, subject_export
+from memory.services.subjects import subject_erase
 from memory.services.tree import Actor, Source, tree_apply_ops
 from memory.signals import subject_erased
 from tests.factories import ChunkFactory, MessageFactory, SubjectFactory
@@ -99,14 +100,17 @@ def test_erase_removes_every_trace_and_leaves_a_tombstone(
     ).exists()
 
 
-def test_export_holds_tree_versions_and_ops(subject):
+def test_export_holds_tree_versions_and_ops(subject, make_api_client):
     populate(subject)
-    data = subject_export(subject=Subject.objects.select_related("head").get(pk=subject.pk))
+    url = reverse("subject-export", kwargs={"external_id": subject.external_id})
+    special, _ = make_api_client(subject.tenant, scopes=["read", "read_special"])
+    data = special.get(url).json()
     assert data["head_version"] == 1
     assert data["tree"]["identity/occupation/current_role"] == "quokka whisperer"
     assert [v["number"] for v in data["versions"]] == [1]
     # The special-tier allergy waits for review; the broken line is a rejected PARSE_ERROR.
     assert sorted(o["status"] for o in data["ops"]) == ["applied", "pending_review", "rejected"]
-    public = subject_export(subject=subject, tiers=("normal", "personal"))
+    plain, _ = make_api_client(subject.tenant, scopes=["read"])
+    public = plain.get(url).json()
     assert public["tree"] == {"identity/occupation/current_role": "quokka whisperer"}
     assert all(o["path"] != "body/health/allergies" for o in public["ops"])
