@@ -50,7 +50,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.db import OperationalError
+from django.db import OperationalError, transaction
 from django.dispatch import receiver
 
 from memory import conf
@@ -63,6 +63,7 @@ from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
 from workers import metrics
 from workers.base import TransientError, pt_task, send, when_read
 from workers.caps import bound_turns, record_notices
+from workers.indexing import index_span_soon
 from workers.ordering import Claim, chunk_release, chunks_claim, job_inputs
 from workers.poison import is_outage, settle_lone_job, split_batch
 
@@ -154,15 +155,8 @@ def _index_unversioned_on_commit(claim: Claim) -> None:
     Chunks that produced a version are indexed by ``workers.indexing``'s ``version_applied``
     receiver; this covers the rest, so every applied chunk's messages reach the evidence index.
     """
-    if not conf.get().recall.evidence_indexing:
-        return
-    try:
-        from workers.indexing import index_span_soon
-    except ImportError:  # the recall extra is not installed: nothing to index into
-        return
-    from django.db import transaction
-
-    transaction.on_commit(lambda: index_span_soon(claim.subject_id, claim.start_seq, claim.end_seq))
+    if conf.get().recall.evidence_indexing:
+        transaction.on_commit(lambda: index_span_soon(claim.subject_id, claim.start_seq, claim.end_seq))
 
 
 def _release_failed_result(claim: Claim, result: ListenerResult, report: RoundReport) -> None:

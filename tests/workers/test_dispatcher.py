@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from memory.models import Chunk, OpRecord, TreeVersion
+from memory.services.ingest import chunks_requeue
 from memory.services.tree import Actor, leaf_edit
 from serving.protocol import ListenerResult
 from tests.workers.helpers import (
@@ -18,7 +19,6 @@ from tests.workers.helpers import (
     ingest_pairs,
     standin_client,
 )
-from workers import requeue_chunks
 from workers.dispatcher import apply_batch, build_jobs, dispatch_round
 from workers.ordering import chunks_claim, ready_chunks
 
@@ -109,7 +109,7 @@ def test_retryable_errors_fail_the_chunk_after_max_attempts_and_block_the_subjec
     second.refresh_from_db()
     assert second.status == "pending" and second.attempts == 0  # never ran out of order
     assert dispatch_round(client=standin_client(), max_wait_ms=0, index=False).claimed == 0  # blocked
-    assert requeue_chunks([first.pk]) == 1
+    assert chunks_requeue(chunk_ids=[first.pk]) == 1
     drain(client=standin_client(), max_wait_ms=0, index=False)
     assert list(Chunk.objects.filter(subject=subject).values_list("status", flat=True)) == [
         "applied",
