@@ -185,6 +185,60 @@ def _small_talk(value: str, old: str | None) -> str | None:
     return None
 
 
+def _judge(
+    schema: Schema, tree: Tree, op: Op, policy: GatePolicy, evidence: Sequence[str] | None, claimed: set[str]
+) -> Rejection | tuple[Op, str]:
+    """Rules 2 to 8 for an op other than ``NO_OP``: its rejection, or the op to accept and, when
+    the lenient policy changed its type, the note of that :class:`Normalisation` (else "")."""
+    path = op.path
+    assert path is not None  # guaranteed by Op construction
+    leaf = schema.leaf(path)
+    if leaf is None:
+        if schema.is_inner(path):
+            return Rejection(op, Reason.NOT_A_LEAF, f"{path!r} is an inner node of {schema.id}")
+        return Rejection(op, Reason.UNKNOWN_PATH, f"{path!r} is not a leaf of {schema.id}")
+    if path in claimed:
+        return Rejection(op, Reason.DUPLICATE_PATH, f"an earlier op in this batch names {path!r}")
+    claimed.add(path)
+    occupied = path in tree
+    if op.type is OpType.DELETE:
+        if op.value is not None:
+            return Rejection(op, Reason.DELETE_WITH_VALUE, "DELETE must carry no value (None)")
+        if not occupied:
+            return Rejection(op, Reason.DELETE_ON_EMPTY, f"{path!r} is already empty")
+        return op, ""
+    value = op.value
+    if value is None:
+        return Rejection(op, Reason.EMPTY_VALUE, f"{op.type} carries no value")
+    if not isinstance(value, str):
+        detail = f"{op.type} value must be a string, got {type(value).__name__}"
+        return Rejection(op, Reason.VALUE_NOT_STRING, detail)
+    clean = normalise_value(value)
+    if not clean:
+        return Rejection(op, Reason.EMPTY_VALUE, f"{op.type} value is empty after normalisation")
+    if len(clean) > leaf.budget:
+        return Rejection(op, Reason.OVER_BUDGET, f"{len(clean)} chars > budget {leaf.budget} for {path!r}")
+    old = tree.get(path)
+    if occupied and clean == old:
+        return Rejection(op, Reason.NO_CHANGE, f"{path!r} already holds this value")
+    result, note = (op if clean == value else replace(op, value=clean)), ""
+    if op.type is OpType.ADD and occupied:
+        if not policy.lenient:
+            return Rejection(op, Reason.ADD_ON_OCCUPIED, f"{path!r} already has a value; use UPDATE")
+        result, note = replace(result, type=OpType.UPDATE), "ADD on occupied leaf applied as UPDATE (lenient)"
+    elif op.type is OpType.UPDATE and not occupied:
+        if not policy.lenient:
+            return Rejection(op, Reason.UPDATE_ON_EMPTY, f"{path!r} is empty; use ADD")
+        result, note = replace(result, type=OpType.ADD), "UPDATE on empty leaf applied as ADD (lenient)"
+    why = _ungrounded(op, clean, old, evidence, policy) if policy.grounding else None
+    if why is not None:
+        return Rejection(op, Reason.UNGROUNDED, why)
+    why = _small_talk(clean, old) if policy.small_talk else None
+    if why is not None:
+        return Rejection(op, Reason.SMALL_TALK, why)
+    return result, note
+
+
 def gate(
     schema: Schema,
     tree: Tree,
@@ -202,101 +256,21 @@ def gate(
     only_no_ops = all(op.type is OpType.NO_OP for op in ops)
     seen_no_op = False
     claimed: set[str] = set()
-
     for op in ops:
-        if op.type is OpType.NO_OP:
-            if not only_no_ops:
-                rejected.append(Rejection(op, Reason.NO_OP_NOT_ALONE, "NO_OP mixed with other ops"))
-            elif seen_no_op:
-                rejected.append(Rejection(op, Reason.NO_OP_NOT_ALONE, "repeated NO_OP"))
-            else:
-                seen_no_op = True
-                accepted.append(op)
-            continue
-
-        path = op.path
-        assert path is not None  # guaranteed by Op construction
-        leaf = schema.leaf(path)
-        if leaf is None:
-            if schema.is_inner(path):
-                rejected.append(Rejection(op, Reason.NOT_A_LEAF, f"{path!r} is an inner node of {schema.id}"))
-            else:
-                rejected.append(Rejection(op, Reason.UNKNOWN_PATH, f"{path!r} is not a leaf of {schema.id}"))
-            continue
-        if path in claimed:
-            rejected.append(
-                Rejection(op, Reason.DUPLICATE_PATH, f"an earlier op in this batch names {path!r}")
+        verdict: Rejection | tuple[Op, str]
+        if op.type is OpType.NO_OP:  # rule 1
+            detail = (
+                "NO_OP mixed with other ops" if not only_no_ops else "repeated NO_OP" if seen_no_op else ""
             )
+            verdict = Rejection(op, Reason.NO_OP_NOT_ALONE, detail) if detail else (op, "")
+            seen_no_op = True
+        else:
+            verdict = _judge(schema, tree, op, policy, evidence, claimed)
+        if isinstance(verdict, Rejection):
+            rejected.append(verdict)
             continue
-        claimed.add(path)
-        occupied = path in tree
-
-        if op.type is OpType.DELETE:
-            if op.value is not None:
-                rejected.append(Rejection(op, Reason.DELETE_WITH_VALUE, "DELETE must carry no value (None)"))
-            elif not occupied:
-                rejected.append(Rejection(op, Reason.DELETE_ON_EMPTY, f"{path!r} is already empty"))
-            else:
-                accepted.append(op)
-            continue
-
-        value = op.value
-        if value is None:
-            rejected.append(Rejection(op, Reason.EMPTY_VALUE, f"{op.type} carries no value"))
-            continue
-        if not isinstance(value, str):
-            rejected.append(
-                Rejection(
-                    op,
-                    Reason.VALUE_NOT_STRING,
-                    f"{op.type} value must be a string, got {type(value).__name__}",
-                )
-            )
-            continue
-        clean = normalise_value(value)
-        if not clean:
-            rejected.append(
-                Rejection(op, Reason.EMPTY_VALUE, f"{op.type} value is empty after normalisation")
-            )
-            continue
-        if len(clean) > leaf.budget:
-            rejected.append(
-                Rejection(op, Reason.OVER_BUDGET, f"{len(clean)} chars > budget {leaf.budget} for {path!r}")
-            )
-            continue
-        result = op if clean == value else replace(op, value=clean)
-        if occupied and clean == tree.get(path):
-            rejected.append(Rejection(op, Reason.NO_CHANGE, f"{path!r} already holds this value"))
-            continue
-
-        if op.type is OpType.ADD and occupied:
-            if not policy.lenient:
-                rejected.append(
-                    Rejection(op, Reason.ADD_ON_OCCUPIED, f"{path!r} already has a value; use UPDATE")
-                )
-                continue
-            result = replace(result, type=OpType.UPDATE)
-            normalised.append(Normalisation(op, result, "ADD on occupied leaf applied as UPDATE (lenient)"))
-        elif op.type is OpType.UPDATE and not occupied:
-            if not policy.lenient:
-                rejected.append(Rejection(op, Reason.UPDATE_ON_EMPTY, f"{path!r} is empty; use ADD"))
-                continue
-            result = replace(result, type=OpType.ADD)
-            normalised.append(Normalisation(op, result, "UPDATE on empty leaf applied as ADD (lenient)"))
-        if policy.grounding:
-            why = _ungrounded(op, clean, tree.get(path), evidence, policy)
-            if why is not None:
-                if normalised and normalised[-1].original is op:
-                    normalised.pop()
-                rejected.append(Rejection(op, Reason.UNGROUNDED, why))
-                continue
-        if policy.small_talk:
-            why = _small_talk(clean, tree.get(path))
-            if why is not None:
-                if normalised and normalised[-1].original is op:
-                    normalised.pop()
-                rejected.append(Rejection(op, Reason.SMALL_TALK, why))
-                continue
+        result, note = verdict
+        if note:
+            normalised.append(Normalisation(op, result, note))
         accepted.append(result)
-
     return GateResult(tuple(accepted), tuple(rejected), tuple(normalised))
