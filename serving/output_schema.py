@@ -22,58 +22,42 @@ MAX_OPS = 12
 MAX_VALUE_CHARS = 400
 
 
-@functools.lru_cache(maxsize=32)
-def _cached(schema: Schema, max_ops: int) -> dict[str, Any]:
-    paths = list(schema.paths)
-    max_len = min(max(leaf.budget for leaf in schema.leaves), MAX_VALUE_CHARS)
-    write = {
+def _closed(**properties: dict[str, Any]) -> dict[str, Any]:
+    """An object of exactly ``properties``, every one required, in this order (the order a
+    grammar-constrained engine emits them in)."""
+    return {
         "type": "object",
-        "properties": {
-            "op": {"type": "string", "enum": ["ADD", "UPDATE"]},
-            "path": {"type": "string", "enum": paths},
-            "value": {"type": "string", "minLength": 1, "maxLength": max_len},
-        },
-        "required": ["op", "path", "value"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
-    delete = {
-        "type": "object",
-        "properties": {
-            "op": {"type": "string", "enum": ["DELETE"]},
-            "path": {"type": "string", "enum": paths},
-            "value": {"type": "null"},
-        },
-        "required": ["op", "path", "value"],
-        "additionalProperties": False,
-    }
-    no_op = {
-        "type": "object",
-        "properties": {
-            "op": {"type": "string", "enum": ["NO_OP"]},
-            "path": {"type": "null"},
-            "value": {"type": "null"},
-        },
-        "required": ["op", "path", "value"],
-        "additionalProperties": False,
-    }
-    return _op_list(write, delete, no_op, max_ops=max_ops)
+
+
+def _op(*names: str) -> dict[str, Any]:
+    return {"type": "string", "enum": list(names)}
+
+
+def _value(max_len: int) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": max_len}
 
 
 def _op_list(*variants: dict[str, Any], max_ops: int) -> dict[str, Any]:
     """``{"ops": [...]}`` of 1..``max_ops`` items, each one of ``variants`` (both output schemas)."""
-    return {
-        "type": "object",
-        "properties": {
-            "ops": {"type": "array", "items": {"anyOf": list(variants)}, "minItems": 1, "maxItems": max_ops}
-        },
-        "required": ["ops"],
-        "additionalProperties": False,
-    }
+    return _closed(
+        ops={"type": "array", "items": {"anyOf": list(variants)}, "minItems": 1, "maxItems": max_ops}
+    )
 
 
+@functools.lru_cache(maxsize=32)
 def op_list_schema(schema: Schema, *, max_ops: int = MAX_OPS) -> dict[str, Any]:
     """The constrained-output JSON schema for ``schema`` (cached; do not mutate the result)."""
-    return _cached(schema, max_ops)
+    path = {"type": "string", "enum": list(schema.paths)}
+    null = {"type": "null"}
+    max_len = min(max(leaf.budget for leaf in schema.leaves), MAX_VALUE_CHARS)
+    write = _closed(op=_op("ADD", "UPDATE"), path=path, value=_value(max_len))
+    delete = _closed(op=_op("DELETE"), path=path, value=null)
+    no_op = _closed(op=_op("NO_OP"), path=null, value=null)
+    return _op_list(write, delete, no_op, max_ops=max_ops)
 
 
 @functools.lru_cache(maxsize=256)
@@ -85,27 +69,7 @@ def pointer_list_schema(n_sentences: int, n_leaves: int, *, max_ops: int = MAX_O
     max_len = max(1, min(max_len, MAX_VALUE_CHARS))
     sentence = {"type": "integer", "enum": list(range(1, n_sentences + 1))}
     leaf = {"type": "integer", "enum": list(range(1, n_leaves + 1))}
-    write = {
-        "type": "object",
-        "properties": {
-            "op": {"type": "string", "enum": ["ADD", "UPDATE"]},
-            "sentence": sentence,
-            "leaf": leaf,
-            "value": {"type": "string", "minLength": 1, "maxLength": max_len},
-        },
-        "required": ["op", "sentence", "leaf", "value"],
-        "additionalProperties": False,
-    }
-    delete = {
-        "type": "object",
-        "properties": {"op": {"type": "string", "enum": ["DELETE"]}, "sentence": sentence, "leaf": leaf},
-        "required": ["op", "sentence", "leaf"],
-        "additionalProperties": False,
-    }
-    no_op = {
-        "type": "object",
-        "properties": {"op": {"type": "string", "enum": ["NO_OP"]}},
-        "required": ["op"],
-        "additionalProperties": False,
-    }
+    write = _closed(op=_op("ADD", "UPDATE"), sentence=sentence, leaf=leaf, value=_value(max_len))
+    delete = _closed(op=_op("DELETE"), sentence=sentence, leaf=leaf)
+    no_op = _closed(op=_op("NO_OP"))
     return _op_list(write, delete, no_op, max_ops=max_ops)
