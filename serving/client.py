@@ -22,6 +22,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from serving.config import EngineConfig
+from serving.lazy import Lazy
 from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult, ListenerTurn
 
 Backend = Literal["local", "extractive", "ray", "openai", "recorded", "standin"]
@@ -60,17 +61,17 @@ class InProcessClient:
 
     def __init__(self, engine_config: EngineConfig) -> None:
         self.engine_config = engine_config
-        self._listener = None
+        self._listener = Lazy(self._build)
         self._lock = threading.Lock()
+
+    def _build(self):
+        from serving.listener import build_listener
+
+        return build_listener(self.engine_config)
 
     @property
     def listener(self):
-        with self._lock:
-            if self._listener is None:
-                from serving.listener import build_listener
-
-                self._listener = build_listener(self.engine_config)
-            return self._listener
+        return self._listener.get()
 
     def warm(self, schema_id: str, schema_version: int) -> None:
         """Load what the first real job would (engine, embedder, classifier, the schema's leaf vectors,

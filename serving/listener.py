@@ -120,14 +120,6 @@ def pointer_items(text: str) -> tuple[list | None, list[dict]]:
         return items, [{"line_no": 0, "line": "", "message": f"output truncated; kept {len(items)} item(s)"}]
 
 
-def salvage_truncated(text: str):
-    """``(n, parse_ops(items))`` for the complete items of a cut-off op list (see salvage_items)."""
-    items = salvage_items(text)
-    if items is None:
-        return None
-    return len(items), parse_ops(json.dumps(items))
-
-
 class MemListener:
     """``pointing`` set: the pointing pipeline (candidate leaves, ids, no model call when nothing
     fits); None: the full-enum prompt. ``grounding``: the gate's UNGROUNDED check against the
@@ -203,17 +195,14 @@ class MemListener:
                 return [], notes
             ops, errors = PointingStep.ops(list(items), prompt.pointing, tree)
             return ops, notes + errors
-        parsed = parse_ops(text)
-        errors = [{"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors]
-        if not parsed.ops:
-            salvaged = salvage_truncated(text)
-            if salvaged is not None:
-                n, parsed = salvaged
-                errors = [{"line_no": 0, "line": "", "message": f"output truncated; kept {n} complete op(s)"}]
-                errors += [
-                    {"line_no": e.line_no, "line": e.line, "message": e.message} for e in parsed.errors
-                ]
-        return list(parsed.ops), errors
+        parsed, notes = parse_ops(text), []
+        items = None if parsed.ops else salvage_items(text)
+        if items is not None:
+            parsed = parse_ops(json.dumps(items))
+            notes = [
+                {"line_no": 0, "line": "", "message": f"output truncated; kept {len(items)} complete op(s)"}
+            ]
+        return list(parsed.ops), notes + [e.to_dict() for e in parsed.errors]
 
     def _judge(
         self, job: ListenerJob, schema: Schema, tree: Tree, prompt: Prompt, gen: Generation

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memory.engine.schema import default_schema, load_schema
 from serving.config import EngineConfig
+from serving.engines.recorded import recording_entry
 from serving.output_schema import op_list_schema
 from serving.prompt import PROMPT_VERSION, build_prompt
 
@@ -50,16 +51,12 @@ def main(argv: list[str] | None = None) -> int:
             if gen.error:
                 print(f"{chunk.get('name')}: {gen.error}", file=sys.stderr)
                 return 1
-            line = {
-                "key": prompt.turns_key,
-                "text": gen.text,
-                "model_id": gen.model_id,
-                "prompt_version": PROMPT_VERSION,
-                "schema": f"{schema.id}/v{schema.version}",
-                "prompt_tokens": gen.prompt_tokens,
-                "completion_tokens": gen.completion_tokens,
-                "note": f"chunk {chunk.get('name')}: real output of {gen.model_id}, max_tokens={args.max_tokens}",
-            }
+            line = recording_entry(
+                prompt, gen.text, model_id=gen.model_id, by="turns", prompt_version=PROMPT_VERSION,
+                schema=f"{schema.id}/v{schema.version}", prompt_tokens=gen.prompt_tokens,
+                completion_tokens=gen.completion_tokens,
+                note=f"chunk {chunk.get('name')}: real output of {gen.model_id}, max_tokens={args.max_tokens}",
+            )  # fmt: skip
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
             out.flush()
             print(f"{chunk.get('name')}: {gen.text}", flush=True)

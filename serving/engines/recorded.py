@@ -83,32 +83,21 @@ class RecordedEngine(InProcessEngine):
         )
 
     def generate(self, prompts: Sequence[Prompt], json_schema: dict[str, Any] | None) -> list[Generation]:
-        out = []
-        for prompt in prompts:
-            start = time.perf_counter()
-            entry = self.lookup(prompt)
-            if entry is None:
-                out.append(
-                    Generation(
-                        model_id=self.model_id,
-                        error=(
-                            f"no recording for prompt key {prompt.key[:12]} / turns key "
-                            f"{prompt.turns_key[:12]} in {self._source}"
-                        ),
-                        retryable=False,
-                    )
-                )
-                continue
-            out.append(
-                Generation(
-                    text=entry["text"],
-                    model_id=RECORDED_PREFIX + str(entry.get("model_id", "unknown")),
-                    prompt_tokens=int(entry.get("prompt_tokens", 0)),
-                    completion_tokens=int(entry.get("completion_tokens", 0)),
-                    latency_ms=(time.perf_counter() - start) * 1000,
-                )
-            )
-        return out
+        return [self._replay(prompt) for prompt in prompts]
+
+    def _replay(self, prompt: Prompt) -> Generation:
+        start = time.perf_counter()
+        entry = self.lookup(prompt)
+        if entry is None:
+            keys = f"prompt key {prompt.key[:12]} / turns key {prompt.turns_key[:12]}"
+            return Generation(model_id=self.model_id, error=f"no recording for {keys} in {self._source}")
+        return Generation(
+            text=entry["text"],
+            model_id=RECORDED_PREFIX + str(entry.get("model_id", "unknown")),
+            prompt_tokens=int(entry.get("prompt_tokens", 0)),
+            completion_tokens=int(entry.get("completion_tokens", 0)),
+            latency_ms=(time.perf_counter() - start) * 1000,
+        )
 
 
 def recording_entry(prompt: Prompt, text: str, *, model_id: str, by: str = "prompt", **extra: Any) -> dict:
