@@ -66,9 +66,9 @@ _DATED = re.compile(
     r"|\b\d{1,2} (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)",
     re.IGNORECASE,
 )
-NAME_PREFIX = "identity/name/"
+NAME_PREFIX = "identity/name/"  # leaves naming the subject: their words say whom a question is about
 _VOCATIVE = re.compile(r",\s*([A-Z][a-z]+)\s*[!.?]")  # "..., Maya!" / "Yep, Caroline."
-MIN_STEMS = 2  # an evidence sentence needs this many content words besides names ("Yep, Caroline" has 1)  # leaves naming the subject: their words say whom a question is about
+MIN_STEMS = 2  # an evidence sentence needs this many content words besides names ("Yep, Caroline" has 1)
 _QUESTION_WORDS = frozenset({"what", "when", "where", "who", "why", "how", "which", "whom", "whose", "doe"})
 
 
@@ -136,10 +136,15 @@ def passages(leaves: Mapping[str, str], evidence: Sequence[Mapping[str, object]]
             body = line[m.end() :] if m else line
             for sentence in split_sentences(body):
                 # a question asserts nothing ("Are there other ways you'd like to stay active?")
-                plain = " ".join(w for i, w in enumerate(sentence.split()) if i == 0 or not w[:1].isupper())
-                if len(content_stems(plain)) >= MIN_STEMS and not sentence.rstrip().endswith("?"):
+                asserts = not sentence.rstrip().endswith("?")
+                if asserts and len(content_stems(_uncapitalised(sentence))) >= MIN_STEMS:
                     out.append(Passage(sentence, f"evidence {rank}", "evidence", role=role, date=date))
     return out
+
+
+def _uncapitalised(text: str) -> str:
+    """``text`` without its capitalised words but the first: what is left of it besides names."""
+    return " ".join(w for i, w in enumerate(text.split()) if i == 0 or not w[:1].isupper())
 
 
 def subject_names(leaves: Mapping[str, str], evidence: Sequence[Mapping[str, object]] = ()) -> set[str]:
@@ -228,8 +233,7 @@ def extractive_answer(
         raise ValueError(f"{len(vectors)} vectors for {len(items)} passages")
     stems = _query_stems(without_names(query, names))
     # the question's words that are no proper names ("Caroline", "LGBTQ"): a runner-up must share one
-    words = query.split()
-    plain_stems = _query_stems(" ".join(w for i, w in enumerate(words) if i == 0 or not w[:1].isupper()))
+    plain_stems = _query_stems(_uncapitalised(query))
     use_cos = query_vector is not None and vectors is not None
     when = bool(_WHEN.search(query))
     scored: list[Support] = []

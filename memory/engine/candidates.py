@@ -101,12 +101,6 @@ class Candidates:
     def empty(self) -> bool:
         return not self.leaves
 
-    def path_of(self, candidate_id: int) -> str | None:
-        for c in self.leaves:
-            if c.id == candidate_id:
-                return c.path
-        return None
-
 
 @dataclass(frozen=True, slots=True)
 class CandidateSettings:

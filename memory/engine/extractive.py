@@ -70,19 +70,13 @@ def extractive_pointers(
     values = {c.path: c.value for c in candidates.leaves if c.value is not None}
     chosen: dict[str, tuple[float, dict]] = {}
     for sentence in sentences:
-        if is_retraction(sentence.text):
-            names = salient(sentence.text)
-            scored = [
-                (len(names & content_stems(c.value or "")), c)
-                for c in candidates.leaves
-                if c.value is not None
-            ]
-            hits = [(n, c) for n, c in scored if n > 0]
-            if hits:
-                _, leaf = max(hits, key=lambda t: (t[0], t[1].score))
-                item = {"op": "DELETE", "sentence": sentence.id, "leaf": leaf.id, "value": None}
-                chosen[leaf.path] = (float("inf"), item)
-                continue
+        leaf = _retraction_leaf(sentence.text, candidates) if is_retraction(sentence.text) else None
+        if leaf is not None:
+            chosen[leaf.path] = (
+                float("inf"),
+                {"op": "DELETE", "sentence": sentence.id, "leaf": leaf.id, "value": None},
+            )
+            continue
         if not is_self_disclosure(sentence.text) or (addressed and _ADDRESSED.search(sentence.text)):
             continue
         ranked = candidates.ranked.get(sentence.id) or (

@@ -182,10 +182,7 @@ def load_migration(
     Missing schemas are the shipped ones the mapping names (:func:`memory.engine.schema.get_schema`).
     """
     if not isinstance(data, Mapping):
-        try:
-            data = json.loads(Path(data).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise MigrationError(f"cannot read mapping {data}: {exc}") from exc
+        data = _load_json(data, "mapping ")
     if not isinstance(data, Mapping):
         raise MigrationError("a mapping must be a JSON object")
     unknown = set(data) - {"id", "source", "target", "steps", "doc"}
@@ -226,6 +223,13 @@ def load_migration(
             raise MigrationError(f"{written[path]}: target {path!r} overlaps the unchanged leaf of that path")
         kept.append(path)
     return Migration(mapping_id, a, b, steps, tuple(kept))
+
+
+def _load_json(path: str | Path, what: str = "") -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise MigrationError(f"cannot read {what}{path}: {exc}") from exc
 
 
 def truncate(value: str, budget: int) -> str:
@@ -276,12 +280,7 @@ def _empty_report(migration: Migration) -> dict[str, Any]:
         "source": list(migration.source.key),
         "target": list(migration.target.key),
         "already_migrated": False,
-        "moved": [],
-        "merged": [],
-        "split": [],
-        "dropped": [],
-        "truncated": [],
-        "review": [],
+        **{part: [] for part in ("moved", "merged", "split", "dropped", "truncated", "review")},
     }
 
 
@@ -343,13 +342,6 @@ def plan_migration(
         if review is not None:
             report["review"].append({"path": path, "from_tiers": list(review), "tier": tier})
     return MigrationPlan(migration.id, before, Tree._trusted(final), report)
-
-
-def _load_json(path: str) -> Any:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise MigrationError(f"cannot read {path}: {exc}") from exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:

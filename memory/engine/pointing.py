@@ -70,22 +70,22 @@ def ops_from_pointers(
         if not isinstance(raw, Mapping):
             errors.append(PointerError(repr(raw)[:200], "an op must be a JSON object"))
             continue
-        kind = str(raw.get("op", "")).strip().upper()
+        kind, shown = str(raw.get("op", "")).strip().upper(), repr(dict(raw))[:200]
         if kind in ("NO_OP", "NOOP", "NONE"):
             continue
         if kind not in ("ADD", "UPDATE", "DELETE"):
-            errors.append(PointerError(repr(dict(raw))[:200], f"unknown op {kind!r}"))
+            errors.append(PointerError(shown, f"unknown op {kind!r}"))
             continue
         leaf_id, sentence_id = _as_int(raw.get("leaf")), _as_int(raw.get("sentence"))
         leaf = by_leaf.get(leaf_id) if leaf_id is not None else None
         sentence = by_sentence.get(sentence_id) if sentence_id is not None else None
         if leaf is None or sentence is None:
             what = "leaf" if leaf is None else "sentence"
-            errors.append(PointerError(repr(dict(raw))[:200], f"{what} id is not one of this chunk's"))
+            errors.append(PointerError(shown, f"{what} id is not one of this chunk's"))
             continue
         before = pending.get(leaf.path)
         if before is not None and before.type is OpType.DELETE:
-            errors.append(PointerError(repr(dict(raw))[:200], f"candidate {leaf.id} is already deleted"))
+            errors.append(PointerError(shown, f"candidate {leaf.id} is already deleted"))
             continue
         old = before.value if before is not None else tree.get(leaf.path)
         source = _cite(before, sentence.origin)
@@ -101,7 +101,7 @@ def ops_from_pointers(
             continue
         value = raw.get("value")
         if not isinstance(value, str) or not normalise_value(value):
-            errors.append(PointerError(repr(dict(raw))[:200], "ADD/UPDATE needs a non-empty string value"))
+            errors.append(PointerError(shown, "ADD/UPDATE needs a non-empty string value"))
             continue
         value = normalise_value(value)
         merged = merge_clauses(old, value, budgets.get(leaf.path, 80), single=leaf.path in singles)

@@ -124,12 +124,7 @@ class Change:
 
 
 def _change(path: str, old: str | None, new: str | None) -> Change:
-    if old is None:
-        kind = OpType.ADD
-    elif new is None:
-        kind = OpType.DELETE
-    else:
-        kind = OpType.UPDATE
+    kind = OpType.ADD if old is None else OpType.DELETE if new is None else OpType.UPDATE
     return Change(path, old, new, kind)
 
 
@@ -174,13 +169,7 @@ def diff(a: Tree, b: Tree) -> tuple[Change, ...]:
 
 def changes_to_ops(changes: Iterable[Change]) -> tuple[Op, ...]:
     """Ops that reproduce ``changes`` when applied to the tree they were computed from."""
-    ops = []
-    for c in changes:
-        if c.new is None:
-            ops.append(Op(OpType.DELETE, c.path))
-        else:
-            ops.append(Op(OpType.ADD if c.old is None else OpType.UPDATE, c.path, c.new))
-    return tuple(ops)
+    return tuple(Op(OpType.DELETE, c.path) if c.new is None else Op(c.op, c.path, c.new) for c in changes)
 
 
 def replay(t0: Tree, batches: Iterable[Iterable[Op]]) -> Tree:
