@@ -25,7 +25,6 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)  #
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 REST_FRAMEWORK = {**REST_FRAMEWORK}  # noqa: F405
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"api_key": "100000/min"}
-environment_defaults(PERSONATREE, os.environ, MEMLISTENER_BACKEND="recorded")
 # Evidence indexing loads an embedder and a Milvus Lite file (one process per file): off unless a
 # test turns it on with its own temporary Milvus file (tests/memory/recall does).
-environment_defaults(PERSONATREE, os.environ, EVIDENCE_INDEXING=False)
+environment_defaults(PERSONATREE, os.environ, MEMLISTENER_BACKEND="recorded", EVIDENCE_INDEXING=False)
