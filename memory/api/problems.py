@@ -84,23 +84,16 @@ def problem(
     errors: list[dict] | None = None,
     **extensions,
 ) -> dict:
-    """The problem body: the RFC 9457 members, ``code``, then the extension members given."""
-    extra = {k: v for k, v in extensions.items() if v is not None}
-    body: dict = {
+    """The problem body: the RFC 9457 members, ``code``, then the extension members given (an empty
+    ``instance``, ``field`` or ``errors`` and a None extension are left out)."""
+    members = {"instance": instance or None, "code": code, "field": field or None, "errors": errors or None}
+    return {
         "type": problem_type(code),
         "title": problem_title(code, status),
         "status": status,
         "detail": detail,
+        **{k: v for k, v in {**members, **extensions}.items() if v is not None},
     }
-    if instance:
-        body["instance"] = instance
-    body["code"] = code
-    if field:
-        body["field"] = field
-    if errors:
-        body["errors"] = errors
-    body.update(extra)
-    return body
 
 
 def instance_of(request) -> str | None:
