@@ -218,7 +218,7 @@ def _judge(
         return Rejection(op, Reason.EMPTY_VALUE, f"{op.type} value is empty after normalisation")
     if len(clean) > leaf.budget:
         return Rejection(op, Reason.OVER_BUDGET, f"{len(clean)} chars > budget {leaf.budget} for {path!r}")
-    old = tree.get(path)
+    old = tree[path] if occupied else None
     if occupied and clean == old:
         return Rejection(op, Reason.NO_CHANGE, f"{path!r} already holds this value")
     result, note = (op if clean == value else replace(op, value=clean)), ""
