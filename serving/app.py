@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse
 
 from serving import chat_compat, tracing
 from serving.config import AppConfig
-from serving.engines.base import EngineError, EngineUnavailable
+from serving.engines.base import EngineError, EngineUnavailable, Generation
 from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult
 
 if TYPE_CHECKING:
@@ -133,12 +133,10 @@ class MemListenerDeployment:
         if self._listener is None:
             message = f"memlistener engine unavailable: {self._start_error}"
             return JSONResponse(chat_compat.error_body(message, "engine_unavailable"), status_code=503)
-        engine = self._listener.engine
         try:
-            (gen,) = await asyncio.to_thread(engine.generate, [prompt], schema)
-        except EngineError as exc:  # engine-wide: dead (retryable) or refusing
-            kind, status = ("engine_unavailable", 503) if exc.retryable else ("engine_error", 500)
-            return JSONResponse(chat_compat.error_body(str(exc), kind), status_code=status)
+            (gen,) = await asyncio.to_thread(self._listener.engine.generate, [prompt], schema)
+        except EngineError as exc:  # engine-wide: dead (retryable) or refusing, answered as one job's
+            gen = Generation(error=str(exc), retryable=exc.retryable)
         status, body = chat_compat.completion(gen)
         return JSONResponse(body, status_code=status)
 
