@@ -1,25 +1,11 @@
-"""Structured logs: every line carries the request id, the tenant id and a hash of the subject.
+"""Structured logs: every line carries the request id, the tenant id and a hash of the subject
+(the fields and formats: docs/DEPLOY.md, "Logs").
 
-- :class:`RequestContextMiddleware` (first in ``MIDDLEWARE``) takes the request id from the
-  ``X-Request-ID`` header (when it is 1-128 characters of ``[A-Za-z0-9._:-]``; otherwise a new one
-  is made), answers it in the same header and logs one access line per API request: method,
-  route pattern (``v1/subjects/<str:external_id>/tree``, never the path: it holds external ids),
-  status and duration (logger ``personatree.request``).
-- The API views bind the tenant id and :func:`subject_hash` of the subject named in the URL
-  (``memory.api.base.TenantScopedView``): an HMAC of the tenant and external id under the
-  ``SECRET_KEY``, so one subject's lines can be found (compute the hash of its id) while the logs
-  hold no external id. Logs never hold message text.
-- :class:`RedactFilter` cuts the ``DETAIL``/``CONTEXT`` values of PostgreSQL errors out of every
-  line, message and traceback alike: they quote the row (``Key (external_id)=(alice) already
-  exists``, the failing value of a cast), i.e. tenant and subject data.
-- Celery: :func:`install_celery_hooks` stamps the request id into the headers of every task
-  published during a request (``pt_request_id``) and binds it, the tenant (``pt_tenant``), the
-  task name and the task id while the task runs; an eager task keeps its request's context.
-- :class:`ContextFilter` puts those values on every record (``request_id``, ``tenant_id``,
-  ``subject``, ``task``, ``task_id``, and ``trace_id``/``span_id`` when tracing is on);
-  :func:`logging_config` builds ``LOGGING`` for one format: ``plain`` (development) or ``json``
-  (one JSON object a line, python-json-logger; the production default), chosen by
-  ``PERSONATREE_LOG_FORMAT``.
+:class:`RequestContextMiddleware` binds the request id and writes the access line (route pattern,
+never the path: it holds external ids); the API views bind the tenant and :func:`subject_hash`;
+:func:`install_celery_hooks` carries the request id into the tasks a request publishes;
+:class:`ContextFilter` puts the values on every record; :class:`RedactFilter` cuts PostgreSQL's
+``DETAIL``/``CONTEXT`` values (they quote the row: tenant and subject data) out of every line.
 
 This module is read by the settings: it imports no Django model and no Celery at import time.
 """

@@ -1,20 +1,9 @@
-"""Readiness checks: each returns a :class:`Check` with a status, milliseconds and, on failure,
-a short error *class* (``OperationalError``, ``ConnectError``, ``HTTP 503``, ``route_missing``).
+"""Readiness checks (``/readyz``): database, broker, Milvus, MemListener, as docs/DEPLOY.md
+("``/readyz``") lists them, the network ones side by side, each bounded by
+``PERSONATREE_READYZ_TIMEOUT_S``.
 
-Bodies built from these never carry URLs, host names, passwords or file paths: exception messages
-are dropped on purpose (they routinely include the DSN or the URL), only the class name is kept.
-
-Which checks run follows the settings:
-
-- ``database``: always (``SELECT 1`` on the default connection); required;
-- ``broker``: only when Celery is not eager (``CELERY_TASK_ALWAYS_EAGER`` false); required;
-- ``milvus``: only when evidence indexing is on; *not* required (deep recall falls back to fast
-  mode when the index is down, so the API still serves); never loads the embedder;
-- ``memlistener``: per backend; required. ``extractive``/``standin``/``recorded`` are ready
-  without work, ``ray`` asks the Serve proxy's ``/-/routes`` for the app's route, ``local`` needs
-  the model file, ``openai`` needs a base URL and a model name.
-
-Network checks run concurrently, each bounded by ``PERSONATREE_READYZ_TIMEOUT_S``.
+A failed check reports a short error *class* (``OperationalError``, ``HTTP 503``, ``route_missing``),
+never the exception's message: those routinely include the DSN, a URL or a file path.
 """
 
 from __future__ import annotations
