@@ -3,44 +3,32 @@
 A round (:func:`dispatch_round`):
 
 1. **gather** -- claim the head-of-line chunk of up to ``BATCH_MAX_JOBS`` subjects (one per
-   subject, see :mod:`workers.ordering`); while the batch is not full, keep claiming for at
-   most ``BATCH_MAX_WAIT_MS``;
-2. **build** -- one query for the subjects' heads (snapshot included) and the chunks' messages;
-   each job carries the tree at the subject's head version;
-3. **call** -- ``client.run(jobs)`` once (a transport exception counts as a retryable error of
-   every job);
-4. **apply** -- all results with one ``tree_apply_ops_batch`` call (the batch form of
-   ``tree_apply_ops``: at most once per chunk, on the head the job saw, see
-   :mod:`workers.ordering`; one transaction and four statements for the whole batch on
-   PostgreSQL; a database error rolls it back and the service re-applies the batch one
-   transaction per chunk, so a bad chunk fails alone), every op the listener read handed over
-   as it is: its pre-check decides nothing, the store gates and records each op; evidence
-   indexing of the chunk's messages is queued on commit (by the ``version_applied`` receiver,
-   or here when the chunk produced no version). Errors release the chunk (``pending``, or
-   ``failed`` after ``CHUNK_MAX_ATTEMPTS``), a version conflict re-queues it without counting
-   an attempt.
+   subject, :mod:`workers.ordering`), claiming on for at most ``BATCH_MAX_WAIT_MS`` while the batch
+   is not full;
+2. **build** -- one query for the subjects' heads and the chunks' messages; each job carries the
+   tree at the subject's head version;
+3. **call** -- ``client.run(jobs)`` once (a transport exception is a retryable error of every job);
+4. **apply** -- every result in one ``tree_apply_ops_batch`` call, on the head the job saw, every
+   op the listener read handed over as it is (its pre-check decides nothing; the store gates and
+   records). A chunk that produced no version has its messages indexed on commit from here (the
+   others by the ``version_applied`` receiver). Errors release the chunk (``pending``, or
+   ``failed`` after ``CHUNK_MAX_ATTEMPTS``); a version conflict re-queues it without an attempt.
 
-**Outages do not burn attempts.** When *every* result of a batch is a retryable error (engine
-unreachable, timeout, transport exception: :func:`is_outage`) the model, not the chunks, is at
-fault: all chunks go back to ``pending`` with the claim's attempt refunded (``last_error`` says
-why), the report says ``outage`` and the caller backs off (``workers.dispatch`` raises
-``TransientError``: Celery retries it with exponential backoff and jitter; the backfill stops). A retryable error in a batch where other jobs got answers is the chunk's own and
-counts; a non-retryable error always counts (``failed`` at once). Before calling it an outage, the
-batch is split in halves (a lone job: a probe job is sent) to find a poison chunk that takes the
-engine call down with it (:mod:`workers.poison`): the answered parts are applied, the poison counts.
+**Outages do not burn attempts.** When *every* result is a retryable error (:func:`is_outage`) the
+model, not the chunks, is at fault: the chunks go back to ``pending`` with the attempt refunded, the
+report says ``outage`` and the caller backs off (``workers.dispatch`` raises ``TransientError``; the
+backfill stops). First the batch is split in halves, or a lone job probed (:mod:`workers.poison`),
+to find a poison chunk that takes the engine call down with it: answered parts are applied, the
+poison counts an attempt. A retryable error in a batch where others got answers counts; a
+non-retryable one fails the chunk at once.
 
 **The task.** ``workers.dispatch`` runs rounds until nothing is ready or ``DISPATCH_BUDGET_S`` is
-spent, then re-enqueues itself; a batch whose every job failed with a retryable error raises
-:class:`TransientError` -> retried with backoff (so is a database ``OperationalError``). It is asked
-for by the ``chunks_ready`` receiver below (the services announce ready chunks after commit,
-``memory.services.ingest.schedule_dispatch``), so a chunk goes ingest -> signal -> here.
-
-Deduplication (:func:`dispatch_soon`): while a ``workers.dispatch`` is queued and not started,
-further requests are dropped; it clears the ``queued`` mark in the shared cache before its first
-claim, so a chunk committed after that asks for (and gets) a new task: at most one waits. The mark expires after ``DISPATCH_QUEUED_TTL_S`` (a task
-lost with the broker holds requests back that long at most; ``workers.sweep``, which does not
-deduplicate, re-dispatches sooner). Only with a cache that all processes share (production: Redis)
-and a real broker; with the per-process default cache or in eager mode every request is sent.
+spent, then re-enqueues itself (an outage or a database ``OperationalError``: retried with
+backoff). The ``chunks_ready`` receiver below asks for it (:func:`dispatch_soon`); while one is
+queued and not started further requests are dropped: it clears the ``queued`` mark in the shared
+cache before its first claim, so at most one waits, and the mark expires after
+``DISPATCH_QUEUED_TTL_S`` (``workers.sweep`` re-dispatches sooner). Only with a shared cache (Redis)
+and a real broker; with a per-process cache or in eager mode every request is sent.
 """
 
 from __future__ import annotations

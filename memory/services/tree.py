@@ -268,20 +268,14 @@ def write_version(
 
 
 def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome | Exception]:
-    """Apply many requests in one transaction: the one path every write of ops takes.
+    """Apply many requests in one transaction (see the module docstring for what each one runs).
 
-    Returns one entry per request, in order: its :class:`ApplyOutcome`, or the refusal
-    (:class:`VersionConflict`, :class:`SchemaMoved`, :class:`ServiceError`, :class:`NotFoundError`, a
-    ``DatabaseError``); such a request wrote nothing and the others are not affected. Per request:
-    subject row locked, stale base or schema refused, an applied chunk replayed (``created=False``),
-    the gate and the review queue under the tenant's policy, every op audited, signals after commit.
-
-    The subjects are locked in id order in one query (two batches never deadlock) and the writes go
-    to the store together (one statement on PostgreSQL). A subject named twice is applied in request
-    order: its later requests run in a next round of the same transaction, against the head the
-    earlier one left. If the database refuses the batch the transaction rolls back and every request
-    is applied again on its own (one transaction each), so a bad request fails alone and nothing
-    accepted is lost.
+    Returns one entry per request, in order: its :class:`ApplyOutcome`, or the refusal or error
+    (:class:`VersionConflict`, :class:`SchemaMoved`, :class:`ServiceError`, a ``DatabaseError``);
+    such a request wrote nothing and the others are not affected. The subjects are locked in id
+    order in one query (two batches never deadlock). A subject named twice is applied in request
+    order, its later requests in a next round of the same transaction. If the database refuses the
+    batch it rolls back and every request is applied again on its own, so a bad one fails alone.
     """
     requests = list(requests)
     try:
