@@ -9,9 +9,10 @@
 - metrics per run: ``task_duration_seconds`` and ``task_runs`` (labels task, tenant, outcome) and
   ``task_queue_wait_seconds`` (from the ``pt_enqueued_at`` header stamped at publish time).
 
-Tasks are sent with :func:`enqueue_on_commit` only: after the surrounding transaction commits
-(no task may run before its rows exist); a broker that is down is logged, not raised, because
-the rows stay in the database and the periodic ``workers.sweep`` task picks them up again.
+Tasks are sent with :func:`send` (now: from tasks and receivers that run after a commit) or
+:func:`enqueue_on_commit` (after the surrounding transaction commits: no task may run before its
+rows exist); a broker that is down is logged, not raised, because the rows stay in the database
+and the periodic sweeps pick them up again.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@
   first. Not retried: the next beat tick is the retry.
 
 Receivers: `version_applied` (a chunk's version committed -> index that chunk's
-messages) and `subject_erased`. Both are connected at import; `memory.apps`
+messages) and `subject_erased`. Both are connected at import; `workers.apps`
 imports this module in `ready()`. `conf.get().recall.evidence_indexing` (env
 PERSONATREE_EVIDENCE_INDEXING) switches the receivers off, e.g. for test runs
 that do not exercise the index.
