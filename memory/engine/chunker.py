@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 __all__ = ["Turn", "Chunk", "chunk_turns", "chunk_key"]
@@ -52,13 +52,7 @@ class Turn:
     session_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "role": self.role,
-            "content": self.content,
-            "seq": self.seq,
-            "ts": self.ts,
-            "session_id": self.session_id,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,23 +66,20 @@ class Chunk:
 
     @property
     def pair_count(self) -> int:
-        return _count_pairs(self.turns)
+        """User turns answered by an assistant turn (the pairs the window was cut by)."""
+        count, open_user = 0, False
+        for t in self.turns:
+            if t.role == "user":
+                open_user = True
+            elif t.role == "assistant" and open_user:
+                count, open_user = count + 1, False
+        return count
 
     def messages(self) -> list[dict[str, str]]:
         """Role/content dicts, system first when attached (the shape chat prompts take)."""
         out = [] if self.system is None else [{"role": "system", "content": self.system.content}]
         out.extend({"role": t.role, "content": t.content} for t in self.turns)
         return out
-
-
-def _count_pairs(turns: Iterable[Turn]) -> int:
-    count, open_user = 0, False
-    for t in turns:
-        if t.role == "user":
-            open_user = True
-        elif t.role == "assistant" and open_user:
-            count, open_user = count + 1, False
-    return count
 
 
 def _to_turn(raw: Turn | Mapping[str, Any], index: int) -> Turn:
