@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 RecallStrategy = Literal["batch", "threads", "overlap"]  # memory.recall.search.STRATEGIES
 ResponderBackend = Literal["local", "openai", "recorded", "standin", "none"]
 AnswerMode = Literal["extractive", "model"]  # memory.services.query.answer_build
+THROTTLE_RATE = r"^[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)$"  # DRF's parse_rate
 PromptModeSetting = Literal["pointing", "full_enum", ""]  # serving.config.PromptMode, "": engine default
 
 
@@ -229,6 +230,24 @@ class OpsSettings(_Section):
         0, "WORKER_METRICS_PORT", "a Celery worker's Prometheus exporter port (workers/exporter.py); 0 is off"
     )
     worker_metrics_addr: str = _f("127.0.0.1", "WORKER_METRICS_ADDR", "the worker exporter's bind address")
+    log_format: Literal["plain", "json"] = _f("plain", "LOG_FORMAT", "one JSON object a line with json")
+    throttle_rate: str = _f(
+        "600/min", "THROTTLE_RATE", "requests per API key (DRF rate: n/s|min|hour|day)", pattern=THROTTLE_RATE
+    )
+
+
+class BeatSettings(_Section):
+    """Celery beat's periods (``settings.CELERY_BEAT_SCHEDULE``), in seconds."""
+
+    sweep_seconds: PositiveFloat = _f(30.0, "SWEEP_SECONDS", "workers.sweep: idle windows, stuck chunks")
+    evidence_flush_seconds: PositiveFloat = _f(300.0, "EVIDENCE_FLUSH_SECONDS", "workers.flush_evidence")
+    erasure_reconcile_seconds: PositiveFloat = _f(
+        300.0, "ERASURE_RECONCILE_SECONDS", "workers.reconcile_erasures"
+    )
+    webhook_sweep_seconds: PositiveFloat = _f(300.0, "WEBHOOK_SWEEP_SECONDS", "workers.sweep_webhooks")
+    index_reconcile_seconds: PositiveFloat = _f(
+        300.0, "INDEX_RECONCILE_SECONDS", "workers.reconcile_indexing"
+    )
 
 
 class Settings(BaseModel):
@@ -245,6 +264,7 @@ class Settings(BaseModel):
     answer: AnswerSettings
     webhooks: WebhookSettings
     ops: OpsSettings
+    beat: BeatSettings
 
 
 class SettingsError(ImproperlyConfigured, ValueError):

@@ -40,6 +40,12 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DATA_DIR = Path(env.str("PERSONATREE_DATA_DIR", default=str(BASE_DIR / "var")))
 
+# --- PersonaTree --------------------------------------------------------------------
+# Every PERSONATREE_* setting is declared once (type, default, help) in memory/conf.py, which
+# validates them into typed sections (`memory.conf.get()`); a bad value is a start-up error that
+# names its variable (personatree.E00x).
+PERSONATREE = conf.from_environ(os.environ, data_dir=DATA_DIR, base_dir=BASE_DIR)
+
 # The development key: production.py refuses it (and any other weak key).
 INSECURE_LOCAL_KEY = "insecure-local-only-key-change-me"
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=INSECURE_LOCAL_KEY)
@@ -120,7 +126,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["memory.api.throttling.ApiKeyRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"api_key": env.str("PERSONATREE_THROTTLE_RATE", default="600/min")},
+    "DEFAULT_THROTTLE_RATES": {"api_key": PERSONATREE["THROTTLE_RATE"]},
     "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
@@ -158,40 +164,27 @@ CELERY_TASK_ROUTES = ["workers.base.route_task"]
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 
-def _every(task: str, seconds_variable: str, default_seconds: float, queue: str) -> dict:
-    """A beat entry: ``task`` sent to ``queue`` every ``seconds_variable`` seconds (environment)."""
-    return {
-        "task": task,
-        "schedule": env.float(seconds_variable, default=default_seconds),
-        "options": {"queue": queue},
-    }
+def _every(task: str, seconds_key: str, queue: str) -> dict:
+    """A beat entry: ``task`` sent to ``queue`` every ``PERSONATREE[seconds_key]`` seconds."""
+    return {"task": task, "schedule": PERSONATREE[seconds_key], "options": {"queue": queue}}
 
 
 # Periodic sweep (run beat, or `celery worker -B`): flushes idle windows, re-dispatches pending/expired chunks.
 CELERY_BEAT_SCHEDULE = {
-    "personatree-sweep": _every("workers.sweep", "PERSONATREE_SWEEP_SECONDS", 30.0, "ingest"),
-    "personatree-flush-evidence": _every(
-        "workers.flush_evidence", "PERSONATREE_EVIDENCE_FLUSH_SECONDS", 300.0, "index"
-    ),
+    "personatree-sweep": _every("workers.sweep", "SWEEP_SECONDS", "ingest"),
+    "personatree-flush-evidence": _every("workers.flush_evidence", "EVIDENCE_FLUSH_SECONDS", "index"),
     # Retries the evidence purge of erased subjects whose purge is not recorded (Milvus was down).
     "personatree-reconcile-erasures": _every(
-        "workers.reconcile_erasures", "PERSONATREE_ERASURE_RECONCILE_SECONDS", 300.0, "index"
+        "workers.reconcile_erasures", "ERASURE_RECONCILE_SECONDS", "index"
     ),
     # Re-sends webhook deliveries left pending by a lost task; closes those out of attempts.
-    "personatree-sweep-webhooks": _every(
-        "workers.sweep_webhooks", "PERSONATREE_WEBHOOK_SWEEP_SECONDS", 300.0, "webhooks"
-    ),
+    "personatree-sweep-webhooks": _every("workers.sweep_webhooks", "WEBHOOK_SWEEP_SECONDS", "webhooks"),
     # Re-queues indexing of applied chunks whose messages are not confirmed in the evidence index.
     "personatree-reconcile-indexing": _every(
-        "workers.reconcile_indexing", "PERSONATREE_INDEX_RECONCILE_SECONDS", 300.0, "index"
+        "workers.reconcile_indexing", "INDEX_RECONCILE_SECONDS", "index"
     ),
 }
 
-# --- PersonaTree --------------------------------------------------------------------
-# Every PERSONATREE_* setting is declared once (type, default, help) in memory/conf.py, which
-# validates them into typed sections (`memory.conf.get()`); a bad value is a start-up error that
-# names its variable (personatree.E00x).
-PERSONATREE = conf.from_environ(os.environ, data_dir=DATA_DIR, base_dir=BASE_DIR)
 
 # Request size: the API's own limit (memory/api/parsers.py, a JSON 413) is MAX_REQUEST_BYTES; Django's
 # DATA_UPLOAD_MAX_MEMORY_SIZE (an HTML 400 from Django itself) must sit above it, or the documented
@@ -205,6 +198,4 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = (
 
 # Logs: plain lines here, one JSON object a line with PERSONATREE_LOG_FORMAT=json (production's
 # default); every line carries the request id, tenant id and hashed subject (personatree_site/ops/logging.py).
-LOGGING = logging_config(
-    env.str("PERSONATREE_LOG_FORMAT", default="plain"), env.str("DJANGO_LOG_LEVEL", default="INFO")
-)
+LOGGING = logging_config(PERSONATREE["LOG_FORMAT"], env.str("DJANGO_LOG_LEVEL", default="INFO"))

@@ -56,11 +56,9 @@ if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
     _cache_options = CACHES["default"].setdefault("OPTIONS", {})
     _cache_options.setdefault("socket_connect_timeout", 1.0)
     _cache_options.setdefault("socket_timeout", 1.0)
-environment_defaults(PERSONATREE, os.environ, MEMLISTENER_BACKEND="ray")
+environment_defaults(PERSONATREE, os.environ, MEMLISTENER_BACKEND="ray", LOG_FORMAT="json")
 # One JSON object a line (request id, tenant id, hashed subject); PERSONATREE_LOG_FORMAT=plain for text.
-LOGGING = logging_config(
-    env.str("PERSONATREE_LOG_FORMAT", default="json"), env.str("DJANGO_LOG_LEVEL", default="INFO")
-)
+LOGGING = logging_config(PERSONATREE["LOG_FORMAT"], env.str("DJANGO_LOG_LEVEL", default="INFO"))
 
 # Static files (admin, API docs) served by the web process itself, no proxy needed: WhiteNoise
 # right after the security middleware, from STATIC_ROOT collected into the image at build time
