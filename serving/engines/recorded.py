@@ -77,17 +77,14 @@ class RecordedEngine(InProcessEngine):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def lookup(self, prompt: Prompt) -> dict[str, Any] | None:
-        return self._entries.get(prompt.key) or (
-            self._entries.get(prompt.turns_key) if prompt.turns else None
-        )
-
     def generate(self, prompts: Sequence[Prompt], json_schema: dict[str, Any] | None) -> list[Generation]:
         return [self._replay(prompt) for prompt in prompts]
 
     def _replay(self, prompt: Prompt) -> Generation:
         start = time.perf_counter()
-        entry = self.lookup(prompt)
+        entry = self._entries.get(prompt.key) or (
+            self._entries.get(prompt.turns_key) if prompt.turns else None
+        )
         if entry is None:
             keys = f"prompt key {prompt.key[:12]} / turns key {prompt.turns_key[:12]}"
             return Generation(model_id=self.model_id, error=f"no recording for {keys} in {self._source}")
