@@ -267,9 +267,9 @@ def _parse(text: str) -> ParseResult:
     errors: list[ParseError] = []
     ignored: list[int] = []
     for n, line in body:
-        if not line.strip():
-            continue
         stripped = line.strip()
+        if not stripped:
+            continue
         if stripped.startswith("{"):
             try:
                 parsed = _from_json(json.loads(stripped), n)

@@ -27,11 +27,9 @@ NO_OP_TEXT = json.dumps({"ops": [{"op": "NO_OP", "path": None, "value": None}]})
 
 
 def _schema_paths_and_cap(json_schema: dict[str, Any] | None) -> tuple[list[str], int]:
-    if not json_schema:
-        return [], 60
     paths: list[str] = []
     cap = 60
-    items = json_schema.get("properties", {}).get("ops", {}).get("items", {})
+    items = (json_schema or {}).get("properties", {}).get("ops", {}).get("items", {})
     for variant in items.get("anyOf", [items]):
         props = variant.get("properties", {})
         enum = props.get("path", {}).get("enum")
