@@ -48,6 +48,18 @@ a branch-level head added to the leaf logits (0.71-0.73); per-leaf nearest label
 logit term (0.69-0.73); the cosine prior and alias hits as head inputs (0.71-0.72); word features
 with a 4x stronger penalty than the vector (0.73); averaging the head over the clause and its
 ``rewrite`` (0.72). Half the training labels give 0.71: more labels help slowly.
+
+Tried in a second round (772 labels, blend, clause form, 5-fold CV; the base scored 0.733 with
+folds 0.72 / 0.71 / 0.83 / 0.67 / 0.75, and a variant's per-fold difference to it moves by about
+±0.01 from the blend pick alone) and not kept, none beyond fold noise: LoCoMo *observations* of
+the training folds' dev conversations (conv-26/30/41/42; never conv-43), labelled by the alias rule
+above, as extra texts (281; 0.742, head alone 0.710 vs 0.718; with the speaker's name dropped
+0.727); first-person rule paraphrases of the schema's examples ("Loves hiking" -> "I love hiking",
+388; 0.731); both (0.720); a character and word n-gram TF-IDF regression stacked with the vector
+head by geometric mean of their out-of-fold probabilities (0.738 vs 0.737 on the corrected labels;
+alone 0.66); geometric means of the heads above (0.72-0.75 over 31 combinations, the best of which
+is selection noise). An MLP head was not measured: a hidden layer adds its size x 384 products per
+clause to a placement step whose cost is mostly the cosine prior already.
 """
 
 from __future__ import annotations
