@@ -4,13 +4,13 @@ For one chunk (``FactStep.prepare``), everything here is deterministic:
 
 1. every user turn is cut into clauses (``memory.engine.segment``), numbered from 1 in chunk order;
    each keeps its source sentence and its message's timestamp;
-2. the clauses are embedded with the shipped MiniLM in one call;
-3. the trained fact classifier (``memory.engine.facts``) says which clauses are lasting facts about
-   the user (kept) and which are small talk, questions or someone else's story (dropped), and a
-   clause is kept only if its grammar says so too: every user turn is parsed once
-   (``serving.syntax``, spaCy) and :func:`memory.engine.aboutness.judge` keeps finite statements whose
-   subject is the speaker or the speaker's (a pronoun subject the turn named as the speaker's is
-   written out first, before embedding);
+2. every user turn is parsed once (``serving.syntax``, spaCy) and
+   :func:`memory.engine.aboutness.judge` keeps finite statements whose subject is the speaker or the
+   speaker's (a pronoun subject the turn named as the speaker's is written out first);
+3. the clauses the grammar keeps (about a third) are embedded with the shipped MiniLM in one call,
+   and the trained fact classifier (``memory.engine.facts``) says which of them are lasting facts
+   about the user (kept) and which are small talk, questions or someone else's story (dropped);
+   the others need neither, as the grammar drops them whatever the classifier would say;
 4. the leaf placer (``memory.engine.placement``: cosine prior over each leaf's description and
    examples, a trained leaf head, alias matches) ranks the leaves for every kept clause; a clause
    no leaf fits well enough is not filed;
@@ -262,26 +262,29 @@ class FactStep:
                 )
             )
             all_about.append([judge(r) for r in read])
-        texts = [u.text for units in all_units for u in units]
+        # Only a clause the grammar keeps can be kept, so only those are embedded and classified
+        # (about a third of a conversation's clauses): a clause's vector and verdict are its own,
+        # whatever else is in the call.
+        candidates = [
+            (i, unit) for i, units, about in zip(busy, all_units, all_about, strict=True)
+            for unit, whose in zip(units, about, strict=True) if whose.keep
+        ]  # fmt: skip
+        texts = [unit.text for _i, unit in candidates]
+        for i, units in zip(busy, all_units, strict=True):
+            out[i] = (units, {})
+        if not texts:
+            return out
         with one_intraop_thread():  # a few short texts: a second torch thread only waits on a busy host
             vectors = self._embed(texts)
         rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
         verdicts = self.classifier.classify(texts, rows)
         placer, leaf_vectors = self.placer(schema, digest)
-        start = 0
-        for i, units, about in zip(busy, all_units, all_about, strict=True):
-            facts: dict[int, PlacedFact] = {}
-            end = start + len(units)
-            for unit, row, verdict, whose in zip(
-                units, rows[start:end], verdicts[start:end], about, strict=True
-            ):
-                if verdict.label not in KEEP_LABELS or not whose.keep:
-                    continue
-                ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
-                if ranked:
-                    facts[unit.id] = PlacedFact(verdict, ranked)
-            out[i] = (units, facts)
-            start = end
+        for (i, unit), row, verdict in zip(candidates, rows, verdicts, strict=True):
+            if verdict.label not in KEEP_LABELS:
+                continue
+            ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
+            if ranked:
+                out[i][1][unit.id] = PlacedFact(verdict, ranked)
         return out
 
 

@@ -101,3 +101,26 @@ def test_batched_vectors_equal_one_text_at_a_time():
     apart = np.concatenate([embedder.embed([t]) for t in texts])
     assert together.shape == (4, 384)
     assert np.abs(together - apart).max() < 1e-5
+
+
+def test_only_clauses_the_grammar_keeps_are_embedded_and_classified(client):
+    schema = default_schema()
+    turns = [
+        {
+            "role": "user",
+            "content": "Hey! How about you? Sounds great. I'm a nurse at the city hospital.",
+            "ts": TS,
+        }
+    ]
+    job = ListenerJob(job_id="g", subject_id="g", base_version=0, schema_id=schema.id,
+                      schema_version=schema.version, tree={}, turns=turns)  # fmt: skip
+    facts = client.listener.pointing.facts
+    seen: list[str] = []
+    inner = facts._embed
+    facts._embed = lambda texts: seen.extend(texts) or inner(texts)
+    try:
+        result = client.run([job])[0]
+    finally:
+        facts._embed = inner
+    assert seen == ["I'm a nurse at the city hospital."]
+    assert any("nurse" in str(op.value) for op in result.accepted)
