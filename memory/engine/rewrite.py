@@ -15,7 +15,8 @@ user said ("Oh, and I've actually been running a lot lately!" -> "Has been runni
   -> "Doesn't", "I went" -> "Went"); with ``name`` the fact starts with it ("Maya is a nurse",
   "My dog" -> "Maya's dog"); other first-person words become "they/them/their/theirs";
 - over ``max_words``, trailing subordinate/adverbial tails go first (", which was awesome",
-  "because ...", "when I was ..."), then words from the end, never inside a number or a name.
+  "because ...", "when I was ..."; never at a comma of an enumeration: "roast marshmallows, tell
+  stories and ..." is one fact), then words from the end, never inside a number or a name.
 
 Verbs are inflected with ``lemminflect`` (pure Python, a dependency).
 """
@@ -137,6 +138,13 @@ _TAILS = (
         4,
     ),
 )
+# A comma inside an enumeration ("roast marshmallows, tell stories and sing", "coconut milk, sugar,
+# and salt"): the items are the fact, so a cut there is no tail cut (the "and" before the last item
+# still is, as a coordination).
+_LIST_GOES_ON = re.compile(
+    r",\s+[^,.;:!?]{1,40}?(?:,\s+[^,.;:!?]{1,40}?)*,?\s+(?:and|or)\s+\w", re.IGNORECASE
+)
+
 _EVALUATIVE_WORDS = (
     r"(?:awesome|amazing|great|cool|fun|exciting|nice|wonderful|fantastic|incredible|lovely|sweet|powerful|"
     r"special|enlightening|inspiring|emotional|beautiful|magical|unforgettable|memorable|relaxing|peaceful|"
@@ -267,7 +275,11 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
     cut_any = False
     while len(_words_of(text)) > max_words:
         tiers = [
-            [m.start() for m in pattern.finditer(text) if len(_words_of(text[: m.start()])) >= least]
+            [
+                m.start()
+                for m in pattern.finditer(text)
+                if len(_words_of(text[: m.start()])) >= least and not _in_list(text, m)
+            ]
             for pattern, least in _TAILS
         ]
         first = [p for p in tiers[0] if len(_words_of(text[:p])) <= max_words]
@@ -281,6 +293,11 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
             n += 1
         return " ".join(tokens[:n]), True
     return text, cut_any
+
+
+def _in_list(text: str, cut: re.Match[str]) -> bool:
+    """Is ``cut`` a bare comma between two items of an enumeration?"""
+    return cut.group(0).strip() == "," and _LIST_GOES_ON.match(text, cut.start()) is not None
 
 
 def _joined(a: str, b: str) -> bool:

@@ -6,7 +6,9 @@ source text it came from (``content[clause.start:clause.end]``):
 - sentences end at ``.``/``!``/``?``/``…`` followed by a space, and at newlines (an abbreviation
   such as "Dr." or a lone initial does not end one; "3.5" is one number);
 - a sentence is cut into clauses at ``"; "``, ``" - "`` (and dashes), ``", so"``, ``", but"``,
-  ``", because"``, ``", plus"``, ``", and I/my/we"`` and before a trailing ``", how about you?"``;
+  ``", because"``, ``", plus"``, ``", and I/my/we"``, at a comma splice before a subject pronoun
+  (``"Just started aerial yoga, it's great"``: the statement keeps its own subject, the reaction
+  goes alone) and before a trailing ``", how about you?"``;
   a piece too short to stand alone (under three words or without a content word) stays attached;
 - tag questions are stripped so the statement survives ("…, right?", "…, you know?",
   "… - pretty cool, huh?");
@@ -59,6 +61,7 @@ _CUT = re.compile(
     r"|\s+(?:-{1,2}|\u2013|\u2014)\s+|(?<=\w)(?:--|\u2014)(?=\s*\w)|(?<=[a-z])-\s+(?=\w)"
     r"|,\s+(?:so|but|because|'cause|cause|plus)\s+"
     r"|,\s+and\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b)"
+    r"|,\s+(?=(?:it|he|she|they)(?:['\u2019](?:s|re|ll|d|ve))?\s)"
     r"|,\s+(?=(?:and\s+)?(?:how|what)\s+about\s+you\b|and\s+you\s*\?|you\s*\?)",
     re.IGNORECASE,
 )
@@ -82,7 +85,7 @@ _INTERJECTION = (
     r"congrats|congratulations|no way|exactly|totally|absolutely|definitely|true|indeed|right|well|"
     r"gotcha|got it|sounds good|of course|for sure|same|bye|goodbye|cheers|dude|man|girl|"
     r"appreciated|agreed|nope|no|yum+|oof|yea+h?|mm+|nah|phew|whew|oops|ugh|dang|bummer|woo+|hola|likewise|"
-    r"yikes|meh|eh|huh|aha+|ah+h|hehe+|lmao|rofl"
+    r"yikes|meh|eh|huh|aha+|ah+h|hehe+|lmao|rofl|guess what|you know what|fun fact"
 )
 _GREETING = (
     r"hey+|hi+|hello|heya|hiya|yo|thanks|thank you|bye|congrats|congratulations|woah|wow|yeah|yep|sorry"
@@ -260,6 +263,8 @@ def _pieces(content: str, start: int, end: int) -> list[tuple[int, int]]:
             continue
         if _stands_alone(content[s:e]):
             merged.append((s, e))
+        elif merged and _only_small_talk(content[s:e]):
+            continue  # "Just started aerial yoga, it's great": the reaction is not the fact's
         elif merged and not content[merged[-1][0] : merged[-1][1]].rstrip().endswith("?"):
             merged[-1] = (merged[-1][0], e)
         else:

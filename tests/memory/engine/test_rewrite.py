@@ -94,6 +94,16 @@ def test_rewrite_with_name(clause: str, expected: str) -> None:
             "I still remember the lake house my grandparents owned when I was about seven years old",
             "Still remembers the lake house their grandparents owned",
         ),
+        # the comma of an enumeration is no tail: the items stay, the coordination is cut
+        (
+            "We roast marshmallows, tell stories around the campfire and just enjoy each other's company",
+            "They roast marshmallows, tell stories around the campfire",
+        ),
+        # a comma before a subordinate tail still is one
+        (
+            "I went to the park yesterday, which was awesome because the weather was nice and sunny",
+            "Went to the park yesterday, which was awesome",
+        ),
         # no subordinate tail or coordination: a trailing prepositional phrase goes
         (
             "I met the lead singer of the band at a festival in Rio de Janeiro Brazil",

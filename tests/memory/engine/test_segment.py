@@ -57,8 +57,16 @@ def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
             ["My parents visited", "I cooked dinner for everyone."],
         ),
         ("I sold my car, because I bike everywhere now.", ["I sold my car", "I bike everywhere now."]),
-        # a piece too short to stand alone stays attached
-        ("I ran a 10k, so fun!", ["I ran a 10k, so fun!"]),
+        # a piece too short to stand alone stays attached, unless it is only small talk
+        ("I ran a 10k, so worth it!", ["I ran a 10k, so worth it!"]),
+        ("I ran a 10k, so fun!", ["I ran a 10k"]),
+        # a comma splice before a subject pronoun starts a clause of its own
+        (
+            "We all made our own pots, it was fun and therapeutic!",
+            ["We all made our own pots", "it was fun and therapeutic!"],
+        ),
+        ("Just started doing aerial yoga, it's great.", ["Just started doing aerial yoga"]),
+        ("Guess what - I got a puppy two weeks ago!", ["I got a puppy two weeks ago!"]),
         # questions are kept and recognisable
         (
             "I just got back from Kyoto - have you ever been?",
