@@ -10,14 +10,12 @@ the `bge` extra installs. Models load lazily on first use and are cached per pro
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -95,12 +93,10 @@ class _FlagEmbedder:
 
 
 class MiniLMEmbedder(_FlagEmbedder):
-    """all-MiniLM-L6-v2 on torch alone (no FlagEmbedding: the `bge` extra is optional).
+    """all-MiniLM-L6-v2 through transformers alone (no FlagEmbedding: the `bge` extra is optional).
 
     Mean pooling over the attention mask, then unit length: what FlagModel(pooling_method="mean")
     computes, in one padded forward pass per batch (texts sorted by length so padding stays small).
-    A plain BERT checkpoint (the shipped one) runs through :class:`BertEncoder` and the `tokenizers`
-    library, without importing transformers; any other architecture through transformers' AutoModel.
     """
 
     name = "all-MiniLM-L6-v2"
@@ -113,10 +109,13 @@ class MiniLMEmbedder(_FlagEmbedder):
         super().__init__(path, **kwargs)
 
     def _load(self):
-        encoder = BertEncoder.load(self.path, self.max_length)
-        if encoder is not None:
-            return encoder
-        return _TransformersEncoder(self.path, self.max_length)
+        _without_sklearn_in_transformers()
+        from transformers import AutoModel, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(self.path)
+        model = AutoModel.from_pretrained(self.path)
+        model.eval()
+        return tokenizer, model
 
     def _encode_locked(self, model, texts: list[str]) -> np.ndarray:
         """Only the tokenizer is locked: a fast tokenizer used from two threads at once can fail
@@ -126,12 +125,14 @@ class MiniLMEmbedder(_FlagEmbedder):
         return self._encode(model, texts)
 
     def _encode(self, model, texts: list[str]) -> np.ndarray:
+        tokenizer, net = model
         with self._lock:
-            rows = model.tokenize(texts)
+            encoded = tokenizer(texts, truncation=True, max_length=self.max_length)
+        rows = {key: encoded[key] for key in encoded.keys()}
         lengths = [len(ids) for ids in rows["input_ids"]]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         parts = [
-            _mean_pooled(model, _padded(rows, batch, model.pad_id))
+            _mean_pooled(net, _padded(rows, batch, tokenizer.pad_token_id or 0))
             for batch in length_batches(order, lengths, self.batch_size)
         ]
         vecs = np.concatenate(parts)
@@ -140,131 +141,8 @@ class MiniLMEmbedder(_FlagEmbedder):
         return out
 
 
-class BertEncoder:
-    """A BERT encoder's last hidden state as torch functions over its safetensors weights, with its
-    `tokenizers` tokenizer: the operations of transformers' ``BertModel`` (SDPA attention, eval
-    mode) in the same order, so the vectors are the same, without importing transformers (~6 s of
-    CPU in every process that embeds: torch.distributed, dynamo, fx come with its model classes).
-    """
-
-    def __init__(self, tokenizer, weights: dict, config: dict) -> None:
-        self.tokenizer = tokenizer
-        self.pad_id = int(config.get("pad_token_id") or 0)
-        self.weights = weights
-        self.layers = int(config["num_hidden_layers"])
-        self.heads = int(config["num_attention_heads"])
-        self.hidden = int(config["hidden_size"])
-        self.eps = float(config["layer_norm_eps"])
-
-    @classmethod
-    def load(cls, path: str, max_length: int) -> BertEncoder | None:
-        """The encoder of the checkpoint at ``path``, or None when it is not a plain BERT one (its
-        config, ``tokenizer.json`` and ``model.safetensors``) that this class computes exactly."""
-        root = Path(path)
-        files = [root / name for name in ("config.json", "tokenizer.json", "model.safetensors")]
-        if not all(f.is_file() for f in files):
-            return None
-        config = json.loads(files[0].read_text(encoding="utf-8"))
-        plain = (
-            config.get("model_type") == "bert"
-            and config.get("hidden_act") == "gelu"
-            and config.get("position_embedding_type", "absolute") == "absolute"
-            and not config.get("is_decoder")
-        )
-        if not plain:
-            return None
-        from safetensors.torch import load_file
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(files[1]))
-        tokenizer.enable_truncation(max_length=max_length)  # transformers' truncation=True, longest first
-        tokenizer.no_padding()  # padded per batch by _padded
-        weights = {key.removeprefix("bert."): value for key, value in load_file(str(files[2])).items()}
-        last = f"encoder.layer.{int(config['num_hidden_layers']) - 1}.output.LayerNorm.bias"
-        if "embeddings.word_embeddings.weight" not in weights or last not in weights:
-            return None
-        return cls(tokenizer, weights, config)
-
-    def tokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
-        encodings = self.tokenizer.encode_batch(texts)
-        return {
-            "input_ids": [e.ids for e in encodings],
-            "token_type_ids": [e.type_ids for e in encodings],
-            "attention_mask": [e.attention_mask for e in encodings],
-        }
-
-    def __call__(self, input_ids, token_type_ids, attention_mask):
-        import torch
-        from torch.nn import functional as F
-
-        w = self.weights
-        size, width = input_ids.shape
-        hidden, heads = self.hidden, self.heads
-        positions = torch.arange(width).unsqueeze(0)
-        x = F.embedding(input_ids, w["embeddings.word_embeddings.weight"]) + F.embedding(
-            token_type_ids, w["embeddings.token_type_embeddings.weight"]
-        )
-        x += F.embedding(positions, w["embeddings.position_embeddings.weight"])
-        x = self._norm(x, "embeddings.LayerNorm")
-        mask = None
-        if not bool(torch.all(attention_mask == 1)):  # what transformers passes to SDPA
-            expanded = attention_mask[:, None, None, :].expand(size, 1, width, width).to(x.dtype)
-            inverted = torch.tensor(1.0, dtype=x.dtype) - expanded
-            mask = inverted.masked_fill(inverted.to(torch.bool), torch.finfo(x.dtype).min)
-        for n in range(self.layers):
-            at = f"encoder.layer.{n}."
-            q, k, v = (
-                self._linear(x, f"{at}attention.self.{name}")
-                .view(size, -1, heads, hidden // heads)
-                .transpose(1, 2)
-                for name in ("query", "key", "value")
-            )
-            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0, is_causal=False)
-            attended = attended.transpose(1, 2).reshape(size, width, hidden)
-            x = self._norm(
-                self._linear(attended, f"{at}attention.output.dense") + x, f"{at}attention.output.LayerNorm"
-            )
-            inner = F.gelu(self._linear(x, f"{at}intermediate.dense"))
-            x = self._norm(self._linear(inner, f"{at}output.dense") + x, f"{at}output.LayerNorm")
-        return x
-
-    def _linear(self, x, name: str):
-        from torch.nn import functional as F
-
-        return F.linear(x, self.weights[f"{name}.weight"], self.weights[f"{name}.bias"])
-
-    def _norm(self, x, name: str):
-        from torch.nn import functional as F
-
-        return F.layer_norm(
-            x, (self.hidden,), self.weights[f"{name}.weight"], self.weights[f"{name}.bias"], self.eps
-        )
-
-
-class _TransformersEncoder:
-    """Any other checkpoint: transformers' tokenizer and AutoModel behind :class:`BertEncoder`'s calls."""
-
-    def __init__(self, path: str, max_length: int) -> None:
-        _without_sklearn_in_transformers()
-        from transformers import AutoModel, AutoTokenizer
-
-        self.max_length = max_length
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.pad_id = self.tokenizer.pad_token_id or 0
-        self.net = AutoModel.from_pretrained(path)
-        self.net.eval()
-
-    def tokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
-        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)
-        return {key: encoded[key] for key in encoded.keys()}
-
-    def __call__(self, **batch):
-        return self.net(**batch, return_dict=True).last_hidden_state
-
-
-#: A batch takes the next (shorter) text only while it is at least this share of the batch's longest
-#: (0.9: a backfill's evidence padded 5 % instead of 12 % at 0.8, and embedded in ~15 % less CPU).
-BATCH_LENGTH_RATIO = 0.9
+#: A batch takes the next (shorter) text only while it is at least this share of the batch's longest.
+BATCH_LENGTH_RATIO = 0.8
 
 
 def length_batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
@@ -315,7 +193,7 @@ def _mean_pooled(net, batch) -> np.ndarray:
     import torch
 
     with torch.inference_mode():
-        hidden = net(**batch)
+        hidden = net(**batch, return_dict=True).last_hidden_state
         mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         vecs = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
         return torch.nn.functional.normalize(vecs, dim=-1).float().numpy()

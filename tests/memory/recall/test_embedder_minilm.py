@@ -1,6 +1,5 @@
-"""The default MiniLM embedder runs on torch and `tokenizers` alone: FlagEmbedding (the `bge` extra)
-is only for BGE-M3 and the reranker, transformers only for a checkpoint that is not plain BERT. Its
-vectors equal FlagModel's mean-pooled ones, and transformers' BertModel's, on the same weights."""
+"""The default MiniLM embedder runs on transformers alone: FlagEmbedding (the `bge` extra) is only
+for BGE-M3 and the reranker. Its vectors equal FlagModel's mean-pooled ones on the same weights."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from serving.embedder import BertEncoder, MiniLMEmbedder, _TransformersEncoder
-from serving.lazy import Lazy
+from serving.embedder import MiniLMEmbedder
 
 TEXTS = ["why did I start swimming?", "my cat Pixel", "", "a much longer query " * 20, "Lisbon, 2019"]
 
@@ -50,21 +48,3 @@ def test_minilm_keeps_input_order_across_batches(embedder):
     assert np.abs(together - one_by_one).max() < 1e-5
     norms = np.linalg.norm(together, axis=1)
     assert np.allclose(norms, 1.0, atol=1e-5)
-
-
-def test_minilm_without_transformers_equals_transformers_bert_model(embedder):
-    """The same token ids, and the same vectors: the torch functions run transformers' BertModel
-    operations (SDPA attention, eval mode) in its order; padded batches and single texts alike."""
-    pytest.importorskip("transformers")
-    ours = MiniLMEmbedder(embedder.path, batch_size=2)
-    assert isinstance(ours.model, BertEncoder)
-    theirs = MiniLMEmbedder(embedder.path, batch_size=2)
-    theirs._model = Lazy(lambda: _TransformersEncoder(embedder.path, theirs.max_length))
-    texts = [*TEXTS, "Caf\u00e9 cr\u00e8me \u2014 na\u00efve \u4e2d\u6587 \U0001f600", "Hi!"]
-    assert ours.model.tokenize(texts) == theirs.model.tokenize(texts)
-    assert np.abs(ours.embed(texts) - theirs.embed(texts)).max() < 1e-6
-
-
-def test_a_checkpoint_that_is_not_plain_bert_goes_through_transformers(tmp_path):
-    (tmp_path / "config.json").write_text('{"model_type": "roberta"}')
-    assert BertEncoder.load(str(tmp_path), 256) is None
