@@ -142,7 +142,7 @@ class MiniLMEmbedder(_FlagEmbedder):
 
 
 #: A batch takes the next (shorter) text only while it is at least this share of the batch's longest.
-BATCH_LENGTH_RATIO = 0.8
+BATCH_LENGTH_RATIO = 0.9
 
 
 def length_batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
