@@ -562,9 +562,8 @@ def replayed(locked: Subject, chunk_id: int) -> ApplyOutcome:
 def split_for_review(locked: Subject, schema, accepted: Sequence[Op]) -> tuple[list[Op], list[Op]]:
     """``(apply_now, hold)`` per the tenant policy: special-tier leaves and mass deletes are held.
 
-    A mass delete is a batch deleting more leaves than the tenant's threshold, every tier counted:
-    the special-tier deletes, held anyway, used to be left out of the count, so a batch deleting
-    three ordinary and two special leaves (threshold 3) applied its three ordinary deletes."""
+    A mass delete is a batch deleting more leaves than the tenant's threshold, every tier counted
+    (three ordinary and two special deletes with threshold 3 hold all five)."""
     tenant = locked.tenant
     mass_delete = sum(op.type is OpType.DELETE for op in accepted) > tenant.mass_delete_threshold
     now, held = [], []
