@@ -5,10 +5,8 @@ SHA-256 of a key is stored; lookup is one indexed query on that hash.
 ``request.user`` becomes an :class:`ApiKeyPrincipal` and ``request.auth`` the
 :class:`~memory.models.ApiKey` (with its tenant loaded).
 
-``ApiKey.last_used_at`` is kept to the minute (:data:`LAST_USED_RESOLUTION`): a request whose
-key was marked used less than a minute ago writes nothing; otherwise one conditional UPDATE (by
-primary key, only if the stored time is still older than that), so concurrent requests of a key
-write it at most once per minute between them and a busy key costs one statement a minute.
+``ApiKey.last_used_at`` is kept to the minute (:func:`mark_used`): one conditional UPDATE, so a
+busy key costs one statement a minute, however many requests run concurrently.
 """
 
 from __future__ import annotations

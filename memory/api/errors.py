@@ -1,16 +1,13 @@
 """The API's one exception handler: every error is an RFC 9457 problem (:mod:`memory.api.problems`).
 
-DRF exceptions (400 validation and JSON parse errors, 401, 403, 405, 406, 415, 429 throttling),
-Django validation/404 errors, Django's body-size refusal (``RequestDataTooBig``, as the API's
-413) and the store's :class:`~memory.services.ServiceError` all end up as
-``application/problem+json`` here. Field-level validation errors report the first offending field
-in ``field`` (``messages[3].ts``) and every one in ``errors``, both found by :func:`iter_errors`,
-the one walker of DRF error trees. :class:`ApiNotFoundView` answers every path under ``/v1/``
-that no endpoint matches with the same shape (a JSON 404, never Django's HTML page).
+DRF exceptions, Django validation/404 errors, Django's body-size refusal (``RequestDataTooBig``,
+as the API's 413) and the store's :class:`~memory.services.ServiceError` all end up as
+``application/problem+json`` here. Validation errors name the first offending field in ``field``
+(``messages[3].ts``) and every one in ``errors`` (:func:`iter_errors`). :class:`ApiNotFoundView`
+answers every unmatched path under ``/v1/`` with a JSON 404.
 
-Server-side failures never show their cause: a 5xx (a backend that is down, a bug) answers a
-generic message and an ``error_id``; the cause (exception text, which may hold internal URLs,
-Milvus URIs, file paths or database text) is logged under the same id (logger
+A 5xx never shows its cause (it may hold internal URLs, file paths or database text): it answers a
+generic message and an ``error_id``, and the cause is logged under that id (logger
 ``personatree.api``). A 503 carries ``Retry-After``.
 """
 

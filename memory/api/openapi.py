@@ -44,11 +44,7 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
 
 
 class _ClosedObject(OpenApiSerializerExtension):
-    """A request body whose unknown fields the API refuses (400): ``additionalProperties: false``.
-
-    Without it the schema allowed any extra field, and schema-driven clients (the fuzz test in
-    ``tests/fuzz``) sent bodies the ingest API must refuse.
-    """
+    """A request body whose unknown fields the API refuses (400): ``additionalProperties: false``."""
 
     #: Further keywords per property that the API enforces (an empty list or key is a 400).
     property_keywords: dict[str, dict] = {}

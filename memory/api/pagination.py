@@ -4,15 +4,12 @@ A list answers one page and ``next``: the URL of the following page (the same qu
 ``cursor`` set), or ``null`` on the last page. ``page_size`` picks the page's length (default
 :data:`PAGE_SIZE_DEFAULT`, at most :data:`PAGE_SIZE_MAX`; beyond it is a 400).
 
-The cursor holds the position after the last item of the page (a keyset position: the ordering
-column's last value), never an offset, so a page is read by one indexed range query whatever its
-depth, and items written between two pages neither repeat nor go missing. It is signed (Django's
-``signing`` with the list's own salt): the client cannot forge a position or move a cursor from
-one list to another. The OpenAPI document states the cursor's form (:data:`CURSOR_PATTERN`: a
-signed token, which a client copies and never builds). A cursor not of that form is a 400
-``invalid_cursor``; one of that form that does not verify, or was made for another list, names no
-page of this list: a 404 ``invalid_cursor`` (like an id that names nothing), never a 500. Both name
-``cursor``.
+The cursor holds the ordering column's last value on the page (a keyset position, never an
+offset): a page is one indexed range query at any depth, and items written between two pages
+neither repeat nor go missing. It is signed with the list's own salt, so a client can neither forge
+a position nor move a cursor to another list. A cursor not of :data:`CURSOR_PATTERN`'s form is a
+400 ``invalid_cursor``; one that does not verify or belongs to another list is a 404
+``invalid_cursor``. Both name ``cursor``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Subject endpoints: subject list and creation (pinned to a schema), current tree, version list, export, erasure. Thin views over
-selectors/services; the lists are cursor-paginated (:mod:`memory.api.pagination`)."""
+"""Subject endpoints: list and create (pinned to a schema), tree, versions, export, erasure; thin
+views over selectors/services, lists cursor-paginated (:mod:`memory.api.pagination`)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Webhook endpoints of one's own tenant (scope ``admin``) and their delivery log (docs/WEBHOOKS.md).
 
-- ``GET /v1/webhooks`` the tenant's endpoints (cursor-paginated, oldest first);
-- ``POST /v1/webhooks`` ``{url, event_types, is_active?, description?}`` -> 201 the endpoint with its
-  ``secret``, shown this once;
-- ``GET /v1/webhooks/<id>``; ``PATCH`` changes url, event_types, is_active or description;
-  ``DELETE`` removes it and its log (204);
-- ``POST /v1/webhooks/<id>/rotate-secret`` -> the endpoint with a new ``secret``, shown once;
-- ``GET /v1/webhooks/<id>/deliveries`` the endpoint's deliveries, newest first, with every attempt.
-
-A URL that is not http(s), holds credentials or targets a non-public address (in any form, or a
-name resolving to one) is a 400 ``invalid_url`` (:mod:`memory.services.webhook_targets`); a tenant
-at ``WEBHOOK_MAX_ENDPOINTS_PER_TENANT`` endpoints gets a 409 ``webhook_endpoint_limit``. Another
+The ``secret`` is in the answers of creation and rotation only. A URL that is not http(s), holds
+credentials or targets a non-public address (in any form, or a name resolving to one) is a 400
+``invalid_url`` (:mod:`memory.services.webhook_targets`); a tenant at
+``WEBHOOK_MAX_ENDPOINTS_PER_TENANT`` endpoints gets a 409 ``webhook_endpoint_limit``. Another
 tenant's endpoint is a 404.
 """
 
