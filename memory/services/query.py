@@ -2,28 +2,18 @@
 
 `context_build` is the read path behind `POST /v1/subjects/<id>/context`:
 
-- **fast**: the subject's tree (current or `as_of`), filtered to the tiers the
-  caller may see, rendered; no database query beyond the subject read the view
-  already made (for `as_of`, one version read). A tree version never changes,
-  so the head's visible tree and its rendering are cached per process, keyed by
-  (subject, head version row and its creation time, schema, tiers, token
-  counter); see `_rendered`.
-- **deep**: fast + agentic recall over the subject's evidence (restricted to
-  messages covered by the tree version in use), fused under the token budget
-  left after the tree. Evidence-index or embedder failure falls back to fast
-  and says so; expansion-model failure searches with the original query only
-  and says so.
+- **fast**: the subject's tree (current or `as_of`), filtered to the caller's tiers, rendered; no
+  query beyond the view's subject read (for `as_of`, one version read). The head's rendering is
+  cached per process (`_rendered`).
+- **deep**: fast + agentic recall over the subject's evidence (messages covered by the tree version
+  in use), fused under the token budget left after the tree. Evidence-index or embedder failure
+  falls back to fast, expansion-model failure to the original query; both say so in a notice.
 - **auto**: the router decides from the query and the visible tree only.
 
-Evidence and sensitivity tiers: tree leaves carry a tier from the schema, raw
-dialogue does not. A pair unit is the user's own words, unclassified; the one
-that produced a ``special``-tier leaf ("my knee hurts after running") holds the
-special-category fact verbatim, and the model that classifies text into leaves
-misses facts. So evidence counts as the ``special`` tier as a whole
-(``EVIDENCE_TIER``): a caller whose tiers do not include it gets no evidence;
-deep recall is not run for it (the index is not even searched), the response
-stays in fast mode with ``recall.status == "withheld"`` and a notice. Keys get
-evidence with the ``read_special`` scope.
+Raw dialogue is unclassified and may hold a special-category fact verbatim, so evidence counts as
+the ``special`` tier (``EVIDENCE_TIER``): a caller without it (keys: without ``read_special``) gets
+no evidence, the index is not searched, and the response stays fast with
+``recall.status == "withheld"`` and a notice.
 
 `answer_build` answers over that context in the configured answer mode (``PERSONATREE_ANSWER_MODE``,
 ``conf.get().answer.mode``):
@@ -113,13 +103,11 @@ def evidence_cutoff(subject: Subject, version: int) -> int:
 
 
 # -- rendered-tree cache ---------------------------------------------------------------------
-# Rendering a 40-leaf tree with a real token count is most of a fast-mode read. TreeVersion rows
-# are immutable (a write is a new row; erasure deletes the subject), so an entry keyed by the head
-# version row (pk and creation time: safe even where a test database reuses primary keys), the
-# schema, the tiers and the token counter never goes stale. Only head reads are cached (the hot
-# path; `as_of` reads are audits). The ``subject_erased`` receiver drops this process's entries at
-# once; other processes' entries are unreachable from then on (the key needs the subject's head
-# row) and age out after RENDER_CACHE_TTL_S.
+# Rendering is most of a fast-mode read. TreeVersion rows are immutable, so an entry keyed by the
+# head version row (pk and creation time: test databases reuse pks), schema, tiers and token counter
+# never goes stale. Only head reads are cached. ``subject_erased`` drops this process's entries;
+# other processes' become unreachable (the key needs the head row) and age out after
+# RENDER_CACHE_TTL_S.
 RENDER_CACHE_MAX = 4096
 RENDER_CACHE_TTL_S = 300.0
 _render_cache: OrderedDict[tuple, tuple[float, Mapping[str, str], Rendered]] = OrderedDict()

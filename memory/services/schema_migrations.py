@@ -9,12 +9,11 @@ tree pinned to its source, through the store's one write path (:mod:`memory.serv
 - :func:`schema_migration_run`: the subjects still on the source, in id order, one transaction per
   batch: rows locked, trees planned against their pins, target ops gated (a rejection fails that
   subject alone), values crossing the special tier's border held for review (into a special leaf
-  when the tenant reviews special-tier writes; out of one, or a special leaf made ordinary, always:
-  a value written as special is never shown to a ``read`` key without a human's approval), retirement
-  deletes applied ungated, one
+  when the tenant reviews special-tier writes; out of one always: a value written as special is
+  never shown to a ``read`` key without a human's approval), retirement deletes applied ungated, one
   version per changed subject and one op record per op (actor ``schema-migration:<id>``) in one
-  statement, pins moved, counts updated, ``version_applied`` after commit (docs/SCHEMAS.md). A tenant
-  default on the source moves to the target when a run starts. ``done`` when none is left.
+  statement, pins moved, ``version_applied`` after commit. A tenant default on the source moves to
+  the target when a run starts. ``done`` when none is left.
 
 Resumable: a subject on the target is never selected (its pin re-read under the lock); failed ones are
 retried by the next pass."""
@@ -376,8 +375,8 @@ def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: li
 
 
 def _records(locked: Subject, version, planned: Planned, template: dict, target: Schema) -> list[OpRecord]:
-    """One audit row per op (applied ones, retirements included, then held ones), built from ``template``
-    without ``Model.__init__`` per row (a tenth of its cost, bench/bench_schema.py)."""
+    """One audit row per op (applied ones, retirements included, then held ones), copied from
+    ``template`` (cheaper than ``Model.__init__`` per row)."""
     subject = {"subject_id": locked.pk, "base_version": locked.head_version, "batch": uuid.uuid4()}
     retired = f"retired: not a leaf of {target.id} v{target.version}"
     records = []

@@ -39,9 +39,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 COSINE_WEIGHT = 0.7
-#: A loose floor (a search ranks, it does not answer): MiniLM cosines of a question and an unrelated
-#: leaf sit around -0.05..0.15, so with no shared word such a leaf scores under 0.7 x 0.15 ~ 0.1; a
-#: leaf on the question's topic scores 0.27..0.65 cosine, i.e. 0.19 and up.
+#: A loose floor (a search ranks, it does not answer): with MiniLM an unrelated leaf sharing no word
+#: scores under 0.1 (cosine -0.05..0.15), an on-topic one 0.19 and up (cosine 0.27..0.65).
 MIN_LEAF_SCORE = 0.15
 
 

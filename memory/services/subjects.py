@@ -1,4 +1,4 @@
-"""Tenants and subjects: creation, the export's masking of parse errors and erasure (API keys: :mod:`memory.services.keys`)."""
+"""Tenants and subjects: creation, the export's masking of parse errors, erasure."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def subject_get_or_create(
         return subject, False
 
 
-#: What an export shows of a parse error instead of the model's output (issue 24).
+#: What an export shows of a parse error instead of the model's output.
 PARSE_ERROR_DETAIL = "the model's output could not be read"
 _LINE = re.compile(r"line (\d+)")
 

@@ -14,9 +14,8 @@ transaction, per request:
    :class:`TreeVersion` (only if the tree changed) and one :class:`OpRecord` per op: applied,
    rejected (with the gate's reason), pending review, and every parse error as a rejected
    ``PARSE_ERROR`` row;
-3. the writes (:mod:`memory.services.tree_store`: one statement for the whole batch on PostgreSQL,
-   the same job query by query on other databases, with the same refusals): versions, heads, op
-   records, the source chunks marked ``applied`` (with the version each produced, if any);
+3. the writes (:mod:`memory.services.tree_store`): versions, heads, op records, the source chunks
+   marked ``applied`` (with the version each produced, if any);
 4. ``version_applied`` / ``ops_pending_review`` sent after commit (:func:`schedule_follow_up`).
 
 When no op changes the tree (all NO_OP / rejected / held for review) no version is created: the op
@@ -385,7 +384,7 @@ def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
 
 
 def _refresh_caller(subject: Subject | int, outcome: ApplyOutcome) -> None:
-    """Keep the caller's Subject instance in step with the head it just moved (handy for retries)."""
+    """Keep the caller's Subject instance in step with the head it just moved."""
     if outcome.created and outcome.version is not None and isinstance(subject, Subject):
         subject.head, subject.head_id, subject.head_version = (
             outcome.version,
@@ -525,9 +524,8 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
 def next_version(
     locked: Subject, tree: Tree, new_tree: Tree, *, created_by: str, chunk_id: int | None, note: str
 ) -> TreeVersion:
-    """The unsaved version after the locked head, whose tree is ``tree`` (its id reserved by the lock
-    query, if it was). Stored compactly (:mod:`memory.versions`): the whole tree, as the new head,
-    and its delta against ``tree`` unless it is a checkpoint."""
+    """The unsaved version after the locked head, whose tree is ``new_tree`` (its id reserved by the
+    lock query, if it was), stored compactly (:mod:`memory.versions`)."""
     number = locked.head_version + 1
     whole, delta = stored_form(number, tree, new_tree)
     return TreeVersion(

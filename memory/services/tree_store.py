@@ -1,19 +1,15 @@
-"""The store under the tree services: lock subjects, write versions and op rows. One small interface
-(:func:`lock_subjects` / :func:`lock_subject`, :func:`write_applies`) with two implementations, picked
-by the database's vendor: :class:`PostgresStore` and :class:`OrmStore` (any database; SQLite is the
-embedded default). The write path (:mod:`memory.services.tree`) reads as policy and behaves the same
-on both.
+"""The store under the tree services: lock subjects, write versions and op rows. One interface
+(:func:`lock_subjects` / :func:`lock_subject`, :func:`write_applies`), two implementations picked by
+the database's vendor: :class:`PostgresStore` and :class:`OrmStore` (any database, e.g. SQLite).
 
 **Locks.** The subject rows (``SELECT ... FOR UPDATE``, in id order) with their tenant and head, the
 named source chunks' statuses and, on PostgreSQL, a reserved version id each.
 
-**Writes** of one or many applies. On PostgreSQL the version INSERT, the old head's UPDATE (its whole
-tree emptied unless it is a checkpoint: compact history, :mod:`memory.versions`), the subject head
-UPDATE, the chunk UPDATE and the op-record INSERT go to the server as one statement (data-modifying
-CTEs), for one subject or sixteen. Each table's rows travel as one JSON array typed by the model
-fields' column types (``jsonb_to_recordset``), their values taken from the model instances as Django's
-insert compiler takes them (``pre_save``: ``auto_now_add`` follows the models). The ORM store makes
-the plain ORM calls. Only call the writes with the subject rows locked.
+**Writes** of one or many applies. On PostgreSQL the version INSERT, the old head's UPDATE (compact
+history, :mod:`memory.versions`), the subject head UPDATE, the chunk UPDATE and the op-record INSERT
+are one statement (data-modifying CTEs), each table's rows one JSON array (``jsonb_to_recordset``)
+with values as Django's insert compiler takes them (``pre_save``). The ORM store makes the plain ORM
+calls. Only call the writes with the subject rows locked.
 """
 
 from __future__ import annotations
@@ -86,12 +82,9 @@ class PostgresStore:
         return _lock_rows(chunk_ids)
 
     def write(self, entries) -> set[int]:
-        """Returns the source chunks found already ``applied`` *by this statement*; nothing of
-        their entries is written (an applied chunk is never applied twice). The lock query read the
-        chunk's status too, but from the snapshot its statement started with: if it had to wait for
-        the subject lock while another holder of the same chunk applied it, that read is stale. This
-        statement starts after the lock was granted, so its snapshot has the other holder's commit
-        (chunks are marked applied only under the subject lock)."""
+        """Returns the source chunks found already ``applied`` *by this statement*; their entries
+        write nothing. The lock query's status read may predate another holder's commit (its
+        snapshot starts before the lock wait); this statement's snapshot starts after the lock."""
         versions = [version for _, version, _, _ in entries if version is not None]
         if any(version.pk is None for version in versions):  # locked without a reserved id
             return ORM_STORE.write(entries)
@@ -217,9 +210,8 @@ def _write_statement(entries, versions, records, now) -> tuple[list[int], set[in
 
 def _recordset(fields) -> str:
     """``jsonb_to_recordset(%s::jsonb) AS r(<column> <type>, ...)``: rows sent as one JSON array,
-    typed by the model fields' column types. One placeholder per table instead of one per value:
-    psycopg's client-side parsing of a statement with hundreds of placeholders cost more CPU than
-    building the rows."""
+    typed by the model fields' column types: one placeholder per table, not one per value (cheaper
+    for psycopg to parse)."""
     qn = connection.ops.quote_name
     columns = ", ".join(f"{qn(f.column)} {f.db_type(connection)}" for f in fields)
     return f"jsonb_to_recordset(%s::jsonb) AS r({columns})"
@@ -313,9 +305,8 @@ def _update_layout(model, columns: tuple[str, ...], constants: tuple[str, ...]) 
 def _lock_rows(chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
     """PostgreSQL's lock: one query, rows locked in id order, each subject with its tenant and head,
     ``source_chunk_status`` and ``next_version_id`` reserved, so all writes of an apply fit in one
-    statement (an unused id is a harmless gap in the sequence). The SQL is written once per process
-    (:func:`_lock_sql`) and the rows are turned into model instances here: compiling the equivalent
-    queryset cost more CPU than the rest of an apply."""
+    statement (an unused id is a harmless gap). The SQL is built once per process (:func:`_lock_sql`),
+    not compiled from a queryset per call."""
     sql, layout = _lock_sql()
     named = {sid: cid for sid, cid in chunk_ids.items() if cid is not None}
     with connection.cursor() as cursor:

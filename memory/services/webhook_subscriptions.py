@@ -1,24 +1,17 @@
-"""Which endpoints take which event, without a query per event (the store's write path sends one).
+"""Which endpoints take which event, without a query per event (every tree version sends one).
 
-Every new tree version sends ``version_applied`` after its commit, and the webhooks receiver used to
-look the tenant's subscribed endpoints up with one SELECT (and its ORM compile) each time, although
-endpoints change rarely. :func:`subscribers` answers from a per-process snapshot of every active
-endpoint, ``{event_type: {tenant_id: (endpoint ids, ascending)}}``, read with one query and kept
-while it is current:
+:func:`subscribers` answers from a per-process snapshot of every active endpoint,
+``{event_type: {tenant_id: (endpoint ids, ascending)}}``, read with one query and kept while current:
 
-- **In this process** any save or delete of a :class:`WebhookEndpoint` (the service's
-  create/update/rotate/delete in :mod:`memory.services.webhooks`, the admin's actions, a tenant's
+- **In this process** any save or delete of a :class:`WebhookEndpoint` (service, admin, a tenant's
   cascade) drops the snapshot (``post_save`` / ``post_delete``), and again once it committed.
-- **Across processes, a version token** in the shared Django cache (Redis in production): a fresh
-  random token is stored once such a write committed, and each event reads it (one cache GET,
-  ~0.1 ms on Redis, instead of the SELECT) and reloads the snapshot when it changed. The token is
-  read before the rows, so a snapshot is never paired with a token newer than what it saw. Chosen
-  over a short TTL because a TTL would silently drop a new endpoint's events (and keep feeding a
-  deactivated one) in every other worker for the TTL; the token is exact once the writer committed.
-- **Bounds.** A snapshot older than :data:`MAX_AGE_S` is read again anyway (a token write lost while
-  Redis was down, or a per-process LocMem cache in development with separate worker processes). While
-  the shared cache fails, the rows are read per event for :data:`RETRY_S` (no 1 s timeout per event).
-  Inside a transaction (``atomic``) the rows are always read and never kept: what it saw may roll back.
+- **Across processes, a version token** in the shared Django cache: a fresh random token is stored
+  once such a write committed; each event reads it (one cache GET) and reloads the snapshot when it
+  changed. The token is read before the rows, so a snapshot never pairs with a newer token. Unlike
+  a TTL, it never drops a new endpoint's events in other workers.
+- **Bounds.** A snapshot older than :data:`MAX_AGE_S` is read again anyway (a lost token write, or
+  a per-process LocMem cache). While the shared cache fails, the rows are read per event for
+  :data:`RETRY_S`. Inside a transaction the rows are always read and never kept (it may roll back).
 
 Whether the tenant is active is not part of the snapshot; the callers check it with the rows they
 read anyway (:mod:`memory.services.webhooks`).
