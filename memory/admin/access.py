@@ -64,7 +64,7 @@ def record_is_special(record: OpRecord) -> bool:
     """Does the op record touch a special-tier leaf of its subject's schema, or a path that is none
     of its leaves (a rejected unknown path, a parse error's raw line)? A NO_OP touches nothing. An
     op a schema migration held (or that was declined) counts as special whatever its leaf: a
-    migration holds only values crossing the special tier's border, out of it too (issue 24)."""
+    migration holds only values crossing the special tier's border, out of it too."""
     if not record.path and record.op_type == "NO_OP":
         return False
     held = (OpRecord.Status.PENDING_REVIEW, OpRecord.Status.DECLINED)

@@ -1,14 +1,10 @@
 """Admin deletes of subjects and tenants go through the erase service.
 
-Django admin's own delete (the delete page and the "delete selected" action) would remove the
-rows by cascade: no tombstone, the evidence vectors and render caches left behind, and admin
-history rows naming the subject kept. Here every subject is erased by
-:func:`~memory.services.subjects.subject_erase` (the one erasure, as ``DELETE /v1/subjects/<id>``
-does), and a tenant's subjects are each erased that way before the tenant row goes.
-
-While the purge of vectors cannot be queued (broker down,
-:func:`~personatree_site.ops.readiness.erasure_broker_problem`) the admin refuses with a message
-and erases nothing.
+Django's own delete (page and "delete selected") would cascade: no tombstone, vectors and caches
+left behind. Here every subject is erased by :func:`~memory.services.subjects.subject_erase` (as
+``DELETE /v1/subjects/<id>``), and a tenant's subjects each so before the tenant row goes. While
+the vectors' purge cannot be queued (:func:`~personatree_site.ops.readiness.erasure_broker_problem`)
+the admin refuses with a message and erases nothing.
 """
 
 from __future__ import annotations

@@ -139,8 +139,7 @@ class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve
     list_per_page = 100
 
     def action_checkbox(self, obj):
-        """Django's row checkbox, written directly: rendering its widget template once per row
-        was the largest cost of a long list."""
+        """Django's row checkbox, written directly (its widget template per row is slow)."""
         return format_html(
             '<input type="checkbox" name="{}" value="{}" class="action-select" '
             'aria-label="Select this object for an action - {}">',

@@ -1,15 +1,11 @@
-"""Users and groups in the admin: only superusers hand out permissions (issue 15).
+"""Users and groups in the admin: only superusers hand out permissions.
 
-Django's default pages let any staff user with ``auth.change_user`` tick ``is_superuser`` or any
-permission on any user, themselves included, and one with ``auth.change_group`` add permissions to
-a group they belong to: the special tier's ``memory.view_special_tier`` (and every tenant, through
-superuser) was one click away. Here, for users who are not superusers, ``is_superuser``, ``groups``
-and ``user_permissions`` of a user and ``permissions`` of a group are read-only, and superuser
-accounts (their page and their password) can be changed only by superusers.
-
-Nor may a staff user who is not a superuser change or delete (page or password) another staff user
-(another moderator: taking over their account would use their grants), or any user holding a
-permission they do not hold themselves (issue 24). Their own account stays theirs to edit.
+Django's default pages let a staff user with ``auth.change_user`` or ``auth.change_group`` grant
+any permission, to themselves too. Here, for users who are not superusers, ``is_superuser``,
+``groups`` and ``user_permissions`` of a user and ``permissions`` of a group are read-only, and
+superuser accounts (page and password) can be changed only by superusers. Nor may such a user
+change or delete (page or password) another staff user (whose grants they would use), or any user
+holding a permission they lack. Their own account stays theirs to edit.
 """
 
 from __future__ import annotations
