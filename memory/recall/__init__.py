@@ -1,6 +1,5 @@
 """Evidence recall: embeddings, the Milvus evidence index, hybrid search, agentic recall and the router.
 
-Nothing here imports Django at module import time except where settings are read
-through `memory.recall.config`; the pure parts (router, metrics, fusion) take
-plain values so the evaluation harness can reuse them.
+Settings are read by `runtime.py` and the database by `indexing.py` / `bulk.py`; the other modules
+take plain values, so the evaluation harness can reuse them without Django.
 """

@@ -66,7 +66,7 @@ def evidence_index_span(*, subject_id: int, start_seq: int, end_seq: int, index=
         )
         for i, u in enumerate(units)
     ]
-    # Erasure wins every race (issue 24): the subject may have been erased, and its vectors purged,
+    # Erasure wins every race: the subject may have been erased, and its vectors purged,
     # while its units were embedded. Not written if it is gone now; and if it goes during the
     # upsert, its purge may have run before the rows landed: they are deleted again here.
     if not _exists(subject_id):

@@ -2,19 +2,15 @@
 
 Layout 2 (`LAYOUT`), named from the configured base name (`PERSONATREE_MILVUS_COLLECTION`):
 
-- **Schema**: the subject is the partition key (`NUM_PARTITIONS`): a Milvus server routes a search
-  filtered on one subject to one partition instead of searching every partition of the tenant.
-  INVERTED scalar indexes on every filtered field (`tenant_id`, `subject_id`, `end_seq`,
-  `ts_ms`) build the filter bitset from the index instead of scanning rows, so the vector and
-  BM25 indexes then rank only the subject's rows (Milvus filters before ranking).
+- **Schema**: the subject is the partition key (`NUM_PARTITIONS`), so a Milvus server searches one
+  partition for a subject. INVERTED scalar indexes on every filtered field (`tenant_id`,
+  `subject_id`, `end_seq`, `ts_ms`) build the filter bitset without scanning rows.
 - **Collections**: on a Milvus server one collection, `<base>_v2`. On Milvus Lite (the server
   version starts with ``milvus_lite``: the embedded file and ``milvus-lite server`` alike)
-  `LITE_SHARDS` collections `<base>_v2_<k>of<n>`, a subject in shard ``subject_id % n``. This is
-  the one Lite-only branch: Lite 3.x is a Python engine whose every sub-search walks each row of
-  the *collection* in Python (version dedup and tombstone masks, `milvus_lite.search`) before
-  the filter, the partitions or the index apply, so its cost follows the collection, not the
-  subject. A subject's reads and writes touch only its shard; the code path is otherwise the
-  same, and `EvidenceIndex(shards=1)` runs the server layout on Lite (tests do).
+  `LITE_SHARDS` collections `<base>_v2_<k>of<n>`, a subject in shard ``subject_id % n``: Lite 3.x
+  walks every row of the *collection* in Python before any filter applies, so its cost follows
+  the collection, not the subject. This is the one Lite-only branch; `EvidenceIndex(shards=1)`
+  runs the server layout on Lite (tests do).
 """
 
 from __future__ import annotations
@@ -86,8 +82,8 @@ def index_params(client, *, scalar: bool = True):
 def create(client, name: str, dim: int) -> None:
     """Create one layout-2 collection with its vector, BM25 and scalar indexes (loaded)."""
     client.create_collection(name, schema=schema(client, dim), num_partitions=NUM_PARTITIONS)
-    # The collection is empty, so nothing waits on a build: sync=False skips pymilvus's 0.5 s
-    # poll per index (six indexes: ~3 s per new collection on Milvus Lite with the poll).
+    # The collection is empty, so nothing waits on a build: sync=False skips pymilvus's 0.5 s poll
+    # per index.
     client.create_index(name, index_params(client), sync=False)
     client.load_collection(name)
     logger.info("created evidence collection %s (layout %d, dim %d)", name, LAYOUT, dim)

@@ -1,14 +1,9 @@
 """Searches of an embedded Milvus Lite served by this process, called without the loop-back gRPC hop.
 
 pymilvus opens a Milvus Lite file (a URI without ``://``) by starting Lite's gRPC server in a
-thread of this process (`milvus_lite.server_manager`) and talking to it over 127.0.0.1. A deep
-query then pays, on top of Lite's own search, the protobuf encoding of the query vectors, a hand
-over to a server thread, the encoding of every hit with its text and pymilvus's decoding of it
-again. Measured on the bench's data (4 queries, hybrid, no embedding; issue 18): at 50k rows
-46.8 ms through gRPC and 45.6 ms directly at load 2.0 (38 against 55 ms of CPU at load 3.7);
-at 200k rows, where the subject's shard holds other buckets' segments too, 63.3 ms through gRPC
-and 45.0 ms directly in the subject's bucket (`subject_partitions`). `bench/bench_query.py`
-reports both ways in the same run.
+thread of this process (`milvus_lite.server_manager`) and talking to it over 127.0.0.1, so a query
+pays protobuf encoding both ways and a thread hand-over on top of Lite's search; calling the
+server's collections directly skips that (`bench/bench_query.py` reports both ways).
 
 The file is locked to one process (Lite's ``LOCK`` flock), so that server's `Collection` objects
 are the only ones there are: `search` calls the same `Collection.search` the server's Search and
@@ -48,11 +43,9 @@ def subject_partitions(collection, subject_id: int) -> list[str] | None:
     Lite 3.x keeps a partition key as `DEFAULT_NUM_PARTITIONS` bucket partitions ``_pk_<h>``, a row
     going to the bucket of md5(str(key value)) modulo their number
     (`Collection._insert_with_partition_key`), but unlike a Milvus server it does not route a
-    search filtered on the key to that bucket: each sub-search walks the rows of every bucket's
-    segments (at 200k rows in the bench, 10 segments and 32k rows in the subject's shard against
-    its 25k). Named here, the walk covers the subject's bucket only. The rule is Lite's (pinned
-    in pyproject.toml); `tests/memory/recall/test_lite.py` checks that every subject's rows are
-    in the bucket named here, and anything unexpected (another key, no such bucket) answers None.
+    search filtered on the key to that bucket: each sub-search walks every bucket's segments.
+    Named here, the walk covers the subject's bucket only. The rule is Lite's (pinned in
+    pyproject.toml); anything unexpected (another key, no such bucket) answers None.
     """
     key = getattr(collection, "_partition_key_field", None)
     buckets = getattr(collection, "_num_partition_buckets", None)

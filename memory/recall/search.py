@@ -43,8 +43,8 @@ def search_many(
     """Return one ranked hit list per query (same order as `queries`).
 
     strategy "batch" (default) sends all queries in one request (Milvus runs them in parallel
-    server-side); "threads" sends one request per query from a thread pool. On Milvus Lite
-    the batch is measured faster (bench/bench_query.py). "overlap" (hybrid only) runs the BM25
+    server-side, faster on Milvus Lite); "threads" sends one request per query from a thread
+    pool. "overlap" (hybrid only) runs the BM25
     request during query embedding and fuses dense and BM25 per query with `rrf_k`, the same
     reciprocal-rank rule as Milvus's RRFRanker. `vectors` may hold the queries' embeddings
     already computed (benchmarks embed in one batch).
