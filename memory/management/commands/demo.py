@@ -1,14 +1,11 @@
 """`manage.py demo` (what `make demo` runs): the real pipeline on the embedded default.
 
-It creates a tenant and an API key, sends the bundled conversation
-(`memory/demo/conversation.json`, written for the project) through the ingest
-API one chunk-sized batch at a time with the Python client (`personatree-client`,
-clients/python; over HTTP with --url, else through the WSGI app in process), prints each new tree version with its
-ops and rejections, then asks the query API a few questions in fast, auto and
-deep mode and prints the answers, evidence and router decisions. Everything
-goes through the same HTTP views, services, workers and models as production;
-only the wiring differs (SQLite, eager Celery, Milvus Lite on a file, the local
-GGUF MemListener), as chosen by settings.
+It creates a tenant and an API key, sends the bundled conversation (`memory/demo/conversation.json`)
+through the ingest API a chunk-sized batch at a time with the Python client (over HTTP with --url,
+else through the WSGI app in process), prints each new tree version with its ops and rejections,
+then asks a few questions in fast, auto and deep mode and prints answers, evidence and router
+decisions. Only the wiring differs from production (SQLite, eager Celery, Milvus Lite on a file,
+the local GGUF MemListener), as chosen by settings.
 """
 
 from __future__ import annotations
@@ -233,7 +230,7 @@ class Command(BaseCommand):
 
 def client_for(raw_key: str, url: str = ""):
     """The Python client over HTTP (``--url``), or through this process's WSGI app (eager Celery:
-    each chunk is applied inside its request, as before)."""
+    each chunk is applied inside its request)."""
     from django.core.wsgi import get_wsgi_application
     from personatree_client import PersonaTree
 
