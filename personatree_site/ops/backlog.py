@@ -12,13 +12,10 @@ series whatever the number of tenants. What counts as waiting:
   ``updated_at``; partial index ``chunk_unindexed``);
 - ``webhooks``: deliveries ``pending`` (partial index ``webhook_delivery_pending``).
 
-Each query reads only the waiting rows through its partial index: without one, the ingest count
-scanned every chunk ever applied (175 ms at 500k chunks on PostgreSQL). The database is read by
-the process answering ``/metrics`` (any web worker) at most once every :data:`TTL_S` seconds, which
-guards against a burst of scrapes only: at Prometheus' 15-30 s interval every scrape reads. The
-values are read from the rows, so every web replica reports the same numbers (aggregate with
-``max``, never ``sum``). A failing query leaves the gauges out of the scrape (the rest of the
-exposition still answers) and logs a warning.
+Each query reads only the waiting rows through its partial index, never every chunk applied. The
+process answering ``/metrics`` reads the database at most once every :data:`TTL_S` seconds (a guard
+against scrape bursts). Every web replica reports the same numbers: aggregate with ``max``, never
+``sum``. A failing query leaves the gauges out of the scrape and logs a warning.
 """
 
 from __future__ import annotations

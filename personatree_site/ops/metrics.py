@@ -7,10 +7,8 @@ path, so their cardinality is bounded by the URLconf:
 - ``personatree_http_requests_total{method, route, status}``
 - ``personatree_http_request_duration_seconds{route}`` (histogram, :data:`LATENCY_BUCKETS`)
 
-The histogram is most of a scrape (a series is a line per bucket plus ``_sum`` and ``_count``, in
-every worker's file, merged and formatted at each scrape), so it is kept lean: no ``method`` label
-(the dashboard and the alerts sum it away; the counter keeps it, and so does the per-request log
-line), and nine buckets placed at the API's latency targets rather than a generic ladder.
+The histogram is most of a scrape, so it is kept lean: no ``method`` label (the counter and the
+access log keep it) and nine buckets at the API's latency targets.
 
 The exposition also carries everything ``workers.metrics`` counts in this process (task runs,
 dispatch batches; with eager Celery the tasks run here), prometheus_client's process series and

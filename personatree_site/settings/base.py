@@ -1,10 +1,9 @@
 """Settings shared by every environment.
 
-Every value comes from an environment variable: Django's and Celery's through
-django-environ below, PersonaTree's (PERSONATREE_*) through memory/conf.py, where
-each is declared once. The embedded default (SQLite, eager Celery, Milvus Lite on
-a file, the extractive MemListener) needs no variables at all; production
-switches each tier by env vars only (see docs/DEPLOY.md and README).
+Every value comes from an environment variable: Django's and Celery's through django-environ
+below, PersonaTree's (PERSONATREE_*) through memory/conf.py. The embedded default (SQLite, eager
+Celery, Milvus Lite on a file, the extractive MemListener) needs none; production switches each
+tier by env vars only (docs/DEPLOY.md).
 """
 
 import os
@@ -19,13 +18,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
 class LiteralEnv(environ.Env):
-    """django-environ without its `$NAME` proxy expansion.
-
-    django-environ reads a value that starts with `$` as the name of another
-    variable, so a generated secret or password that happens to start with `$`
-    fails with "Set the <rest of the secret> environment variable" (and prints
-    the secret). Our values are data: a leading `$` is kept as written.
-    """
+    """django-environ without its `$NAME` proxy expansion: a secret starting with `$` is data, not
+    the name of another variable (which would fail and print the secret)."""
 
     def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
         raw = self.ENVIRON.get(f"{self.prefix}{var}")

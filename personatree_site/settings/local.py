@@ -12,9 +12,8 @@ from .base import DATA_DIR, INSTALLED_APPS, PERSONATREE, env
 INSTALLED_APPS = [*INSTALLED_APPS, "evaluation.apps.EvaluationConfig"]
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405 - from base
-    # Write-ahead log: a commit is one append and one fsync of the log instead of a rollback
-    # journal's several, and readers (the web process) do not wait for a writer. synchronous=FULL
-    # keeps every commit that answered (an accepted message) through a power loss too.
+    # Write-ahead log: one fsync per commit and readers do not wait for a writer; synchronous=FULL
+    # keeps every commit that answered (an accepted message) through a power loss.
     DATABASES["default"].setdefault("OPTIONS", {})["init_command"] = (  # noqa: F405
         "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
     )
