@@ -27,8 +27,7 @@ from memory.engine.history import rebuild
 @cache
 def _range_sql() -> str:
     """The rows of one subject from the nearest stored whole tree at or below a low number up to a
-    high one, in number order (written once: compiling the equivalent queryset cost more than the
-    query and the replay together)."""
+    high one, in number order (SQL built once, not a queryset compiled per call)."""
     meta, qn = TreeVersion._meta, connection.ops.quote_name
     table = qn(meta.db_table)
     subject, number, tree, delta = (
