@@ -40,7 +40,7 @@ def parse_spec(spec: str | None) -> tuple[str, str]:
 def memlistener_config(spec: str | None) -> ClientConfig:
     """The MemListener client config for `spec`, starting from the settings (so limits stay as
     configured); no spec: the settings' own listener, as the product runs it."""
-    base = conf.listener_client_config()
+    base = conf.listener_client_config(ClientConfig)
     if spec is None:
         return base
     kind, rest = parse_spec(spec)

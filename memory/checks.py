@@ -13,9 +13,10 @@ def personatree_settings(app_configs=None, **kwargs) -> list[Error]:
     from django.conf import settings
 
     from memory import conf
+    from serving.client import ClientConfig
 
     try:
-        conf.build(settings.PERSONATREE)
+        conf.listener_client_config(ClientConfig, conf.build(settings.PERSONATREE))
     except conf.SettingsError as exc:
         return [
             Error(msg, hint=_hint(section, msg), id=_IDS.get(section, "personatree.E003"))

@@ -17,17 +17,18 @@ sections and hands them out::
 - A bad value raises :class:`SettingsError` (an ``ImproperlyConfigured`` and a ``ValueError``) naming
   every bad variable, e.g. ``PERSONATREE_CHUNK_PAIRS=0: Input should be greater than 0``;
   ``memory.checks`` reports the same messages as system-check errors at start-up.
-- :func:`listener_client_config` is the MemListener's ``serving.client.ClientConfig`` (engine settings
-  included, so ``max_ops``, the prompt mode and the candidate settings reach ``build_listener``):
-  serving never reads Django, it is handed this.
+- :func:`listener_client_config` makes the MemListener's ``serving.client.ClientConfig`` (engine
+  settings included, so ``max_ops``, the prompt mode and the candidate settings reach
+  ``build_listener``) with the class it is handed: settings sit below ``serving`` and import none of
+  it, and serving never reads Django.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
@@ -45,12 +46,8 @@ from pydantic import (
     ValidationError,
 )
 
-from serving.client import Backend
-from serving.config import EngineConfig, check_engine_config
-
-if TYPE_CHECKING:
-    from serving.client import ClientConfig
-
+T = TypeVar("T")
+ListenerBackend = Literal["local", "extractive", "ray", "openai", "recorded", "standin"]  # serving.client
 RecallStrategy = Literal["batch", "threads", "overlap"]  # memory.recall.search.STRATEGIES
 ResponderBackend = Literal["local", "openai", "recorded", "standin", "none"]
 AnswerMode = Literal["extractive", "model"]  # memory.services.query.answer_build
@@ -82,9 +79,9 @@ def _f(default: Any, alias: str, help: str, **constraints: Any) -> Any:
 
 class ListenerSettings(_Section):
     """The MemListener client (``workers``, backfill) and its engine; ranges of the engine fields are
-    ``serving.config.EngineConfig``'s own, checked when :func:`listener_client_config` is built."""
+    ``serving.config.EngineConfig``'s own, checked when :func:`listener_client_config` is made."""
 
-    backend: Backend = _f(
+    backend: ListenerBackend = _f(
         "extractive",
         "MEMLISTENER_BACKEND",
         "extractive (the fact pipeline, no model; the embedded default) | local (llama.cpp in process) | "
@@ -302,34 +299,35 @@ _ENGINE_SOURCES |= dict.fromkeys(("model_path", "base_url", "api_key", "model"),
 _ENGINE_SOURCES |= dict.fromkeys(("embedder", "embedder_path"), "recall")
 
 
-def _client_config(s: Settings) -> ClientConfig:
-    from serving.client import ClientConfig, engine_config_for
-
-    lis = s.listener
-    values = {name: getattr(getattr(s, section), name) for name, section in _ENGINE_SOURCES.items()}
+def build(raw: Mapping[str, Any]) -> Settings:
+    """Validate ``raw`` (a ``PERSONATREE`` dict); raises :class:`SettingsError`. Uncached."""
     try:
-        engine = EngineConfig(prompt_mode=lis.prompt_mode or None, **values)
-        client = ClientConfig(backend=lis.backend, url=lis.url, timeout_s=lis.timeout_s, engine=engine)
-        check_engine_config(engine_config_for(client))
+        return Settings.model_validate({name: raw for name in Settings.model_fields})
+    except ValidationError as exc:
+        raise SettingsError(_problems(exc)) from None
+
+
+def listener_client_config(make: Callable[..., T], typed: Settings | None = None) -> T:
+    """The MemListener client configuration for ``serving.client.get_listener_client``:
+    ``make(backend=, url=, timeout_s=, engine={...})`` (``serving.client.ClientConfig``, which checks
+    the engine settings against the engine's own ranges) from ``typed`` (default :func:`get`); what
+    it refuses is a :class:`SettingsError` naming the variables."""
+    s = typed or get()
+    lis = s.listener
+    engine = {name: getattr(getattr(s, section), name) for name, section in _ENGINE_SOURCES.items()}
+    try:
+        engine["prompt_mode"] = lis.prompt_mode or None
+        return make(backend=lis.backend, url=lis.url, timeout_s=lis.timeout_s, engine=engine)
     except ValidationError as exc:
         problems = []
         for err in exc.errors(include_url=False):
-            name = str(err["loc"][0])
+            if not err["loc"]:  # a combination the field types cannot express
+                problems.append(("listener", f"MemListener settings: {err['msg']}"))
+                continue
+            name = str(err["loc"][-1])
             key = _key_of(_ENGINE_SOURCES.get(name, "listener"), name)
             problems.append(("listener", f"PERSONATREE_{key}={err['input']!r}: {err['msg']}"))
         raise SettingsError(problems) from None
-    except ValueError as exc:  # combinations the field types cannot express
-        raise SettingsError([("listener", f"MemListener settings: {exc}")]) from None
-    return client
-
-
-def build(raw: Mapping[str, Any]) -> tuple[Settings, ClientConfig]:
-    """Validate ``raw`` (a ``PERSONATREE`` dict); raises :class:`SettingsError`. Uncached."""
-    try:
-        typed = Settings.model_validate({name: raw for name in Settings.model_fields})
-    except ValidationError as exc:
-        raise SettingsError(_problems(exc)) from None
-    return typed, _client_config(typed)
 
 
 def from_environ(environ: Mapping[str, str], *, data_dir: Path, base_dir: Path) -> dict[str, Any]:
@@ -370,31 +368,22 @@ def environment_defaults(raw: dict[str, Any], environ: Mapping[str, str], **defa
 
 
 _lock = threading.Lock()
-_built: tuple[dict, Settings, ClientConfig] | None = None  # (copy of the dict it was built from, ...)
-
-
-def _current() -> tuple[dict, Settings, ClientConfig]:
-    global _built
-    raw = django_settings.PERSONATREE
-    built = _built
-    if built is not None and built[0] == raw:
-        return built
-    with _lock:
-        if _built is None or _built[0] != raw:
-            copy = dict(raw)
-            _built = (copy, *build(copy))
-        return _built
+_built: tuple[dict, Settings] | None = None  # (copy of the dict it was built from, its settings)
 
 
 def get() -> Settings:
     """The typed settings (built once per distinct ``settings.PERSONATREE``); :class:`SettingsError`
     if a value is invalid."""
-    return _current()[1]
-
-
-def listener_client_config() -> ClientConfig:
-    """The MemListener client configuration for ``serving.client.get_listener_client``."""
-    return _current()[2]
+    global _built
+    raw = django_settings.PERSONATREE
+    built = _built
+    if built is not None and built[0] == raw:
+        return built[1]
+    with _lock:
+        if _built is None or _built[0] != raw:
+            copy = dict(raw)
+            _built = (copy, build(copy))
+        return _built[1]
 
 
 def reset() -> None:

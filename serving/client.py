@@ -8,8 +8,9 @@
 - ``standin``  : in-process MemListener on the zero-latency stand-in (backend benchmarks only);
 - ``ray``      : HTTP client of the Ray Serve MemListener app (``serving.app``).
 
-Nothing here touches Django: the configuration is passed in (the Django side builds it from its
-settings in ``memory.conf.listener_client_config``), so Ray workers import this module without Django.
+Nothing here touches Django: the configuration is passed in (the Django side makes it from its
+settings with ``memory.conf.listener_client_config(ClientConfig)``), so Ray workers import this module
+without Django.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from serving.config import EngineConfig
+from serving.config import EngineConfig, check_engine_config
 from serving.lazy import Lazy
 from serving.protocol import ListenerBatch, ListenerBatchResult, ListenerJob, ListenerResult, ListenerTurn
 
@@ -46,6 +47,11 @@ class ClientConfig(BaseModel):
     url: str = "http://127.0.0.1:8000/memlistener"
     timeout_s: float = Field(default=300.0, gt=0)
     engine: EngineConfig = Field(default_factory=EngineConfig)
+
+    @model_validator(mode="after")
+    def _runnable(self) -> ClientConfig:
+        check_engine_config(engine_config_for(self))
+        return self
 
 
 def _error_results(jobs: Sequence[ListenerJob], message: str, *, retryable: bool) -> list[ListenerResult]:
@@ -182,8 +188,8 @@ _clients_lock = threading.Lock()
 
 
 def get_listener_client(config: ClientConfig) -> ListenerClient:
-    """The MemListener client for ``config`` (from Django settings: ``memory.conf.listener_client_config()``),
-    cached per config."""
+    """The MemListener client for ``config`` (from Django settings:
+    ``memory.conf.listener_client_config(ClientConfig)``), cached per config."""
     key = config.model_dump_json()
     with _clients_lock:
         if key not in _clients:

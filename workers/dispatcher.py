@@ -371,10 +371,10 @@ def _soft_time_limit() -> float:
 )
 def dispatch(self) -> dict:
     """Rounds until nothing is ready or the budget is spent (see the module docstring)."""
-    from serving.client import get_listener_client
+    from serving.client import ClientConfig, get_listener_client
 
     _clear_queued_mark()  # before the first claim: requests from now on get a task of their own
-    client = get_listener_client(conf.listener_client_config())
+    client = get_listener_client(conf.listener_client_config(ClientConfig))
     started = time.monotonic()
     totals = {"rounds": 0, "applied": 0, "failed": 0}
     while True:

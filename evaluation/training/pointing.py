@@ -31,8 +31,9 @@ def pointing_prompt_builder(embed: Embed | None = None) -> PointingBuilder:
     """``build(schema, tree, turns) -> (prompt, "")``, or ``(None, why)`` when the listener would
     have made no model call for the chunk. ``embed`` replaces the configured embedder (tests)."""
     from memory import conf
+    from serving.client import ClientConfig
 
-    config = conf.listener_client_config().engine
+    config = conf.listener_client_config(ClientConfig).engine
     settings = CandidateSettings(
         k=config.candidate_k,
         threshold=config.candidate_threshold,

@@ -182,9 +182,9 @@ def backfill_run(
     if max_chunks_per_s:
         batch = max(1, min(batch, int(max_chunks_per_s)))
     if process and client is None and not dry_run:
-        from serving.client import get_listener_client
+        from serving.client import ClientConfig, get_listener_client
 
-        client = get_listener_client(conf.listener_client_config())
+        client = get_listener_client(conf.listener_client_config(ClientConfig))
     warming = _warm_up(client, tenant) if process and not dry_run else None
     total = min(total, limit) if (total is not None and limit) else (limit or total)
     bar = tqdm(total=total, unit="subject", disable=not progress, dynamic_ncols=True, desc="backfill")

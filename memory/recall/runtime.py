@@ -26,8 +26,6 @@ _lock = threading.Lock()
 _state: dict = {}
 _said: set[str] = set()  # unavailability causes already logged as warnings
 
-_ENGINE_KIND = {"local": "llamacpp", "openai": "openai", "recorded": "recorded", "standin": "standin"}
-
 
 def configured_embedder() -> Embedder:
     rc = conf.get().recall
@@ -78,19 +76,12 @@ def responder_engine():
         if key in _state:
             return _state[key]
         try:
-            from serving.config import EngineConfig
+            from serving.client import ClientConfig, engine_config_for
             from serving.engines import build_engine
 
-            config = EngineConfig(
-                kind=_ENGINE_KIND[backend],
-                max_tokens=s.answer.max_tokens,
-                model_path=s.models.model_path,
-                base_url=s.models.base_url,
-                api_key=s.models.api_key,
-                model=s.models.model,
-                recording_path=s.answer.recording_path,
-            )
-            engine = build_engine(config)
+            answer = {"max_tokens": s.answer.max_tokens, "recording_path": s.answer.recording_path}
+            config = ClientConfig(backend=backend, engine=s.models.model_dump() | answer)
+            engine = build_engine(engine_config_for(config))  # the engine kind of the backend
         except Exception as exc:  # noqa: BLE001 - a missing model degrades the response, never crashes it
             # Not cached: retried next call (a model file may appear); said once per cause, not per query.
             reason = f"responder engine {backend} unavailable: {exc}"

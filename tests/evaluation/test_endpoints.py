@@ -2,6 +2,7 @@ import pytest
 
 from evaluation.endpoints import EndpointError, memlistener_config, parse_spec, responder_settings
 from memory import conf
+from serving.client import ClientConfig
 
 
 def test_parse_spec():
@@ -16,7 +17,7 @@ def test_parse_spec():
 def test_configs(settings):
     assert memlistener_config("local:/m.gguf").engine.model_path == "/m.gguf"
     default = memlistener_config(None)  # the product's configured listener, whatever it is
-    assert default == conf.listener_client_config()
+    assert default == conf.listener_client_config(ClientConfig)
     assert memlistener_config("ray:http://127.0.0.1:8000/x").url == "http://127.0.0.1:8000/x"
     c = memlistener_config("openai:http://h/v1#qwen")
     assert (c.backend, c.engine.base_url, c.engine.model) == ("openai", "http://h/v1", "qwen")

@@ -14,12 +14,20 @@ from memory import conf
 from memory.checks import personatree_settings
 from memory.recall.search import STRATEGIES
 from personatree_site.settings import base
-from serving.client import InProcessClient, RayServeClient, get_listener_client, reset_listener_clients
+from serving.client import (
+    Backend,
+    ClientConfig,
+    InProcessClient,
+    RayServeClient,
+    get_listener_client,
+    reset_listener_clients,
+)
 from serving.config import PromptMode
 
 
 def test_defaults_are_declared_once_in_conf_and_validate():
-    typed, client = conf.build(base.PERSONATREE)
+    typed = conf.build(base.PERSONATREE)
+    client = conf.listener_client_config(ClientConfig, typed)
     assert typed.dispatch.batch_max_jobs == base.PERSONATREE["BATCH_MAX_JOBS"] == 16
     assert typed.listener.max_ops == base.PERSONATREE["MEMLISTENER_MAX_OPS"] == client.engine.max_ops
     assert typed.recall.milvus_timeout_s == base.PERSONATREE["MILVUS_TIMEOUT_S"]
@@ -69,6 +77,7 @@ def test_every_key_of_base_py_is_read_by_a_section():
 def test_choices_match_the_modules_that_use_them():
     assert get_args(conf.RecallStrategy) == STRATEGIES
     assert get_args(conf.PromptModeSetting) == (*get_args(PromptMode), "")
+    assert get_args(conf.ListenerBackend) == get_args(Backend)
 
 
 @pytest.mark.parametrize(
@@ -94,9 +103,15 @@ def test_choices_match_the_modules_that_use_them():
 )
 def test_bad_values_name_their_variable(key, value, message):
     with pytest.raises(conf.SettingsError) as caught:
-        conf.build({**base.PERSONATREE, key: value})
+        conf.listener_client_config(ClientConfig, conf.build({**base.PERSONATREE, key: value}))
     assert message in str(caught.value)
     assert isinstance(caught.value, ValueError)
+
+
+def test_a_combination_the_engine_cannot_run_is_reported():
+    raw = {**base.PERSONATREE, "MEMLISTENER_BACKEND": "extractive", "MEMLISTENER_PROMPT_MODE": "full_enum"}
+    with pytest.raises(conf.SettingsError, match="MemListener settings: .*extractive listener works on"):
+        conf.listener_client_config(ClientConfig, conf.build(raw))
 
 
 def test_every_bad_value_is_reported_at_once():
@@ -151,7 +166,7 @@ def test_listener_client_config_carries_every_listener_setting(settings):
         "MEMLISTENER_CANDIDATE_K": 5,
         "MEMLISTENER_TIMEOUT_S": 12.5,
     }
-    cfg = conf.listener_client_config()
+    cfg = conf.listener_client_config(ClientConfig)
     assert cfg.backend == "standin" and cfg.timeout_s == 12.5
     engine = cfg.engine
     assert (engine.standin_mode, engine.max_ops, engine.candidate_k, engine.prompt_mode) == (
@@ -172,16 +187,16 @@ def test_settings_select_the_client_and_max_ops_reaches_the_listener(settings):
     }
     reset_listener_clients()
     try:
-        client = get_listener_client(conf.listener_client_config())
+        client = get_listener_client(conf.listener_client_config(ClientConfig))
         assert isinstance(client, InProcessClient) and client.engine_config.kind == "standin"
-        assert get_listener_client(conf.listener_client_config()) is client  # cached per config
+        assert get_listener_client(conf.listener_client_config(ClientConfig)) is client  # cached per config
         assert client.listener.max_ops == 3  # the one factory (serving.listener.build_listener)
         settings.PERSONATREE = {
             **settings.PERSONATREE,
             "MEMLISTENER_BACKEND": "ray",
             "MEMLISTENER_URL": "http://127.0.0.1:1/x",
         }
-        assert isinstance(get_listener_client(conf.listener_client_config()), RayServeClient)
+        assert isinstance(get_listener_client(conf.listener_client_config(ClientConfig)), RayServeClient)
     finally:
         reset_listener_clients()
 

@@ -12,6 +12,7 @@ from memory import conf
 from memory.engine.candidates import CandidateSettings
 from memory.engine.schema import get_schema
 from memory.engine.tree import Tree
+from serving.client import ClientConfig
 from serving.listener import MemListener
 from serving.pointing import LeafIndex, PointingStep
 from serving.protocol import ListenerJob
@@ -41,7 +42,7 @@ def fake_embed(texts):
 def test_rebuilt_pointing_prompt_equals_the_listeners(turns):
     schema = get_schema("personatree-default", 1)
     tree = {"identity/family/pets": "a cat called Miso"}
-    config = conf.listener_client_config().engine
+    config = conf.listener_client_config(ClientConfig).engine
     step = PointingStep(
         LeafIndex(fake_embed),
         CandidateSettings(

@@ -62,7 +62,7 @@ def _mode(settings, mode: str) -> None:
 
 
 def test_default_mode_is_extractive():
-    assert conf.build(base.PERSONATREE)[0].answer.mode == "extractive"
+    assert conf.build(base.PERSONATREE).answer.mode == "extractive"
 
 
 def test_bad_answer_mode_names_the_variable():
