@@ -321,8 +321,9 @@ def listener_client_config(make: Callable[..., T], typed: Settings | None = None
     except ValidationError as exc:
         problems = []
         for err in exc.errors(include_url=False):
-            if not err["loc"]:  # a combination the field types cannot express
-                problems.append(("listener", f"MemListener settings: {err['msg']}"))
+            if not err["loc"]:  # check_engine_config: a combination the field types cannot express
+                why = err.get("ctx", {}).get("error", err["msg"])
+                problems.append(("listener", f"MemListener settings: {why}"))
                 continue
             name = str(err["loc"][-1])
             key = _key_of(_ENGINE_SOURCES.get(name, "listener"), name)
