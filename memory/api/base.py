@@ -101,7 +101,6 @@ class TenantScopedView(APIView):
         return key
 
     def webhook_endpoints(self) -> QuerySet[WebhookEndpoint]:
-        """The tenant's webhook endpoints."""
         return WebhookEndpoint.objects.filter(tenant=self.tenant)
 
     def get_webhook_endpoint(self, public_id) -> WebhookEndpoint:

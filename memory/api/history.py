@@ -1,7 +1,7 @@
 """A subject's history over the API: one leaf's values, the diff of two versions, a revert.
 
-Each view's OpenAPI summary and description say what it answers. The revert goes through the one
-write path (:func:`memory.services.tree.tree_revert`, as the admin's revert) as the API key's actor.
+The revert goes through the one write path (:func:`memory.services.tree.tree_revert`) as the API
+key's actor.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """One leaf of a subject's tree: read (scope ``read``), set and empty (scope ``write``).
 
-``<path>`` in ``/v1/subjects/<external_id>/tree/leaves/<path>`` is a leaf of the subject's schema,
-its slashes as they are or as ``%2F``. Writes go through the one write path
-(:func:`memory.services.tree.leaf_edit` / :func:`~memory.services.tree.leaf_delete`) as the API
-key's actor, every attempt an op record naming the key; each method's answers are in its OpenAPI
-description.
+``<path>`` is a leaf of the subject's schema, its slashes as they are or as ``%2F``. Writes go
+through the one write path (:func:`memory.services.tree.leaf_edit` / ``leaf_delete``) as the API
+key's actor, every attempt an op record naming the key.
 """
 
 from __future__ import annotations

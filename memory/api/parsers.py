@@ -1,10 +1,8 @@
 """The API's one body parser: JSON within the byte limit, and only text that can be stored.
 
 - A body over ``PERSONATREE['MAX_REQUEST_BYTES']`` is a 413 ``payload_too_large`` (``Content-Length``
-  and the bytes read; 0 = no limit). DRF reads a JSON body through ``request.body``, where Django
-  refuses anything over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` before reading it: the settings keep
-  that above ours, and ``memory.api.errors`` answers Django's ``RequestDataTooBig`` with the same
-  JSON 413, so no size gets Django's HTML 400.
+  and the bytes read; 0 = no limit). Django's own ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is set above it,
+  and its ``RequestDataTooBig`` is answered with the same JSON 413 (``memory.api.errors``).
 - JSON can spell an unpaired UTF-16 surrogate (``"\\ud800"``) that Python keeps as a ``str``
   but that neither PostgreSQL nor a UTF-8 response can encode: such a string, value or field
   name, anywhere in the body, is a 400 ``invalid_text`` naming where it is
