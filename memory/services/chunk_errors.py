@@ -1,11 +1,9 @@
 """What a chunk's ``last_error`` may keep: the error's kind and a short reason, never user text.
 
-The causes that reach a chunk carry the subject's or the model's text inside them (a validation
-error quoting the job's turns, an engine's or an OpenAI-compatible server's body echoing the
-prompt or the output, an exception's repr of a value), and internals (the MemListener's URL, model
-file paths). The admin shows ``last_error`` to staff, the ingest status reads it; so it is stored
-(and shown) through :func:`safe_chunk_error`: the first line only, every quoted or bracketed span,
-URL and absolute path replaced by a placeholder, at most :data:`MAX_CHARS` characters.
+The causes that reach a chunk may quote the subject's or the model's text and internals (URLs,
+model paths), and staff and the ingest status read ``last_error``; so it is stored through
+:func:`safe_chunk_error`: the first line only, every quoted or bracketed span, URL and absolute
+path replaced by a placeholder, at most :data:`MAX_CHARS` characters.
 """
 
 from __future__ import annotations

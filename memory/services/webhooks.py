@@ -1,10 +1,9 @@
 """Webhooks: a tenant's endpoints and the events they are sent (docs/WEBHOOKS.md).
 
-The write path of everything webhook-shaped. Split along its seams, re-exported here:
-:mod:`memory.services.webhook_targets` (the SSRF policy and the address a delivery connects to),
-:mod:`memory.services.webhook_deliveries` (signatures, the attempt log, the sweep of orphans),
-:mod:`memory.services.webhook_subscriptions` (which endpoints take which event). The HTTP call is
-made by the ``workers.deliver_webhook`` task (``workers/webhooks.py``).
+The write path of everything webhook-shaped, re-exporting :mod:`~memory.services.webhook_targets`
+(SSRF policy), :mod:`~memory.services.webhook_deliveries` (signatures, attempts, orphans) and
+:mod:`~memory.services.webhook_subscriptions` (who takes which event). The HTTP call is the
+``workers.deliver_webhook`` task's.
 
 - **Endpoints.** At most ``WEBHOOK_MAX_ENDPOINTS_PER_TENANT`` per tenant (a 409 above it); the URL
   is checked at registration and again at every attempt.
@@ -15,8 +14,6 @@ made by the ``workers.deliver_webhook`` task (``workers/webhooks.py``).
 - **Audit.** Every endpoint change (create, update, rotate secret, delete) writes an
   :class:`~memory.models.AuditEvent` in its transaction (``webhook.created`` ...), naming the endpoint
   by its public id and host: never its secret or its full URL (which may carry a token in its path).
-- **Subject ids.** A delivery holds its subject's external id only while it is pending; once it
-  was delivered or gave up the id is emptied (the log keeps the tombstone's keyed hash).
 """
 
 from __future__ import annotations
