@@ -4,10 +4,8 @@
    relevant to it (`router.relevant_paths`). If the model is unavailable or its
    output is unreadable, only the original query is searched and the result
    says so (`expansion.status`).
-2. The original and the expanded queries run as hybrid searches (dense + BM25,
-   RRF) scoped to the subject, in parallel: one multi-query hybrid request by default, or the
-   BM25 request during query embedding then one dense request, or one request per query
-   (`RecallConfig.strategy`, search.py).
+2. The original and the expanded queries run as hybrid searches (dense + BM25, RRF) scoped to
+   the subject, in parallel (`RecallConfig.strategy`, `search.search_many`).
 3. Hits are deduplicated and fused across queries by reciprocal rank.
 4. With a reranker, candidates are re-scored against the original question;
    otherwise the fused ranks stand.

@@ -1,13 +1,10 @@
 """Evidence indexing of many spans at once (a backfill's applied chunks).
 
-One chunk's span holds a few retrieval units; embedding them chunk by chunk pays the model's
-per-call cost (tokenizer, one padded forward pass, torch's thread start-up) for every chunk.
-Here the units of many spans are embedded in one call (:func:`span_texts` then the embedder,
-which batches them longest first) and each span is then written through
-:func:`memory.recall.indexing.evidence_index_span` with those vectors
-(:func:`evidence_write_spans`), so a span indexed in bulk is written, checked and keyed exactly
-like one indexed by its own task. The embedding needs no database: a caller may run it in another
-thread while it goes on writing (``workers.indexing.batched_indexing`` does).
+A chunk's span holds a few retrieval units, so embedding chunk by chunk pays the model's per-call
+cost each time. Here the units of many spans are embedded in one call and each span is written
+through :func:`memory.recall.indexing.evidence_index_span` with those vectors, exactly like one
+indexed by its own task. The embedding needs no database: a caller may run it in another thread
+while it writes (``workers.indexing.batched_indexing`` does).
 """
 
 from __future__ import annotations

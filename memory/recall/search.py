@@ -1,10 +1,6 @@
 """Evidence search for one subject: dense, BM25 or hybrid (dense + BM25 fused with RRF).
 
-Several queries are embedded in one batch and searched in parallel: by default as one
-multi-query request (Milvus parallelises it server-side), or one request per query on a
-thread pool (pymilvus clients are safe to share across threads). For hybrid search the
-"overlap" strategy sends the BM25 request (which needs no embedding) while the queries are
-being embedded, then the dense request, and fuses each query's two rankings with RRF here.
+Several queries are embedded in one batch and searched in parallel (strategies: :func:`search_many`).
 """
 
 from __future__ import annotations
@@ -43,11 +39,10 @@ def search_many(
     """Return one ranked hit list per query (same order as `queries`).
 
     strategy "batch" (default) sends all queries in one request (Milvus runs them in parallel
-    server-side, faster on Milvus Lite); "threads" sends one request per query from a thread
-    pool. "overlap" (hybrid only) runs the BM25
-    request during query embedding and fuses dense and BM25 per query with `rrf_k`, the same
-    reciprocal-rank rule as Milvus's RRFRanker. `vectors` may hold the queries' embeddings
-    already computed (benchmarks embed in one batch).
+    server-side, faster on Milvus Lite); "threads" sends one request per query from a thread pool
+    (pymilvus clients are thread-safe). "overlap" (hybrid only) runs the BM25 request during query
+    embedding and fuses dense and BM25 per query with `rrf_k`, Milvus's RRFRanker rule. `vectors`
+    may hold the queries' embeddings already computed.
     """
     if method not in METHODS:
         raise ValueError(f"unknown search method {method!r}; expected one of {METHODS}")
