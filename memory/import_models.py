@@ -1,9 +1,8 @@
 """A bulk import sent over the API (``POST /v1/imports``): its JSONL body and how far it got.
 
-The body is kept in the row itself, not in a file under the data dir: the web process that
-receives it and the Celery worker that runs it may sit on different hosts with no shared volume,
-and a row survives a worker restart (the task is redelivered and the backfill resumes, every step
-being idempotent). It is dropped once the import is done or failed (``body`` emptied, ``body_bytes`` kept).
+The body is kept in the row, not in a file: the web process and the worker may share no volume,
+and a redelivered task resumes from the row. It is emptied once the import is done or failed
+(``body_bytes`` kept).
 """
 
 from __future__ import annotations

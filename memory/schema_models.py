@@ -1,12 +1,9 @@
 """Tenant schemas and schema migrations (re-exported by :mod:`memory.models`).
 
-A tenant brings its own tree shape as a :class:`TenantSchema`: an engine schema document
-(``memory/engine/schema.py`` validates it) stored under ``(tenant, schema_id, version)``. Rows are
-immutable: a change is a new version, and existing trees move to it through a
-:class:`SchemaMigration` (a declared mapping, ``memory/engine/migration.py``), applied per subject as
-one audited version by ``memory/services/schema_migrations.py``. Ids of the schemas shipped in
-``memory/engine/schemas/`` are reserved, so a shipped schema never needs a database read.
-Services: ``memory/services/schemas.py``; docs/SCHEMAS.md.
+A :class:`TenantSchema` is an engine schema document stored under ``(tenant, schema_id,
+version)``. Rows are immutable: a change is a new version, and existing trees move to it through a
+:class:`SchemaMigration` (a declared mapping), one audited version per subject. Ids of the shipped
+schemas are reserved, so a shipped schema never needs a database read (docs/SCHEMAS.md).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Tenant schemas in the admin (docs/SCHEMAS.md "Tenant schemas").
 
-Staff see the schemas of their granted tenants: the list (tenant, id, version, leaves, subjects
-pinned, created), a read-only page with the pretty-printed document, and an add form that takes the
-JSON document and stores it through :func:`memory.services.schemas.schema_upload` (the API's rules:
-engine validation, reserved shipped ids, consecutive versions, conflicts), whose refusals show in
-the form. A stored version is never edited or deleted: subjects are pinned to it; a change is the
-next version, and existing subjects move to it through a schema migration.
+Staff see the schemas of their granted tenants: a list, a read-only page with the document, and
+an add form that stores through :func:`memory.services.schemas.schema_upload` (the API's rules),
+whose refusals show in the form. A stored version is never edited or deleted: subjects are pinned
+to it.
 """
 
 from __future__ import annotations

@@ -10,11 +10,9 @@ path, so their cardinality is bounded by the URLconf:
 The histogram is most of a scrape, so it is kept lean: no ``method`` label (the counter and the
 access log keep it) and nine buckets at the API's latency targets.
 
-The exposition also carries everything ``workers.metrics`` counts in this process (task runs,
-dispatch batches; with eager Celery the tasks run here), prometheus_client's process series and
-the queue backlog gauges (:mod:`.backlog`).
-With ``PROMETHEUS_MULTIPROC_DIR`` set (several gunicorn workers), prometheus_client writes every
-worker's values to that directory and the exposition aggregates them (``MultiProcessCollector``).
+The exposition also carries what ``workers.metrics`` counts in this process, prometheus_client's
+process series and the queue backlog gauges (:mod:`.backlog`); with ``PROMETHEUS_MULTIPROC_DIR``
+set it aggregates every gunicorn worker's values (:mod:`.gunicorn_conf`).
 """
 
 from __future__ import annotations

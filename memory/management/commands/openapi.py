@@ -1,10 +1,8 @@
 """``manage.py openapi [--check]``: write the API's OpenAPI document to ``docs/openapi.json``.
 
-The document is the one the server serves at ``/api/schema/`` (drf-spectacular over the views
-and serializers), rendered the same way every time (2-space JSON, keys in generation order,
-one trailing newline), so that a change to the API shows as a readable diff of the committed
-file. ``--check`` writes nothing: it exits 1 with the unified diff when the committed file is not
-what the code generates (``make openapi`` regenerates it). ``tests/contract`` runs the same check.
+The document is the one served at ``/api/schema/``, rendered the same way every time (2-space
+JSON, keys in generation order), so an API change shows as a readable diff of the committed file.
+``--check`` writes nothing: it exits 1 with the unified diff when the committed file is stale.
 """
 
 from __future__ import annotations
