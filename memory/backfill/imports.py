@@ -28,6 +28,7 @@ from memory.backfill.records import BackfillFormatError, SubjectHistory
 from memory.backfill.service import backfill_run
 from memory.models import Import, Tenant
 from memory.services import ServiceError
+from workers.base import enqueue_on_commit, pt_task
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +102,6 @@ def import_create(*, tenant: Tenant, data: bytes, label: str = "", created_by: s
             messages=messages,
             created_by=created_by,
         )
-        from memory.backfill.tasks import import_run
-        from workers.base import enqueue_on_commit
-
         enqueue_on_commit(import_run, row.pk, tenant_id=tenant.pk)
     return row
 
@@ -142,6 +140,13 @@ def import_execute(import_id: int) -> str:
     )
     row.refresh_from_db()
     return import_settle(row, import_counts(row)).status
+
+
+@pt_task(name="workers.import_run", queue="ingest", soft_time_limit=3600, retry_for=(OperationalError,))
+def import_run(self, import_id: int) -> str:
+    """The task (ids only; in ``memory.backfill``, not ``workers/``: a backfill drives the workers). One
+    lost with its worker is redelivered (``acks_late``) and the backfill resumes."""
+    return import_execute(int(import_id))
 
 
 def _fail(row: Import, error: str) -> str:

@@ -35,7 +35,9 @@ def test_decorator_sets_policy_and_route():
 
 def test_celery_registers_every_task_through_the_module_autodiscovery_imports(monkeypatch):
     """``app.autodiscover_tasks(["workers"])`` imports ``workers.tasks``; the dispatch task lives in
-    ``workers.dispatcher`` and must be registered under its old name all the same (beat, routes)."""
+    ``workers.dispatcher`` and must be registered under its old name all the same (beat, routes);
+    ``memory.backfill.tasks`` registers the import task defined in ``memory.backfill.imports``."""
+    import memory.backfill.tasks
     import workers.dispatcher
     import workers.tasks
     from memory.signals import chunks_ready
@@ -45,6 +47,7 @@ def test_celery_registers_every_task_through_the_module_autodiscovery_imports(mo
     assert workers.tasks.dispatch is workers.dispatcher.dispatch  # the same (lazy) task object
     assert registered["workers.dispatch"] is workers.dispatcher.dispatch._get_current_object()
     assert registered["workers.sweep"] is workers.tasks.sweep._get_current_object()
+    assert registered["workers.import_run"] is memory.backfill.tasks.import_run._get_current_object()
     assert {"workers.dispatch", "workers.sweep", "workers.deliver_webhook"} <= set(registered)
     asked = []
     monkeypatch.setattr("workers.dispatcher.dispatch_soon", lambda **kw: asked.append(kw))
