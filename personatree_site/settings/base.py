@@ -35,9 +35,8 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 DATA_DIR = Path(env.str("PERSONATREE_DATA_DIR", default=str(BASE_DIR / "var")))
 
 # --- PersonaTree --------------------------------------------------------------------
-# Every PERSONATREE_* setting is declared once (type, default, help) in memory/conf.py, which
-# validates them into typed sections (`memory.conf.get()`); a bad value is a start-up error that
-# names its variable (personatree.E00x).
+# Every PERSONATREE_* setting is declared once in memory/conf.py; a bad value is a start-up error
+# naming its variable (personatree.E00x).
 PERSONATREE = conf.from_environ(os.environ, data_dir=DATA_DIR, base_dir=BASE_DIR)
 
 # The development key: production.py refuses it (and any other weak key).
@@ -65,8 +64,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: answers /healthz, /readyz, /metrics before the HTTPS redirect and the host check
-    # (probes call by pod IP over HTTP), and times every other request (docs/DEPLOY.md, "Operations").
+    # First: the ops paths skip the HTTPS redirect and the host check (ops/middleware.py).
     "personatree_site.ops.middleware.OpsMiddleware",
     # The request id (X-Request-ID) of every log line and the access log (docs/DEPLOY.md, "Logs").
     "personatree_site.ops.logging.RequestContextMiddleware",
@@ -190,6 +188,5 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = (
     else None
 )
 
-# Logs: plain lines here, one JSON object a line with PERSONATREE_LOG_FORMAT=json (production's
-# default); every line carries the request id, tenant id and hashed subject (personatree_site/ops/logging.py).
+# Logs: plain lines, or one JSON object a line with PERSONATREE_LOG_FORMAT=json (production's default).
 LOGGING = logging_config(PERSONATREE["LOG_FORMAT"], env.str("DJANGO_LOG_LEVEL", default="INFO"))

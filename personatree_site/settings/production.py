@@ -60,9 +60,8 @@ environment_defaults(PERSONATREE, os.environ, MEMLISTENER_BACKEND="ray", LOG_FOR
 # One JSON object a line (request id, tenant id, hashed subject); PERSONATREE_LOG_FORMAT=plain for text.
 LOGGING = logging_config(PERSONATREE["LOG_FORMAT"], env.str("DJANGO_LOG_LEVEL", default="INFO"))
 
-# Static files (admin, API docs) served by the web process itself, no proxy needed: WhiteNoise
-# right after the security middleware, from STATIC_ROOT collected into the image at build time
-# (docker/web.Dockerfile), compressed and under content-hashed names (cached for a year).
+# Static files (admin, API docs) served by the web process itself through WhiteNoise, from
+# STATIC_ROOT collected at image build time, compressed and under content-hashed names.
 MIDDLEWARE = list(MIDDLEWARE)
 MIDDLEWARE.insert(
     MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
