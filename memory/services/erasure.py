@@ -2,16 +2,13 @@
 
 ``subject_erase`` leaves a :class:`~memory.models.Tombstone` with the subject's pk and no
 ``vectors_purged_at``; ``subject_erased`` (on commit) queues ``workers.erase_subject_vectors``.
-That task, and the periodic ``workers.reconcile_erasures`` for every purge that did not complete
-(Milvus unreachable past the task's retries, the task lost with the broker, a worker killed),
-record the purge here once the index confirmed it. Deleting a subject's vectors is idempotent,
-so a purge done twice is harmless.
+That task, and the periodic ``workers.reconcile_erasures`` for every purge that did not complete,
+record the purge here once the index confirmed it (deleting vectors is idempotent).
 
-The llama.cpp disk prompt cache (``MEMLISTENER_PROMPT_CACHE_DIR``, off by default) keeps every
-prompt the local model saw, the subjects' turns included, as token ids keyed by the prompt: no
-entry can be told to belong to one subject, so an erasure empties the whole cache of this machine
-(:func:`purge_prompt_cache`, on commit, in the erasing process). A MemListener deployment on
-another machine with its own disk cache is out of reach: keep it off there (``serving/config``).
+The llama.cpp disk prompt cache (``MEMLISTENER_PROMPT_CACHE_DIR``, off by default) holds the
+subjects' turns in entries no one can attribute to a subject, so an erasure empties this machine's
+whole cache (:func:`purge_prompt_cache`, on commit). A MemListener on another machine with its own
+disk cache is out of reach: keep it off there.
 """
 
 from __future__ import annotations

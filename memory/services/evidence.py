@@ -1,11 +1,9 @@
 """Evidence indexing bookkeeping: which applied chunks are confirmed in the vector index.
 
-A chunk's version commits, then ``version_applied`` (on commit) queues ``workers.index_messages``
-for the chunk's span. A broker outage between the commit and the publish, or a task that gave up
-while Milvus was down, would leave those messages out of deep recall for good. So the index task
-records ``Chunk.indexed_at`` once the upsert is confirmed, and the periodic
-``workers.reconcile_indexing`` re-queues the spans of applied chunks still unconfirmed after a grace
-period. Upserts have deterministic primary keys, so a span indexed twice is harmless.
+``version_applied`` (on commit) queues ``workers.index_messages`` for the chunk's span; a lost
+publish or a task that gave up would leave those messages out of deep recall. So the task records
+``Chunk.indexed_at`` once the upsert is confirmed, and ``workers.reconcile_indexing`` re-queues the
+spans still unconfirmed after a grace period (upserts are idempotent).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Typed results of the read services, sent to clients as JSON objects.
 
-A result is a frozen dataclass: code reads ``result.mode_used`` and the type checker knows the
-fields. It also reads as the JSON object it becomes (a read-only mapping of its fields, in field
-order: ``result["mode_used"]``, ``dict(result)``, ``{**result}``), which is how the API views and
-the evaluation harness consume it; ``to_dict()`` gives a plain dict (a new, mutable one).
+A result is a frozen dataclass (``result.mode_used``) that also reads as the JSON object it
+becomes: a read-only mapping of its fields in field order (``result["mode_used"]``, ``dict(result)``),
+as the API views and the evaluation harness consume it; ``to_dict()`` gives a new, mutable dict.
 """
 
 from __future__ import annotations
