@@ -3,9 +3,7 @@ the refusals of a schema-valid request that the schema cannot state (``x-refusal
 
 A link names the operation it leads to and where that operation's parameters come from in this
 answer (``$response.body#/external_id``) or this request (``$request.path.external_id``).
-Generated clients and readers follow them; schemathesis builds its stateful phase from them
-(create a subject -> ingest -> tree -> edit a leaf -> versions -> export -> erase; create a
-webhook -> read, change, deliveries, rotate its secret; create a key -> read -> rotate, revoke).
+Generated clients follow them and schemathesis builds its stateful phase from them;
 :class:`memory.api.openapi.ProblemAutoSchema` attaches them to the responses named here.
 """
 
