@@ -9,7 +9,7 @@ extractive listener and by the pointing pipeline for every model's ADD/UPDATE/DE
   -> "Has"), other first-person words become "they/them/their"; it only removes or swaps words,
   so the result stays grounded in the sentence;
 - :func:`merge_clauses` keeps what the old value holds, drops an old clause the new one repeats or
-  supersedes (it shares most of its content words), appends the new clause, and when over budget
+  supersedes (it shares most of its content words, and the date of a dated one), appends the new clause, and when over budget
   drops the oldest clause without a date, number or name first (:func:`anchored`), then the
   oldest; an already-held clause is a no-change; a ``single`` leaf (one current state: city,
   employer, job title, relationship status) is replaced by the new clause;
@@ -171,13 +171,23 @@ def merge_clauses(old: str | None, new: str, budget: int, *, single: bool = Fals
             return old or new
         if single:
             continue
-        if _overlap(set(key), set(new_key)) >= 0.6:  # the new clause restates or supersedes this one
-            continue
+        if _overlap(set(key), set(new_key)) >= 0.6 and not _other_event(key, new_key):
+            continue  # the new clause restates or supersedes this one
         kept.append(clause)
     kept.append(new)
     while len(kept) > 1 and len(SEPARATOR.join(kept)) > budget:
         kept.pop(_victim(kept[:-1]))
     return SEPARATOR.join(kept)
+
+
+def _other_event(key: frozenset[str], new_key: frozenset[str]) -> bool:
+    """Is the old clause a dated event the new one does not restate (its date's day, month or year
+    left out)? "Went to the museum (5 July 2023)" is not superseded by "Took the kids to a pottery
+    workshop (14 July 2023)", nor "Won their first tournament (21 January 2022)" by "Is in the
+    tournament again"; "Runs 5 km" still is by "Runs 10 km" (no date)."""
+    if not any(k.startswith("m:") for k in key):
+        return False
+    return any(k[:1].isdigit() or k.startswith("m:") for k in key - new_key)
 
 
 _NAME_AFTER_FIRST = re.compile(r"(?<=[\s(\"'])(?!I\b|I')[A-Z]")

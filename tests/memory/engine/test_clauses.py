@@ -31,6 +31,19 @@ def test_multi_leaf_appends_and_drops_restated_clauses_as_before() -> None:
     assert merge_clauses("Has a dog; Loves hiking", "Loves hiking", 80) == "Has a dog; Loves hiking"
 
 
+def test_a_dated_event_is_not_superseded_by_another_one() -> None:
+    old = "Took the kids to the museum (5 July 2023)"
+    new = "Took the kids to a pottery workshop (14 July 2023)"
+    assert merge_clauses(old, new, 120) == f"{old}; {new}"
+    old = "Won their first video game tournament (21 January 2022)"
+    new = "Is playing in the video game tournament again"
+    assert merge_clauses(old, new, 120) == f"{old}; {new}"
+    # the same event restated with its date still replaces the old clause
+    assert merge_clauses(old, "Won their first big video game tournament (21 January 2022)", 120) == (
+        "Won their first big video game tournament (21 January 2022)"
+    )
+
+
 def test_clause_key_counts_numbers_and_months() -> None:
     assert clause_key("Is 32") == {"32"}
     assert clause_key("Went to a concert (May 2023)") != clause_key("Went to a concert (June 2023)")

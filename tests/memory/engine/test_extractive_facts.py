@@ -26,16 +26,23 @@ def _leaf_of(text: str, tree: dict[str, str]) -> str | None:
     candidates = Candidates(leaves, {1: RANKED[0]}, {1: RANKED})
     budgets = {"life/recent": 80, "hobbies/outdoor": 80}
     (item,) = fact_pointers([unit], {1: Placed(RANKED)}, candidates, tree, budgets)
-    return next((c.path for c in leaves if c.id == item["leaf"]), None)
+    return next((c.path for c in leaves if c.id == item["leaf"]), None)  # NO_OP: None
 
 
 def test_a_dated_fact_goes_to_the_next_leaf_rather_than_push_one_out() -> None:
     tree = {"life/recent": FULL}
     assert _leaf_of("I went camping in Sintra yesterday", tree) == "hobbies/outdoor"
-    # a fact with no date, number or name keeps its best leaf (the words of a tree stay bounded)
-    assert _leaf_of("I love sleeping under the stars", tree) == "life/recent"
     # with room, the best leaf
     assert _leaf_of("I went camping in Sintra yesterday", {}) == "life/recent"
+
+
+def test_a_vague_fact_never_pushes_a_dated_one_out() -> None:
+    # a fact with no date, number or name takes the best leaf where only vague clauses would go
+    assert _leaf_of("I love sleeping under the stars", {"life/recent": FULL}) == "hobbies/outdoor"
+    vague = "Loves long walks; Enjoys quiet mornings; Likes cooking dinner at home"
+    assert _leaf_of("I love sleeping under the stars", {"life/recent": vague}) == "life/recent"
+    # and is not filed when every leaf would lose a dated fact for it
+    assert _leaf_of("I love sleeping under the stars", {"life/recent": FULL, "hobbies/outdoor": FULL}) is None
 
 
 def test_a_fact_that_speaks_to_the_other_person_is_not_filed() -> None:
