@@ -37,10 +37,13 @@ def test_a_dated_fact_goes_to_the_next_leaf_rather_than_push_one_out() -> None:
 
 
 def test_a_vague_fact_never_pushes_a_dated_one_out() -> None:
-    # a fact with no date, number or name takes the best leaf where only vague clauses would go
+    # a fact with no date, number or name takes the best leaf with room for it
     assert _leaf_of("I love sleeping under the stars", {"life/recent": FULL}) == "hobbies/outdoor"
     vague = "Loves long walks; Enjoys quiet mornings; Likes cooking dinner at home"
-    assert _leaf_of("I love sleeping under the stars", {"life/recent": vague}) == "life/recent"
+    assert _leaf_of("I love sleeping under the stars", {"life/recent": vague}) == "hobbies/outdoor"
+    # else the best leaf where only vague clauses would go
+    full = {"life/recent": vague, "hobbies/outdoor": FULL}
+    assert _leaf_of("I love sleeping under the stars", full) == "life/recent"
     # and is not filed when every leaf would lose a dated fact for it
     assert _leaf_of("I love sleeping under the stars", {"life/recent": FULL, "hobbies/outdoor": FULL}) is None
 
