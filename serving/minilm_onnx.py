@@ -74,17 +74,19 @@ def graph_path(model_dir: str, directory: Path | None = None) -> Path:
 def export(model_dir: str, path: Path) -> Path:
     """Export the transformers model in ``model_dir`` to ``path`` (written whole, then renamed into
     place: a reader never sees a partial file, and two exporting processes both leave a good one)."""
-    import torch
-    from transformers import AutoModel
-
-    model = AutoModel.from_pretrained(model_dir)
-    model.eval()
-    example = {name: torch.ones(2, 8, dtype=torch.long) for name in INPUTS}
-    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=model.config.max_position_embeddings)
+    # An unwritable cache (an image's read-only home) fails here, before seconds of model loading.
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(prefix=path.name, suffix=".partial", dir=path.parent)
     os.close(fd)
     try:
+        import torch
+        from transformers import AutoModel
+
+        model = AutoModel.from_pretrained(model_dir)
+        model.eval()
+        example = {name: torch.ones(2, 8, dtype=torch.long) for name in INPUTS}
+        batch = torch.export.Dim("batch")
+        seq = torch.export.Dim("seq", max=model.config.max_position_embeddings)
         # The exporter prints its progress, and warns that the three inputs share their axes.
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")

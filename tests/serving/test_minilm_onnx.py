@@ -134,3 +134,13 @@ def test_the_graph_is_named_after_the_weights_and_the_exporting_packages(tmp_pat
     second = minilm_onnx.graph_path(str(weights.parent), tmp_path)
     monkeypatch.setattr(minilm_onnx, "_version", lambda name: "9.9" if name == "torch" else "1.0")
     assert minilm_onnx.graph_path(str(weights.parent), tmp_path) != second
+
+
+def test_an_unwritable_cache_is_refused_before_the_model_loads(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setattr(minilm_onnx, "cache_dir", lambda: blocker / "onnx")
+    monkeypatch.setitem(sys.modules, "transformers", None)  # loading the model would raise ImportError
+    with pytest.raises(minilm_onnx.OnnxUnavailable, match="cannot export") as caught:
+        minilm_onnx.ensure_graph(MiniLMEmbedder().path)
+    assert not isinstance(caught.value.__cause__, ImportError)
