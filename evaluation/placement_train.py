@@ -60,6 +60,16 @@ head by geometric mean of their out-of-fold probabilities (0.738 vs 0.737 on the
 alone 0.66); geometric means of the heads above (0.72-0.75 over 31 combinations, the best of which
 is selection noise). An MLP head was not measured: a hidden layer adds its size x 384 products per
 clause to a placement step whose cost is mostly the cosine prior already.
+
+Tried in a third round (772 labels before the second ``alt`` pass of ``fixtures/README.md``; out-of-
+fold head of the shipped configuration, blend weights picked on the other folds, no threshold: base
+0.741, folds 0.73 / 0.72 / 0.82 / 0.71 / 0.76) and not kept: a nearest-labelled-neighbour vote (the
+training folds' clause and fact vectors, top 5-20 by cosine, weights exp((cos - 1) / 0.05-0.1),
+``alt`` at half) as a fourth blended signal scores 0.53-0.57 alone and the blend gives it weight 0
+(0.736-0.741); the head's softmax at temperature 0.5 / 0.7 / 1.5 / 2 (0.734 / 0.728 / 0.737 /
+0.741); the head fitted on the whole accepted set (loss -log of the summed probability of ``leaf``
+and ``alt``, gold weight 5, same penalty; torch L-BFGS) instead of ``alt`` rows at weight 2: head
+alone 0.681 vs 0.716, blend 0.712.
 """
 
 from __future__ import annotations
