@@ -9,9 +9,9 @@ extractive listener and by the pointing pipeline for every model's ADD/UPDATE/DE
   -> "Has"), other first-person words become "they/them/their"; it only removes or swaps words,
   so the result stays grounded in the sentence;
 - :func:`merge_clauses` keeps what the old value holds, drops an old clause the new one repeats or
-  supersedes (it shares most of its content words, and the date of a dated one), appends the new clause, and when over budget
-  drops the oldest clause without a date, number or name first (:func:`anchored`), then the
-  oldest; an already-held clause is a no-change; a ``single`` leaf (one current state: city,
+  supersedes (it shares most of its content words, and the date of a dated one), appends the new
+  clause, and when over budget drops the clause without a date, number or name (:func:`anchored`)
+  that says least first, then the oldest; an already-held clause is a no-change; a ``single`` leaf (one current state: city,
   employer, job title, relationship status) is replaced by the new clause;
 - :func:`duplicate_leaf` finds the leaf of a whole tree that already holds a clause's fact, so a
   fact is filed once per subject, not once per leaf;
@@ -157,8 +157,8 @@ def _held(new_key: frozenset[str], key: frozenset[str]) -> bool:
 
 
 def merge_clauses(old: str | None, new: str, budget: int, *, single: bool = False) -> str:
-    """Old value + new clause; over ``budget``, the oldest clause without a date, number or name
-    goes first, then the oldest (see the module docstring).
+    """Old value + new clause; over ``budget``, the clause without a date, number or name with the
+    fewest content words goes first, then the oldest (see the module docstring and :func:`_victim`).
 
     ``single``: the leaf holds one current state, so the new clause replaces the value unless the
     value already holds it."""
@@ -200,10 +200,14 @@ def anchored(clause: str) -> bool:
 
 
 def _victim(older: list[str]) -> int:
-    """Which older clause goes when a leaf is over budget: the oldest without a date, number or
-    name, else the oldest ("Is feeling hopeful" goes before "Went to an adoption meeting (14 July
-    2023)")."""
-    return next((i for i, clause in enumerate(older) if not anchored(clause)), 0)
+    """Which older clause goes when a leaf is over budget: of those without a date, number or
+    name, the one with the fewest content words (the oldest of them on a tie), else the oldest
+    ("Is feeling hopeful" goes before "Went to an adoption meeting (14 July 2023)" and before
+    "Has gone camping a few times but never tried mountain climbing")."""
+    vague = [i for i, clause in enumerate(older) if not anchored(clause)]
+    if not vague:
+        return 0
+    return min(vague, key=lambda i: (len(content_stems(older[i])), i))
 
 
 def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:

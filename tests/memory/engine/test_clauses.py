@@ -77,6 +77,15 @@ def test_over_budget_a_clause_without_date_number_or_name_goes_first() -> None:
         merge_clauses(old, "Adopted a cat named Luna", 80)
         == "Went to Porto (7 May 2023); Adopted a cat named Luna"
     )
+    # of the vague clauses, the one that says least goes first
+    old = "Is feeling hopeful; Has gone camping a few times but never tried climbing; Went to Porto (7 May 2023)"
+    assert merge_clauses(old, "Adopted a cat named Luna", 120) == (
+        "Has gone camping a few times but never tried climbing; Went to Porto (7 May 2023); Adopted a cat named Luna"
+    )
+    old = "Has gone camping a few times but never tried climbing; Is feeling hopeful; Went to Porto (7 May 2023)"
+    assert merge_clauses(old, "Adopted a cat named Luna", 120) == (
+        "Has gone camping a few times but never tried climbing; Went to Porto (7 May 2023); Adopted a cat named Luna"
+    )
     # every clause anchored: the oldest goes, as before
     old = "Went to Porto (7 May 2023); Ran 10 km (9 May 2023)"
     assert (
