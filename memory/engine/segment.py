@@ -65,6 +65,17 @@ _CUT = re.compile(
     r"|,\s+(?=(?:and\s+)?(?:how|what)\s+about\s+you\b|and\s+you\s*\?|you\s*\?)",
     re.IGNORECASE,
 )
+# A comma splice of two first-person statements ("I run every morning, I've been training for ...");
+# cut only when the left side has its own first-person subject and is not a subordinate clause
+# ("When I was young, I played piano" stays whole).
+_FIRST = r"(?:I|I'm|I've|I'd|I'll|we|we're|we've|we'd|we'll)"
+_SPLICE = re.compile(rf",\s+(?={_FIRST}\s)")
+_LEFT_SUBJECT = re.compile(rf"\b{_FIRST}\s", re.IGNORECASE)
+_SUBORDINATE = re.compile(
+    r"^\W*(?:when|whenever|if|because|since|although|though|even|while|as|once|until|till|after|before|"
+    r"unless|whether|now that|so that|ever since)\b",
+    re.IGNORECASE,
+)
 
 # Tag questions at the end of a statement: "..., right?", "... - pretty cool, huh?".
 _TAG = re.compile(
@@ -95,6 +106,12 @@ _OPENER = re.compile(
     rf"^(?:(?:(?:{_GREETING})\s+{_NAME}\s*(?:[,!.\u2026]+|\s+-+)\s*)"
     rf"|(?:(?:{_INTERJECTION})(?:\s+(?:nice|cool|wow|great|man|dude|so much|again|then|thing|too|there))*"
     r"\s*(?:[,!.:\u2026]+|\s+-+)\s*))+",
+    re.IGNORECASE,
+)
+# An evaluation put before the speaker's statement: "Good thing I run ...", "Lucky for me, I ...".
+_EVALUATIVE_LEAD = re.compile(
+    rf"^(?:(?:the\s+)?(?:good|best|funny|lucky|crazy|weird)\s+thing(?:\s+is)?|lucky\s+for\s+(?:me|us))"
+    rf"\s*,?\s+(?={_FIRST}\s)",
     re.IGNORECASE,
 )
 _GREETING_NAME = re.compile(rf"^(?:{_GREETING})\s+({_NAME})\b", re.IGNORECASE)
@@ -194,7 +211,7 @@ def _strip_edges(content: str, start: int, end: int, names: set[str]) -> tuple[i
         m = _GREETING_NAME.match(text)
         if m and _vocative(m.group(1), names) and text[m.end() :].strip(" ,!.") == "":
             return end, end, ""  # "Hey Mel" alone
-        m = _OPENER.match(text)
+        m = _OPENER.match(text) or _EVALUATIVE_LEAD.match(text)
         if m:
             start += m.end()
             continue
@@ -250,9 +267,14 @@ def _pieces(content: str, start: int, end: int) -> list[tuple[int, int]]:
     """Clause spans of one sentence span; short pieces merged into a neighbour."""
     raw: list[tuple[int, int]] = []
     pos = start
-    for m in _CUT.finditer(content, start, end):
-        raw.append((pos, m.start()))
-        pos = m.end()
+    cuts = [(m.start(), m.end(), False) for m in _CUT.finditer(content, start, end)]
+    cuts += [(m.start(), m.end(), True) for m in _SPLICE.finditer(content, start, end)]
+    for cut_start, cut_end, splice in sorted(cuts):
+        left = content[pos:cut_start]
+        if cut_start < pos or (splice and (not _LEFT_SUBJECT.search(left) or _SUBORDINATE.match(left))):
+            continue
+        raw.append((pos, cut_start))
+        pos = cut_end
     raw.append((pos, end))
     merged: list[tuple[int, int]] = []
     carry: int | None = None  # start of a short leading piece waiting for the next one

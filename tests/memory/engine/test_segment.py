@@ -66,6 +66,17 @@ def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
             ["We all made our own pots", "it was fun and therapeutic!"],
         ),
         ("Just started doing aerial yoga, it's great.", ["Just started doing aerial yoga"]),
+        # two first-person statements spliced by a comma are two clauses; a subordinate one is not
+        (
+            "I run every morning, I've been training for a half marathon.",
+            ["I run every morning", "I've been training for a half marathon."],
+        ),
+        ("When I was young, I played piano.", ["When I was young, I played piano."]),
+        ("If we win, we'll celebrate in Rome.", ["If we win, we'll celebrate in Rome."]),
+        ("After the game, I went home.", ["After the game, I went home."]),
+        # an evaluation before the statement goes
+        ("Good thing I run every morning.", ["I run every morning."]),
+        ("Lucky for me, I found a flat near work.", ["I found a flat near work."]),
         ("Guess what - I got a puppy two weeks ago!", ["I got a puppy two weeks ago!"]),
         # questions are kept and recognisable
         (
