@@ -29,12 +29,12 @@ $(VENV)/bin/python:
 
 # torch is pinned to 2.13.0 in pyproject.toml (the recall extra); llama-cpp-python
 # compiles from source the first time (~6 min on 2 cores), then pip's wheel cache is used.
-# With the recall extra, MiniLM's ONNX graph is exported once into ~/.cache/personatree/onnx
-# (serving/minilm_onnx.py; a process that finds none exports it itself).
+# With the recall extra, serving/warm.py computes once per machine, into ~/.cache/personatree, what
+# every process would otherwise compute: MiniLM's ONNX graph and the default schema's leaf vectors.
 $(STAMP): pyproject.toml clients/python/pyproject.toml $(LOCK) | $(VENV)/bin/python
 	$(PIP) install --quiet -c $(LOCK) -e '.[$(EXTRAS)]'
 	$(PIP) install --quiet -c $(LOCK) -e clients/python
-	$(if $(findstring recall,$(EXTRAS)),$(PY) -m serving.minilm_onnx)
+	$(if $(findstring recall,$(EXTRAS)),$(PY) -m serving.warm)
 	touch $@
 
 venv: $(STAMP)

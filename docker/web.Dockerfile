@@ -30,7 +30,7 @@ COPY memory/ memory/
 COPY workers/ workers/
 COPY serving/ serving/
 RUN pip install -c requirements/lock.txt --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "gunicorn==27.0.1" \
-    && python -m serving.minilm_onnx
+    && python -m serving.warm
 
 # collectstatic imports the production settings, which refuse to start without their
 # secrets (a key of 50+ characters): build-time placeholders only, never present at run time

