@@ -187,4 +187,3 @@ class OnnxMiniLM:
         mask = batch["attention_mask"][..., None].astype(hidden.dtype)
         vecs = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
         return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-

@@ -95,7 +95,6 @@ def test_embedding_on_onnx_imports_neither_torch_nor_transformers():
     assert _last_line(code) == "(2, 384) False False"
 
 
-
 def test_the_fact_pipeline_loads_spacy_without_torch():
     """thinc would import torch under spaCy; the extractive engine's process needs none of it,
     and torch still imports afterwards for whoever needs it."""
@@ -120,6 +119,7 @@ def test_a_process_that_has_torch_keeps_it_while_spacy_loads():
         "print(sys.modules['torch'] is torch, thinc.compat.has_torch)\n"
     )
     assert _last_line(code) == "True True"
+
 
 def test_without_onnxruntime_minilm_runs_on_torch():
     code = (
