@@ -185,42 +185,26 @@ def _roomy_leaf(
     singles: Collection[str],
 ) -> str | None:
     """The leaf of ``ranked`` (leaves the placer scored at or above its threshold, best first) that
-    files ``fact`` at the least loss.
+    files ``fact`` at the least loss, or None.
 
-    A fact without a date, number or name (:func:`memory.engine.clauses.anchored`) goes to the best
-    leaf that takes it without pushing a clause out, else to the best leaf where it pushes out only
-    vague clauses, else it is not filed: a vague fact never costs the tree a specific one. An
-    anchored fact (a dated event,
-    a name, a count: what questions ask for) goes to the best leaf that takes it without pushing an
-    older clause out over its budget, else to the best leaf (where :func:`~memory.engine.clauses.merge_clauses` pushes out an unanchored clause
-    first). A single-state leaf replaces its value by design, so it always takes it.
-
-    Measured on the LoCoMo tune conversations (conv-26/30/41/42, the rest of this change in place):
-    with the best leaf only, 74 of conv-26's 178 facts were pushed out by later ones; spreading
-    every fact gave an answerable ratio of 0.459 at 0.090 tree words per history word, spreading
-    only the anchored ones 0.440 at 0.076 (the words ratio must stay under 0.10); a vague fact kept
-    from pushing an anchored one out: 0.474 at 0.078, coverage@0.6 0.468 -> 0.481, precision@0.6
-    0.619 -> 0.626; and spread to a leaf with room first: 0.496 at 0.092, coverage@0.6 0.533,
-    precision@0.6 0.617."""
+    Every fact goes to the best leaf that takes it without pushing a clause out over its budget (a
+    single-state leaf replaces its value by design, so it always takes it). Failing that, a fact with
+    a date, number or name (:func:`memory.engine.clauses.anchored`: what questions ask for) goes to
+    the best leaf, where :func:`~memory.engine.clauses.merge_clauses` pushes out an unanchored
+    clause first; a vague fact goes to the best leaf where it pushes out only vague clauses, else it
+    is not filed: a vague fact never costs the tree a specific one."""
     if not ranked:
-        return None
-    if not anchored(fact):
-        # a vague fact never pushes a dated, named or counted one out
-        for path in ranked:
-            old = values.get(path)
-            if path in singles or not old or _has_room(old, fact, budgets.get(path, 80)):
-                return path
-        for path in ranked:
-            if not _pushes_out_anchored(values[path], fact, budgets.get(path, 80)):
-                return path
         return None
     for path in ranked:
         old = values.get(path)
-        if path in singles or not old:
+        if path in singles or not old or _has_room(old, fact, budgets.get(path, 80)):
             return path
-        if _has_room(old, fact, budgets.get(path, 80)):
+    if anchored(fact):
+        return ranked[0]
+    for path in ranked:
+        if not _pushes_out_anchored(values[path], fact, budgets.get(path, 80)):
             return path
-    return ranked[0]
+    return None
 
 
 def _has_room(old: str, fact: str, budget: int) -> bool:
