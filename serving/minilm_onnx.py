@@ -1,17 +1,12 @@
 """all-MiniLM-L6-v2 on ONNX Runtime: the same BERT, exported once by torch, run without torch.
 
 The shipped weights are a transformers checkpoint. `export` turns them into an ONNX graph with
-torch's own exporter (``torch.onnx.export``, the torch.export-based one) and keeps it in a cache
-directory (`cache_dir`), named after what the graph depends on (`graph_path`): the weights' file,
-torch, transformers and onnxscript. `make venv` exports it when the recall extra is installed; a
-process that finds no graph exports it itself, once (about 18 s of CPU, and torch is imported for
-it). Afterwards a process embeds with ``onnxruntime`` and the ``tokenizers`` library alone: no
-transformers import (5.5 s of CPU with torch's), and on two intra-op threads about 40 % less CPU
-than torch's forward pass on two (300 LoCoMo turn pairs: 8.0-8.2 against 12.9-14.0 s; on one
-thread both take 6.6-7.4 s). The vectors are torch's to float rounding (2,004 LoCoMo turns and
-pairs: cosine >= 0.9999999, largest difference 3.7e-7; `tests/serving/test_minilm_onnx.py`).
-
-``python -m serving.warm`` exports the packaged model's graph if it is not there.
+torch's own exporter (``torch.onnx.export``, the torch.export-based one) and keeps it in the
+machine cache (`cache_dir`), named after what the graph depends on (`graph_path`): the weights'
+file, torch, transformers and onnxscript. ``python -m serving.warm`` (run by `make venv`) exports
+it; a process that finds no graph exports it itself, once. Afterwards a process embeds with
+``onnxruntime`` and the ``tokenizers`` library alone, and its vectors are torch's to float
+rounding (`tests/serving/test_minilm_onnx.py`).
 """
 
 from __future__ import annotations
