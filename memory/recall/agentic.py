@@ -61,7 +61,6 @@ class RecallConfig:
     expansions: int = 3
     per_query_k: int = 8
     rerank_candidates: int = 20
-    rrf_k: int = 60
     strategy: str = "batch"  # "batch" | "threads" | "overlap", see search.search_many
 
 
@@ -200,7 +199,7 @@ def agentic_recall(
     rankings = search_many(
         index, embedder, scope, queries, limit=config.per_query_k, method="hybrid", strategy=config.strategy
     )
-    fused: list[Hit] = rrf_fuse(rankings, k=config.rrf_k)
+    fused: list[Hit] = rrf_fuse(rankings)
     timings["search_ms"] = (time.perf_counter() - t1) * 1000
 
     candidates = fused[: config.rerank_candidates]

@@ -26,6 +26,7 @@ from . import layout, lite
 from .layout import SESSION_MAX, IndexUnavailable
 from .rows import (
     OUTPUT_FIELDS,
+    RRF_K,
     EvidenceRow,
     Hit,
     Scope,
@@ -341,8 +342,6 @@ class EvidenceIndex:
         scope: Scope,
         *,
         limit: int,
-        candidates: int | None = None,
-        rrf_k: int = 60,
     ) -> list[list[Hit]]:
         """Dense + BM25 fused with RRF, per query (vectors[i] pairs with texts[i]); in-process Lite: the
         two sub-searches its HybridSearch handler runs, fused by the same rule (`rows.rrf_fuse`)."""
@@ -354,11 +353,11 @@ class EvidenceIndex:
         if not self._open(name, create=False):
             return [[] for _ in texts]
         expr = scope.expr()
-        n = candidates or hybrid_candidates(limit)
+        n = hybrid_candidates(limit)
         if self.direct_reads and lite.local_collection(self.uri, name) is not None:
             dense = self.search_dense(vectors, scope, limit=n)
             sparse = self.search_bm25(texts, scope, limit=n)
-            return [rrf_fuse([d, s], k=rrf_k)[:limit] for d, s in zip(dense, sparse, strict=True)]
+            return [rrf_fuse([d, s])[:limit] for d, s in zip(dense, sparse, strict=True)]
         dense_data = [list(map(float, v)) for v in vectors]
         reqs = [
             AnnSearchRequest(
@@ -368,6 +367,6 @@ class EvidenceIndex:
                 data=list(texts), anns_field="sparse", param={"metric_type": "BM25"}, limit=n, expr=expr
             ),
         ]
-        kw = {"ranker": RRFRanker(rrf_k), "limit": limit, "output_fields": OUTPUT_FIELDS}
+        kw = {"ranker": RRFRanker(RRF_K), "limit": limit, "output_fields": OUTPUT_FIELDS}
         res = self._call("hybrid_search", self.client.hybrid_search, name, reqs, **kw)
         return [[to_hit(r) for r in hits] for hits in res]

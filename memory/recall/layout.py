@@ -46,14 +46,14 @@ def collection_of(base: str, shards: int, subject_id: int) -> str:
     return f"{base}_v{LAYOUT}_{subject_id % shards}of{shards}" if shards > 1 else f"{base}_v{LAYOUT}"
 
 
-def schema(client, dim: int, *, partition_key: str = "subject_id"):
+def schema(client, dim: int):
     """The evidence schema."""
     from pymilvus import DataType, Function, FunctionType
 
     s = client.create_schema(auto_id=False, enable_dynamic_field=False)
     s.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=64)
     for name in ("tenant_id", "subject_id", "start_seq", "end_seq", "ts_ms"):
-        s.add_field(name, DataType.INT64, is_partition_key=name == partition_key)
+        s.add_field(name, DataType.INT64, is_partition_key=name == "subject_id")
     s.add_field("session", DataType.VARCHAR, max_length=SESSION_MAX * 4)
     s.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX_BYTES, enable_analyzer=True)
     s.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
@@ -69,12 +69,12 @@ def schema(client, dim: int, *, partition_key: str = "subject_id"):
     return s
 
 
-def index_params(client, *, scalar: bool = True):
-    """Dense (AUTOINDEX, cosine) and BM25 indexes; with `scalar`, INVERTED on every filtered field."""
+def index_params(client):
+    """Dense (AUTOINDEX, cosine) and BM25 indexes, INVERTED on every filtered field."""
     ip = client.prepare_index_params()
     ip.add_index("dense", index_type="AUTOINDEX", metric_type="COSINE")
     ip.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-    for name in SCALAR_INDEXED if scalar else ():
+    for name in SCALAR_INDEXED:
         ip.add_index(name, index_type="INVERTED")
     return ip
 

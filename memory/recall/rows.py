@@ -16,6 +16,8 @@ from numbers import Integral
 from .layout import TEXT_MAX_BYTES
 
 OUTPUT_FIELDS = ["subject_id", "start_seq", "end_seq", "ts_ms", "session", "text"]
+#: The ``k`` of reciprocal-rank fusion, here and in Milvus's RRFRanker (hybrid searches agree).
+RRF_K = 60
 
 
 def typed_int(value: object, name: str) -> int:
@@ -129,16 +131,16 @@ def to_hit(raw: dict, score: float | None = None) -> Hit:
     )
 
 
-def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k: int = 60) -> list[Hit]:
+def rrf_fuse(rankings: Sequence[Sequence[Hit]]) -> list[Hit]:
     """Reciprocal-rank fusion of several rankings, deduplicated by primary key.
 
-    The fused score is sum(1 / (k + rank)); a hit keeps the list of queries that found it.
+    The fused score is sum(1 / (RRF_K + rank)); a hit keeps the list of queries that found it.
     """
     fused: dict[str, Hit] = {}
     scores: dict[str, float] = {}
     for ranking in rankings:
         for rank, hit in enumerate(ranking, start=1):
-            scores[hit.pk] = scores.get(hit.pk, 0.0) + 1.0 / (k + rank)
+            scores[hit.pk] = scores.get(hit.pk, 0.0) + 1.0 / (RRF_K + rank)
             if hit.pk in fused:
                 for q in hit.queries:
                     if q not in fused[hit.pk].queries:

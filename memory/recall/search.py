@@ -34,14 +34,13 @@ def search_many(
     method: Method = "hybrid",
     strategy: Strategy = "batch",
     vectors=None,
-    rrf_k: int = 60,
 ) -> list[list[Hit]]:
     """Return one ranked hit list per query (same order as `queries`).
 
     strategy "batch" (default) sends all queries in one request (Milvus runs them in parallel
     server-side, faster on Milvus Lite); "threads" sends one request per query from a thread pool
     (pymilvus clients are thread-safe). "overlap" (hybrid only) runs the BM25 request during query
-    embedding and fuses dense and BM25 per query with `rrf_k`, Milvus's RRFRanker rule. `vectors`
+    embedding and fuses dense and BM25 per query by Milvus's RRFRanker rule. `vectors`
     may hold the queries' embeddings already computed.
     """
     if method not in METHODS:
@@ -52,9 +51,7 @@ def search_many(
         return []
     queries = list(queries)
     if strategy == "overlap" and method == "hybrid":
-        results = _hybrid_overlapped(
-            index, embedder, scope, queries, limit=limit, vectors=vectors, rrf_k=rrf_k
-        )
+        results = _hybrid_overlapped(index, embedder, scope, queries, limit=limit, vectors=vectors)
         return _tag(queries, results)
     if vectors is None and method in ("dense", "hybrid"):
         vectors = _embed(embedder, queries, method)
@@ -87,7 +84,7 @@ def _tag(queries: list[str], results: list[list[Hit]]) -> list[list[Hit]]:
     return results
 
 
-def _hybrid_overlapped(index, embedder, scope, queries, *, limit, vectors, rrf_k) -> list[list[Hit]]:
+def _hybrid_overlapped(index, embedder, scope, queries, *, limit, vectors) -> list[list[Hit]]:
     """BM25 on a pool thread while the caller embeds (model inference releases the GIL), then dense."""
     candidates = hybrid_candidates(limit)  # as many per side as EvidenceIndex.search_hybrid asks for
     bm25 = _POOL.submit(index.search_bm25, queries, scope, limit=candidates)
@@ -97,4 +94,4 @@ def _hybrid_overlapped(index, embedder, scope, queries, *, limit, vectors, rrf_k
         dense = index.search_dense(vectors, scope, limit=candidates)
     finally:
         sparse = bm25.result()  # always collected: its error (e.g. Milvus down) is the one raised
-    return [rrf_fuse([d, s], k=rrf_k)[:limit] for d, s in zip(dense, sparse, strict=True)]
+    return [rrf_fuse([d, s])[:limit] for d, s in zip(dense, sparse, strict=True)]
