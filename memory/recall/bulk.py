@@ -24,43 +24,31 @@ def span_texts(spans: Sequence[Span]) -> list[str]:
     return list(dict.fromkeys(u.text for s, a, b in spans for u in pair_units(_turns(s, a, b))))
 
 
-def embed_texts(texts: Sequence[str], embedder=None) -> dict[str, np.ndarray]:
+def embed_texts(texts: Sequence[str]) -> dict[str, np.ndarray]:
     """``texts`` embedded in one call, by text."""
     from memory.recall import runtime
 
-    embedder = embedder or runtime.configured_embedder()
+    embedder = runtime.configured_embedder()
     return dict(zip(texts, embedder.embed(list(texts)), strict=True)) if texts else {}
 
 
 class KnownVectors:
     """An embedder over vectors computed beforehand; a text it has not seen is embedded then."""
 
-    def __init__(self, vectors: Mapping[str, np.ndarray], embedder=None) -> None:
+    def __init__(self, vectors: Mapping[str, np.ndarray]) -> None:
         self.vectors = dict(vectors)
-        self.embedder = embedder
-        self.misses = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
         if missing:  # the span changed since its texts were read (a message edited or erased)
-            self.misses += len(missing)
-            self.vectors.update(embed_texts(missing, self.embedder))
+            self.vectors.update(embed_texts(missing))
         return np.stack([self.vectors[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
 
-def evidence_write_spans(
-    spans: Sequence[Span], vectors: Mapping[str, np.ndarray], *, index=None, embedder=None
-) -> dict[Span, int]:
+def evidence_write_spans(spans: Sequence[Span], vectors: Mapping[str, np.ndarray]) -> dict[Span, int]:
     """Write every span with the given vectors; rows written per span (0 for an erased subject)."""
-    known = KnownVectors(vectors, embedder)
+    known = KnownVectors(vectors)
     return {
-        (s, a, b): evidence_index_span(subject_id=s, start_seq=a, end_seq=b, index=index, embedder=known)
+        (s, a, b): evidence_index_span(subject_id=s, start_seq=a, end_seq=b, embedder=known)
         for s, a, b in spans
     }
-
-
-def evidence_index_spans(spans: Sequence[Span], *, index=None, embedder=None) -> dict[Span, int]:
-    """Index every span's pair units with one embedding call; rows written per span."""
-    return evidence_write_spans(
-        spans, embed_texts(span_texts(spans), embedder), index=index, embedder=embedder
-    )

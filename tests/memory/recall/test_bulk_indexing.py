@@ -6,7 +6,7 @@ import pytest
 
 from memory.models import Chunk
 from memory.recall import runtime
-from memory.recall.bulk import evidence_index_spans
+from memory.recall.bulk import embed_texts, evidence_write_spans, span_texts
 from memory.recall.index import Scope
 from memory.signals import version_applied
 from tests.factories import SubjectFactory
@@ -82,7 +82,8 @@ def test_the_rest_of_a_batch_is_indexed_when_the_context_ends(counting, tenant):
 
 def test_bulk_rows_match_a_single_span_task(recall_settings, embedder, tenant):
     subject, _version = _applied(tenant, [("I live in Porto", "Nice"), ("I sail", "Fun")])
-    written = evidence_index_spans([(subject.pk, 1, 4), (987654, 1, 2)])
+    spans = [(subject.pk, 1, 4), (987654, 1, 2)]
+    written = evidence_write_spans(spans, embed_texts(span_texts(spans)))
     assert written == {(subject.pk, 1, 4): 2, (987654, 1, 2): 0}  # an erased subject writes nothing
     bulk = runtime.configured_index().fetch(Scope(subject.tenant_id, subject.pk))
     assert indexing.index_messages.apply(args=(subject.pk, 1, 4)).get() == 2  # same keys: upserted
