@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from memory.models import Chunk
 from serving.protocol import ListenerJob, ListenerResult
 from workers.dispatcher import build_jobs
+from workers.indexing import index_spans_expected
 from workers.ordering import Claim
 
 #: Chunks read ahead at a time, over the subjects of the round that asked (the first of them each).
@@ -73,7 +74,7 @@ class Lookahead:
             return
         self.seen.update(row[0] for row in rows)
         if self.index:
-            _expect_evidence([(sid, start, end) for _id, sid, start, end in rows])
+            index_spans_expected([(sid, start, end) for _id, sid, start, end in rows])
         prefetch = getattr(self.client, "prefetch", None)
         if prefetch is None:  # a remote listener prepares its own
             return
@@ -90,11 +91,3 @@ def zip_longest_rows(lists: Sequence[list]) -> list[list]:
     """``[[a0, b0], [a1, b1], [a2]]`` for ``[[a0, a1, a2], [b0, b1]]``."""
     depth = max((len(rows) for rows in lists), default=0)
     return [[rows[k] for rows in lists if k < len(rows)] for k in range(depth)]
-
-
-def _expect_evidence(spans: list[tuple[int, int, int]]) -> None:
-    try:
-        from workers.indexing import index_spans_expected
-    except ImportError:  # the recall extra is not installed: nothing to index into
-        return
-    index_spans_expected(spans)

@@ -172,6 +172,7 @@ def backfill_run(
     """
     from memory.backfill.lookahead import Lookahead
     from workers.dispatcher import dispatch_round
+    from workers.indexing import batched_indexing
     from workers.ordering import chunks_reclaim
 
     report = BackfillReport(dry_run=dry_run)
@@ -216,7 +217,7 @@ def backfill_run(
 
     indexing = contextlib.ExitStack()
     if process and index and not dry_run:
-        indexing.enter_context(_indexing_batch())  # the applied chunks' evidence, embedded in bulk
+        indexing.enter_context(batched_indexing())  # the applied chunks' evidence, embedded in bulk
     try:
         pending_subjects = 0
         for history in histories:
@@ -285,14 +286,6 @@ def _warm_up(client, tenant: Tenant) -> threading.Thread | None:
     thread = threading.Thread(target=run, name="listener-warm-up", daemon=True)
     thread.start()
     return thread
-
-
-def _indexing_batch() -> contextlib.AbstractContextManager:
-    try:
-        from workers.indexing import batched_indexing
-    except ImportError:  # the recall extra is not installed: nothing to index into
-        return contextlib.nullcontext()
-    return batched_indexing()
 
 
 def _hand_to_workers(
