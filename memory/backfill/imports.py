@@ -11,7 +11,6 @@ to the workers and the import's progress is read from its subjects' chunks.
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from django.utils import timezone
 
 from memory.backfill.jsonl import JsonlSource
 from memory.backfill.progress import ChunkCounts, backfill_chunk_counts
-from memory.backfill.records import BackfillFormatError, SubjectHistory
+from memory.backfill.records import BackfillFormatError, nonblank_lines
 from memory.backfill.service import backfill_run
 from memory.models import Import, Tenant
 from memory.services import ServiceError
@@ -52,16 +51,7 @@ class BytesJsonl(JsonlSource):
         self.label = label
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
-        for line_no, raw in enumerate(io.BytesIO(self.data), start=1):
-            if raw.strip():
-                yield line_no, raw
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self._lines())
-
-    def __iter__(self) -> Iterator[SubjectHistory]:
-        for line_no, raw in self._lines():
-            yield self._line(raw, line_no)
+        return nonblank_lines(self.data)
 
 
 def _line_field(location: str) -> str:

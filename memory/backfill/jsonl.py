@@ -25,6 +25,7 @@ from memory.backfill.records import (
     BackfillMessage,
     SubjectHistory,
     derive_key,
+    nonblank_lines,
     source_label,
 )
 
@@ -81,15 +82,14 @@ class JsonlSource:
         self.label = source_label(self.path, label)
 
     def __len__(self) -> int:
-        with self.path.open("rb") as fh:
-            return sum(1 for line in fh if line.strip())
+        return sum(1 for _ in self._lines())
 
     def __iter__(self) -> Iterator[SubjectHistory]:
-        with self.path.open("rb") as fh:
-            for line_no, raw_line in enumerate(fh, start=1):
-                if not raw_line.strip():
-                    continue
-                yield self._line(raw_line, line_no)
+        for line_no, raw_line in self._lines():
+            yield self._line(raw_line, line_no)
+
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        return nonblank_lines(self.path)
 
     def _line(self, raw_line: bytes, line_no: int) -> SubjectHistory:
         where = f"{self.path.name}:{line_no}"

@@ -19,6 +19,7 @@ from memory.backfill.records import (
     BackfillMessage,
     SubjectHistory,
     derive_key,
+    nonblank_lines,
     source_label,
 )
 
@@ -40,16 +41,10 @@ class PersonamemSource:
         self.prefix = prefix
 
     def __len__(self) -> int:
-        return sum(1 for _ in self._lines())
-
-    def _lines(self) -> Iterator[tuple[int, bytes]]:
-        with self.path.open("rb") as fh:
-            for line_no, raw in enumerate(fh, start=1):
-                if raw.strip():
-                    yield line_no, raw
+        return sum(1 for _ in nonblank_lines(self.path))
 
     def __iter__(self) -> Iterator[SubjectHistory]:
-        for line_no, raw in self._lines():
+        for line_no, raw in nonblank_lines(self.path):
             where = f"{self.path.name}:{line_no}"
             try:
                 record = json.loads(raw.decode("utf-8"))

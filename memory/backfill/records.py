@@ -9,6 +9,7 @@ the messages already there instead of duplicating them (see docs/BACKFILL.md).
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,14 @@ def derive_key(label: str, *position: object) -> str:
     """A stable idempotency key for the message at ``position`` of the source called ``label``."""
     raw = "\x1f".join([label, *(str(p) for p in position)])
     return "bf_" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:40]
+
+
+def nonblank_lines(source: Path | bytes) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of every line that is not blank, of a file or of bytes in memory."""
+    with source.open("rb") if isinstance(source, Path) else io.BytesIO(source) as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            if raw.strip():
+                yield line_no, raw
 
 
 def source_label(path: str | Path, override: str | None = None) -> str:
