@@ -166,7 +166,6 @@ def backfill_wait(
     timeout_s: float | None = None,
     progress: bool = True,
     clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] | None = None,
 ) -> WaitResult:
     """Poll the run's chunk counts until none is pending or processing (or ``timeout_s`` passes);
     every ``poll_s`` seconds, or ``POLL_COST_FACTOR`` times the last count's duration if longer."""
@@ -182,6 +181,6 @@ def backfill_wait(
                 return WaitResult(counts, clock() - started, timed_out=False)
             if timeout_s is not None and clock() - started >= timeout_s:
                 return WaitResult(counts, clock() - started, timed_out=True)
-            (sleep or _sleep)(max(poll_s, POLL_COST_FACTOR * cost))
+            _sleep(max(poll_s, POLL_COST_FACTOR * cost))
     finally:
         bar.close()

@@ -146,13 +146,14 @@ def test_waiting_follows_the_workers_until_every_chunk_is_applied(tenant, shown,
     assert set(Chunk.objects.values_list("status", flat=True)) == {"applied"}
 
 
-def test_waiting_stops_at_the_timeout_and_reports_what_is_left(tenant):
+def test_waiting_stops_at_the_timeout_and_reports_what_is_left(tenant, monkeypatch):
     report = backfill_run(tenant=tenant, histories=JsonlSource(FIXTURES / "history.jsonl"), progress=False)
     clock = Clock()
 
     def no_worker(seconds):
         clock.now += seconds
 
+    monkeypatch.setattr(progress_mod, "_sleep", no_worker)
     result = backfill_wait(
         tenant_id=tenant.pk,
         subject_ids=report.subject_ids,
@@ -160,7 +161,6 @@ def test_waiting_stops_at_the_timeout_and_reports_what_is_left(tenant):
         timeout_s=5,
         progress=False,
         clock=clock,
-        sleep=no_worker,
     )
     assert result.timed_out and result.waited_s == 6
     assert result.counts == ChunkCounts(pending=report.chunks)
@@ -182,7 +182,8 @@ def test_polling_backs_off_when_counting_is_slow(monkeypatch):
         clock.now += seconds
 
     monkeypatch.setattr(progress_mod, "backfill_chunk_counts", slow_count)
-    result = backfill_wait(tenant_id=1, subject_ids=[1], poll_s=2, progress=False, clock=clock, sleep=sleep)
+    monkeypatch.setattr(progress_mod, "_sleep", sleep)
+    result = backfill_wait(tenant_id=1, subject_ids=[1], poll_s=2, progress=False, clock=clock)
     assert slept == [5.0, 5.0, 2]
     assert result.counts == ChunkCounts(applied=1) and not result.timed_out
 
