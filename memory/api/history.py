@@ -152,8 +152,7 @@ class VersionRevertView(TenantScopedView):
     def post(self, request, external_id: str, number: int):
         subject = self.get_subject(external_id)
         _version(subject, number, "number")
-        data = BaseVersionIn(data=request.data)
-        data.is_valid(raise_exception=True)
+        base_version = self.valid_body(BaseVersionIn)["base_version"]
         tiers = self.tiers()
         _, target = selectors.tree_at(subject, number)
         changes = diff(selectors.tree_current(subject), target)
@@ -171,7 +170,7 @@ class VersionRevertView(TenantScopedView):
             subject=subject,
             to_version=number,
             actor=Actor.for_api_key(self.api_key),
-            base_version=data.validated_data["base_version"],
+            base_version=base_version,
         )
         status, http_status = write_status(outcome)
         body = {

@@ -74,13 +74,12 @@ class ApiKeyListView(_KeyView):
         description="403 when asking for a scope the calling key does not hold.",
     )
     def post(self, request):
-        data = KeyIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        scopes = self.grantable(data.validated_data["scopes"])
+        valid = self.valid_body(KeyIn)
+        scopes = self.grantable(valid["scopes"])
         key, raw = api_key_create(
             tenant=self.tenant,
             scopes=scopes,
-            name=data.validated_data["name"],
+            name=valid["name"],
             actor=Actor.for_api_key(self.api_key),
         )
         return self.created(key, raw)

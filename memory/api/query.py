@@ -201,9 +201,7 @@ class _QueryView(TenantScopedView):
 
     def _args(self, request, external_id: str) -> dict:
         subject = self.get_subject(external_id)
-        data = QueryIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        return {"subject": subject, "tiers": self.tiers(), **data.validated_data}
+        return {"subject": subject, "tiers": self.tiers(), **self.valid_body(QueryIn)}
 
 
 class SubjectContextView(_QueryView):

@@ -201,13 +201,12 @@ class SchemaDefaultView(_SchemaView):
         "tenant's.",
     )
     def put(self, request):
-        data = SchemaRefIn(data=request.data)
-        data.is_valid(raise_exception=True)
+        ref = self.valid_body(SchemaRefIn)
         try:
             tenant = service.tenant_default_schema_set(
                 tenant=self.tenant,
-                schema_id=data.validated_data["schema_id"],
-                version=data.validated_data["version"],
+                schema_id=ref["schema_id"],
+                version=ref["version"],
             )
         except ServiceError as exc:  # the body names a schema that is not there: a 404
             if exc.field != "schema_id" or exc.http_status != 400:

@@ -107,6 +107,4 @@ class SubjectSearchView(TenantScopedView):
     )
     def post(self, request, external_id: str):
         subject = self.get_subject(external_id)
-        data = SearchIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        return Response(memories_search(subject=subject, tiers=self.tiers(), **data.validated_data))
+        return Response(memories_search(subject=subject, tiers=self.tiers(), **self.valid_body(SearchIn)))

@@ -132,9 +132,7 @@ class SubjectListView(TenantScopedView):
         "through a schema migration); 409 subject_erased for an erased subject's id.",
     )
     def post(self, request):
-        data = SubjectIn(data=request.data)
-        data.is_valid(raise_exception=True)
-        valid = data.validated_data
+        valid = self.valid_body(SubjectIn)
         external_id_validate(valid["external_id"])
         schema_id, schema_version = valid.get("schema_id"), valid.get("schema_version")
         if schema_id is None and schema_version is not None:

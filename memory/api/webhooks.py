@@ -99,10 +99,8 @@ class WebhookListView(_WebhookView):
         ),
     )
     def post(self, request):
-        data = EndpointIn(data=request.data)
-        data.is_valid(raise_exception=True)
         endpoint, _secret = service.webhook_endpoint_create(
-            tenant=self.tenant, actor=self.actor, **data.validated_data
+            tenant=self.tenant, actor=self.actor, **self.valid_body(EndpointIn)
         )
         return Response(EndpointWithSecretOut(endpoint).data, status=201)
 
@@ -115,9 +113,8 @@ class WebhookDetailView(_WebhookView):
     @extend_schema(request=EndpointPatch, responses=EndpointOut, summary="Change a webhook endpoint")
     def patch(self, request, public_id):
         endpoint = self.get_webhook_endpoint(public_id)
-        data = EndpointPatch(data=request.data)
-        data.is_valid(raise_exception=True)
-        endpoint = service.webhook_endpoint_update(endpoint=endpoint, actor=self.actor, **data.validated_data)
+        changes = self.valid_body(EndpointPatch)
+        endpoint = service.webhook_endpoint_update(endpoint=endpoint, actor=self.actor, **changes)
         return Response(EndpointOut(endpoint).data)
 
     @extend_schema(request=None, responses={204: None}, summary="Delete a webhook endpoint and its log")
