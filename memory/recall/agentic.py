@@ -123,10 +123,14 @@ def _parse_expansions(text: str, original: str, n: int) -> list[str]:
     return out[:n]
 
 
+def _original_only(status: str, detail: str) -> tuple[list[str], dict]:
+    return [], {"status": status, "detail": f"{detail}; original query only"}
+
+
 def expand_queries(engine, query: str, tree: Mapping[str, str], *, n: int = 3) -> tuple[list[str], dict]:
     """Ask the model for up to `n` search queries. Never raises; the status says what happened."""
     if engine is None:
-        return [], {"status": "unavailable", "detail": "no expansion model configured; original query only"}
+        return _original_only("unavailable", "no expansion model configured")
     from serving.engines.base import EngineError, Prompt
 
     paths = relevant_paths(query, tree)
@@ -139,26 +143,14 @@ def expand_queries(engine, query: str, tree: Mapping[str, str], *, n: int = 3) -
     try:
         gen = engine.generate([prompt], expansion_schema(n))[0]
     except EngineError as exc:
-        return [], {
-            "status": "unavailable",
-            "detail": f"expansion model unavailable ({exc}); original query only",
-        }
+        return _original_only("unavailable", f"expansion model unavailable ({exc})")
     except Exception as exc:  # noqa: BLE001 - any engine failure degrades to the original query
-        return [], {
-            "status": "unavailable",
-            "detail": f"expansion failed ({type(exc).__name__}: {exc}); original query only",
-        }
+        return _original_only("unavailable", f"expansion failed ({type(exc).__name__}: {exc})")
     if gen.error:
-        return [], {
-            "status": "unavailable",
-            "detail": f"expansion model error ({gen.error}); original query only",
-        }
+        return _original_only("unavailable", f"expansion model error ({gen.error})")
     queries = _parse_expansions(gen.text, query, n)
     if not queries:
-        return [], {
-            "status": "unreadable",
-            "detail": "expansion output had no usable queries; original query only",
-        }
+        return _original_only("unreadable", "expansion output had no usable queries")
     return queries, {
         "status": "ok",
         "detail": f"{len(queries)} expanded queries",

@@ -99,12 +99,10 @@ def tree_words(leaves: Iterable[tuple[str, str]]) -> set[str]:
 
 def cue_signal(query: str) -> tuple[float, list[str]]:
     q = query.lower()
-    strong = [p for p in STRONG_CUES if re.search(p, q)]
-    if strong:
-        return 1.0, [m.group(0) for p in strong if (m := re.search(p, q))]
-    weak = [p for p in WEAK_CUES if re.search(p, q)]
-    if weak:
-        return 0.5, [m.group(0) for p in weak if (m := re.search(p, q))]
+    for weight, cues in ((1.0, STRONG_CUES), (0.5, WEAK_CUES)):
+        matched = [m.group(0) for p in cues if (m := re.search(p, q))]
+        if matched:
+            return weight, matched
     return 0.0, []
 
 

@@ -38,27 +38,23 @@ class Scope:
     max_ts_ms: int | None = None
     min_ts_ms: int | None = None
 
+    #: The optional bounds: (attribute, row field, comparison).
+    BOUNDS = (("max_seq", "end_seq", "<="), ("max_ts_ms", "ts_ms", "<="), ("min_ts_ms", "ts_ms", ">="))
+
     def __post_init__(self) -> None:
+        """Every value is a genuine int (a frozen scope stays so): :meth:`expr` writes them into a
+        filter as they are."""
         typed_int(self.tenant_id, "tenant_id")
         typed_int(self.subject_id, "subject_id")
-        if self.max_seq is not None:
-            typed_int(self.max_seq, "max_seq")
-        if self.max_ts_ms is not None:
-            typed_int(self.max_ts_ms, "max_ts_ms")
-        if self.min_ts_ms is not None:
-            typed_int(self.min_ts_ms, "min_ts_ms")
+        for name, _field, _op in self.BOUNDS:
+            if getattr(self, name) is not None:
+                typed_int(getattr(self, name), name)
 
     def expr(self) -> str:
-        parts = [
-            f"tenant_id == {typed_int(self.tenant_id, 'tenant_id')}",
-            f"subject_id == {typed_int(self.subject_id, 'subject_id')}",
-        ]
-        if self.max_seq is not None:
-            parts.append(f"end_seq <= {typed_int(self.max_seq, 'max_seq')}")
-        if self.max_ts_ms is not None:
-            parts.append(f"ts_ms <= {typed_int(self.max_ts_ms, 'max_ts_ms')}")
-        if self.min_ts_ms is not None:
-            parts.append(f"ts_ms >= {typed_int(self.min_ts_ms, 'min_ts_ms')}")
+        parts = [f"tenant_id == {int(self.tenant_id)}", f"subject_id == {int(self.subject_id)}"]
+        for name, row_field, op in self.BOUNDS:
+            if getattr(self, name) is not None:
+                parts.append(f"{row_field} {op} {int(getattr(self, name))}")
         return " and ".join(parts)
 
 
