@@ -31,22 +31,16 @@ from memory import conf
 logger = logging.getLogger(__name__)
 
 
-def registry():
-    """The aggregate of every process that wrote to ``PROMETHEUS_MULTIPROC_DIR`` (the web's
-    collector: :func:`personatree_site.ops.metrics.multiprocess_registry`)."""
-    from personatree_site.ops.metrics import multiprocess_registry
-
-    return multiprocess_registry()
-
-
 def start(port: int, addr: str):
-    """Start the exporter's HTTP server thread in this process; returns ``(server, thread)``."""
+    """Start the exporter's HTTP server thread in this process, serving the aggregate of every
+    process that writes to ``PROMETHEUS_MULTIPROC_DIR``; returns ``(server, thread)``."""
     import prometheus_client
 
     from personatree_site.ops.gunicorn_conf import clear_multiproc_dir
+    from personatree_site.ops.metrics import multiprocess_registry
 
     clear_multiproc_dir(os.environ["PROMETHEUS_MULTIPROC_DIR"])
-    return prometheus_client.start_http_server(port, addr=addr, registry=registry())
+    return prometheus_client.start_http_server(port, addr=addr, registry=multiprocess_registry())
 
 
 @worker_init.connect
