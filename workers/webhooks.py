@@ -4,7 +4,8 @@ Receivers (connected at import; ``workers.apps`` imports this module): ``version
 ``review_decided``, ``subject_erased`` and ``chunk_failed`` (the ``ingest.failed`` event) are sent
 after the writing transaction committed; each receiver records one delivery per subscribed active
 endpoint of the subject's tenant (:mod:`memory.services.webhooks`) and sends
-``workers.deliver_webhook(delivery_id)`` for it (:func:`_queue`).
+``workers.deliver_webhook(delivery_id)`` for it. A receiver never raises into the write that sent
+the signal: a failure is logged.
 
 ``workers.deliver_webhook`` runs on its own queue, ``webhooks`` (a slow receiver never holds an
 ``ingest`` or ``index`` worker), and POSTs only while it holds one of the tenant's
@@ -142,48 +143,42 @@ def _deliver(queued) -> None:
         send(deliver_webhook, item.delivery_id, tenant_id=item.tenant_id)
 
 
-def _queue(event: str, record) -> None:
-    """Send the deliveries ``record()`` writes; a failure is logged, never raised into the write
-    that sent the signal."""
-    try:
-        _deliver(record())
-    except Exception:
-        logger.exception("webhooks: %s not queued", event)
-
-
 @receiver(version_applied, dispatch_uid="workers.webhooks.version_applied")
 def _on_version_applied(sender, subject_id: int, version: int, **_kwargs) -> None:
-    _queue(
-        f"version.applied of subject {subject_id} v{version}",
-        lambda: service.webhook_event_version_applied(subject_id=subject_id, version=version),
-    )
+    try:
+        _deliver(service.webhook_event_version_applied(subject_id=subject_id, version=version))
+    except Exception:
+        logger.exception("webhooks: version.applied of subject %s v%s not queued", subject_id, version)
 
 
 @receiver(review_decided, dispatch_uid="workers.webhooks.review_decided")
 def _on_review_decided(sender, subject_id: int, **kwargs) -> None:
-    _queue(
-        f"review.decided of subject {subject_id}",
-        lambda: service.webhook_event_review_decided(
-            subject_id=subject_id,
-            decision=kwargs["decision"],
-            approved=kwargs.get("approved", 0),
-            rejected=kwargs.get("rejected", 0),
-            declined=kwargs.get("declined", 0),
-            version=kwargs.get("version"),
-        ),
-    )
+    try:
+        _deliver(
+            service.webhook_event_review_decided(
+                subject_id=subject_id,
+                decision=kwargs["decision"],
+                approved=kwargs.get("approved", 0),
+                rejected=kwargs.get("rejected", 0),
+                declined=kwargs.get("declined", 0),
+                version=kwargs.get("version"),
+            )
+        )
+    except Exception:
+        logger.exception("webhooks: review.decided of subject %s not queued", subject_id)
 
 
 @receiver(subject_erased, dispatch_uid="workers.webhooks.subject_erased")
 def _on_subject_erased(sender, tenant_id: int, external_id: str, **_kwargs) -> None:
-    _queue(
-        f"subject.erased for tenant {tenant_id}",
-        lambda: service.webhook_event_subject_erased(tenant_id=tenant_id, external_id=external_id),
-    )
+    try:
+        _deliver(service.webhook_event_subject_erased(tenant_id=tenant_id, external_id=external_id))
+    except Exception:
+        logger.exception("webhooks: subject.erased for tenant %s not queued", tenant_id)
 
 
 @receiver(chunk_failed, dispatch_uid="workers.webhooks.chunk_failed")
 def _on_chunk_failed(sender, chunk_id: int, **_kwargs) -> None:
-    _queue(
-        f"ingest.failed of chunk {chunk_id}", lambda: service.webhook_event_ingest_failed(chunk_id=chunk_id)
-    )
+    try:
+        _deliver(service.webhook_event_ingest_failed(chunk_id=chunk_id))
+    except Exception:
+        logger.exception("webhooks: ingest.failed of chunk %s not queued", chunk_id)
