@@ -1,31 +1,21 @@
 """Evidence indexing tasks, and the store signals that schedule them.
 
-- `index_messages(subject_id, start_seq, end_seq)`: embed the span's pair units and
-  upsert them (deterministic primary keys: idempotent, safe with acks_late);
-  retried with backoff while Milvus is unreachable.
-- `erase_subject_vectors(tenant_id, subject_id)`: delete a subject's rows after
-  erasure; retried the same way; records the purge on the tombstone.
-- `reconcile_erasures()` (Celery beat, `ERASURE_RECONCILE_SECONDS`): retries every
-  purge not recorded yet (`memory/services/erasure.py`).
-- `reconcile_indexing()` (Celery beat, `INDEX_RECONCILE_SECONDS`): re-queues the spans of
-  applied chunks whose indexing is not confirmed (`memory/services/evidence.py`): the task was
-  lost with the broker between the commit and the publish, or gave up while Milvus was down.
-- `batched_indexing()`: a context (the backfill's model phase) in which applied chunks' spans are
-  collected instead of one `index_messages` each, and embedded `BATCH_SPANS` at a time in one call
-  in a background thread (`memory/recall/bulk.py`) while the caller goes on; every span collected
-  is written (and confirmed) before the context ends; a batch that fails (Milvus down) goes to
-  `index_messages` tasks span by span.
-- `flush_evidence()` (Celery beat, `EVIDENCE_FLUSH_SECONDS`): seal the growing
-  segments that small indexing batches leave behind, so searches use the built
-  indexes. The writing process already flushes after `EVIDENCE_FLUSH_IDLE_S` of
-  quiet (`memory/recall/index.py`); this is the backstop for a worker that exits
-  first. Not retried: the next beat tick is the retry.
+Rows have deterministic primary keys, so every task is idempotent (safe with acks_late); while
+Milvus is unreachable the tasks retry with backoff.
 
-Receivers: `version_applied` (a chunk's version committed -> index that chunk's
-messages) and `subject_erased`. Both are connected at import; `workers.apps`
-imports this module in `ready()`. `conf.get().recall.evidence_indexing` (env
-PERSONATREE_EVIDENCE_INDEXING) switches the receivers off, e.g. for test runs
-that do not exercise the index.
+- `index_messages`: embed a span's pair units and upsert them.
+- `erase_subject_vectors`: delete an erased subject's rows; records the purge on the tombstone.
+- Beat: `reconcile_erasures` (`ERASURE_RECONCILE_SECONDS`), `reconcile_indexing`
+  (`INDEX_RECONCILE_SECONDS`) and `flush_evidence` (`EVIDENCE_FLUSH_SECONDS`): seals the growing
+  segments small batches leave behind, the backstop of the writer's idle flush
+  (`memory/recall/index.py`); not retried: the next tick is the retry.
+- `batched_indexing()`: a context (the backfill's model phase) in which applied chunks' spans are
+  embedded `BATCH_SPANS` at a time in a background thread (`memory/recall/bulk.py`), all written
+  before it ends; a batch that fails goes to `index_messages` tasks span by span.
+
+Receivers (connected at import; `workers.apps` imports this module): `version_applied` indexes the
+chunk's messages, `subject_erased` purges the subject's rows. `conf.get().recall.evidence_indexing`
+(PERSONATREE_EVIDENCE_INDEXING) switches them off.
 """
 
 from __future__ import annotations
@@ -106,7 +96,8 @@ INDEX_GRACE_S = 600.0
 @pt_task(name="workers.reconcile_indexing", queue="index", soft_time_limit=120)
 def reconcile_indexing(self, limit: int = 200, older_than_s: float = INDEX_GRACE_S) -> int:
     """Beat task: queue indexing again for applied chunks not confirmed in the evidence index after
-    ``older_than_s``, oldest first. Returns the spans queued. Upserts are idempotent."""
+    ``older_than_s`` (their task was lost with the broker, or gave up while Milvus was down), oldest
+    first. Returns the spans queued."""
     if not _enabled():
         return 0
     spans = evidence.unindexed_spans(older_than_s=float(older_than_s), limit=int(limit))

@@ -8,9 +8,7 @@ Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
 - **Claim.** On PostgreSQL: one ``UPDATE ... SET status='processing', attempts=attempts+1
   WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n) RETURNING ...`` of the ready
   head-of-line rows (concurrent claimants skip each other's rows instead of waiting).
-- **Fair across tenants.** Ready rows are claimed in :func:`fair_order`: round-robin over
-  tenants (each tenant's oldest ready chunk first, then each one's second, ...), so one
-  tenant's backlog never holds another tenant's chunk back for more than one claim.
+- **Fair across tenants.** Ready rows are claimed in :func:`fair_order`.
   Elsewhere (SQLite): a compare-and-set per row, ``UPDATE ... WHERE id=? AND status=<seen>
   AND attempts=<seen> AND <no older open chunk>``; exactly one claimant updates the row.
   ``attempts`` after the claim is the **fencing token**.
@@ -109,8 +107,7 @@ def chunks_claim(
     tenant_id: int | None = None,
     now: datetime | None = None,
 ) -> list[Claim]:
-    """Claim up to ``limit`` chunks, at most one per subject, in :func:`fair_order` (round-robin over
-    tenants, oldest first within a tenant)."""
+    """Claim up to ``limit`` chunks, at most one per subject, in :func:`fair_order`."""
     now = now or timezone.now()
     if connection.features.has_select_for_update_skip_locked:
         return _claim_skip_locked(
@@ -134,14 +131,12 @@ COLUMNS = ("id", "subject_id", "status", "attempts", "start_seq", "end_seq")
 
 
 def _claim_skip_locked(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
-    """PostgreSQL: one statement (autocommit) that locks ready head-of-line rows with ``FOR UPDATE SKIP
-    LOCKED`` and claims them: ``UPDATE ... WHERE id IN (SELECT ... SKIP LOCKED LIMIT n) RETURNING``.
+    """PostgreSQL: one statement (autocommit) claims the ready head-of-line rows it can lock.
 
-    Rows another claimant holds are skipped, not waited for; the row conditions (status, lease)
-    are re-checked by Postgres on the locked rows, so a row we get is ours. At most one chunk per
-    subject is ever ready (head of line: only a subject's oldest open chunk qualifies); should two
-    come back anyway, the later ones are released at once, uncounted. The SQL is written once per
-    process (compiling the queryset cost ~4 ms of CPU per round).
+    The row conditions (status, lease) are re-checked by Postgres on the locked rows, so a row we
+    get is ours. Should two chunks of one subject come back, the later ones are released at once,
+    uncounted. The SQL is written once per process (compiling the queryset cost ~4 ms of CPU per
+    round).
     """
     params = {
         "now": now,
