@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import load_note, print_rows  # noqa: E402
 from evaluation.recall_locomo import locomo_questions, locomo_turns  # noqa: E402
-from evaluation.recall_metrics import evaluate_recall  # noqa: E402
+from evaluation.recall_metrics import evaluate_recall, unit_index  # noqa: E402
 from memory.recall.index import EvidenceIndex, EvidenceRow, Scope  # noqa: E402
 from memory.recall.search import search_many  # noqa: E402
-from memory.recall.units import pair_units, unit_index  # noqa: E402
+from memory.recall.units import pair_units  # noqa: E402
 from serving.embedder import get_embedder  # noqa: E402
 
 KS = (5, 10)

@@ -14,11 +14,12 @@ from evaluation import store
 from evaluation.counting import CountingClient
 from evaluation.endpoints import memlistener_config, responder_settings
 from evaluation.metrics import op_stats
+from evaluation.recall_metrics import unit_index
 from evaluation.responder import ANSWER_PROMPT_VERSION, Responder
 from evaluation.results import git_commit, provenance
 from memory.engine.render import render
 from memory.models import Message, Subject, Tenant
-from memory.recall.units import UnitTurn, pair_units, unit_index
+from memory.recall.units import UnitTurn, pair_units
 from memory.selectors import ALL_TIERS, subject_schema, tree_current
 from serving.client import build_client
 

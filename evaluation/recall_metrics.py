@@ -1,7 +1,7 @@
 """Evidence recall metrics, shared by the recall benchmark and the evaluation harness.
 
 Gold evidence is given as turn ids; the retrieval unit is the pair unit that
-contains the turn (`memory.recall.units.unit_index`). recall@k for one question is the
+contains the turn (:func:`unit_index`). recall@k for one question is the
 fraction of its gold units found among the first k retrieved units; questions
 without gold evidence are skipped (and counted as such).
 """
@@ -12,6 +12,13 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
+
+from memory.recall.units import Unit
+
+
+def unit_index(units: Iterable[Unit]) -> dict[str, int]:
+    """Map each turn id to the start_seq of the unit holding it."""
+    return {turn.turn_id: u.start_seq for u in units for turn in u.turns}
 
 
 def recall_at_k(retrieved: Sequence[Hashable], gold: Iterable[Hashable], k: int) -> float:

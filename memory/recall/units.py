@@ -30,10 +30,6 @@ class Unit:
     turns: tuple[UnitTurn, ...]
 
     @property
-    def turn_ids(self) -> tuple[str, ...]:
-        return tuple(t.turn_id for t in self.turns)
-
-    @property
     def ts_ms(self) -> int:
         return max((t.ts_ms for t in self.turns), default=0)
 
@@ -61,8 +57,3 @@ def pair_units(turns: Iterable[UnitTurn]) -> list[Unit]:
             units.append(Unit(cur.seq, cur.seq, (cur,)))
             i += 1
     return units
-
-
-def unit_index(units: Iterable[Unit]) -> dict[str, int]:
-    """Map each turn id to the start_seq of the unit holding it."""
-    return {tid: u.start_seq for u in units for tid in u.turn_ids}

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from evaluation.recall_locomo import locomo_questions, locomo_turns, parse_locomo_time
-from evaluation.recall_metrics import RecallQuestion, evaluate_recall, recall_at_k
-from memory.recall.units import UnitTurn, pair_units, unit_index
+from evaluation.recall_metrics import RecallQuestion, evaluate_recall, recall_at_k, unit_index
+from memory.recall.units import UnitTurn, pair_units
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "locomo_tiny.json"
 
@@ -35,7 +35,7 @@ def test_pair_units_user_assistant_and_singletons():
         UnitTurn("sys", "system", "persona", 5, session="s2"),
     ]
     units = pair_units(turns)
-    assert [u.turn_ids for u in units] == [("t0",), ("t1", "t2"), ("t3",), ("t4",)]
+    assert [tuple(t.turn_id for t in u.turns) for u in units] == [("t0",), ("t1", "t2"), ("t3",), ("t4",)]
     assert unit_index(units) == {"t0": 0, "t1": 1, "t2": 1, "t3": 3, "t4": 4}
     assert units[1].text == "user: q\nassistant: a"
 
