@@ -290,20 +290,6 @@ class EvidenceIndex:
         res = self._call("count", self.client.query, name, filter=scope.expr(), output_fields=["count(*)"])
         return int(res[0]["count(*)"]) if res else 0
 
-    def fetch(self, scope: Scope, *, limit: int = 1000) -> list[Hit]:
-        name = self.collection_of(scope.subject_id)
-        if not self._open(name, create=False):
-            return []
-        res = self._call(
-            "query",
-            self.client.query,
-            name,
-            filter=scope.expr(),
-            output_fields=["pk", *OUTPUT_FIELDS],
-            limit=limit,
-        )
-        return sorted((to_hit(r, 0.0) for r in res), key=lambda h: h.start_seq)
-
     # Each search takes a list of queries and sends them as ONE request (nq = len(queries)): Milvus
     # parallelises the queries server-side, and per-request overhead dominates on Milvus Lite. An
     # embedded Lite file served by this process is searched without the gRPC hop (`lite.py`).

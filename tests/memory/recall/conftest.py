@@ -8,7 +8,8 @@ import pytest
 
 from memory.models import Chunk, Subject
 from memory.recall import runtime
-from memory.recall.index import EvidenceIndex
+from memory.recall.index import EvidenceIndex, Hit, Scope
+from memory.recall.rows import OUTPUT_FIELDS, to_hit
 from serving.embedder import get_embedder
 from tests.factories import ChunkFactory, MessageFactory, TreeVersionFactory
 
@@ -45,6 +46,16 @@ def recall_settings(settings, tmp_path, embedder):
     }
     yield settings
     runtime.reset_runtime()
+
+
+def stored_hits(index: EvidenceIndex, scope: Scope) -> list[Hit]:
+    """Every row the index holds for the scope's subject, by start_seq (what a test checks was
+    written); none when its collection was never made."""
+    name = index.collection_of(scope.subject_id)
+    if not index.client.has_collection(name):
+        return []
+    rows = index.client.query(name, filter=scope.expr(), output_fields=["pk", *OUTPUT_FIELDS], limit=1000)
+    return sorted((to_hit(r, 0.0) for r in rows), key=lambda h: h.start_seq)
 
 
 def add_messages(subject: Subject, pairs: list[tuple[str, str]], *, start_seq: int = 1, session: str = "s1"):

@@ -7,6 +7,7 @@ import pytest
 from memory.models import Chunk, Message
 from memory.recall import runtime
 from memory.recall.index import Scope
+from tests.memory.recall.conftest import stored_hits
 from tests.memory.recall.test_bulk_indexing import _announce, _applied, _count, counting  # noqa: F401
 from workers import indexing
 
@@ -39,7 +40,7 @@ def test_a_span_whose_messages_changed_is_embedded_again(counting, tenant):  # n
         Message.objects.filter(subject=subject, seq=1).update(content="I walk to work")
         _announce(subject, version)
     assert [len(c) for c in counting.calls] == [1, 1]
-    hits = runtime.configured_index().fetch(Scope(subject.tenant_id, subject.pk))
+    hits = stored_hits(runtime.configured_index(), Scope(subject.tenant_id, subject.pk))
     assert [h.text for h in hits] == ["user: I walk to work\nassistant: Good for you"]
 
 

@@ -10,7 +10,7 @@ from memory.recall.bulk import embed_texts, evidence_write_spans, span_texts
 from memory.recall.index import Scope
 from memory.signals import version_applied
 from tests.factories import SubjectFactory
-from tests.memory.recall.conftest import add_messages, put_version
+from tests.memory.recall.conftest import add_messages, put_version, stored_hits
 from workers import indexing
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -68,7 +68,7 @@ def test_spans_are_embedded_in_one_call_and_confirmed(counting, tenant, other_te
     assert len(counting.calls) == 1 and len(counting.calls[0]) == 3  # three pair units, one call
     assert (_count(a), _count(b)) == (2, 1)
     assert Chunk.objects.filter(pk__in=[va.chunk_id, vb.chunk_id], indexed_at__isnull=False).count() == 2
-    hits = runtime.configured_index().fetch(Scope(a.tenant_id, a.pk))
+    hits = stored_hits(runtime.configured_index(), Scope(a.tenant_id, a.pk))
     assert [(h.start_seq, h.end_seq) for h in hits] == [(1, 2), (3, 4)]
 
 
@@ -85,9 +85,9 @@ def test_bulk_rows_match_a_single_span_task(recall_settings, embedder, tenant):
     spans = [(subject.pk, 1, 4), (987654, 1, 2)]
     written = evidence_write_spans(spans, embed_texts(span_texts(spans)))
     assert written == {(subject.pk, 1, 4): 2, (987654, 1, 2): 0}  # an erased subject writes nothing
-    bulk = runtime.configured_index().fetch(Scope(subject.tenant_id, subject.pk))
+    bulk = stored_hits(runtime.configured_index(), Scope(subject.tenant_id, subject.pk))
     assert indexing.index_messages.apply(args=(subject.pk, 1, 4)).get() == 2  # same keys: upserted
-    again = runtime.configured_index().fetch(Scope(subject.tenant_id, subject.pk))
+    again = stored_hits(runtime.configured_index(), Scope(subject.tenant_id, subject.pk))
     assert [(h.start_seq, h.text) for h in bulk] == [(h.start_seq, h.text) for h in again]
 
 

@@ -8,7 +8,7 @@ from memory.recall.index import Scope
 from memory.services.subjects import subject_erase
 from memory.signals import version_applied
 from tests.factories import SubjectFactory
-from tests.memory.recall.conftest import add_messages, put_version
+from tests.memory.recall.conftest import add_messages, put_version, stored_hits
 from workers.base import TransientError
 from workers.indexing import erase_subject_vectors, index_messages
 
@@ -30,7 +30,7 @@ def test_version_applied_indexes_the_chunk_span_once(recall_settings, tenant):
     # redelivery / re-run: same deterministic keys, no duplicates
     assert index_messages.apply(args=(subject.pk, 1, 4)).get() == 2
     assert _count(subject) == 2
-    hits = runtime.configured_index().fetch(Scope(subject.tenant_id, subject.pk))
+    hits = stored_hits(runtime.configured_index(), Scope(subject.tenant_id, subject.pk))
     assert [(h.start_seq, h.end_seq) for h in hits] == [(1, 2), (3, 4)]
     assert hits[0].text.startswith("user: I play chess")
 
