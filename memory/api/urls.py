@@ -1,4 +1,4 @@
-"""Routes of the v1 API (mounted at ``/v1/``). Each area appends its own block below."""
+"""Routes of the v1 API (mounted at ``/v1/``)."""
 
 from django.urls import path, re_path
 
@@ -24,14 +24,12 @@ LEAF = f"{S}/tree/leaves/<path:leaf_path>"
 HOOK = "webhooks/<uuid:public_id>"
 
 urlpatterns = [
-    # --- subjects: list, tree, versions, export, erase ---
     path("subjects", subjects.SubjectListView.as_view(), name="subject-list"),
     path(f"{S}/tree", subjects.SubjectTreeView.as_view(), name="subject-tree"),
     path(f"{S}/versions", subjects.SubjectVersionsView.as_view(), name="subject-versions"),
     path(f"{S}/export", subjects.SubjectExportView.as_view(), name="subject-export"),
     path(S, subjects.SubjectDetailView.as_view(), name="subject-detail"),
-    # --- history: a leaf's values, the diff of two versions, a revert; before the leaf route,
-    # whose <path:> would take ".../history" as part of a leaf path ---
+    # Before the leaf route, whose <path:> would take ".../history" as part of a leaf path.
     path(f"{LEAF}/history", history.LeafHistoryView.as_view(), name="subject-leaf-history"),
     path(
         f"{S}/versions/<int:a>/diff/<int:b>", history.VersionDiffView.as_view(), name="subject-version-diff"
@@ -41,33 +39,25 @@ urlpatterns = [
         history.VersionRevertView.as_view(),
         name="subject-version-revert",
     ),
-    # --- single leaves: read, set, empty ---
     path(LEAF, leaves.SubjectLeafView.as_view(), name="subject-leaf"),
-    # --- ingest ---
     path(f"{S}/messages", ingest.SubjectMessagesView.as_view(), name="subject-messages"),
     path(f"{S}/ingest", ingest.SubjectIngestStatusView.as_view(), name="subject-ingest"),
     path(f"{S}/flush", ingest.SubjectFlushView.as_view(), name="subject-flush"),
     path(
         f"{S}/chunks/<int:chunk_id>/requeue", chunks.ChunkRequeueView.as_view(), name="subject-chunk-requeue"
     ),
-    # --- bulk imports: a JSONL body or upload run by the backfill, and its progress ---
     path("imports", imports.ImportListView.as_view(), name="imports"),
     path("imports/<uuid:public_id>", imports.ImportDetailView.as_view(), name="import"),
-    # --- query ---
     path(f"{S}/context", query.SubjectContextView.as_view(), name="subject-context"),
     path(f"{S}/answer", query.SubjectAnswerView.as_view(), name="subject-answer"),
-    # --- search: ranked leaves and evidence ---
     path(f"{S}/search", search.SubjectSearchView.as_view(), name="subject-search"),
-    # --- API keys of one's own tenant, scope admin ---
     path("keys", keys.ApiKeyListView.as_view(), name="api-keys"),
     path("keys/<str:prefix>", keys.ApiKeyDetailView.as_view(), name="api-key"),
     path("keys/<str:prefix>/rotate", keys.ApiKeyRotateView.as_view(), name="api-key-rotate"),
-    # --- webhook endpoints of one's own tenant and their deliveries, scope admin ---
     path("webhooks", webhooks.WebhookListView.as_view(), name="webhooks"),
     path(HOOK, webhooks.WebhookDetailView.as_view(), name="webhook"),
     path(f"{HOOK}/rotate-secret", webhooks.WebhookRotateSecretView.as_view(), name="webhook-rotate-secret"),
     path(f"{HOOK}/deliveries", webhooks.WebhookDeliveriesView.as_view(), name="webhook-deliveries"),
-    # --- schemas of one's own tenant and its default, scope admin ---
     path("schemas", schemas.SchemaListView.as_view(), name="schemas"),
     path("schemas/default", schemas.SchemaDefaultView.as_view(), name="schema-default"),
     path(
@@ -75,7 +65,6 @@ urlpatterns = [
         schemas.SchemaVersionView.as_view(),
         name="schema-version",
     ),
-    # --- schema migrations of one's own tenant: dry run, run, progress, scope admin ---
     path("schema-migrations", migrations.SchemaMigrationListView.as_view(), name="schema-migrations"),
     path(
         "schema-migrations/dry-runs/<str:run_id>",
