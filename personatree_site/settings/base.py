@@ -161,17 +161,14 @@ def _every(task: str, seconds_key: str, queue: str) -> dict:
     return {"task": task, "schedule": PERSONATREE[seconds_key], "options": {"queue": queue}}
 
 
-# Periodic sweep (run beat, or `celery worker -B`): flushes idle windows, re-dispatches pending/expired chunks.
+# Run by beat (or `celery worker -B`); the tasks' modules (workers/) say what each one does.
 CELERY_BEAT_SCHEDULE = {
     "personatree-sweep": _every("workers.sweep", "SWEEP_SECONDS", "ingest"),
     "personatree-flush-evidence": _every("workers.flush_evidence", "EVIDENCE_FLUSH_SECONDS", "index"),
-    # Retries the evidence purge of erased subjects whose purge is not recorded (Milvus was down).
     "personatree-reconcile-erasures": _every(
         "workers.reconcile_erasures", "ERASURE_RECONCILE_SECONDS", "index"
     ),
-    # Re-sends webhook deliveries left pending by a lost task; closes those out of attempts.
     "personatree-sweep-webhooks": _every("workers.sweep_webhooks", "WEBHOOK_SWEEP_SECONDS", "webhooks"),
-    # Re-queues indexing of applied chunks whose messages are not confirmed in the evidence index.
     "personatree-reconcile-indexing": _every(
         "workers.reconcile_indexing", "INDEX_RECONCILE_SECONDS", "index"
     ),
