@@ -1,15 +1,12 @@
-"""Task and pipeline metrics: a logger line, an in-process registry and Prometheus.
+"""Task and pipeline metrics: a logger line and Prometheus.
 
-Every observation goes to three places:
-
-- the ``personatree.metrics`` logger (DEBUG; one line per observation);
-- an in-process registry (:func:`snapshot`, used by tests and ``bench/bench_ingest.py``);
-- ``prometheus_client`` histograms/counters (a dependency).
+Every observation goes to the ``personatree.metrics`` logger (DEBUG; one line per observation, with
+every label) and to a ``prometheus_client`` histogram or counter.
 
 Label names are fixed per metric at first use (Prometheus requires that). Prometheus never gets the
 labels in :data:`NOT_EXPORTED` (``tenant``): one series per tenant would grow every scrape with the
-number of tenants (a histogram is 11 to 17 lines a series). The in-process registry and the log line keep
-them; per-tenant questions are answered by the logs (every line carries the tenant id).
+number of tenants (a histogram is 11 to 17 lines a series). The log line keeps them; per-tenant
+questions are answered by the logs (every line carries the tenant id).
 
 A histogram's buckets come from :data:`BUCKETS` (prometheus_client's default ladder, 5 ms to 10 s,
 otherwise): a quantile above the highest finite bucket reads as that bucket, so the MemListener's
@@ -21,8 +18,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
-from dataclasses import dataclass, field
 
 import prometheus_client
 
@@ -40,29 +35,11 @@ BUCKETS: dict[str, tuple[float, ...]] = {
 }
 
 
-@dataclass
-class Series:
-    count: int = 0
-    total: float = 0.0
-    max: float = 0.0
-    values: list[float] = field(default_factory=list)
-
-    def add(self, value: float, keep: int) -> None:
-        self.count += 1
-        self.total += value
-        self.max = max(self.max, value)
-        if len(self.values) < keep:
-            self.values.append(value)
-
-
 class Registry:
-    """Thread-safe in-process store of observations, keyed by (name, sorted labels)."""
-
-    KEEP = 100_000  # raw values kept per series (for medians in benchmarks)
+    """The Prometheus metric of each name and its label names, fixed at first use (thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._series: dict[tuple, Series] = defaultdict(Series)
         self._prom: dict[str, object] = {}
         self._labelnames: dict[str, tuple[str, ...]] = {}
 
@@ -88,7 +65,6 @@ class Registry:
             names = self._labelnames.setdefault(name, tuple(sorted(labels)))
             if tuple(sorted(labels)) != names:
                 labels = {k: labels.get(k, "") for k in names}
-            self._series[(name, tuple(sorted(labels.items())))].add(value, self.KEEP)
             exported = tuple(n for n in names if n not in NOT_EXPORTED)
             metric = self._prometheus(kind, name, exported)
         if metric is not None:
@@ -98,26 +74,6 @@ class Registry:
             else:
                 child.inc(value)
         logger.debug("metric %s=%s %s", name, value, labels)
-
-    def snapshot(self) -> dict[str, list[dict]]:
-        """``{name: [{"labels": {...}, "count", "total", "max", "values"}]}`` (a copy)."""
-        out: dict[str, list[dict]] = defaultdict(list)
-        with self._lock:
-            for (name, labels), series in self._series.items():
-                out[name].append(
-                    {
-                        "labels": dict(labels),
-                        "count": series.count,
-                        "total": series.total,
-                        "max": series.max,
-                        "values": list(series.values),
-                    }
-                )
-        return dict(out)
-
-    def reset(self) -> None:
-        with self._lock:
-            self._series.clear()
 
 
 registry = Registry()
@@ -131,24 +87,3 @@ def observe(name: str, value: float, **labels: str) -> None:
 def incr(name: str, amount: float = 1.0, **labels: str) -> None:
     """A count (counter)."""
     registry.record("counter", name, float(amount), labels)
-
-
-def snapshot() -> dict[str, list[dict]]:
-    return registry.snapshot()
-
-
-def values(name: str, **labels: str) -> list[float]:
-    """Raw observed values of ``name`` across series whose labels include ``labels``."""
-    found: list[float] = []
-    for series in registry.snapshot().get(name, []):
-        if all(series["labels"].get(k) == str(v) for k, v in labels.items()):
-            found.extend(series["values"])
-    return found
-
-
-def total(name: str, **labels: str) -> float:
-    return sum(
-        s["total"]
-        for s in registry.snapshot().get(name, [])
-        if all(s["labels"].get(k) == str(v) for k, v in labels.items())
-    )
