@@ -124,7 +124,7 @@ def main(argv=None) -> int:
         print(f"compare_listeners: no data at {path}")
         return 0
     sample = load_sample(path, args.conversation)
-    from serving.pointing import default_embed
+    from serving.embedder import default_embed
 
     embed = default_embed("minilm")
     for spec in args.listener:

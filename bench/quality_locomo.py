@@ -281,7 +281,7 @@ class CachedEmbed:
 
 
 def default_embedder() -> Embed:
-    from serving.pointing import default_embed
+    from serving.embedder import default_embed
 
     embed: Embed = default_embed("minilm")  # type: ignore[assignment]  # returns unit vectors
     return CachedEmbed(embed)

@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Protocol
@@ -278,6 +278,18 @@ def embedder_identity(kind: str = "minilm", path: str = "") -> str:
 def get_embedder(kind: str = "minilm", path: str = "") -> Embedder:
     """Process-wide cached embedder (models are large; load once)."""
     return build_embedder(kind, path)
+
+
+Embed = Callable[[Sequence[str]], "np.ndarray"]  # texts -> (n, dim) unit vectors
+
+
+def default_embed(kind: str = "minilm", path: str = "") -> Embed:
+    """The shipped embedder (all-MiniLM-L6-v2 by default) as a function, loaded on first use."""
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        return get_embedder(kind, path).embed(texts)
+
+    return embed
 
 
 @contextmanager

@@ -17,21 +17,24 @@ For one chunk (``FactStep.prepare``), everything here is deterministic:
 5. the candidates shown to a model are the kept clauses' leaves plus the filled leaves a
    retraction in the chunk names.
 
-The result is a :class:`~serving.pointing.PointingContext` whose ``facts`` map each kept clause to
-its verdict and leaves; the extractive engine writes from it alone, a language model gets the
-numbered clauses and candidates in its prompt.
+The result is a :class:`PointingContext` whose ``facts`` map each kept clause to its verdict and
+leaves: the extractive engine writes from it alone, a language model gets the numbered clauses and
+candidates in its prompt (``serving.prompt.build_pointing_prompt``). The listener asks this step
+for it directly (:meth:`FactStep.prepare`); ``serving.pointing`` builds the same context by cosine
+alone, without the fact pipeline (training prompts, tests of the pointing mechanics).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -41,16 +44,15 @@ from memory.engine.aboutness import ClauseSyntax, judge, resolve
 from memory.engine.candidates import Candidate, Candidates, UserSentence, retraction_targets
 from memory.engine.facts import KEEP_LABELS, FactClassifier, FactVerdict
 from memory.engine.placement import LeafPlacer, LeafVectors
-from memory.engine.schema import Schema
+from memory.engine.schema import Schema, document_digest
 from memory.engine.segment import segment
-from serving.embedder import embedder_identity, one_intraop_thread
+from memory.engine.tree import Tree
+from serving.embedder import Embed, embedder_identity, one_intraop_thread
 from serving.syntax import SyntaxStep
 
 log = logging.getLogger(__name__)
 
-Embed = Callable[[Sequence[str]], "object"]  # texts -> (n, dim) unit vectors (numpy)
-
-__all__ = ["FactStep", "PlacedFact", "units_of"]
+__all__ = ["FactStep", "PlacedFact", "PointingContext", "schema_fingerprint", "units_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,28 @@ class PlacedFact:
 
     verdict: FactVerdict
     leaves: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class PointingContext:
+    """What a pointing prompt is built from, and what its reply's ids are mapped back with."""
+
+    sentences: tuple[UserSentence, ...]
+    candidates: Candidates
+    budgets: dict[str, int]
+    skip_reason: str = ""
+    #: The fact pipeline's decisions: kept clause id -> verdict and leaves; empty when the context
+    #: was built without it (``serving.pointing``: whole sentences, candidates by cosine alone).
+    facts: Mapping[int, PlacedFact] = field(default_factory=dict)
+    singles: frozenset[str] = frozenset()  # leaves holding one current state (replaced, not appended)
+    tree: Mapping[str, str] = field(default_factory=dict)  # the subject's tree the chunk is read against
+
+
+@functools.lru_cache(maxsize=64)
+def schema_fingerprint(schema: Schema) -> str:
+    """A digest of what a schema's leaves are (paths, descriptions, budgets, tiers), for callers
+    that hold a parsed schema but not its document's digest."""
+    return document_digest([[leaf.path, leaf.description, leaf.budget, leaf.tier] for leaf in schema.leaves])
 
 
 def _ts(raw: object) -> datetime | None:
@@ -185,39 +209,52 @@ class FactStep:
         return embedded
 
     def prepare(
-        self, schema: Schema, tree: Mapping[str, str], turns: Sequence[Mapping], digest: str
-    ) -> tuple[tuple[UserSentence, ...], Candidates, dict[int, PlacedFact]]:
-        """(numbered clauses, candidate leaves, kept clause id -> its placement).
+        self, schema: Schema, tree: Tree, turns: Sequence[Mapping], *, digest: str | None = None
+    ) -> PointingContext:
+        """The chunk's context: its numbered clauses, the candidate leaves (the kept clauses' leaves
+        and the filled ones a retraction names) and each kept clause's placement; a ``skip_reason``
+        when there is nothing to write (no model call). ``digest``: the schema document's (None:
+        :func:`schema_fingerprint`).
 
         What does not depend on the tree (clauses, parse, vectors, verdicts, leaves) comes from
         :meth:`prefetch` when it was run for these turns, else is computed here."""
-        analysed = self._take_prefetched(schema, turns, digest)
+        key = digest or schema_fingerprint(schema)
+        snapshot = tree.to_dict()
+        budgets = {leaf.path: leaf.budget for leaf in schema.leaves}
+        singles = frozenset(leaf.path for leaf in schema.leaves if getattr(leaf, "single", False))
+        analysed = self._take_prefetched(schema, turns, key)
         if analysed is None:
-            analysed = self._analyse(schema, [turns], digest)[0]
+            analysed = self._analyse(schema, [turns], key)[0]
         units, facts = analysed
         if not units:
-            return (), Candidates((), {}), {}
+            empty = Candidates((), {})
+            return PointingContext((), empty, budgets, "no model call: no user turn", {}, singles, snapshot)
         scores: dict[str, float] = {}
         for fact in facts.values():
             for path, score in fact.leaves:
                 scores[path] = max(score, scores.get(path, float("-inf")))
         # a retraction is read in its whole sentence: "please forget that ..., that plan is off"
-        for path in retraction_targets([replace(u, text=u.origin) for u in units], tree):
+        for path in retraction_targets([replace(u, text=u.origin) for u in units], snapshot):
             scores.setdefault(path, 0.0)
         ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        leaves = tuple(Candidate(n, p, round(s, 4), tree.get(p)) for n, (p, s) in enumerate(ordered, 1))
+        leaves = tuple(Candidate(n, p, round(s, 4), snapshot.get(p)) for n, (p, s) in enumerate(ordered, 1))
         best = {uid: f.leaves[0] for uid, f in facts.items()}
         ranked_by_unit = {uid: f.leaves for uid, f in facts.items()}
-        return units, Candidates(leaves, best, ranked_by_unit), facts
+        candidates = Candidates(leaves, best, ranked_by_unit)
+        skip = "no model call: no clause states a lasting fact about the user" if candidates.empty else ""
+        return PointingContext(units, candidates, budgets, skip, facts, singles, snapshot)
 
     #: Chunks whose analysis :meth:`prefetch` keeps until :meth:`prepare` takes it (oldest dropped).
     MAX_PREFETCHED = 4096
 
-    def prefetch(self, schema: Schema, turns_list: Sequence[Sequence[Mapping]], digest: str) -> int:
+    def prefetch(
+        self, schema: Schema, turns_list: Sequence[Sequence[Mapping]], *, digest: str | None = None
+    ) -> int:
         """Analyse many chunks at once (one parse of all their user turns, one embedding call for all
         their clauses) and keep the result for :meth:`prepare`: a chunk's clauses, verdicts and
         leaves do not depend on the subject's tree, so a caller that knows its next chunks (a
         backfill) pays the per-call costs once for many of them. Returns the chunks analysed."""
+        digest = digest or schema_fingerprint(schema)
         todo: dict[tuple, Sequence[Mapping]] = {}
         for turns in turns_list:
             key = _turns_key(schema, turns, digest)

@@ -15,21 +15,22 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Protocol
 
-from memory.engine.candidates import CandidateSettings
 from memory.engine.dates import chunk_evidence
 from memory.engine.gate import GatePolicy, gate
 from memory.engine.ops import Op
 from memory.engine.parser import parse_ops
+from memory.engine.pointing import ops_from_pointers
 from memory.engine.render import count_tokens
 from memory.engine.schema import Schema, SchemaError, get_schema, schema_from_document
 from memory.engine.tree import Tree
+from serving.embedder import default_embed
 from serving.engines.base import Engine, EngineError, Generation, Prompt
-from serving.facts import FactStep
+from serving.facts import FactStep, PointingContext
 from serving.output_schema import MAX_OPS, op_list_schema, pointer_list_schema
-from serving.pointing import LeafIndex, PointingStep, default_embed
 from serving.prompt import POINTING_PROMPT_VERSION, PROMPT_VERSION, build_pointing_prompt, build_prompt
 from serving.protocol import ListenerJob, ListenerOp, ListenerResult
 
@@ -108,11 +109,29 @@ def salvage_items(text: str) -> list | None:
     return items or None
 
 
+def read_pointer_items(text: str) -> list:
+    """The op items of a pointing reply; raises ValueError when it is not ``{"ops": [...]}``."""
+    data = json.loads(text)
+    items = data.get("ops") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise ValueError('expected {"ops": [...]}')
+    return items
+
+
+def pointer_ops(items: list, context: PointingContext, tree: Tree) -> tuple[list[Op], list[dict]]:
+    """(ops, errors) of a pointing reply's items (:func:`memory.engine.pointing.ops_from_pointers`
+    against the chunk's context); errors in the parser's ``{line_no, line, message}`` shape."""
+    ops, errors = ops_from_pointers(
+        items, context.sentences, context.candidates, tree.to_dict(), context.budgets, context.singles
+    )
+    return ops, [{"line_no": 0, "line": e.item, "message": e.message} for e in errors]
+
+
 def pointer_items(text: str) -> tuple[list | None, list[dict]]:
     """``(items, notes)`` of a JSON pointer reply, keeping the complete items before a cut-off (a
     note says so); ``(None, [parse error])`` when it is no JSON op list."""
     try:
-        return PointingStep.items(text), []
+        return read_pointer_items(text), []
     except ValueError as exc:  # JSON errors are ValueErrors too
         items = salvage_items(text)
         if items is None:
@@ -120,10 +139,23 @@ def pointer_items(text: str) -> tuple[list | None, list[dict]]:
         return items, [{"line_no": 0, "line": "", "message": f"output truncated; kept {len(items)} item(s)"}]
 
 
+class ContextStep(Protocol):
+    """What builds a chunk's pointing context: ``serving.facts.FactStep`` (the product's) or
+    ``serving.pointing.PointingStep`` (cosine alone)."""
+
+    def prepare(
+        self, schema: Schema, tree: Tree, turns: Sequence[Mapping], *, digest: str | None = None
+    ) -> PointingContext: ...
+
+    def prefetch(
+        self, schema: Schema, turns_list: Sequence[Sequence[Mapping]], *, digest: str | None = None
+    ) -> int: ...
+
+
 class MemListener:
-    """``pointing`` set: the pointing pipeline (candidate leaves, ids, no model call when nothing
-    fits); None: the full-enum prompt. ``grounding``: the gate's UNGROUNDED check against the
-    chunk's user turns (on by default).
+    """``pointing`` set: the pointing pipeline (the step's candidate leaves and ids, no model call
+    when nothing fits); None: the full-enum prompt. ``grounding``: the gate's UNGROUNDED check
+    against the chunk's user turns (on by default).
 
     A job's schema: ``schema_document`` when the job carries one (a tenant's own schema, parsed
     once per digest of its canonical JSON by the engine's ``schema_from_document``), else ``schema_resolver(id, version)``
@@ -139,7 +171,7 @@ class MemListener:
         constrained: bool = True,
         max_ops: int = MAX_OPS,
         schema_resolver: Callable[[str, int], Schema] = get_schema,
-        pointing: PointingStep | None = None,
+        pointing: ContextStep | None = None,
         grounding: bool = True,
     ) -> None:
         self.engine = engine
@@ -193,7 +225,7 @@ class MemListener:
             items, notes = (gen.items, []) if gen.items is not None else pointer_items(text)
             if items is None:
                 return [], notes
-            ops, errors = PointingStep.ops(list(items), prompt.pointing, tree)
+            ops, errors = pointer_ops(list(items), prompt.pointing, tree)
             return ops, notes + errors
         parsed, notes = parse_ops(text), []
         items = None if parsed.ops else salvage_items(text)
@@ -313,11 +345,7 @@ def build_listener(config, engine: Engine | None = None, *, lenient: bool = Fals
     check_engine_config(config)
     pointing = None
     if prompt_mode_for(config) == "pointing":
-        settings = CandidateSettings(k=config.candidate_k, threshold=config.candidate_threshold,
-                                     filled_threshold=config.candidate_threshold)  # fmt: skip
-        embed = default_embed(config.embedder, config.embedder_path)
-        facts = FactStep(default_embed("minilm"), cache_dir=config.leaf_vectors_dir or None)
-        pointing = PointingStep(LeafIndex(embed), settings, facts)
+        pointing = FactStep(default_embed("minilm"), cache_dir=config.leaf_vectors_dir or None)
     return MemListener(
         engine if engine is not None else build_engine(config),
         policy=GatePolicy(lenient=lenient),
@@ -325,3 +353,4 @@ def build_listener(config, engine: Engine | None = None, *, lenient: bool = Fals
         max_ops=config.max_ops,
         pointing=pointing,
     )
+

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 
 from memory.engine.schema import default_schema
+from serving.embedder import default_embed
 from serving.facts import FactStep
 from serving.minilm_onnx import cache_dir, ensure_graph
-from serving.pointing import default_embed
 
 
 def warm() -> None:

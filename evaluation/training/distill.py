@@ -109,16 +109,16 @@ def locomo_subjects(path: str | Path, conversations: Iterable[str] = ()) -> Iter
 
 def kept_items(text: str, prompt: Prompt, tree: Tree, accepted: Sequence[Op]) -> tuple[list, int]:
     """The teacher's pointer items whose op the gate accepted, and how many were dropped."""
-    from serving.pointing import PointingStep
+    from serving.listener import pointer_ops, read_pointer_items
 
     try:
-        items = PointingStep.items(text)
+        items = read_pointer_items(text)
     except ValueError:
         return [], 0
     wanted = {(op.type, op.path, op.value) for op in accepted}
     kept = []
     for item in items:
-        ops, errors = PointingStep.ops([item], prompt.pointing, tree)
+        ops, errors = pointer_ops([item], prompt.pointing, tree)
         if ops and not errors and all((op.type, op.path, op.value) in wanted for op in ops):
             kept.append(item)
     return kept, len(items) - len(kept)

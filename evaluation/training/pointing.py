@@ -3,8 +3,8 @@
 The pointing prompt lists the chunk's candidate leaves, which ``serving.pointing.PointingStep``
 chooses by embedding the user's sentences and every leaf of the schema. Rebuilding it therefore
 loads the embedder and uses the candidate settings (``k``, threshold, embedder) configured *now*
-(``settings.PERSONATREE`` via ``memory.conf.listener_client_config``), the same way
-``serving.listener.build_listener`` builds them. The audit log does not record the candidates or
+(``settings.PERSONATREE`` via ``memory.conf.listener_client_config``); the product's listener
+builds its candidates with the fact pipeline instead (``serving.facts.FactStep``). The audit log does not record the candidates or
 the settings a past call used, so a rebuilt prompt equals the original only while those settings
 and the embedder are unchanged; the exporter says so in each example's ``prompt_note``.
 """
@@ -18,8 +18,10 @@ from memory.engine.ops import Op
 from memory.engine.pointing import ops_from_pointers
 from memory.engine.schema import Schema
 from memory.engine.tree import Tree
+from serving.embedder import Embed, default_embed
 from serving.engines.base import Prompt
-from serving.pointing import Embed, LeafIndex, PointingStep, default_embed
+from serving.listener import read_pointer_items
+from serving.pointing import LeafIndex, PointingStep
 from serving.prompt import build_pointing_prompt
 
 PointingBuilder = Callable[
@@ -62,10 +64,10 @@ def context_json(context) -> dict:
 
 def reply_ops(text: str, pointing: Mapping, tree: Mapping[str, str]) -> tuple[list[Op] | None, int]:
     """(ops, unreadable items) of a pointing reply, mapped as the listener maps it
-    (``serving.pointing.PointingStep``); ops None when the reply is not ``{"ops": [...]}`` or no
+    (``serving.listener.pointer_ops``); ops None when the reply is not ``{"ops": [...]}`` or no
     item could be read. ``{"ops": []}`` is the listener's NO_OP."""
     try:
-        items = PointingStep.items(text)
+        items = read_pointer_items(text)
     except ValueError:
         return None, 0
     sentences = [UserSentence(int(i), str(t), int(turn)) for i, t, turn in pointing["sentences"]]

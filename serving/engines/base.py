@@ -39,7 +39,7 @@ class Prompt:
     turns: tuple[Mapping[str, str], ...] = ()
     tree: Mapping[str, str] = field(default_factory=dict)
     # Pointing prompts: the numbered sentences, candidate leaves and leaf budgets of the chunk
-    # (``serving.pointing.PointingContext``), for engines that work on the structure (extractive).
+    # (``serving.facts.PointingContext``), for engines that work on the structure (extractive).
     pointing: Any = None
 
     @property

@@ -14,6 +14,7 @@ from serving.app import MemListenerDeployment
 from serving.client import RayServeClient
 from serving.config import AppConfig, EngineConfig
 from serving.engines.base import EngineUnavailable
+from serving.facts import FactStep
 from tests.serving.conftest import make_job
 
 
@@ -109,6 +110,6 @@ def test_the_app_builds_its_listener_with_the_yaml_settings():
     asyncio.run(dep.start())
     assert dep._listener.max_ops == 4 and dep._listener.policy.lenient and dep._listener.policy.grounding
     assert dep._listener.pointing is None  # the stand-in emits full-enum JSON
-    dep = _deployment(AppConfig(engine=EngineConfig(kind="extractive", candidate_k=5)))
+    dep = _deployment(AppConfig(engine=EngineConfig(kind="extractive", max_ops=5)))
     asyncio.run(dep.start())
-    assert dep._listener.pointing.settings.k == 5
+    assert isinstance(dep._listener.pointing, FactStep) and dep._listener.max_ops == 5

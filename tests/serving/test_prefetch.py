@@ -59,7 +59,7 @@ def _comparable(results):
 
 def test_prefetched_chunks_give_the_results_of_their_own_runs_with_one_embedding_call(client):
     alone = _comparable(client.run(jobs()))
-    facts = client.listener.pointing.facts
+    facts = client.listener.pointing
     calls = []
     inner = facts._embed
     facts._embed = lambda texts: calls.append(len(texts)) or inner(texts)
@@ -114,7 +114,7 @@ def test_only_clauses_the_grammar_keeps_are_embedded_and_classified(client):
     ]
     job = ListenerJob(job_id="g", subject_id="g", base_version=0, schema_id=schema.id,
                       schema_version=schema.version, tree={}, turns=turns)  # fmt: skip
-    facts = client.listener.pointing.facts
+    facts = client.listener.pointing
     seen: list[str] = []
     inner = facts._embed
     facts._embed = lambda texts: seen.extend(texts) or inner(texts)
