@@ -1,25 +1,63 @@
-"""The extractive listener as an engine: rules instead of a language model (kind ``extractive``).
+"""The extractive engine (kind ``extractive``): rules instead of a language model, the floor every
+model must beat.
 
-It reads the pointing context of each prompt and writes pointer ops: from the fact pipeline's
-kept, placed clauses (:func:`memory.engine.extractive.fact_pointers`: short dated third-person
-facts), or, for a context built without it, whole sentences by rule
-(:func:`memory.engine.extractive.extractive_pointers`). It hands the items over as they are
-(``Generation.items``: no JSON to parse back); the listener maps them to ops like any model's
-pointers, and the store gates and audits them. Deterministic, no generative model, milliseconds a chunk.
+It reads the pointing context of each prompt (``serving.facts.PointingContext``) and writes pointer
+items (:mod:`memory.engine.pointing`), handed over as they are (``Generation.items``: no JSON to
+parse back); the listener maps them to ops like any model's pointers, and the store gates and
+audits them. Deterministic, no generative model, milliseconds a chunk; every value it writes is
+a trimmed copy of the user's words, so it is grounded by construction.
+
+- From the fact pipeline's kept, placed clauses (:func:`fact_pointers`, the product's): each
+  becomes a short dated third-person fact (:func:`state_fact`) filed under its best candidate leaf
+  with room for it; an explicit self-retraction deletes the filled leaf it names.
+- For a context built without it (:func:`extractive_pointers`, whole sentences by rule):
+
+  - each self-disclosing user sentence (:func:`memory.engine.candidates.is_self_disclosure`) goes
+    to its best candidate leaf as :func:`memory.engine.clauses.third_person` of the sentence;
+  - a retraction ("please forget the half marathon", "I no longer ...") names the filled candidate
+    leaf whose value shares the most salient words with it, as a DELETE (the pointer mapping then
+    removes just the named clauses);
+  - the clause goes to the sentence's best candidate leaf that is still free in this chunk and has
+    room for it without dropping an older clause; when none has room, to its best free leaf (whose
+    oldest clause then goes): one item per leaf, so facts spread over the fitting leaves instead
+    of pushing each other out;
+  - nothing self-disclosing: ``NO_OP``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from serving.syntax import import_spacy_without_torch
 
-import_spacy_without_torch()  # before the engine's rewrite imports lemminflect, and so spaCy
+import_spacy_without_torch()  # before the rewrite imports lemminflect, and so spaCy
 
-from memory.engine.extractive import extractive_pointers, fact_pointers  # noqa: E402
+from memory.engine.candidates import (  # noqa: E402
+    Candidates,
+    UserSentence,
+    is_retraction,
+    is_self_disclosure,
+    salient,
+)
+from memory.engine.chatter import is_small_talk  # noqa: E402
+from memory.engine.clauses import (  # noqa: E402
+    SEPARATOR,
+    anchored,
+    clauses_of,
+    duplicate_leaf,
+    merge_clauses,
+    third_person,
+    trim,
+)
+from memory.engine.dates import DatePhrase, date_phrases, with_dates  # noqa: E402
+from memory.engine.grounding import proper_nouns  # noqa: E402
+from memory.engine.rewrite import rewrite  # noqa: E402
+from memory.engine.text import content_stems, number_tokens  # noqa: E402
 from serving.engines.base import Generation, InProcessEngine, Prompt  # noqa: E402
 
 EXTRACTIVE_MODEL_ID = "extractive/2"
@@ -53,3 +91,250 @@ class ExtractiveEngine(InProcessEngine):
                 )
             )
         return out
+
+
+__all__ = [
+    "EXTRACTIVE_MODEL_ID",
+    "ExtractiveEngine",
+    "extractive_pointers",
+    "fact_pointers",
+    "split_facts",
+    "state_fact",
+]
+
+# A sentence that talks to the other person ("your support means a lot") is about them, not a fact
+# of the subject's own (measured: dropping these raised precision at equal coverage).
+_ADDRESSED = re.compile(r"\b(you|your|you're|yours|you've|you'll)\b", re.IGNORECASE)
+_FACT_BREAK = re.compile(
+    r",\s+(?:and|but|so|because|since|which|while)\s+|\s+-\s+|;\s+|,\s+(?=I\b|I'm\b|I've\b|my\b)"
+)
+
+
+def split_facts(text: str) -> list[str]:
+    """One sentence cut into the facts it strings together ("Lost my job, so I'm starting a
+    business" -> two); pieces too short to stand alone stay with the one before."""
+    pieces: list[str] = []
+    for raw in _FACT_BREAK.split(text):
+        piece = raw.strip(" ,")
+        if not piece:
+            continue
+        if pieces and len(content_stems(piece)) < 2:
+            pieces[-1] = f"{pieces[-1]}, {piece}"
+        else:
+            pieces.append(piece)
+    return pieces or [text]
+
+
+def extractive_pointers(
+    sentences: Sequence[UserSentence],
+    candidates: Candidates,
+    budgets: Mapping[str, int],
+    *,
+    min_words: int = 3,
+    addressed: bool = True,
+    split: bool = False,
+) -> list[dict]:
+    """Pointer items for one chunk (see the module docstring)."""
+    ids = {c.path: c.id for c in candidates.leaves}
+    values = {c.path: c.value for c in candidates.leaves if c.value is not None}
+    chosen: dict[str, tuple[float, dict]] = {}
+    for sentence in sentences:
+        leaf = _retraction_leaf(sentence.text, candidates) if is_retraction(sentence.text) else None
+        if leaf is not None:
+            chosen[leaf.path] = (
+                float("inf"),
+                {"op": "DELETE", "sentence": sentence.id, "leaf": leaf.id, "value": None},
+            )
+            continue
+        if not is_self_disclosure(sentence.text) or (addressed and _ADDRESSED.search(sentence.text)):
+            continue
+        ranked = candidates.ranked.get(sentence.id) or (
+            (candidates.best_leaf[sentence.id],) if sentence.id in candidates.best_leaf else ()
+        )
+        for piece in split_facts(sentence.text) if split else [sentence.text]:
+            placed = _place(piece, ranked, ids, budgets, values, chosen, min_words)
+            if placed is None:
+                continue
+            path, score, clause = placed
+            item = {"op": "ADD", "sentence": sentence.id, "leaf": ids[path], "value": clause}
+            chosen[path] = (score, item)
+            values[path] = merge_clauses(values.get(path), clause, budgets.get(path, 80))
+    items = [item for _, item in sorted(chosen.values(), key=lambda t: t[1]["sentence"])]
+    return items or [{"op": "NO_OP", "sentence": None, "leaf": None, "value": None}]
+
+
+def _place(text, ranked, ids, budgets, values, chosen, min_words):
+    """(path, score, clause) for one sentence: its best leaf that is free in this chunk and keeps
+    every clause it holds; else its best free leaf (the oldest clause then goes); None if none."""
+    fallback = None
+    for path, score in ranked:
+        if path not in ids or path in chosen:
+            continue
+        budget = budgets.get(path, 80)
+        clause = trim(third_person(text), budget)
+        if _weight(clause) < min_words:
+            return None
+        held = clauses_of(values.get(path))
+        if len(SEPARATOR.join([*held, clause])) <= budget:
+            return path, score, clause
+        if fallback is None:
+            fallback = (path, score, clause)
+    return fallback
+
+
+def _weight(clause: str) -> int:
+    """Content words plus numbers and names: "Has been vegetarian for ten years" weighs 3, and a
+    self-introduction ("Maya") counts as a whole fact."""
+    names = proper_nouns(clause) or ([clause] if clause[:1].isupper() and " " not in clause.strip() else [])
+    return (
+        len(content_stems(clause))
+        + len(number_tokens(clause))
+        + (3 if names and len(clause.split()) <= 3 else 0)
+    )
+
+
+def fact_pointers(
+    units: Sequence[UserSentence],
+    facts: Mapping[int, object],
+    candidates: Candidates,
+    tree: Mapping[str, str],
+    budgets: Mapping[str, int],
+    singles: Collection[str] = (),
+) -> list[dict]:
+    """Pointer items of the fact pipeline for one chunk (``facts``: kept clause id -> its
+    placement, with ``leaves`` best first, from ``serving.facts``).
+
+    Each kept clause becomes a short dated third-person fact (:func:`state_fact`) filed under its
+    best candidate leaf that has room for it (:func:`_roomy_leaf`); small talk that slipped through,
+    a fact that still speaks to the other person ("Is proud of you for ...", "Loves your stories":
+    about them, not the subject) and a fact the subject's tree already holds under any leaf are
+    dropped; an explicit self-retraction deletes the filled leaf it names.
+    Several facts may go to one leaf (the pointer mapping folds them in order)."""
+    ids = {c.path: c.id for c in candidates.leaves}
+    values = dict(tree)
+    items: list[dict] = []
+    for unit in units:
+        deleted = None
+        retracting = is_retraction(unit.text) or is_retraction(unit.origin)
+        if retracting:  # "I quit my job to paint full time": delete, then file the rest
+            deleted = _retraction_leaf(unit.origin, candidates)
+            if deleted is not None:
+                items.append({"op": "DELETE", "sentence": unit.id, "leaf": deleted.id, "value": None})
+                values.pop(deleted.path, None)
+        placed = facts.get(unit.id)
+        if placed is None or (retracting and _TAKING_BACK.search(unit.text)):
+            continue  # "please forget that I mentioned X" is never itself a fact
+        fact = state_fact(unit.text, unit.ts, unit.origin)
+        if (
+            not fact
+            or is_small_talk(fact)
+            or _ADDRESSED.search(fact)
+            or duplicate_leaf(fact, values) is not None
+        ):
+            continue
+        ranked = [p for p, _score in placed.leaves if p in ids]  # type: ignore[attr-defined]
+        if deleted is not None:
+            ranked = [p for p in ranked if p != deleted.path]
+        path = _roomy_leaf(fact, ranked, values, budgets, singles)
+        if path is None:
+            continue
+        items.append({"op": "ADD", "sentence": unit.id, "leaf": ids[path], "value": fact})
+        values[path] = merge_clauses(values.get(path), fact, budgets.get(path, 80), single=path in singles)
+    return items or [{"op": "NO_OP", "sentence": None, "leaf": None, "value": None}]
+
+
+_UNBOUNDED = 1 << 30
+
+
+def _roomy_leaf(
+    fact: str,
+    ranked: Sequence[str],
+    values: Mapping[str, str],
+    budgets: Mapping[str, int],
+    singles: Collection[str],
+) -> str | None:
+    """The leaf of ``ranked`` (leaves the placer scored at or above its threshold, best first) that
+    files ``fact`` at the least loss, or None.
+
+    Every fact goes to the best leaf that takes it without pushing a clause out over its budget (a
+    single-state leaf replaces its value by design, so it always takes it). Failing that, a fact with
+    a date, number or name (:func:`memory.engine.clauses.anchored`: what questions ask for) goes to
+    the best leaf, where :func:`~memory.engine.clauses.merge_clauses` pushes out an unanchored
+    clause first; a vague fact goes to the best leaf where it pushes out only vague clauses, else it
+    is not filed: a vague fact never costs the tree a specific one."""
+    if not ranked:
+        return None
+    for path in ranked:
+        old = values.get(path)
+        if path in singles or not old or _has_room(old, fact, budgets.get(path, 80)):
+            return path
+    if anchored(fact):
+        return ranked[0]
+    for path in ranked:
+        if not _pushes_out_anchored(values[path], fact, budgets.get(path, 80)):
+            return path
+    return None
+
+
+def _has_room(old: str, fact: str, budget: int) -> bool:
+    """Does a leaf holding ``old`` take ``fact`` without pushing a clause out over ``budget`` (a
+    clause the fact restates or supersedes goes either way: that is an update, not a lack of room)?"""
+    return merge_clauses(old, fact, budget) == merge_clauses(old, fact, _UNBOUNDED)
+
+
+def _pushes_out_anchored(old: str, fact: str, budget: int) -> bool:
+    """Would filing ``fact`` under a leaf holding ``old`` push an anchored clause out over the
+    budget (a clause the fact restates or supersedes goes either way: that is an update)?"""
+    kept = set(clauses_of(merge_clauses(old, fact, budget)))
+    unbounded = clauses_of(merge_clauses(old, fact, _UNBOUNDED))
+    return any(anchored(c) for c in unbounded if c not in kept)
+
+
+def state_fact(clause: str, ts: datetime | None = None, sentence: str | None = None) -> str:
+    """One clause as the fact the tree keeps: relative dates made absolute against the message's
+    time (``sentence``, the clause's whole sentence, decides the tense), then a short third-person
+    rewrite of the user's own words."""
+    # rewrite first: its word budget must not cut a "(week before 8 May 2023)" in half
+    lead = date_phrases(clause, ts, context=sentence) if ts is not None else []
+    if lead and lead[0].start == 0:  # "Two years ago I ran a marathon" -> "Ran a marathon (2024)"
+        rest = rewrite(clause[lead[0].end :].lstrip(" ,"))
+        fact = f"{rest} ({lead[0].absolute})" if rest else ""
+    else:
+        fact = with_dates(rewrite(clause), ts, context=sentence or clause)
+        if _anchors(fact, lead) < _anchors(clause, lead, said=True):
+            # the word budget cut off a date, a name or a number: a longer fact keeps it
+            longer = with_dates(rewrite(clause, max_words=ANCHORED_MAX_WORDS), ts, context=sentence or clause)
+            fact = longer if _anchors(longer, lead) > _anchors(fact, lead) else fact
+    # "I'm Maya." -> "Is Maya" -> "Maya": a self-introduction is the name itself
+    return fact[3:] if _INTRODUCED.fullmatch(fact) else fact
+
+
+#: Words a fact may take when the usual 12 would cut off its date, a name or a number ("Had a quiet
+#: weekend after they went camping with their fam (two weekends before 17 July 2023)", "Will always
+#: remember their camping trip (2022) when they saw the Perseid meteor shower"): these anchors are
+#: what a question about the fact asks for.
+ANCHORED_MAX_WORDS = 18
+
+
+def _anchors(text: str, lead: Sequence[DatePhrase], *, said: bool = False) -> int:
+    """Dates, names and numbers of ``text``: the relative dates of ``lead`` (as said when ``said``,
+    else as written out), proper nouns and numbers (a written-out date's own numbers left out)."""
+    dates = sum((p.phrase if said else f"({p.absolute})") in text for p in lead)
+    from_dates = set() if said else {n for p in lead for n in number_tokens(p.absolute)}
+    return dates + len(set(proper_nouns(text))) + len(number_tokens(text) - from_dates)
+
+
+_TAKING_BACK = re.compile(r"\b(?:forget|no longer|any ?more|is off|called off)\b", re.IGNORECASE)
+_INTRODUCED = re.compile(r"Is (?:[A-Z][\w'-]*)(?: [A-Z][\w'-]*){0,2}")
+
+
+def _retraction_leaf(sentence: str, candidates: Candidates):
+    """The filled candidate leaf whose value shares the most salient words with the retraction."""
+    names = salient(sentence)
+    hits = [
+        (len(names & content_stems(c.value or "")), c.score, c)
+        for c in candidates.leaves
+        if c.value is not None
+    ]
+    hits = [h for h in hits if h[0] > 0]
+    return max(hits, key=lambda h: (h[0], h[1]))[2] if hits else None

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.engine.dates import DATE_EVIDENCE, chunk_evidence
-from memory.engine.extractive import state_fact
 from memory.engine.gate import GatePolicy, Reason, gate
 from memory.engine.ops import Op, OpType
 from memory.engine.schema import default_schema
 from memory.engine.tree import Tree
 from serving.config import EngineConfig
+from serving.engines.extractive import state_fact
 from serving.listener import build_listener
 from serving.protocol import ListenerJob
 

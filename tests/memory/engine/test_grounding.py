@@ -1,4 +1,5 @@
-"""Grounding (gate reason UNGROUNDED), no-change UPDATEs, clauses, candidates and pointer ops."""
+"""Grounding (gate reason UNGROUNDED), no-change UPDATEs, clauses, candidates and pointer ops
+(the extractive engine's rules: tests/serving/test_extractive.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from memory.engine.candidates import (
     user_sentences,
 )
 from memory.engine.clauses import merge_clauses, retract, third_person, trim
-from memory.engine.extractive import extractive_pointers
 from memory.engine.gate import GatePolicy
 from memory.engine.grounding import check_grounding, proper_nouns
 from memory.engine.pointing import ops_from_pointers
@@ -213,17 +213,6 @@ def test_pointer_ops_map_ids_merge_and_report_bad_ids():
     ]
 
 
-def test_extractive_pointers_one_per_leaf_and_no_op():
-    sentences = user_sentences(_chunk("I run every morning. I also run at night.", "Nice weather!"))
-    cands = select_candidates(
-        sentences, ["behaviour/habits/exercise"], [[0.9], [0.5], [0.9]], {}, CandidateSettings(threshold=0.3)
-    )
-    items = extractive_pointers(sentences, cands, {"behaviour/habits/exercise": 160})
-    assert items == [{"op": "ADD", "sentence": 1, "leaf": 1, "value": "Runs every morning"}]
-    empty = select_candidates(sentences, ["x/y/z"], [[0.0], [0.0], [0.0]], {}, CandidateSettings())
-    assert extractive_pointers(sentences, empty, {})[0]["op"] == "NO_OP"
-
-
 def test_lexical_bonus_names_and_introductions():
     from memory.engine.candidates import LEXICAL_BONUS, lexical_bonus
 
@@ -235,11 +224,3 @@ def test_lexical_bonus_names_and_introductions():
     assert lexical_bonus("I'll go with my partner Tomás.", paths) == [LEXICAL_BONUS, 0.0, 0.0]
     assert lexical_bonus("Hi! I'm Maya.", paths)[2] > LEXICAL_BONUS
     assert lexical_bonus("I'm tired.", paths) == [0.0, 0.0, 0.0]
-
-
-def test_extractive_keeps_numbers_and_names_as_weight():
-    from memory.engine.extractive import _weight
-
-    assert _weight("Has been vegetarian for ten years") >= 3
-    assert _weight("Maya") >= 3
-    assert _weight("Loves it") < 3

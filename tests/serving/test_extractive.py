@@ -1,12 +1,20 @@
-"""fact_pointers / state_fact: which leaf a fact goes to, and what a long clause keeps (invented lines)."""
+"""The extractive engine's rules: which leaf a fact goes to (fact_pointers), what a long clause keeps
+(state_fact), and the whole-sentence rules (extractive_pointers); invented lines."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memory.engine.candidates import Candidate, Candidates, UserSentence
-from memory.engine.extractive import fact_pointers, state_fact
+from memory.engine.candidates import (
+    Candidate,
+    Candidates,
+    CandidateSettings,
+    UserSentence,
+    select_candidates,
+    user_sentences,
+)
+from serving.engines.extractive import _weight, extractive_pointers, fact_pointers, state_fact
 
 MONDAY = datetime(2023, 7, 17, 14, 31, tzinfo=UTC)
 
@@ -68,3 +76,25 @@ def test_the_word_budget_does_not_cut_off_a_date_or_a_name() -> None:
     # nothing lost: the usual short fact, its evaluative tail gone
     clause = "I went to a LGBTQ support group yesterday and it was so powerful."
     assert state_fact(clause, MONDAY, clause) == "Went to a LGBTQ support group (16 July 2023)"
+
+
+def test_extractive_pointers_one_per_leaf_and_no_op():
+    turns = [
+        {"role": "user", "content": "I run every morning. I also run at night."},
+        {"role": "assistant", "content": "Tell me more!"},
+        {"role": "user", "content": "Nice weather!"},
+    ]
+    sentences = user_sentences(turns)
+    cands = select_candidates(
+        sentences, ["behaviour/habits/exercise"], [[0.9], [0.5], [0.9]], {}, CandidateSettings(threshold=0.3)
+    )
+    items = extractive_pointers(sentences, cands, {"behaviour/habits/exercise": 160})
+    assert items == [{"op": "ADD", "sentence": 1, "leaf": 1, "value": "Runs every morning"}]
+    empty = select_candidates(sentences, ["x/y/z"], [[0.0], [0.0], [0.0]], {}, CandidateSettings())
+    assert extractive_pointers(sentences, empty, {})[0]["op"] == "NO_OP"
+
+
+def test_extractive_keeps_numbers_and_names_as_weight():
+    assert _weight("Has been vegetarian for ten years") >= 3
+    assert _weight("Maya") >= 3
+    assert _weight("Loves it") < 3
