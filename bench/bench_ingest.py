@@ -174,8 +174,8 @@ def _measure() -> dict[str, dict]:
     import workers.dispatcher as dispatcher
     from memory.models import Chunk
     from memory.services.subjects import tenant_create
-    from serving.client import InProcessClient
     from serving.config import EngineConfig
+    from serving.listener import InProcessClient
 
     tenant = tenant_create(name="bench-ingest")
     ingest_times = _ingest(tenant, "fast", SUBJECTS, CHUNKS_PER_SUBJECT)

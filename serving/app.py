@@ -95,7 +95,7 @@ class MemListenerDeployment:
         await self.start()
         if self._listener is None:
             msg = f"memlistener engine unavailable: {self._start_error}"
-            return [ListenerResult(job_id=j.job_id, error=msg, retryable=True) for j in jobs]
+            return ListenerResult.failed(jobs, msg, retryable=True)
         return await asyncio.to_thread(self._listener.run, jobs)
 
     async def run(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:

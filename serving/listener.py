@@ -1,4 +1,5 @@
-"""MemListener: jobs in, typed ops out, for any engine.
+"""MemListener: jobs in, typed ops out, for any engine; :class:`InProcessClient` runs one in this
+process (the in-process backends of ``serving.client``).
 
 For each job: build the prompt, let the engine generate (one batched call), read its output (the
 raw text, JSON or the paper's line format, or the items an engine hands over typed), pre-check
@@ -14,9 +15,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Protocol
 
 from memory.engine.dates import chunk_evidence
@@ -27,12 +30,14 @@ from memory.engine.pointing import ops_from_pointers
 from memory.engine.render import count_tokens
 from memory.engine.schema import Schema, SchemaError, get_schema, schema_from_document
 from memory.engine.tree import Tree
+from serving.config import EngineConfig, check_engine_config, prompt_mode_for
 from serving.embedder import default_embed
 from serving.engines.base import Engine, EngineError, Generation, Prompt
 from serving.facts import FactStep, PointingContext
+from serving.lazy import Lazy
 from serving.output_schema import MAX_OPS, op_list_schema, pointer_list_schema
 from serving.prompt import POINTING_PROMPT_VERSION, PROMPT_VERSION, build_pointing_prompt, build_prompt
-from serving.protocol import ListenerJob, ListenerOp, ListenerResult
+from serving.protocol import ListenerJob, ListenerOp, ListenerResult, ListenerTurn
 
 log = logging.getLogger(__name__)
 
@@ -336,10 +341,11 @@ class MemListener:
         return [storable_result(results[i]) for i in range(len(jobs))]
 
 
-def build_listener(config, engine: Engine | None = None, *, lenient: bool = False) -> MemListener:
-    """The one MemListener factory (in-process clients and the Ray app): ``config`` is an
-    ``EngineConfig``; the engine is built from it unless given."""
-    from serving.config import check_engine_config, prompt_mode_for
+def build_listener(
+    config: EngineConfig, engine: Engine | None = None, *, lenient: bool = False
+) -> MemListener:
+    """The one MemListener factory (in-process clients and the Ray app); the engine is built from
+    ``config`` unless given."""
     from serving.engines import build_engine
 
     check_engine_config(config)
@@ -354,3 +360,67 @@ def build_listener(config, engine: Engine | None = None, *, lenient: bool = Fals
         pointing=pointing,
     )
 
+
+#: A statement every step of the fact pipeline reads (a clause to classify, place, rewrite and date).
+_WARM_UP_TEXT = "I moved to Lisbon last week and I work as a nurse at the children's hospital."
+
+
+class InProcessClient:
+    """Runs a MemListener in this process (``serving.client`` picks it for every backend but
+    ``ray``). The listener is built on first use (model load is slow); one call at a time."""
+
+    def __init__(self, engine_config: EngineConfig) -> None:
+        self.engine_config = engine_config
+        self._listener = Lazy(lambda: build_listener(self.engine_config))
+        self._lock = threading.Lock()
+
+    @property
+    def listener(self) -> MemListener:
+        return self._listener.get()
+
+    def warm(self, schema_id: str, schema_version: int) -> None:
+        """Load what the first real job would (engine, embedder, classifier, the schema's leaf vectors,
+        the rewriter's tables) with one throw-away job: a caller with other work to do first (a
+        backfill storing its messages) runs this in a thread, and its first ``run`` waits for it."""
+        turns = [
+            ListenerTurn(role="user", content=_WARM_UP_TEXT, ts=datetime(2024, 1, 19, tzinfo=UTC)),
+            ListenerTurn(role="assistant", content="That sounds like a big change."),
+        ]
+        self.run([ListenerJob(job_id="warm-up", subject_id="warm-up", base_version=0, schema_id=schema_id,
+                              schema_version=schema_version, tree={}, turns=turns)])  # fmt: skip
+
+    def prefetch(self, jobs: Sequence[ListenerJob]) -> int:
+        """Do ahead, for many jobs at once, what the listener's context step does for each job
+        without its tree (clauses, parse, embeddings, verdicts, leaves); a later ``run`` of the same
+        turns picks it up. For a caller that knows its next chunks (a backfill). Returns the chunks
+        analysed; 0 when the listener has no fact pipeline or the engine cannot start."""
+        try:
+            listener = self.listener
+        except Exception:  # noqa: BLE001 - the real run reports it
+            return 0
+        pointing = listener.pointing
+        if pointing is None or not jobs:
+            return 0
+        groups: dict[tuple, tuple[Schema, str, list]] = {}
+        for job in jobs:
+            try:
+                schema, digest = listener.job_schema(job)
+            except Exception:  # noqa: BLE001 - a bad job is reported by its run
+                continue
+            group = groups.setdefault((schema.key, digest), (schema, digest, []))
+            group[2].append([t.model_dump() for t in job.turns])
+        done = 0
+        with self._lock:
+            for schema, digest, turns_list in groups.values():
+                done += pointing.prefetch(schema, turns_list, digest=digest or None)
+        return done
+
+    def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
+        if not jobs:
+            return []
+        try:
+            listener = self.listener
+        except Exception as exc:  # engine could not start: model file missing, runtime absent...
+            return ListenerResult.failed(jobs, f"memlistener engine unavailable: {exc}", retryable=True)
+        with self._lock:  # one generate at a time per in-process engine (llama.cpp is not reentrant)
+            return listener.run(list(jobs))

@@ -7,6 +7,7 @@ and the HTTP client all share one shape.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -132,6 +133,11 @@ class ListenerResult(BaseModel):
     def rejected(self) -> list[ListenerOp]:
         """The ops the listener's pre-check would reject (``precheck`` holds the reason)."""
         return [o for o in self.ops if o.precheck is not None]
+
+    @classmethod
+    def failed(cls, jobs: Sequence[ListenerJob], message: str, *, retryable: bool) -> list[ListenerResult]:
+        """One error result per job: no output could be had for any of them."""
+        return [cls(job_id=j.job_id, error=message, retryable=retryable) for j in jobs]
 
 
 class ListenerBatch(BaseModel):

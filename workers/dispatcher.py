@@ -244,10 +244,7 @@ def call_listener(client, jobs: list[ListenerJob]) -> list[ListenerResult]:
             raise RuntimeError("memlistener results do not match the jobs sent")
     except Exception as exc:
         logger.warning("memlistener call failed: %s", exc)
-        results = [
-            ListenerResult(job_id=j.job_id, error=f"memlistener call failed: {exc}", retryable=True)
-            for j in jobs
-        ]
+        results = ListenerResult.failed(jobs, f"memlistener call failed: {exc}", retryable=True)
     return results
 
 

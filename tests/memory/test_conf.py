@@ -14,15 +14,9 @@ from memory import conf
 from memory.checks import personatree_settings
 from memory.recall.search import STRATEGIES
 from personatree_site.settings import base
-from serving.client import (
-    Backend,
-    ClientConfig,
-    InProcessClient,
-    RayServeClient,
-    get_listener_client,
-    reset_listener_clients,
-)
+from serving.client import Backend, ClientConfig, RayServeClient, get_listener_client, reset_listener_clients
 from serving.config import PromptMode
+from serving.listener import InProcessClient
 
 
 def test_defaults_are_declared_once_in_conf_and_validate():

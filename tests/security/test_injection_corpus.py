@@ -29,9 +29,9 @@ from memory.engine.grounding import check_grounding
 from memory.engine.ops import Op
 from memory.models import OpRecord, Subject
 from memory.services.tree import Actor, tree_apply_ops
-from serving.client import InProcessClient
 from serving.config import EngineConfig
 from serving.engines.base import turns_key
+from serving.listener import InProcessClient
 from tests.factories import TenantFactory
 from tests.workers.helpers import drain, ingest_closed
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from memory.engine.schema import default_schema
-from serving.client import InProcessClient
 from serving.config import EngineConfig
 from serving.embedder import get_embedder, length_batches
+from serving.listener import InProcessClient
 from serving.protocol import ListenerJob
 
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

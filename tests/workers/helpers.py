@@ -7,8 +7,8 @@ import threading
 import time
 
 from memory.services.ingest import IncomingMessage, messages_ingest, subject_flush
-from serving.client import InProcessClient
 from serving.config import EngineConfig
+from serving.listener import InProcessClient
 from serving.protocol import ListenerResult
 from workers.dispatcher import RoundReport, dispatch_round
 

@@ -15,8 +15,8 @@ from memory.engine.ops import Op
 from memory.models import OpRecord, TreeVersion
 from memory.services.ingest import IncomingMessage, messages_ingest
 from memory.services.tree import Actor, Source, tree_apply_ops
-from serving.client import InProcessClient
 from serving.config import EngineConfig
+from serving.listener import InProcessClient
 from serving.protocol import ListenerOp, ListenerResult
 from tests.workers.helpers import drain
 

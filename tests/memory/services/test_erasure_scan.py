@@ -25,8 +25,8 @@ from memory.models import OpRecord, TreeVersion
 from memory.recall import runtime
 from memory.services import query as query_service
 from memory.services.ingest import IncomingMessage, messages_ingest, subject_flush
-from serving.client import InProcessClient
 from serving.config import EngineConfig
+from serving.listener import InProcessClient
 from tests.memory.recall.conftest import embedder, recall_settings  # noqa: F401  (MiniLM; temp Milvus Lite)
 from tests.workers.helpers import drain
 
