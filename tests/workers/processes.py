@@ -32,14 +32,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition"):
+def wait_for(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition", detail=None):
+    """Poll ``predicate`` until it is truthy; on timeout fail with ``detail()`` (e.g. a worker's log tail)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    extra = f"\n{detail()}" if detail is not None else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}{extra}")
 
 
 def terminate(proc: subprocess.Popen, timeout: float = 10) -> None:
@@ -217,6 +219,9 @@ class CeleryWorker:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+
+    def log_tail(self, chars: int = 6000) -> str:
+        return f"--- worker log {self.log_path} (last {chars} chars) ---\n{self.log()[-chars:]}"
 
     def kill(self) -> None:
         """SIGKILL the whole process group (main process, pool children, embedded beat)."""

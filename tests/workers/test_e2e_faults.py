@@ -15,6 +15,25 @@ from memory.models import Chunk
 from tests.workers.e2e import all_applied, assert_each_chunk_applied_once_in_order, post_pairs, serve_fixture
 from tests.workers.processes import CeleryWorker, RedisServer, wait_for
 
+
+def chunk_states() -> dict:
+    """Chunk rows per status and attempts, to read a stalled run."""
+    from django.db.models import Count
+
+    return {
+        (row["status"], row["attempts"]): row["n"]
+        for row in Chunk.objects.values("status", "attempts").annotate(n=Count("id"))
+    }
+
+
+def no_batch_in_flight() -> bool:
+    """No chunk is being processed, twice 1 s apart (a task already running claims pending ones in between)."""
+    if Chunk.objects.filter(status="processing").exists():
+        return False
+    time.sleep(1.0)
+    return not Chunk.objects.filter(status="processing").exists()
+
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
@@ -48,7 +67,9 @@ def test_worker_killed_mid_batch_then_restarted_applies_every_chunk_once(
         applied_at_kill = Chunk.objects.filter(status="applied").count()
         assert in_flight >= 1 and applied_at_kill < 24  # the kill really hit a batch in flight
         worker = CeleryWorker(broker_url=shared_broker, listener_url=listener_url, workdir=tmp_path).start()
-        wait_for(all_applied(24), timeout=120, what="all 24 chunks applied after restart")
+        wait_for(
+            all_applied(24), timeout=120, what="all 24 chunks applied after restart", detail=worker.log_tail
+        )
     finally:
         worker.stop()
     print(f"killed with {in_flight} chunks in flight, {applied_at_kill} applied")
@@ -64,12 +85,23 @@ def test_redis_restart_loses_nothing(listener_url, producer, tmp_path, tenant, m
         for i in range(4):
             post_pairs(client, f"r{i}", 6)
         redis_server.stop()  # queued and unacked messages are gone with it
+        # A batch in flight goes on claiming pending chunks without the broker; wait until it is done,
+        # so that what follows is (unless a task the worker had already reserved claims it) applied
+        # through the worker's new connection to the restarted broker.
+        wait_for(no_batch_in_flight, timeout=60, what="the in-flight batch to finish")
         for i in range(4):
             post_pairs(client, f"r{i}", 6, start=6)  # accepted while the broker is down
         assert Chunk.objects.count() == 16
         time.sleep(1.0)
         redis_server.start()
-        wait_for(all_applied(16), timeout=120, what="all 16 chunks applied after the Redis restart")
+        t0 = time.monotonic()
+        wait_for(
+            all_applied(16),
+            timeout=120,
+            what="all 16 chunks applied after the Redis restart",
+            detail=lambda: f"chunks: {chunk_states()}\n{worker.log_tail()}",
+        )
+        print(f"all applied {time.monotonic() - t0:.1f}s after the restart")
     finally:
         worker.stop()
         redis_server.stop()
