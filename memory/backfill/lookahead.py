@@ -43,7 +43,6 @@ class Lookahead:
         self.window = max(1, window)
         self.index = index
         self.seen: set[int] = set()
-        self.prefetched = 0  # chunks the client analysed ahead
 
     def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
         ids = [_chunk_id(j) for j in jobs]
@@ -84,7 +83,7 @@ class Lookahead:
                 Claim(chunk_id=i, subject_id=sid, token=0, start_seq=a, end_seq=b) for i, sid, a, b in rank
             ]
             jobs += build_jobs(claims, record=False)
-        self.prefetched += prefetch(jobs)
+        prefetch(jobs)
 
 
 def zip_longest_rows(lists: Sequence[list]) -> list[list]:

@@ -65,15 +65,13 @@ class BackfillReport:
     applied: int = 0
     failed: int = 0
     versions: int = 0
-    model_calls: int = 0
     reclaimed: int = 0  # chunks a killed earlier run had left in flight
     elapsed_s: float = 0.0
     dry_run: bool = False
     subject_ids: list[int] = field(default_factory=list)
-    # The model phase: the run's chunks by status when it ended (None: not observed), how long the
-    # run waited for the workers, and why it did not wait when it was asked to.
+    # The model phase: the run's chunks by status when it ended (None: not observed), and why the
+    # run did not wait for the workers when it was asked to.
     model: ChunkCounts | None = None
-    waited_s: float = 0.0
     wait_timed_out: bool = False
     wait_skipped: str = ""
 
@@ -197,7 +195,6 @@ def backfill_run(
             r = dispatch_round(client=ahead, max_jobs=batch, max_wait_ms=0, tenant_id=tenant.pk, index=index)
             if not r.claimed:
                 return
-            report.model_calls += 1
             report.applied += r.applied
             report.failed += r.failed
             report.versions += r.versions
@@ -314,4 +311,4 @@ def _hand_to_workers(
         timeout_s=timeout_s,
         progress=progress,
     )
-    report.model, report.waited_s, report.wait_timed_out = result.counts, result.waited_s, result.timed_out
+    report.model, report.wait_timed_out = result.counts, result.timed_out
