@@ -13,6 +13,13 @@ Tasks are sent with :func:`send` (now: from tasks and receivers that run after a
 :func:`enqueue_on_commit` (after the surrounding transaction commits: no task may run before its
 rows exist); a broker that is down is logged, not raised, because the rows stay in the database
 and the periodic sweeps pick them up again.
+
+A task that reads its work from the database (``workers.dispatch``) is asked for with
+:func:`send_once`, directly or by the signals its decorator names (``sent_on``): while one is
+queued and not started further requests are dropped. The task clears its ``queued`` mark in the
+shared cache when it starts, so at most one waits, and the mark expires after ``QUEUED_TTL_S``
+(a periodic sweep asks again sooner). Only with a shared cache (Redis) and a real broker; with a
+per-process cache or in eager mode every request is sent.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from celery import Task
 from celery.exceptions import Retry
 from celery.signals import before_task_publish
 from django.db import transaction
+from django.dispatch import Signal
 
 from personatree_site.celery import app
 from workers import metrics
@@ -38,6 +46,8 @@ PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0.1, "interval_step": 0.2, 
 
 
 QUEUES: dict[str, str] = {}  # task name -> queue, filled by @pt_task
+ONCE: set[str] = set()  # tasks asked for with send_once: they clear their queued mark when they start
+QUEUED_TTL_S = 60
 
 
 def route_task(name, args, kwargs, options, task=None, **_kw):
@@ -74,6 +84,8 @@ class PersonaTreeTask(Task):
             metrics.observe(
                 "task_queue_wait_seconds", max(0.0, time.time() - float(enqueued_at)), task=self.name
             )
+        if self.name in ONCE:
+            _clear_queued_mark(self)  # before any work: requests from now on get a task of their own
         outcome = "ok"
         try:
             return super().__call__(*args, **kwargs)
@@ -107,12 +119,14 @@ def pt_task(
     retry_for: tuple[type[BaseException], ...] = (TransientError,),
     backoff_max: int = 300,
     backoff: int = 1,
+    sent_on: tuple[Signal, ...] = (),
 ) -> Callable:
-    """Register ``fn(self, *ids)`` as the task ``name`` with the project's policy (see module docstring)."""
+    """Register ``fn(self, *ids)`` as the task ``name`` with the project's policy (see module docstring).
+    ``sent_on``: signals (their ``tenant_id``) that ask for the task with :func:`send_once`."""
 
     def decorate(fn: Callable) -> Task:
         QUEUES[name] = queue
-        return app.task(
+        task = app.task(
             bind=True,
             base=PersonaTreeTask,
             name=name,
@@ -126,6 +140,15 @@ def pt_task(
             retry_jitter=True,
             max_retries=max_retries,
         )(fn)
+        if sent_on:
+            ONCE.add(name)
+
+            def ask(sender, tenant_id: int | None = None, **_kwargs) -> None:
+                send_once(task, tenant_id=tenant_id)
+
+            for signal in sent_on:
+                signal.connect(ask, weak=False, dispatch_uid=f"{name}:asked")
+        return task
 
     return decorate
 
@@ -146,6 +169,46 @@ def send(task: Task, *args, tenant_id: int | None = None, countdown: float | Non
         )
         return False
     return True
+
+
+def queued_key(task: Task) -> str:
+    return f"personatree:{task.name}:queued"
+
+
+def _dedup_cache():
+    """The shared cache for the ``queued`` marks, or None when requests are not deduplicated."""
+    from django.core.cache import caches
+    from django.core.cache.backends.dummy import DummyCache
+    from django.core.cache.backends.locmem import LocMemCache
+
+    cache = caches["default"]
+    if app.conf.task_always_eager or isinstance(cache, LocMemCache | DummyCache):
+        return None
+    return cache
+
+
+def send_once(task: Task, *, tenant_id: int | None = None) -> None:
+    """Send ``task`` unless one is already queued and not started (see the module docstring)."""
+    cache = _dedup_cache()
+    if cache is not None:
+        try:
+            if not cache.add(queued_key(task), time.time(), QUEUED_TTL_S):
+                metrics.incr("dispatch_deduplicated")  # workers.dispatch is the one such task
+                return
+        except Exception:  # the cache is down: send (a duplicate task is harmless)
+            logger.warning("task dedup cache unavailable; sending", exc_info=True)
+            cache = None
+    if not send(task, tenant_id=tenant_id) and cache is not None:
+        _clear_queued_mark(task)  # nothing was queued: do not hold the next request back
+
+
+def _clear_queued_mark(task: Task) -> None:
+    cache = _dedup_cache()
+    if cache is not None:
+        try:
+            cache.delete(queued_key(task))
+        except Exception:  # the mark expires on its own
+            logger.warning("could not clear the queued mark of %s", task.name, exc_info=True)
 
 
 def enqueue_on_commit(

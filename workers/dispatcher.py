@@ -23,12 +23,9 @@ poison counts an attempt. A retryable error in a batch where others got answers 
 non-retryable one fails the chunk at once.
 
 **The task.** ``workers.dispatch`` runs rounds until nothing is ready or ``DISPATCH_BUDGET_S`` is
-spent, then re-enqueues itself (an outage or a database ``OperationalError``: retried with
-backoff). The ``chunks_ready`` receiver below asks for it (:func:`dispatch_soon`); while one is
-queued and not started further requests are dropped: it clears the ``queued`` mark in the shared
-cache before its first claim, so at most one waits, and the mark expires after
-``DISPATCH_QUEUED_TTL_S`` (``workers.sweep`` re-dispatches sooner). Only with a shared cache (Redis)
-and a real broker; with a per-process cache or in eager mode every request is sent.
+spent, then asks for itself again (an outage or a database ``OperationalError``: retried with
+backoff). ``chunks_ready`` asks for it through its decorator (``sent_on``): at most one queued and
+not started (:func:`workers.base.send_once`; ``workers.sweep`` re-dispatches when a request was lost).
 """
 
 from __future__ import annotations
@@ -39,7 +36,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import OperationalError, transaction
-from django.dispatch import receiver
 
 from memory import conf
 from memory.engine.dates import chunk_evidence
@@ -49,7 +45,7 @@ from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree
 from memory.signals import chunks_ready
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
 from workers import metrics
-from workers.base import TransientError, pt_task, send, when_read
+from workers.base import TransientError, pt_task, send_once, when_read
 from workers.caps import bound_turns, record_notices
 from workers.indexing import index_span_soon
 from workers.ordering import Claim, chunk_release, chunks_claim, job_inputs
@@ -59,8 +55,6 @@ logger = logging.getLogger("personatree.dispatcher")
 
 POLL_S = 0.02
 DISPATCH_BUDGET_S = 60.0
-DISPATCH_QUEUED_KEY = "personatree:workers.dispatch:queued"
-DISPATCH_QUEUED_TTL_S = 60
 
 
 @dataclass
@@ -312,48 +306,6 @@ def dispatch_round(
     return report
 
 
-def _dedup_cache():
-    """The shared cache for the ``queued`` mark, or None when dispatch requests are not deduplicated."""
-    from celery import current_app
-    from django.core.cache import caches
-    from django.core.cache.backends.dummy import DummyCache
-    from django.core.cache.backends.locmem import LocMemCache
-
-    cache = caches["default"]
-    if current_app.conf.task_always_eager or isinstance(cache, LocMemCache | DummyCache):
-        return None
-    return cache
-
-
-def dispatch_soon(*, tenant_id: int | None = None) -> None:
-    """Send ``workers.dispatch`` unless one is already queued and not started (see the module docstring)."""
-    cache = _dedup_cache()
-    if cache is not None:
-        try:
-            if not cache.add(DISPATCH_QUEUED_KEY, time.time(), DISPATCH_QUEUED_TTL_S):
-                metrics.incr("dispatch_deduplicated")
-                return
-        except Exception:  # the cache is down: send (a duplicate dispatch is harmless)
-            logger.warning("dispatch dedup cache unavailable; sending", exc_info=True)
-            cache = None
-    if not send(dispatch, tenant_id=tenant_id) and cache is not None:
-        _clear_queued_mark()  # nothing was queued: do not hold the next request back
-
-
-@receiver(chunks_ready, dispatch_uid="workers.dispatcher.chunks_ready")
-def _dispatch_when_chunks_are_ready(sender, tenant_id: int | None = None, **_kwargs) -> None:
-    dispatch_soon(tenant_id=tenant_id)
-
-
-def _clear_queued_mark() -> None:
-    cache = _dedup_cache()
-    if cache is not None:
-        try:
-            cache.delete(DISPATCH_QUEUED_KEY)
-        except Exception:  # the mark expires on its own
-            logger.warning("could not clear the dispatch mark", exc_info=True)
-
-
 def _soft_time_limit() -> float:
     """The model's timeout, the round budget and a minute of slack."""
     return conf.get().listener.timeout_s + DISPATCH_BUDGET_S + 60
@@ -365,12 +317,12 @@ def _soft_time_limit() -> float:
     soft_time_limit=when_read(_soft_time_limit),
     time_limit=when_read(lambda: _soft_time_limit() + 30),
     retry_for=(TransientError, OperationalError),
+    sent_on=(chunks_ready,),
 )
 def dispatch(self) -> dict:
     """Rounds until nothing is ready or the budget is spent (see the module docstring)."""
     from serving.client import ClientConfig, get_listener_client
 
-    _clear_queued_mark()  # before the first claim: requests from now on get a task of their own
     client = get_listener_client(conf.listener_client_config(ClientConfig))
     started = time.monotonic()
     totals = {"rounds": 0, "applied": 0, "failed": 0}
@@ -384,5 +336,5 @@ def dispatch(self) -> dict:
         if report.outage:
             raise TransientError(f"memlistener unavailable for all {report.claimed} jobs of the batch")
         if time.monotonic() - started > DISPATCH_BUDGET_S:
-            dispatch_soon()  # continue in a fresh task; this one returns
+            send_once(dispatch)  # continue in a fresh task; this one returns
             return totals

@@ -1,8 +1,8 @@
 """Celery tasks of the ingestion pipeline besides the dispatcher. Thin: no payloads, ids only, the
 work is in services.
 
-- ``workers.dispatch`` lives in :mod:`workers.dispatcher` with the rounds it runs, the
-  ``chunks_ready`` receiver and :func:`workers.dispatcher.dispatch_soon`; it is imported here so
+- ``workers.dispatch`` lives in :mod:`workers.dispatcher` with the rounds it runs (``chunks_ready``
+  asks for it, :func:`workers.base.send_once`); it is imported here so
   that Celery's autodiscovery (``app.autodiscover_tasks(["workers"])`` imports ``workers.tasks``)
   registers it.
 - ``workers.sweep`` (periodic, see ``CELERY_BEAT_SCHEDULE``): closes windows of idle subjects

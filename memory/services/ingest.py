@@ -6,8 +6,8 @@
   key, unique per subject: a replayed key with the same role and content is reported as a
   duplicate and not stored again; a replayed key with different content is refused (409) and
   nothing of the batch is written. New complete windows become ``pending`` chunks in the same
-  transaction; after commit the service sends ``chunks_ready`` (:func:`schedule_dispatch`) and the
-  workers' receiver asks for the dispatcher.
+  transaction; after commit the service sends ``chunks_ready`` (:func:`schedule_dispatch`), which
+  asks for the dispatcher's task.
 - :func:`chunks_build` cuts the unchunked tail of the log with the engine chunker
   (``tenant.chunk_pairs`` pairs per chunk); :func:`subject_flush` also closes a partial window.
 - A partial window also closes once the subject has been idle ``IDLE_FLUSH_SECONDS``: the
@@ -387,8 +387,8 @@ def chunks_requeue(*, chunk_ids: Sequence[int], enqueue: bool = True) -> int:
 
 
 def schedule_dispatch(*, tenant_id: int | None = None) -> None:
-    """Announce ``chunks_ready`` after the current transaction commits; the workers' receiver asks
-    for the dispatcher (deduplicated while one is queued, see ``workers.dispatcher.dispatch_soon``)."""
+    """Announce ``chunks_ready`` after the current transaction commits; it asks for the dispatcher
+    (deduplicated while one is queued, see ``workers.base.send_once``)."""
     transaction.on_commit(lambda: chunks_ready.send(sender=schedule_dispatch, tenant_id=tenant_id))
 
 
