@@ -152,7 +152,6 @@ class ReviewQueueAdmin(OpRecordAdmin):
     def masked_preview(self, obj):
         return one_line(MASK) if record_is_special(obj) else self.preview(obj)
 
-    # One held op: the page made for deciding it.
     def get_urls(self):
         view = self.admin_site.admin_view
         return [
@@ -248,7 +247,6 @@ class ReviewQueueAdmin(OpRecordAdmin):
         number = outcome.version.number if outcome.version is not None else record.subject.head_version
         return f"Approved {target} of {record.subject.external_id} (v{number})."
 
-    # Moving through the queue in its order, within the moderator's filter.
     def _filtered(self, request, filters):
         qs = self.get_queryset(request)  # pending, the granted tenants only
         for key, value in parse_qsl(filters):

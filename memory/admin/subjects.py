@@ -84,7 +84,6 @@ class SubjectAdmin(ErasingDeleteMixin, TenantScopedAdmin):
             "has_change": self.has_change_permission(request, subject),
         }
 
-    # The change page is the readable tree.
     def change_view(self, request, object_id, form_url="", extra_context=None):
         subject = self._subject(request, object_id)
         schema = selectors.subject_schema(subject)

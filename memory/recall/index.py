@@ -97,7 +97,6 @@ class EvidenceIndex:
         self._dirty: set[str] = set()  # collections written since their last flush (small writes)
         self.unflushed_rows = 0
 
-    # -- connection ----------------------------------------------------------
     @property
     def client(self):
         if self._client is None:
@@ -139,7 +138,6 @@ class EvidenceIndex:
 
                     server_manager_instance.release_server(self.uri)
 
-    # -- layout --------------------------------------------------------------
     @property
     def shards(self) -> int:
         if self._shards is None:
@@ -174,7 +172,6 @@ class EvidenceIndex:
     def _existing(self) -> list[str]:
         return [name for name in self.collection_names() if self._open(name, create=False)]
 
-    # -- writes --------------------------------------------------------------
     def upsert(
         self, rows: Iterable[EvidenceRow], *, batch_size: int = 1000, flush: bool | None = None
     ) -> int:
@@ -280,7 +277,6 @@ class EvidenceIndex:
         self._call("compact", self.client.compact, name)
         return int(res.get("delete_count", 0)) if isinstance(res, dict) else 0
 
-    # -- reads ---------------------------------------------------------------
     # A subject whose collection does not exist yet has no evidence: reads answer empty and
     # create nothing.
     def count(self, scope: Scope) -> int:

@@ -67,9 +67,6 @@ def _skipped(name: str, why: str) -> Check:
     return Check(name, "skipped", False, detail=why)
 
 
-# --- the checks ---------------------------------------------------------------------------------
-
-
 def database_ping() -> str:
     with connections["default"].cursor() as cursor:
         cursor.execute("SELECT 1")
@@ -159,9 +156,6 @@ def erasure_broker_problem() -> str | None:
         return None
     check = _run("broker", broker_ping, required=True)
     return None if check.status == "ok" else (check.error or "unreachable")
-
-
-# --- all of them ----------------------------------------------------------------------------------
 
 
 def run_checks() -> list[Check]:

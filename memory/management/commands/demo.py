@@ -98,7 +98,6 @@ class Command(BaseCommand):
             f"this subject's tree: GET /v1/subjects/{external_id}/tree with an API key (manage.py create_tenant)",
         )
 
-    # --- ingestion ---------------------------------------------------------------------------
     def ingest(self, data: dict, tenant: Tenant, external_id: str) -> None:
         last_op = OpRecord.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
         for session in data["sessions"]:
@@ -176,7 +175,6 @@ class Command(BaseCommand):
         self.stdout.write(f"   took {seconds:.1f} s")
         return max([last_op, *(r.pk for r in records)])
 
-    # --- queries -------------------------------------------------------------------------------
     def ask(self, questions: list[dict], *, answers: bool) -> None:
         from personatree_client import APIError
 
@@ -209,7 +207,6 @@ class Command(BaseCommand):
                 self.stdout.write(self.style.SUCCESS(f"   answer: {body.answer}"))
             self.stdout.write(f"   timings: {body.timings_ms}")
 
-    # --- helpers --------------------------------------------------------------------------------
     def wait_idle(self) -> None:
         """With a real worker (--url), wait until the subject has no pending or processing chunk."""
         if not self.remote:
