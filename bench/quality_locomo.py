@@ -16,8 +16,9 @@ from typing import Literal
 import numpy as np
 
 from evaluation import quality
+from evaluation.training.cosine import user_sentences
 from memory.backfill.locomo import parse_locomo_date, turn_text
-from memory.engine.candidates import is_self_disclosure, leaf_text, user_sentences
+from memory.engine.candidates import is_self_disclosure, leaf_text
 from memory.engine.chunker import chunk_turns
 from memory.engine.clauses import merge_clauses
 from memory.engine.dates import DATE_EVIDENCE, chunk_evidence

@@ -20,8 +20,8 @@ For one chunk (``FactStep.prepare``), everything here is deterministic:
 The result is a :class:`PointingContext` whose ``facts`` map each kept clause to its verdict and
 leaves: the extractive engine writes from it alone, a language model gets the numbered clauses and
 candidates in its prompt (``serving.prompt.build_pointing_prompt``). The listener asks this step
-for it directly (:meth:`FactStep.prepare`); ``serving.pointing`` builds the same context by cosine
-alone, without the fact pipeline (training prompts, tests of the pointing mechanics).
+for it directly (:meth:`FactStep.prepare`); ``evaluation.training.cosine`` builds the same context by
+cosine alone, without the fact pipeline (training prompts, tests of the pointing mechanics).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class PointingContext:
     budgets: dict[str, int]
     skip_reason: str = ""
     #: The fact pipeline's decisions: kept clause id -> verdict and leaves; empty when the context
-    #: was built without it (``serving.pointing``: whole sentences, candidates by cosine alone).
+    #: was built without it (``evaluation.training.cosine``: whole sentences, cosine alone).
     facts: Mapping[int, PlacedFact] = field(default_factory=dict)
     singles: frozenset[str] = frozenset()  # leaves holding one current state (replaced, not appended)
     tree: Mapping[str, str] = field(default_factory=dict)  # the subject's tree the chunk is read against

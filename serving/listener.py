@@ -145,8 +145,8 @@ def pointer_items(text: str) -> tuple[list | None, list[dict]]:
 
 
 class ContextStep(Protocol):
-    """What builds a chunk's pointing context: ``serving.facts.FactStep`` (the product's) or
-    ``serving.pointing.PointingStep`` (cosine alone)."""
+    """What builds a chunk's pointing context: ``serving.facts.FactStep`` (the product's); the
+    training prompt rebuild and tests hand in their own (``evaluation.training.cosine``)."""
 
     def prepare(
         self, schema: Schema, tree: Tree, turns: Sequence[Mapping], *, digest: str | None = None

@@ -6,6 +6,8 @@
 - :mod:`.export` -- one JSONL example per chunk a model processed: schema, tree at the op's base
   version, turns, the prompt rebuilt as the listener built it, gold and negatives;
 - :mod:`.pointing` -- optional rebuild of the pointing prompt (needs the embedder).
+- :mod:`.cosine` -- the pointing context by cosine alone (the rebuild's candidates; tests' context
+  step), which the product's fact pipeline replaced.
 
 ``python manage.py export_training_data`` drives it; the line format is in ``docs/TRAINING.md``.
 The reward for model outputs is :mod:`memory.engine.scorer` (pure Python).

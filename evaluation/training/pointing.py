@@ -1,6 +1,6 @@
 """Rebuilding the pointing prompt (``memlistener-pointing/4``) of a past chunk.
 
-The pointing prompt lists the chunk's candidate leaves, which ``serving.pointing.PointingStep``
+The pointing prompt lists the chunk's candidate leaves, which :class:`.cosine.PointingStep`
 chooses by embedding the user's sentences and every leaf of the schema. Rebuilding it therefore
 loads the embedder and uses the candidate settings (``k``, threshold, embedder) configured *now*
 (``settings.PERSONATREE`` via ``memory.conf.listener_client_config``); the product's listener
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from memory.engine.candidates import Candidate, Candidates, CandidateSettings, UserSentence
+from evaluation.training.cosine import CandidateSettings, LeafIndex, PointingStep
+from memory.engine.candidates import Candidate, Candidates, UserSentence
 from memory.engine.ops import Op
 from memory.engine.pointing import ops_from_pointers
 from memory.engine.schema import Schema
@@ -21,7 +22,6 @@ from memory.engine.tree import Tree
 from serving.embedder import Embed, default_embed
 from serving.engines.base import Prompt
 from serving.listener import read_pointer_items
-from serving.pointing import LeafIndex, PointingStep
 from serving.prompt import build_pointing_prompt
 
 PointingBuilder = Callable[

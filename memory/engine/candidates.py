@@ -1,19 +1,11 @@
-"""Candidate leaves for one chunk, chosen before any model call.
+"""A chunk's numbered units and candidate leaves, and the sentence rules that pick among them.
 
-The listener embeds the subject's own sentences of the chunk and every leaf of the schema
-(``path`` + description, once per schema version) and hands the cosine matrix here. This module
-decides, deterministically:
-
-- which sentences are numbered for the model (:func:`user_sentences`: every sentence of the
-  subject's turns, ids from 1), and which ones disclose something about the subject
-  (:func:`is_self_disclosure`: first person, a statement, at least one content word);
-- which leaves become the chunk's candidates (:func:`select_candidates`): per sentence its
-  ``per_sentence`` best leaves at or above ``threshold``; then the ``k`` best of those by score,
-  plus every filled leaf scoring at or above ``filled_threshold`` (so an UPDATE can find the
-  leaf it changes), in score order;
-- when no leaf passes, the chunk needs no model call at all (``Candidates.empty``).
-
-Thresholds and ``k`` are measured on LoCoMo dev chunks (``docs/MEMLISTENER.md``).
+- :class:`UserSentence`, :class:`Candidate`, :class:`Candidates`: what a pointing context holds
+  (``serving.facts.FactStep`` fills them: the chunk's clauses, their leaves, ids from 1);
+- :func:`is_self_disclosure` (first person, a statement, at least one content word) and
+  :func:`is_retraction` (an explicit self-retraction): the extractive engine's sentence rules;
+- :func:`retraction_targets`: the filled leaves a retraction names, so a DELETE can reach them;
+- :func:`leaf_text`: what a leaf is embedded as (the leaf placer's prior).
 """
 
 from __future__ import annotations
@@ -22,19 +14,16 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 
-from .text import STOPWORDS, content_stems, fold, split_sentences, words
+from .text import STOPWORDS, content_stems, fold, words
 
 __all__ = [
     "UserSentence",
     "Candidate",
     "Candidates",
-    "CandidateSettings",
-    "user_sentences",
     "is_self_disclosure",
     "is_retraction",
-    "select_candidates",
+    "leaf_text",
     "retraction_targets",
 ]
 
@@ -102,25 +91,6 @@ class Candidates:
         return not self.leaves
 
 
-@dataclass(frozen=True, slots=True)
-class CandidateSettings:
-    k: int = 8
-    per_sentence: int = 3
-    threshold: float = 0.30
-    filled_threshold: float = 0.30
-
-
-def user_sentences(turns: Sequence[Mapping[str, str]], role: str = "user") -> list[UserSentence]:
-    """Every sentence of the ``role`` turns, numbered from 1 in order."""
-    out: list[UserSentence] = []
-    for i, turn in enumerate(turns):
-        if turn.get("role") != role:
-            continue
-        for sentence in split_sentences(turn.get("content") or ""):
-            out.append(UserSentence(len(out) + 1, sentence, i))
-    return out
-
-
 def is_self_disclosure(text: str) -> bool:
     """A first-person statement with content: a fact the subject tells about themself."""
     stripped = text.strip()
@@ -157,58 +127,6 @@ def is_retraction(text: str) -> bool:
     return bool(_RETRACTION.search(clean))
 
 
-def select_candidates(
-    sentences: Sequence[UserSentence],
-    paths: Sequence[str],
-    scores: Sequence[Sequence[float]],
-    tree: Mapping[str, str],
-    settings: CandidateSettings = CandidateSettings(),
-    *,
-    eligible: Sequence[bool] | None = None,
-    extra: Sequence[str] = (),
-) -> Candidates:
-    """Candidates from ``scores[i][j]`` = similarity of sentence ``i`` and leaf ``paths[j]``.
-
-    ``eligible[i]`` (default all) says which sentences may nominate leaves; ``extra`` paths (e.g.
-    :func:`retraction_targets`) are always candidates."""
-    best_per_leaf: dict[str, float] = {}
-    best_leaf: dict[int, tuple[str, float]] = {}
-    ranked_leaves: dict[int, list[tuple[str, float]]] = {}
-    for i, sentence in enumerate(sentences):
-        if eligible is not None and not eligible[i]:
-            continue
-        row = scores[i]
-        top = sorted(range(len(paths)), key=lambda j: (-row[j], paths[j]))[: settings.per_sentence]
-        for rank, j in enumerate(top):
-            if row[j] < settings.threshold:
-                break
-            if rank == 0:
-                best_leaf[sentence.id] = (paths[j], float(row[j]))
-            ranked_leaves.setdefault(sentence.id, []).append((paths[j], float(row[j])))
-            best_per_leaf[paths[j]] = max(best_per_leaf.get(paths[j], -1.0), float(row[j]))
-    chosen = sorted(best_per_leaf.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.k]
-    chosen_paths = {p for p, _ in chosen}
-    if chosen:  # filled leaves that match the chunk, so an UPDATE/DELETE can name them
-        for j, path in enumerate(paths):
-            if path in tree and path not in chosen_paths:
-                score = max((float(scores[i][j]) for i in range(len(sentences))), default=-1.0)
-                if score >= settings.filled_threshold:
-                    chosen.append((path, score))
-                    chosen_paths.add(path)
-    for path in extra:
-        if path not in chosen_paths and path in paths:
-            j = list(paths).index(path)
-            chosen.append((path, max((float(scores[i][j]) for i in range(len(sentences))), default=0.0)))
-            chosen_paths.add(path)
-    chosen.sort(key=lambda kv: (-kv[1], kv[0]))
-    leaves = tuple(
-        Candidate(n, path, round(score, 4), tree.get(path)) for n, (path, score) in enumerate(chosen, 1)
-    )
-    kept = {c.path for c in leaves}
-    ranked = {sid: tuple(pl for pl in pls if pl[0] in kept) for sid, pls in ranked_leaves.items()}
-    return Candidates(leaves, best_leaf, ranked)
-
-
 def leaf_text(path: str, description: str) -> str:
     """What a leaf is embedded as: its path in words, then its description."""
     return f"{path.replace('/', ' ').replace('_', ' ')}: {description}"
@@ -232,31 +150,3 @@ def retraction_targets(sentences: Sequence[UserSentence], tree: Mapping[str, str
             if path not in out and names & content_stems(value):
                 out.append(path)
     return out
-
-
-LEXICAL_BONUS = 0.2
-
-
-@lru_cache(maxsize=4096)
-def path_stems(path: str) -> frozenset[str]:
-    """Stems of a leaf's own name ("identity/relationships/partner" -> partner; ".../screen_time" ->
-    screen, tim): a sentence that names the slot outright is a strong sign it belongs there."""
-    return frozenset(content_stems(path.rsplit("/", 1)[-1].replace("_", " ")))
-
-
-_INTRODUCTION = re.compile(
-    r"^(?:\W*\w+[!,.]\s+)?(?:i'm|i am|my name is|call me)\s+[A-Z][\w'-]*[.!]?$", re.IGNORECASE
-)
-
-
-def lexical_bonus(sentence: str, paths: Sequence[str]) -> list[float]:
-    """Per leaf, ``LEXICAL_BONUS`` when the sentence holds every stem of the leaf's name, else 0;
-    a self-introduction ("I'm Maya.", "my name is Jon") goes to the name leaf."""
-    stems = content_stems(sentence)
-    intro = bool(_INTRODUCTION.match(sentence.strip())) and sentence.strip().split()[-1][:1].isupper()
-    return [
-        2 * LEXICAL_BONUS if intro and p.endswith("/full_name")
-        else LEXICAL_BONUS if (names := path_stems(p)) and names <= stems
-        else 0.0
-        for p in paths
-    ]  # fmt: skip

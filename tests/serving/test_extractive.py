@@ -6,14 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memory.engine.candidates import (
-    Candidate,
-    Candidates,
-    CandidateSettings,
-    UserSentence,
-    select_candidates,
-    user_sentences,
-)
+from memory.engine.candidates import Candidate, Candidates, UserSentence
 from serving.engines.extractive import _weight, extractive_pointers, fact_pointers, state_fact
 
 MONDAY = datetime(2023, 7, 17, 14, 31, tzinfo=UTC)
@@ -79,19 +72,17 @@ def test_the_word_budget_does_not_cut_off_a_date_or_a_name() -> None:
 
 
 def test_extractive_pointers_one_per_leaf_and_no_op():
-    turns = [
-        {"role": "user", "content": "I run every morning. I also run at night."},
-        {"role": "assistant", "content": "Tell me more!"},
-        {"role": "user", "content": "Nice weather!"},
+    sentences = [
+        UserSentence(1, "I run every morning.", 0),
+        UserSentence(2, "I also run at night.", 0),
+        UserSentence(3, "Nice weather!", 2),
     ]
-    sentences = user_sentences(turns)
-    cands = select_candidates(
-        sentences, ["behaviour/habits/exercise"], [[0.9], [0.5], [0.9]], {}, CandidateSettings(threshold=0.3)
-    )
+    ranked = {sid: (("behaviour/habits/exercise", score),) for sid, score in ((1, 0.9), (2, 0.5), (3, 0.9))}
+    best = {sid: leaves[0] for sid, leaves in ranked.items()}
+    cands = Candidates((Candidate(1, "behaviour/habits/exercise", 0.9, None),), best, ranked)
     items = extractive_pointers(sentences, cands, {"behaviour/habits/exercise": 160})
     assert items == [{"op": "ADD", "sentence": 1, "leaf": 1, "value": "Runs every morning"}]
-    empty = select_candidates(sentences, ["x/y/z"], [[0.0], [0.0], [0.0]], {}, CandidateSettings())
-    assert extractive_pointers(sentences, empty, {})[0]["op"] == "NO_OP"
+    assert extractive_pointers(sentences, Candidates((), {}), {})[0]["op"] == "NO_OP"
 
 
 def test_extractive_keeps_numbers_and_names_as_weight():

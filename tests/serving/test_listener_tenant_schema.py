@@ -14,15 +14,15 @@ from collections import OrderedDict
 
 import pytest
 
+from evaluation.training.cosine import CandidateSettings, LeafIndex, PointingStep
 from memory.engine import schema as engine_schema
-from memory.engine.candidates import CandidateSettings
-from memory.engine.schema import load_schema, parsed_document_digests
+from memory.engine.schema import document_digest, load_schema, parsed_document_digests
 from memory.schema_models import document_digest as model_digest
 from serving.config import EngineConfig
 from serving.engines.base import Generation
 from serving.engines.extractive import ExtractiveEngine
+from serving.facts import schema_fingerprint
 from serving.listener import MemListener, build_listener
-from serving.pointing import LeafIndex, PointingStep, document_digest, schema_fingerprint
 from serving.protocol import ListenerJob
 from tests.schema_documents import schema_document
 from tests.serving.test_pointing import bag_embed

@@ -2,8 +2,9 @@
 grounding in the listener's gate, and the extractive listener.
 
 Model outputs here are hand-written (they say what a model could send, right or wrong); the
-embedder is a deterministic bag-of-words stand-in so the candidate choice is exact. The real
-MiniLM + extractive path runs in tests/workers/test_grounded_pipeline.py.
+context step is the cosine one (``evaluation.training.cosine``) on a deterministic bag-of-words
+embedder, so the candidate choice is exact. The product's fact pipeline with the real MiniLM and
+the extractive engine runs in tests/workers/test_grounded_pipeline.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from memory.engine.candidates import CandidateSettings
+from evaluation.training.cosine import CandidateSettings, LeafIndex, PointingStep
 from memory.engine.gate import Reason
 from memory.engine.text import content_stems
 from memory.engine.tree import Tree
@@ -22,7 +23,6 @@ from serving.engines.base import Generation
 from serving.engines.extractive import ExtractiveEngine
 from serving.listener import MemListener
 from serving.output_schema import pointer_list_schema
-from serving.pointing import LeafIndex, PointingStep
 from serving.prompt import POINTING_PROMPT_VERSION
 from serving.protocol import ListenerOp
 from tests.serving.conftest import make_job

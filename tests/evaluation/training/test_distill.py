@@ -1,8 +1,8 @@
 """Teacher runs (evaluation.training.distill): lines a student can learn from and be scored on.
 
-The embedder is the deterministic bag-of-words stand-in of tests/serving/test_pointing.py, so
-candidate choice is exact; the teacher is the real extractive engine, or a scripted reply that
-mixes a grounded pointer with an invented one.
+The context step is the cosine one on the deterministic bag-of-words embedder of
+tests/serving/test_pointing.py, so candidate choice is exact; the teacher is the real extractive
+engine, or a scripted reply that mixes a grounded pointer with an invented one.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import io
 import json
 
+from evaluation.training.cosine import CandidateSettings, LeafIndex, PointingStep
 from evaluation.training.data import read_lines, to_row
 from evaluation.training.distill import RecordingEngine, Subject, distill
-from memory.engine.candidates import CandidateSettings
 from memory.engine.ops import Op
 from memory.engine.schema import default_schema
 from memory.engine.tree import Tree, apply
@@ -20,7 +20,6 @@ from serving.engines.base import sha256_text
 from serving.engines.extractive import ExtractiveEngine
 from serving.engines.recorded import RecordedEngine
 from serving.listener import MemListener
-from serving.pointing import LeafIndex, PointingStep
 from serving.protocol import ListenerJob
 from tests.serving.test_pointing import ScriptedEngine, bag_embed
 

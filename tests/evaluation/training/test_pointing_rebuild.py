@@ -7,14 +7,13 @@ import hashlib
 import numpy as np
 import pytest
 
+from evaluation.training.cosine import CandidateSettings, LeafIndex, PointingStep
 from evaluation.training.pointing import pointing_prompt_builder
 from memory import conf
-from memory.engine.candidates import CandidateSettings
 from memory.engine.schema import get_schema
 from memory.engine.tree import Tree
 from serving.client import ClientConfig
 from serving.listener import MemListener
-from serving.pointing import LeafIndex, PointingStep
 from serving.protocol import ListenerJob
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,6 @@
-"""Grounding (gate reason UNGROUNDED), no-change UPDATEs, clauses, candidates and pointer ops
-(the extractive engine's rules: tests/serving/test_extractive.py)."""
+"""Grounding (gate reason UNGROUNDED), no-change UPDATEs, clauses and pointer ops (the extractive
+engine's rules: tests/serving/test_extractive.py; candidates by cosine:
+tests/evaluation/training/test_cosine.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.engine import Op, OpType, Reason, Tree, default_schema, gate
-from memory.engine.candidates import (
-    CandidateSettings,
-    is_retraction,
-    is_self_disclosure,
-    select_candidates,
-    user_sentences,
-)
+from memory.engine.candidates import Candidate, Candidates, UserSentence, is_retraction, is_self_disclosure
 from memory.engine.clauses import merge_clauses, retract, third_person, trim
 from memory.engine.gate import GatePolicy
 from memory.engine.grounding import check_grounding, proper_nouns
@@ -160,38 +155,17 @@ def test_retract_removes_named_clause_or_everything():
     assert retract("switched to swimming", "forget the half marathon") is None
 
 
-def _chunk(*user_texts):
-    turns = []
-    for text in user_texts:
-        turns += [{"role": "user", "content": text}, {"role": "assistant", "content": "Tell me more!"}]
-    return turns
-
-
-def test_select_candidates_threshold_k_and_filled_leaves():
-    sentences = user_sentences(_chunk("I run daily. I'm a chef."))
-    paths = ["a/b/run", "a/b/job", "a/b/pets", "a/b/old"]
-    scores = [[0.8, 0.1, 0.2, 0.0], [0.1, 0.7, 0.05, 0.35]]
-    picked = select_candidates(
-        sentences, paths, scores, {"a/b/old": "x"}, CandidateSettings(k=1, threshold=0.3)
-    )
-    assert [c.path for c in picked.leaves] == ["a/b/run", "a/b/old"]  # k=1 best + a filled leaf that matches
-    assert picked.best_leaf == {1: ("a/b/run", 0.8), 2: ("a/b/job", 0.7)}
-    none = select_candidates(sentences, paths, [[0.1] * 4, [0.2] * 4], {}, CandidateSettings(threshold=0.3))
-    assert none.empty
-
-
 def test_pointer_ops_map_ids_merge_and_report_bad_ids():
-    sentences = user_sentences(_chunk("I run every morning.", "Please forget the half marathon."))
+    sentences = [
+        UserSentence(1, "I run every morning.", 0),
+        UserSentence(2, "Please forget the half marathon.", 2),
+    ]
     tree = {
         "behaviour/habits/exercise": "training for a half marathon; swims",
         "identity/family/pets": "a cat",
     }
-    cands = select_candidates(
-        sentences,
-        ["behaviour/habits/exercise", "identity/family/pets"],
-        [[0.9, 0.1], [0.8, 0.1]],
-        tree,
-        CandidateSettings(threshold=0.3),
+    cands = Candidates(
+        (Candidate(1, "behaviour/habits/exercise", 0.9, tree["behaviour/habits/exercise"]),), {}
     )
     items = [
         {"op": "ADD", "sentence": 1, "leaf": 1, "value": "runs every morning"},
@@ -211,16 +185,3 @@ def test_pointer_ops_map_ids_merge_and_report_bad_ids():
     assert deleted == [
         Op(OpType.UPDATE, "behaviour/habits/exercise", "swims", source="Please forget the half marathon.")
     ]
-
-
-def test_lexical_bonus_names_and_introductions():
-    from memory.engine.candidates import LEXICAL_BONUS, lexical_bonus
-
-    paths = [
-        "identity/relationships/partner",
-        "identity/relationships/partner_history",
-        "identity/name/full_name",
-    ]
-    assert lexical_bonus("I'll go with my partner Tomás.", paths) == [LEXICAL_BONUS, 0.0, 0.0]
-    assert lexical_bonus("Hi! I'm Maya.", paths)[2] > LEXICAL_BONUS
-    assert lexical_bonus("I'm tired.", paths) == [0.0, 0.0, 0.0]
