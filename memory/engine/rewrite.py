@@ -270,8 +270,9 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
     """Cut tails, then words, until ``text`` has at most ``max_words`` words; (text, cut).
 
     A subordinate tail that leaves a fitting fact is cut first (the latest such); else the latest
-    fitting coordination or prepositional cut; else the last subordinate tail, and try again; words
-    from the end only when no cut is left."""
+    fitting coordination or prepositional cut; else the last subordinate tail, and try again. With no
+    cut left, a clause of up to half again ``max_words`` stays whole (a fragment such as "Thinks the
+    process is such" reads worse than a longer fact); only a longer one loses words from the end."""
     cut_any = False
     while len(_words_of(text)) > max_words:
         tiers = [
@@ -288,6 +289,8 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
             text, cut_any = text[: max(first or later or tiers[0])].rstrip(" ,;"), True
             continue
         tokens = _words_of(text)
+        if 2 * len(tokens) <= 3 * max_words:
+            return text, cut_any
         n = max_words
         while n < len(tokens) and _joined(tokens[n - 1], tokens[n]):
             n += 1

@@ -122,8 +122,15 @@ def test_never_cuts_inside_a_number_or_name() -> None:
         rewrite("I adored seeing the Golden Gate Bridge", max_words=4)
         == "Adored seeing the Golden Gate Bridge"
     )
-    assert rewrite("I scored 100 000 points", max_words=2) == "Scored 100 000"
-    assert rewrite("I adored seeing the big bridge", max_words=4) == "Adored seeing the big"
+    assert rewrite("I scored 100 000 points in the final", max_words=2) == "Scored 100 000"
+    assert rewrite("I adored seeing the big old bridge at dusk", max_words=4) == "Adored seeing the big"
+
+
+def test_no_cut_left_keeps_a_clause_up_to_half_again_the_budget_whole() -> None:
+    # no subordinate tail, coordination or prepositional cut fits: a fragment would end on "such"
+    clause = "I think having someone who supports you is such a blessing"
+    assert rewrite(clause, max_words=8) == "Thinks having someone who supports you is such a blessing"
+    assert rewrite(clause, max_words=6) == "Thinks having someone who supports you"
 
 
 def test_short_clause_is_not_cut() -> None:
