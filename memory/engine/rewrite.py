@@ -40,7 +40,7 @@ _OPENER = re.compile(
     r"i mean|right|ok|okay|alright|sure|speaking of which|funny enough|funnily enough|besides|"
     r"oh my god|omg|gosh|man|dude|um+|uh+|hmm+|ah+|aw+|ooh+|nope|no|yay|cool|nice|great|awesome|"
     r"totally|definitely|absolutely|seriously|literally|basically|truthfully|frankly|personally|"
-    r"bad news|good news|big news|update|news)"
+    r"bad news|good news|big news|update|news|who knows)"
     r"(?:\s*[,!.:\u2026-]+\s*|\s+(?=and\b|also\b|so\b|by\b|btw\b|i\b|i'm\b|i've\b|my\b)))+",
     re.IGNORECASE,
 )
@@ -51,7 +51,7 @@ _HEDGE = re.compile(
     re.IGNORECASE,
 )
 _TRAILING_TALK = re.compile(
-    r"(?:[\s,]*(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|haha+\w*|you know|ya know|right|"
+    r"(?:[\s,]*(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|haha+\w*|you know|ya know|right|(?:oh\s+)?yeah|"
     r"(?:don't|doesn't|isn't|aren't|wasn't|weren't|didn't|won't|can't)\s+(?:they|it|you|we|he|she|i))\b)+"
     r"[\s.!?]*$"
     r"|[\s,]*\.\.\.+\s*$",
@@ -68,6 +68,9 @@ _KIND_OF = re.compile(
     r"(?<!\btheir)(?<!\byour)(?<!\bour)\s+(?:kind|sort)\s+of\s+(?=\w)",
     re.IGNORECASE,
 )
+# Spoken contractions written out, before the pronoun swap ("I'm gonna" -> "Is going to").
+_SPOKEN = re.compile(r"\b(gonna|wanna)\b", re.IGNORECASE)
+_SPOKEN_OUT = {"gonna": "going to", "wanna": "want to"}
 # "so" as an intensifier ("so happy"), not as a conjunction or in "so much/many/far/that".
 _SO = re.compile(
     r"\bso\s+(?!(?:much|many|far|that|long|i|i'm|i've|i'd|i'll|we|they|he|she|it|you|my|the|a|an|"
@@ -336,6 +339,7 @@ def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str
             break
     text = _EVALUATIVE_TAIL.sub("", text)
     text = _KIND_OF.sub(" ", _FILLER.sub("", text))
+    text = _SPOKEN.sub(lambda m: _SPOKEN_OUT[m.group(1).lower()], text)
     text = _SO.sub("", text)
     text = " ".join(text.split()).strip(" ,;:-")
     text, dropped = _lead(_front_adjunct(text))
