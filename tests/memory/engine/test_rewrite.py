@@ -53,6 +53,10 @@ from memory.engine.text import folded_words, stem
         ("I think I'll try pottery next", "Will try pottery next"),
         ("Bad news: my car broke down", "Their car broke down"),
         ("I love it so much", "Loves it so much"),
+        ("I'm gonna keep training for the marathon", "Is going to keep training for the marathon"),
+        ("I wanna learn to surf", "Wants to learn to surf"),
+        ("We went to the beach last week oh yeah", "They went to the beach last week"),
+        ("Who knows, I might go back to acting someday", "Might go back to acting someday"),
         ("What kind of music do you like?", "What kind of music do you like"),
         # evaluative tails
         ("I ran my first marathon, which was awesome", "Ran their first marathon"),
@@ -131,19 +135,6 @@ def test_no_cut_left_keeps_a_clause_up_to_half_again_the_budget_whole() -> None:
     clause = "I think having someone who supports you is such a blessing"
     assert rewrite(clause, max_words=8) == "Thinks having someone who supports you is such a blessing"
     assert rewrite(clause, max_words=6) == "Thinks having someone who supports you"
-
-
-@pytest.mark.parametrize(
-    ("clause", "expected"),
-    [
-        ("I'm gonna keep training for the marathon", "Is going to keep training for the marathon"),
-        ("I wanna learn to surf", "Wants to learn to surf"),
-        ("We went to the beach last week oh yeah", "They went to the beach last week"),
-        ("Who knows, I might go back to acting someday", "Might go back to acting someday"),
-    ],
-)
-def test_spoken_words_are_written_out_or_dropped(clause: str, expected: str) -> None:
-    assert rewrite(clause) == expected
 
 
 def test_short_clause_is_not_cut() -> None:
