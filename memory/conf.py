@@ -18,7 +18,7 @@ sections and hands them out::
   every bad variable, e.g. ``PERSONATREE_CHUNK_PAIRS=0: Input should be greater than 0``;
   ``memory.checks`` reports the same messages as system-check errors at start-up.
 - :func:`listener_client_config` makes the MemListener's ``serving.client.ClientConfig`` (engine
-  settings included, so ``max_ops``, the prompt mode and the candidate settings reach
+  settings included, so ``max_ops``, the prompt mode and the leaf vectors' directory reach
   ``build_listener``) with the class it is handed: settings sit below ``serving`` and import none of
   it, and serving never reads Django.
 """
@@ -110,8 +110,6 @@ class ListenerSettings(_Section):
     prompt_mode: PromptModeSetting = _f(
         "", "MEMLISTENER_PROMPT_MODE", "pointing | full_enum (GPU models); empty: the engine's default"
     )
-    candidate_k: int = _f(8, "MEMLISTENER_CANDIDATE_K", "candidate leaves shown per sentence (pointing)")
-    candidate_threshold: float = _f(0.30, "MEMLISTENER_CANDIDATE_THRESHOLD", "lowest candidate similarity")
     leaf_vectors_dir: str = _f(
         "",
         "MEMLISTENER_LEAF_VECTORS_DIR",
@@ -292,11 +290,10 @@ def _problems(exc: ValidationError) -> list[tuple[str, str]]:
 # Engine fields (serving.config.EngineConfig) -> the section whose field of the same name feeds them.
 _ENGINE_SOURCES = dict.fromkeys(
     ("max_tokens", "max_ops", "prompt_cache_dir", "timeout_s", "recording_path", "standin_mode")
-    + ("standin_latency_ms", "candidate_k", "candidate_threshold", "leaf_vectors_dir"),
+    + ("standin_latency_ms", "leaf_vectors_dir"),
     "listener",
 )
 _ENGINE_SOURCES |= dict.fromkeys(("model_path", "base_url", "api_key", "model"), "models")
-_ENGINE_SOURCES |= dict.fromkeys(("embedder", "embedder_path"), "recall")
 
 
 def build(raw: Mapping[str, Any]) -> Settings:

@@ -69,8 +69,8 @@ class MemListenerDeployment:
                 log.exception("memlistener engine failed to start")
                 self._start_error = exc
                 return
-            # One factory for every path: max_ops, the prompt mode and the candidate settings of the
-            # YAML's engine config all reach the listener.
+            # One factory for every path: max_ops, the prompt mode and the leaf vectors' directory of
+            # the YAML's engine config all reach the listener.
             self._listener = build_listener(self.config.engine, engine, lenient=self.config.lenient_gate)
 
     async def start(self) -> None:

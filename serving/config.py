@@ -23,16 +23,12 @@ class EngineConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     constrained: bool = True  # send the JSON schema (path enum) to engines that support it
     max_ops: int = Field(default=12, ge=1, le=64)  # maxItems of the constrained op list
-    # What the model is asked: "pointing" (numbered user sentences + a few candidate leaves chosen
-    # by embedding similarity; ops cite a sentence id and a leaf id) or "full_enum" (every leaf of
+    # What the model is asked: "pointing" (the fact pipeline's numbered clauses + the candidate
+    # leaves it placed them under; ops cite a clause id and a leaf id) or "full_enum" (every leaf of
     # the schema, paths as an enum; for large GPU models). See docs/MEMLISTENER.md.
     # None: the engine kind's own default (``prompt_mode_for``): full_enum for the stand-in and
     # recorded engines (their outputs/recordings are full-enum JSON), pointing for every other.
     prompt_mode: PromptMode | None = None
-    candidate_k: int = Field(default=8, ge=1, le=64)
-    candidate_threshold: float = Field(default=0.30, ge=-1.0, le=1.0)
-    embedder: str = "minilm"
-    embedder_path: str = ""
     # Directory of the fact pipeline's embedded leaf texts per schema and embedder ("": off).
     leaf_vectors_dir: str = ""
     # llama.cpp (local GGUF).

@@ -12,8 +12,8 @@ example holds what the listener was given and what the store made of its answer:
   before the span's end, if any;
 - the prompt, rebuilt with the recorded ``prompt_version``: ``serving.prompt.build_prompt`` for the
   full-enum prompt; the pointing prompt only when a ``pointing_prompt`` builder is given
-  (``--rebuild-pointing``: it needs the embedder and the candidate settings in force now, see
-  :mod:`.pointing`); any other version (an older prompt text) is not rebuilt, ``prompt_note``
+  (``--rebuild-pointing``: it needs an embedder and the candidate settings the chunks ran with,
+  see :mod:`.pointing`); any other version (an older prompt text) is not rebuilt, ``prompt_note``
   says why;
 - gold, negatives and gate rejections (:mod:`.gold`) and, for the full-enum prompt, ``target``:
   the gold ops as the JSON the prompt asks for.
@@ -220,5 +220,5 @@ class Exporter:
             p, why = self.pointing_prompt(schema, tree, turns)
             if p is None:
                 return None, why
-            return {"static": p.static, "dynamic": p.dynamic}, "rebuilt with the current candidate settings"
+            return {"static": p.static, "dynamic": p.dynamic}, "rebuilt with the given candidate settings"
         return None, f"prompt version {version or '(none)'} cannot be rebuilt by this code"

@@ -2,11 +2,12 @@
 
 The pointing prompt lists the chunk's candidate leaves, which :class:`.cosine.PointingStep`
 chooses by embedding the user's sentences and every leaf of the schema. Rebuilding it therefore
-loads the embedder and uses the candidate settings (``k``, threshold, embedder) configured *now*
-(``settings.PERSONATREE`` via ``memory.conf.listener_client_config``); the product's listener
-builds its candidates with the fact pipeline instead (``serving.facts.FactStep``). The audit log does not record the candidates or
-the settings a past call used, so a rebuilt prompt equals the original only while those settings
-and the embedder are unchanged; the exporter says so in each example's ``prompt_note``.
+needs an embedder and the candidate settings (``k``, threshold), which ``export_training_data``
+takes as arguments (``--candidate-k``, ``--candidate-threshold``, ``--embedder``); the product's
+listener builds its candidates with the fact pipeline instead (``serving.facts.FactStep``). The
+audit log does not record the candidates or the settings a past call used, so a rebuilt prompt
+equals the original only with the settings and embedder that call ran with; the exporter says so
+in each example's ``prompt_note``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from memory.engine.ops import Op
 from memory.engine.pointing import ops_from_pointers
 from memory.engine.schema import Schema
 from memory.engine.tree import Tree
-from serving.embedder import Embed, default_embed
+from serving.embedder import Embed
 from serving.engines.base import Prompt
 from serving.listener import read_pointer_items
 from serving.prompt import build_pointing_prompt
@@ -29,19 +30,10 @@ PointingBuilder = Callable[
 ]
 
 
-def pointing_prompt_builder(embed: Embed | None = None) -> PointingBuilder:
+def pointing_prompt_builder(embed: Embed, settings: CandidateSettings) -> PointingBuilder:
     """``build(schema, tree, turns) -> (prompt, "")``, or ``(None, why)`` when the listener would
-    have made no model call for the chunk. ``embed`` replaces the configured embedder (tests)."""
-    from memory import conf
-    from serving.client import ClientConfig
-
-    config = conf.listener_client_config(ClientConfig).engine
-    settings = CandidateSettings(
-        k=config.candidate_k,
-        threshold=config.candidate_threshold,
-        filled_threshold=config.candidate_threshold,
-    )
-    step = PointingStep(LeafIndex(embed or default_embed(config.embedder, config.embedder_path)), settings)
+    have made no model call for the chunk."""
+    step = PointingStep(LeafIndex(embed), settings)
 
     def build(schema: Schema, tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]):
         context = step.prepare(schema, Tree(dict(tree)), [dict(t) for t in turns])

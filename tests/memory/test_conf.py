@@ -159,19 +159,19 @@ def test_listener_client_config_carries_every_listener_setting(settings):
         "MEMLISTENER_STANDIN_MODE": "derived",
         "MEMLISTENER_MAX_OPS": 4,
         "MEMLISTENER_PROMPT_MODE": "",
-        "MEMLISTENER_CANDIDATE_K": 5,
+        "MEMLISTENER_LEAF_VECTORS_DIR": "/tmp/leaf-vectors",
         "MEMLISTENER_TIMEOUT_S": 12.5,
     }
     cfg = conf.listener_client_config(ClientConfig)
     assert cfg.backend == "standin" and cfg.timeout_s == 12.5
     engine = cfg.engine
-    assert (engine.standin_mode, engine.max_ops, engine.candidate_k, engine.prompt_mode) == (
+    assert (engine.standin_mode, engine.max_ops, engine.leaf_vectors_dir, engine.prompt_mode) == (
         "derived",
         4,
-        5,
+        "/tmp/leaf-vectors",
         None,
     )
-    assert engine.timeout_s == 12.5 and engine.embedder == settings.PERSONATREE["EMBEDDER"]
+    assert engine.timeout_s == 12.5
 
 
 def test_settings_select_the_client_and_max_ops_reaches_the_listener(settings):

@@ -1,7 +1,8 @@
 """Export MemListener training examples from the audit log as JSONL (format: docs/TRAINING.md).
 
     python manage.py export_training_data --out var/training.jsonl [--tenant NAME]
-        [--split-seed 0 --val-share 0.1] [--include-special] [--rebuild-pointing]
+        [--split-seed 0 --val-share 0.1] [--include-special]
+        [--rebuild-pointing [--candidate-k 8 --candidate-threshold 0.3 --embedder minilm]]
         [--resume | --overwrite] [--no-progress]
 
 One line per chunk a model processed (``evaluation.training.export``). An existing file is refused
@@ -22,6 +23,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from evaluation.training.cosine import CandidateSettings
 from evaluation.training.export import Exporter, ExportOptions, model_chunks
 from evaluation.training.split import split_of
 from memory.models import Chunk
@@ -72,8 +74,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--rebuild-pointing",
             action="store_true",
-            help="rebuild memlistener-pointing/4 prompts (loads the embedder; current candidate settings)",
+            help="rebuild memlistener-pointing/4 prompts (loads the embedder)",
         )
+        defaults = CandidateSettings()
+        parser.add_argument(
+            "--candidate-k", type=int, default=defaults.k, help="--rebuild-pointing: candidate leaves shown"
+        )
+        parser.add_argument(
+            "--candidate-threshold",
+            type=float,
+            default=defaults.threshold,
+            help="--rebuild-pointing: lowest candidate similarity",
+        )
+        parser.add_argument(
+            "--embedder", choices=["minilm", "bge-m3"], default="minilm", help="--rebuild-pointing"
+        )
+        parser.add_argument("--embedder-path", default="", help="--rebuild-pointing: bge-m3's directory")
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--resume", action="store_true", help="append chunks not yet in --out")
         mode.add_argument("--overwrite", action="store_true", help="replace an existing --out")
@@ -83,6 +99,8 @@ class Command(BaseCommand):
         out = Path(opts["out"])
         if not 0.0 <= opts["val_share"] <= 1.0:
             raise CommandError("--val-share must be in [0, 1].")
+        if opts["candidate_k"] < 1 or not -1.0 <= opts["candidate_threshold"] <= 1.0:
+            raise CommandError("--candidate-k must be at least 1 and --candidate-threshold in [-1, 1].")
         skip: set[int] = set()
         if out.exists() and opts["resume"]:
             skip, dropped = read_existing(out, seed=opts["split_seed"], val_share=opts["val_share"])
@@ -95,8 +113,15 @@ class Command(BaseCommand):
         pointing = None
         if opts["rebuild_pointing"]:
             from evaluation.training.pointing import pointing_prompt_builder
+            from serving.embedder import default_embed
 
-            pointing = pointing_prompt_builder()
+            threshold = opts["candidate_threshold"]
+            settings = CandidateSettings(
+                k=opts["candidate_k"], threshold=threshold, filled_threshold=threshold
+            )
+            pointing = pointing_prompt_builder(
+                default_embed(opts["embedder"], opts["embedder_path"]), settings
+            )
         exporter = Exporter(
             ExportOptions(
                 tenant=opts["tenant"],
