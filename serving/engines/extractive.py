@@ -98,41 +98,18 @@ __all__ = [
     "ExtractiveEngine",
     "extractive_pointers",
     "fact_pointers",
-    "split_facts",
     "state_fact",
 ]
 
 # A sentence that talks to the other person ("your support means a lot") is about them, not a fact
 # of the subject's own (measured: dropping these raised precision at equal coverage).
 _ADDRESSED = re.compile(r"\b(you|your|you're|yours|you've|you'll)\b", re.IGNORECASE)
-_FACT_BREAK = re.compile(
-    r",\s+(?:and|but|so|because|since|which|while)\s+|\s+-\s+|;\s+|,\s+(?=I\b|I'm\b|I've\b|my\b)"
-)
-
-
-def split_facts(text: str) -> list[str]:
-    """One sentence cut into the facts it strings together ("Lost my job, so I'm starting a
-    business" -> two); pieces too short to stand alone stay with the one before."""
-    pieces: list[str] = []
-    for raw in _FACT_BREAK.split(text):
-        piece = raw.strip(" ,")
-        if not piece:
-            continue
-        if pieces and len(content_stems(piece)) < 2:
-            pieces[-1] = f"{pieces[-1]}, {piece}"
-        else:
-            pieces.append(piece)
-    return pieces or [text]
+#: A clause weighing less (:func:`_weight`) says too little to file.
+_MIN_WEIGHT = 3
 
 
 def extractive_pointers(
-    sentences: Sequence[UserSentence],
-    candidates: Candidates,
-    budgets: Mapping[str, int],
-    *,
-    min_words: int = 3,
-    addressed: bool = True,
-    split: bool = False,
+    sentences: Sequence[UserSentence], candidates: Candidates, budgets: Mapping[str, int]
 ) -> list[dict]:
     """Pointer items for one chunk (see the module docstring)."""
     ids = {c.path: c.id for c in candidates.leaves}
@@ -146,24 +123,23 @@ def extractive_pointers(
                 {"op": "DELETE", "sentence": sentence.id, "leaf": leaf.id, "value": None},
             )
             continue
-        if not is_self_disclosure(sentence.text) or (addressed and _ADDRESSED.search(sentence.text)):
+        if not is_self_disclosure(sentence.text) or _ADDRESSED.search(sentence.text):
             continue
         ranked = candidates.ranked.get(sentence.id) or (
             (candidates.best_leaf[sentence.id],) if sentence.id in candidates.best_leaf else ()
         )
-        for piece in split_facts(sentence.text) if split else [sentence.text]:
-            placed = _place(piece, ranked, ids, budgets, values, chosen, min_words)
-            if placed is None:
-                continue
-            path, score, clause = placed
-            item = {"op": "ADD", "sentence": sentence.id, "leaf": ids[path], "value": clause}
-            chosen[path] = (score, item)
-            values[path] = merge_clauses(values.get(path), clause, budgets.get(path, 80))
+        placed = _place(sentence.text, ranked, ids, budgets, values, chosen)
+        if placed is None:
+            continue
+        path, score, clause = placed
+        item = {"op": "ADD", "sentence": sentence.id, "leaf": ids[path], "value": clause}
+        chosen[path] = (score, item)
+        values[path] = merge_clauses(values.get(path), clause, budgets.get(path, 80))
     items = [item for _, item in sorted(chosen.values(), key=lambda t: t[1]["sentence"])]
     return items or [{"op": "NO_OP", "sentence": None, "leaf": None, "value": None}]
 
 
-def _place(text, ranked, ids, budgets, values, chosen, min_words):
+def _place(text, ranked, ids, budgets, values, chosen):
     """(path, score, clause) for one sentence: its best leaf that is free in this chunk and keeps
     every clause it holds; else its best free leaf (the oldest clause then goes); None if none."""
     fallback = None
@@ -172,7 +148,7 @@ def _place(text, ranked, ids, budgets, values, chosen, min_words):
             continue
         budget = budgets.get(path, 80)
         clause = trim(third_person(text), budget)
-        if _weight(clause) < min_words:
+        if _weight(clause) < _MIN_WEIGHT:
             return None
         held = clauses_of(values.get(path))
         if len(SEPARATOR.join([*held, clause])) <= budget:
