@@ -101,6 +101,18 @@ def is_held_out(source: str) -> bool:
     return group == "locomo:conv-42"
 
 
+def blend_right_oof(s: Signals, rows: Sequence[dict[str, Any]], folds: Sequence[np.ndarray]) -> np.ndarray:
+    """Per labelled clause, whether the blend is right on it, each fold's blend picked on the other
+    folds (as ``cross_validated`` does): its mean over any subset is that subset's CV accuracy."""
+    everything = np.arange(len(rows))
+    right = np.zeros(len(rows), dtype=bool)
+    for test in folds:
+        b = choose_blend(s, rows, np.setdiff1d(everything, test), use_head=True)
+        pred, top = blended(s, b, test)
+        right[test] = correct(np.where(top >= b.threshold, pred, -1), [rows[i] for i in test], s.paths)
+    return right
+
+
 def cross_validated(s: Signals, rows: Sequence[dict[str, Any]], folds: Sequence[np.ndarray]) -> dict:
     """Accuracy by component, each fold scored with blends picked on the other folds."""
     everything = np.arange(len(rows))

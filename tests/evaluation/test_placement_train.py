@@ -112,6 +112,9 @@ def test_run_cross_validates_and_writes_a_loadable_head(tmp_path):
     assert report["gold"] == 12 and set(report["clause"]) == {"prior", "prior_alias", "head", "blend"}
     assert all(0.0 <= v <= 1.0 for v in report["clause"].values())
     assert report["clause"]["head"] >= 0.5  # the same six facts recur across folds (hashed words collide)
+    # every label is from SPC: the per-source blend is the overall cross-validated blend, row by row
+    assert set(report["source_split"]) == {"spc"} and report["source_split"]["spc"]["clauses"] == 12
+    assert report["source_split"]["spc"]["blend"] == report["clause"]["blend"]
     head = LeafHead.load(out)
     assert head.digest == paths_digest(SCHEMA) and len(head.weights[0]) == DIM
     placer = LeafPlacer.for_schema(SCHEMA, head_path=out)
