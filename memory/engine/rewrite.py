@@ -148,6 +148,16 @@ _LIST_GOES_ON = re.compile(
     r",\s+[^,.;:!?]{1,40}?(?:,\s+[^,.;:!?]{1,40}?)*,?\s+(?:and|or)\s+\w", re.IGNORECASE
 )
 
+# Fixed pairs that read as one phrase: a coordination cut inside one leaves half an idiom ("through
+# the good" from "through the good and the bad").
+_FIXED_PAIR = re.compile(
+    r"\b(?:(?:the\s+)?good\s+and\s+(?:the\s+)?bad|(?:the\s+)?ups\s+and\s+downs|(?:the\s+)?highs\s+and\s+"
+    r"(?:the\s+)?lows|pros\s+and\s+cons|back\s+and\s+forth|rock\s+and\s+roll|black\s+and\s+white|"
+    r"thick\s+and\s+thin|trial\s+and\s+error|sooner\s+or\s+later|more\s+or\s+less|on\s+and\s+off|"
+    r"over\s+and\s+over|again\s+and\s+again|day\s+and\s+night|here\s+and\s+there|now\s+and\s+then)\b",
+    re.IGNORECASE,
+)
+
 _EVALUATIVE_WORDS = (
     r"(?:awesome|amazing|great|cool|fun|exciting|nice|wonderful|fantastic|incredible|lovely|sweet|powerful|"
     r"special|enlightening|inspiring|emotional|beautiful|magical|unforgettable|memorable|relaxing|peaceful|"
@@ -163,9 +173,11 @@ _EVALUATIVE_TAIL = re.compile(
     r"[\s.!]*$",
     re.IGNORECASE,
 )
+# Words a cut must not leave at the end. Object pronouns ("them", "it", "these", "those") may end a
+# fact ("Has been with them"), so they are not among them.
 _DANGLING = frozenset(
-    "and or but so the a an to of with for in on at by from as their them they that which who because "
-    "when while is was were are be been has have had very this these those it its each every some any "
+    "and or but so the a an to of with for in on at by from as their they that which who because "
+    "when while is was were are be been has have had very this its each every some any "
     "than then how what where there".split()
 )
 
@@ -282,7 +294,9 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
             [
                 m.start()
                 for m in pattern.finditer(text)
-                if len(_words_of(text[: m.start()])) >= least and not _in_list(text, m)
+                if len(_words_of(text[: m.start()])) >= least
+                and not _in_list(text, m)
+                and not _in_fixed_pair(text, m.start())
             ]
             for pattern, least in _TAILS
         ]
@@ -299,6 +313,11 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
             n += 1
         return " ".join(tokens[:n]), True
     return text, cut_any
+
+
+def _in_fixed_pair(text: str, at: int) -> bool:
+    """Does a cut at ``at`` fall inside a fixed pair ("the ups and downs")?"""
+    return any(m.start() < at < m.end() for m in _FIXED_PAIR.finditer(text))
 
 
 def _in_list(text: str, cut: re.Match[str]) -> bool:

@@ -108,6 +108,15 @@ def test_rewrite_with_name(clause: str, expected: str) -> None:
             "I went to the park yesterday, which was awesome because the weather was nice and sunny",
             "Went to the park yesterday, which was awesome",
         ),
+        # never inside a fixed pair; an object pronoun may end the fact
+        (
+            "We stuck together through thick and thin during the years of the war in our country",
+            "They stuck together through thick and thin during the years",
+        ),
+        (
+            "My old running shoes have been with me through the ups and downs of my long career",
+            "Their old running shoes have been with them",
+        ),
         # no subordinate tail or coordination: a trailing prepositional phrase goes
         (
             "I met the lead singer of the band at a festival in Rio de Janeiro Brazil",
