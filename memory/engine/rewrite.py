@@ -290,13 +290,14 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
     process is such" reads worse than a longer fact); only a longer one loses words from the end."""
     cut_any = False
     while len(_words_of(text)) > max_words:
+        pairs = [(m.start(), m.end()) for m in _FIXED_PAIR.finditer(text)]  # no cut inside one
         tiers = [
             [
                 m.start()
                 for m in pattern.finditer(text)
                 if len(_words_of(text[: m.start()])) >= least
                 and not _in_list(text, m)
-                and not _in_fixed_pair(text, m.start())
+                and not any(start < m.start() < end for start, end in pairs)
             ]
             for pattern, least in _TAILS
         ]
@@ -313,11 +314,6 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
             n += 1
         return " ".join(tokens[:n]), True
     return text, cut_any
-
-
-def _in_fixed_pair(text: str, at: int) -> bool:
-    """Does a cut at ``at`` fall inside a fixed pair ("the ups and downs")?"""
-    return any(m.start() < at < m.end() for m in _FIXED_PAIR.finditer(text))
 
 
 def _in_list(text: str, cut: re.Match[str]) -> bool:
