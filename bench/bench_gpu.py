@@ -87,7 +87,7 @@ def build_engine(args: argparse.Namespace):
 
     if args.cpu_smoke:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        from serving.vllm_cpu.tiny_model import build
+        from tests.serving.tiny_model import build
 
         model = str(build(TINY_MODEL_DIR))
         return VLLMEngine(

@@ -66,7 +66,7 @@ class Generation:
 
     ``items``: an engine that builds the pointing reply's op items itself (extractive) hands them
     over here and the listener uses them as they are; ``text`` is then the same reply written out,
-    for recordings (``serving.record``, ``evaluation.counting``) and never parsed back."""
+    for recordings (``evaluation.record``, ``evaluation.counting``) and never parsed back."""
 
     text: str = ""
     model_id: str = ""

@@ -106,7 +106,7 @@ def test_llamacpp_keeps_the_rules_for_chat_formats_without_a_system_role(schema,
 
 def test_shipped_recording_replays_real_model_output_through_the_gate(schema, chunks):
     """tests/fixtures/recordings/memlistener.jsonl: real outputs of the pinned local model
-    (python -m serving.record) on chunks.json with the default schema; the recorded-backend default."""
+    (python -m evaluation.record) on chunks.json with the default schema; the recorded-backend default."""
     from serving.listener import MemListener
     from tests.serving.conftest import RECORDING_PATH, make_job
 

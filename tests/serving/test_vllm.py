@@ -42,7 +42,7 @@ def tiny_schema():
 def engine():
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the async engine core is its own process
     from serving.engines.vllm_engine import VLLMEngine
-    from serving.vllm_cpu.tiny_model import build
+    from tests.serving.tiny_model import build
 
     model_dir = build(ROOT / "var" / "vllm-tiny-llama")
     eng = VLLMEngine(

@@ -2,7 +2,7 @@
 
 The MemListener runs in Ray Serve on the **recorded engine**, replaying outputs that a real model
 (Qwen2.5-Coder-0.5B-Instruct GGUF, llama.cpp, constrained decoding) once wrote for these chunks:
-``tests/workers/fixtures/ingest_e2e_recording.jsonl`` (made with ``python -m serving.record``).
+``tests/workers/fixtures/ingest_e2e_recording.jsonl`` (made with ``python -m evaluation.record``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """CPU smoke test of the fine-tuning entry point (``evaluation.training.train``): the tiny random Llama
-of ``serving/vllm_cpu/tiny_model.py``, six export lines, a few LoRA SFT steps, then a few GRPO
+of ``tests/serving/tiny_model.py``, six export lines, a few LoRA SFT steps, then a few GRPO
 steps whose reward is the op scorer reading the dataset's columns.
 
 The lines are in the export format (``personatree-training/1``) with real schema paths, gold ops,
@@ -92,7 +92,7 @@ def test_sft_then_grpo_on_the_tiny_model(tmp_path, monkeypatch):
 
     from evaluation.training.reward import ScorerReward, ops_of
     from memory.engine.scorer import score
-    from serving.vllm_cpu.tiny_model import build
+    from tests.serving.tiny_model import build
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")

@@ -1,6 +1,6 @@
 """Record real model outputs for the RecordedEngine.
 
-    python -m serving.record --chunks tests/fixtures/recordings/chunks.json \
+    python -m evaluation.record --chunks tests/fixtures/recordings/chunks.json \
         --out tests/fixtures/recordings/memlistener.jsonl [--model-path var/models/memlistener.gguf]
 
 Runs the real llama.cpp engine (constrained output, default schema unless ``--schema`` names a
@@ -24,7 +24,7 @@ from serving.prompt import PROMPT_VERSION, build_prompt
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m serving.record")
+    ap = argparse.ArgumentParser(prog="python -m evaluation.record")
     ap.add_argument("--chunks", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--model-path", default="var/models/memlistener.gguf")

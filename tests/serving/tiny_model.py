@@ -5,7 +5,7 @@ the grammar demands, can be produced), saved as ``PreTrainedTokenizerFast`` with
 template. The model is ``LlamaForCausalLM`` with tiny dimensions and random weights: its text is
 nonsense, which is the point — structured output must still make it schema-valid.
 
-    python -m serving.vllm_cpu.tiny_model var/vllm-tiny-llama
+    python -m tests.serving.tiny_model var/vllm-tiny-llama
 """
 
 from __future__ import annotations
