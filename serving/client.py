@@ -1,21 +1,9 @@
-"""How the rest of the project calls the MemListener.
+"""How the rest of the project calls the MemListener: ``get_listener_client(config).run(jobs)``.
 
-``get_listener_client(config)`` returns an object with ``run(jobs) -> list[ListenerResult]``:
-
-- ``extractive``: in-process MemListener on the extractive engine (the embedded default);
-- ``local``    : in-process MemListener on the llama.cpp engine;
-- ``openai``   : in-process MemListener on an OpenAI-compatible endpoint;
-- ``recorded`` : in-process MemListener replaying a recording file (tests, demos without a model);
-- ``standin``  : in-process MemListener on the zero-latency stand-in (backend benchmarks only);
-- ``ray``      : HTTP client of the Ray Serve MemListener app (``serving.app``).
-
-The in-process backends are ``serving.listener.InProcessClient`` (the listener's own host, so a
-chunk goes from the dispatcher straight to the listener); this module picks the backend and holds
-the HTTP client.
-
-Nothing here touches Django: the configuration is passed in (the Django side makes it from its
-settings with ``memory.conf.listener_client_config(ClientConfig)``), so Ray workers import this module
-without Django.
+The in-process backends (``extractive``, ``local``, ``openai``, ``recorded``, ``standin``) are
+``serving.listener.InProcessClient``; ``ray`` is the HTTP client of the Ray Serve app
+(``serving.app``) held here. No Django: the config is handed in
+(``memory.conf.listener_client_config(ClientConfig)``), so Ray workers import this module.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """The one task decorator: every PersonaTree task gets its name, queue, limits, retries and metrics here.
 
-``@pt_task(name=..., queue=...)`` registers a bound Celery task with
-
-- its queue (routed by :func:`route_task`, the one entry of ``CELERY_TASK_ROUTES``);
-- ``acks_late`` + ``reject_on_worker_lost``: a task whose worker dies is redelivered, so every
-  task must be idempotent (they take ids and re-read the database);
-- soft/hard time limits, ``autoretry_for`` transient errors with exponential backoff and jitter;
-- metrics per run: ``task_duration_seconds`` and ``task_runs`` (labels task, tenant, outcome) and
-  ``task_queue_wait_seconds`` (from the ``pt_enqueued_at`` header stamped at publish time).
-
-Tasks are sent with :func:`send` (now: from tasks and receivers that run after a commit) or
-:func:`enqueue_on_commit` (after the surrounding transaction commits: no task may run before its
-rows exist); a broker that is down is logged, not raised, because the rows stay in the database
-and the periodic sweeps pick them up again.
-
-A task that reads its work from the database (``workers.dispatch``) is asked for with
-:func:`send_once`, directly or by the signals its decorator names (``sent_on``): while one is
-queued and not started further requests are dropped. The task clears its ``queued`` mark in the
-shared cache when it starts, so at most one waits, and the mark expires after ``QUEUED_TTL_S``
-(a periodic sweep asks again sooner). Only with a shared cache (Redis) and a real broker; with a
-per-process cache or in eager mode every request is sent.
+Tasks are ``acks_late`` + ``reject_on_worker_lost`` (so idempotent), retried with backoff on
+transient errors, and sent after commit (:func:`enqueue_on_commit`) or now (:func:`send`); a broker
+that is down is logged, not raised: the periodic sweeps find the rows again. :func:`send_once` keeps
+at most one queued request of a task that reads its work from the database (docs/INGEST.md).
 """
 
 from __future__ import annotations

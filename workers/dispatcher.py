@@ -1,31 +1,11 @@
 """Cross-subject batching: one MemListener call for the ready chunks of many subjects.
 
-A round (:func:`dispatch_round`):
-
-1. **gather** -- claim the head-of-line chunk of up to ``BATCH_MAX_JOBS`` subjects (one per
-   subject, :mod:`workers.ordering`), claiming on for at most ``BATCH_MAX_WAIT_MS`` while the batch
-   is not full;
-2. **build** -- one query for the subjects' heads and the chunks' messages; each job carries the
-   tree at the subject's head version;
-3. **call** -- ``client.run(jobs)`` once (a transport exception is a retryable error of every job);
-4. **apply** -- every result in one ``tree_apply_ops_batch`` call, on the head the job saw, every
-   op the listener read handed over as it is (its pre-check decides nothing; the store gates and
-   records). A chunk that produced no version has its messages indexed on commit from here (the
-   others by the ``version_applied`` receiver). Errors release the chunk (``pending``, or
-   ``failed`` after ``CHUNK_MAX_ATTEMPTS``); a version conflict re-queues it without an attempt.
-
-**Outages do not burn attempts.** When *every* result is a retryable error (:func:`is_outage`) the
-model, not the chunks, is at fault: the chunks go back to ``pending`` with the attempt refunded, the
-report says ``outage`` and the caller backs off (``workers.dispatch`` raises ``TransientError``; the
-backfill stops). First the batch is split in halves, or a lone job probed (:mod:`workers.poison`),
-to find a poison chunk that takes the engine call down with it: answered parts are applied, the
-poison counts an attempt. A retryable error in a batch where others got answers counts; a
-non-retryable one fails the chunk at once.
-
-**The task.** ``workers.dispatch`` runs rounds until nothing is ready or ``DISPATCH_BUDGET_S`` is
-spent, then asks for itself again (an outage or a database ``OperationalError``: retried with
-backoff). ``chunks_ready`` asks for it through its decorator (``sent_on``): at most one queued and
-not started (:func:`workers.base.send_once`; ``workers.sweep`` re-dispatches when a request was lost).
+A round (:func:`dispatch_round`) gathers the head-of-line chunk of up to ``BATCH_MAX_JOBS``
+subjects, builds their jobs in one query, calls the client once and applies every result in one
+``tree_apply_ops_batch`` (the store gates). When every result is a retryable error it is an outage:
+the batch is first split to find a poison chunk (:mod:`workers.poison`), then the chunks go back
+with their attempt refunded. docs/INGEST.md ("The flow of one chunk", "Failures") and
+docs/RELIABILITY.md have the whole story.
 """
 
 from __future__ import annotations
@@ -320,7 +300,8 @@ def _soft_time_limit() -> float:
     sent_on=(chunks_ready,),
 )
 def dispatch(self) -> dict:
-    """Rounds until nothing is ready or the budget is spent (see the module docstring)."""
+    """Rounds until nothing is ready or ``DISPATCH_BUDGET_S`` is spent, then asks for itself again;
+    an outage raises ``TransientError`` (retried with backoff)."""
     from serving.client import ClientConfig, get_listener_client
 
     client = get_listener_client(conf.listener_client_config(ClientConfig))

@@ -1,22 +1,9 @@
 """The Celery workers' metrics over HTTP: one exporter per worker container, multiprocess mode.
 
-A prefork Celery worker is one main process and ``--concurrency`` pool processes; the tasks (and
-so ``workers.metrics``' series: task runs and durations, chunks applied and failed, dispatch
-timings) run in the pool processes, which come and go. prometheus_client's multiprocess mode is the
-way its maintainers document for this: with ``PROMETHEUS_MULTIPROC_DIR`` set (the worker image
-sets it) every pool process writes its values to files there, and one HTTP server in the main
-process serves their aggregate (``MultiProcessCollector``). One port per container, one scrape
-target per container, nothing to discover per pool process. (An exporter per pool process would
-need a port each and a target that disappears with the process; an event-based exporter such as
-celery-exporter sees Celery's task events but not these series.)
-
-``PERSONATREE_WORKER_METRICS_PORT`` (0, the default, is off) turns it on; the server binds
-``PERSONATREE_WORKER_METRICS_ADDR`` (``0.0.0.0`` in the images; the port is never published, the
-scraper reaches it on the container network). The receivers are connected by ``workers.apps``:
-
-- ``worker_init`` (main process, before the pool forks): empties the directory of a previous run
-  and starts the server;
-- ``worker_process_shutdown`` (a pool process exiting): marks its live gauges dead.
+Pool processes write their series to ``PROMETHEUS_MULTIPROC_DIR``; one server in the main process
+serves the aggregate (``PERSONATREE_WORKER_METRICS_PORT``, 0 is off; docs/DEPLOY.md). ``workers.apps``
+connects ``worker_init`` (empty the directory, start the server) and ``worker_process_shutdown``
+(mark the exiting process's live gauges dead).
 """
 
 from __future__ import annotations

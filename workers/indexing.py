@@ -1,21 +1,9 @@
-"""Evidence indexing tasks, and the store signals that schedule them.
+"""Evidence indexing tasks, and the store signals that schedule them (docs/ARCHITECTURE.md, tasks).
 
 Rows have deterministic primary keys, so every task is idempotent (safe with acks_late); while
-Milvus is unreachable the tasks retry with backoff.
-
-- `index_messages`: embed a span's pair units and upsert them.
-- `erase_subject_vectors`: delete an erased subject's rows; records the purge on the tombstone.
-- Beat: `reconcile_erasures` (`ERASURE_RECONCILE_SECONDS`), `reconcile_indexing`
-  (`INDEX_RECONCILE_SECONDS`) and `flush_evidence` (`EVIDENCE_FLUSH_SECONDS`): seals the growing
-  segments small batches leave behind, the backstop of the writer's idle flush
-  (`memory/recall/index.py`); not retried: the next tick is the retry.
-- `batched_indexing()`: a context (the backfill's model phase) in which applied chunks' spans are
-  embedded `BATCH_SPANS` at a time in a background thread (`memory/recall/bulk.py`), all written
-  before it ends; a batch that fails goes to `index_messages` tasks span by span.
-
-Receivers (connected at import; `workers.apps` imports this module): `version_applied` indexes the
-chunk's messages, `subject_erased` purges the subject's rows. `conf.get().recall.evidence_indexing`
-(PERSONATREE_EVIDENCE_INDEXING) switches them off.
+Milvus is unreachable the tasks retry with backoff. Receivers (connected at import; ``workers.apps``
+imports this module): ``version_applied`` indexes the chunk's messages, ``subject_erased`` purges the
+subject's rows; ``conf.get().recall.evidence_indexing`` switches them off.
 """
 
 from __future__ import annotations
@@ -254,7 +242,8 @@ def _embed_in_one_thread(texts: list[str]):
 
 @contextmanager
 def batched_indexing(size: int = BATCH_SPANS) -> Iterator[_SpanBatch]:
-    """Within: this thread's applied chunks are indexed ``size`` spans at a time (module docstring)."""
+    """Within (the backfill's model phase): this thread's applied chunks are embedded ``size`` spans at a
+    time in a background thread, all written before it ends; a failed batch goes to ``index_messages``."""
     if getattr(_batch, "current", None) is not None:  # nested: the outer batch collects
         yield _batch.current
         return

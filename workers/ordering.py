@@ -1,37 +1,9 @@
 """Per-subject order: a subject's chunks are applied strictly one at a time, oldest first.
 
-Mechanism (docs/INGEST.md has the argument): a chunk row is its own lease.
-
-- **Head of line.** Only a subject's *oldest open* chunk (open = pending, processing or
-  failed) can be claimed, so chunk t+1 never runs while chunk t is unapplied; a failed chunk
-  blocks its subject until it is re-queued (T_t needs T_{t-1}).
-- **Claim.** On PostgreSQL: one ``UPDATE ... SET status='processing', attempts=attempts+1
-  WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n) RETURNING ...`` of the ready
-  head-of-line rows (concurrent claimants skip each other's rows instead of waiting).
-- **Fair across tenants.** Ready rows are claimed in :func:`fair_order`.
-  Elsewhere (SQLite): a compare-and-set per row, ``UPDATE ... WHERE id=? AND status=<seen>
-  AND attempts=<seen> AND <no older open chunk>``; exactly one claimant updates the row.
-  ``attempts`` after the claim is the **fencing token**.
-- **Lease expiry.** A chunk left ``processing`` by a dead worker is re-claimable once
-  ``updated_at`` is older than ``CHUNK_LEASE_SECONDS`` (the claim bumps the token).
-- **At-most-once apply.** ``tree_apply_ops`` (and its batch form) locks the subject row, refuses
-  a stale base version (``VersionConflict``: the subject's head version is the fencing token of
-  the tree) and returns the stored outcome for a chunk that is already ``applied`` (chunks are
-  marked applied only under the subject lock; the write statement checks the status again, as a
-  holder that waited for the lock read it before the other holder's commit). So a slow
-  worker whose lease was taken over either applies a result computed on the current head
-  (as valid as anyone's) or finds the chunk applied and writes nothing; a chunk is applied at
-  most once and never out of order (chunk t+1 cannot be claimed before t is applied).
-- **Fenced transitions.** Releasing a chunk (back to ``pending``, or ``failed``) is a
-  compare-and-set on ``status='processing' AND attempts=<token>``, so a stale holder never
-  re-queues or fails a chunk that someone else holds.
-
-Correctness does not depend on row locks or advisory locks: on SQLite (the embedded demo),
-which has neither, the single writer lock serialises the compare-and-set statements and the
-protocol stays safe; row locks on Postgres only make claiming cheaper under contention.
-
-What a claim reads (:func:`job_inputs`): the claimed subjects' heads and the chunks' messages, in one
-query for the batch, for the dispatcher to build the MemListener's jobs from.
+A chunk row is its own lease and its ``attempts`` after a claim the fencing token: only a subject's
+oldest open chunk is claimable (``SKIP LOCKED`` on PostgreSQL, a compare-and-set per row elsewhere),
+fair across tenants, re-claimable after ``CHUNK_LEASE_SECONDS``, and released only by its holder.
+docs/INGEST.md ("Order per subject") gives the argument; the apply's own fence is the head version.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Poison chunks: a chunk whose job crashes or times out the engine is told apart from an outage.
 
-The MemListener turns an engine exception or a timeout into a retryable error for *every* job of the
-engine call, so one poison chunk makes its whole batch look like an outage (:func:`is_outage`).
-When a batch's every result is a retryable error:
-
-- **several jobs** -- :func:`split_batch` calls its halves again, one after the other; a half that
-  is answered is applied at once (the engine is up), a half that fails again is split further, down
-  to single jobs. A single job that fails while another part of the batch was answered has its own
-  error: it counts an attempt for that chunk only (``failed`` after ``CHUNK_MAX_ATTEMPTS``, with the
-  reason in ``last_error``). When both halves of the first split fail too, a probe job decides:
-  answered, every half holds poison and is split on; not answered, it is an outage: nothing was
-  applied, the caller refunds.
-- **one job** -- :func:`engine_answers` asks the engine a probe job: answered, the chunk's error is
-  its own and counts; not answered, it is an outage.
-
-The cost is paid only on failing batches: about two calls per halving (a poison chunk of 16 is
-found in four) and, against an engine that is really down, two calls more per round.
+When every result of a batch is a retryable error, :func:`split_batch` calls its halves again
+(answered halves are applied, a lone failing job counts an attempt; a probe job decides whether
+the engine is up at all) and :func:`settle_lone_job` probes for a single job. docs/RELIABILITY.md
+has the rules and their cost.
 """
 
 from __future__ import annotations

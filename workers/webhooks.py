@@ -1,25 +1,10 @@
 """Webhook deliveries: the store's signals become delivery rows, and a task POSTs each one.
 
-Receivers (connected at import; ``workers.apps`` imports this module): ``version_applied``,
-``review_decided``, ``subject_erased`` and ``chunk_failed`` (the ``ingest.failed`` event) are sent
-after the writing transaction committed; each receiver records one delivery per subscribed active
-endpoint of the subject's tenant (:mod:`memory.services.webhooks`) and sends
-``workers.deliver_webhook(delivery_id)`` for it. A receiver never raises into the write that sent
-the signal: a failure is logged.
-
-``workers.deliver_webhook`` runs on its own queue, ``webhooks`` (a slow receiver never holds an
-``ingest`` or ``index`` worker), and POSTs only while it holds one of the tenant's
-``WEBHOOK_MAX_CONCURRENT_PER_TENANT`` slots (:mod:`workers.webhook_slots`; without one it is sent
-again after :data:`SLOT_WAIT_S`, no attempt counted). Each attempt checks the URL again and connects
-to the address it checked (:mod:`workers.webhook_http`), records the attempt whatever happened, and
-on a 5xx/408/429 answer, a timeout, a connection error or the soft time limit raises
-:class:`WebhookRetry`, which Celery's autoretry retries with exponential backoff and jitter
-(``retry_backoff`` of ``BACKOFF_S``, capped at ``BACKOFF_MAX_S``) until ``WEBHOOK_MAX_ATTEMPTS``
-attempts were made; the attempt count kept in the database decides when it gives up, so a
-redelivered task (``acks_late``) never exceeds it. A refused target or an invalid URL ends the
-delivery at once, as does any other answer. ``workers.sweep_webhooks`` (periodic) sends again the
-deliveries whose task was lost. Receivers must de-duplicate on the event id (``webhook-id``): a
-worker that dies after the POST sends it again.
+Receivers (connected at import; ``workers.apps`` imports this module) record one delivery per
+subscribed endpoint after the writing transaction committed and never raise into it.
+``workers.deliver_webhook`` (queue ``webhooks``) POSTs while it holds a tenant slot
+(:mod:`workers.webhook_slots`), through :mod:`workers.webhook_http`, and retries with backoff up to
+``WEBHOOK_MAX_ATTEMPTS`` counted in the database. docs/WEBHOOKS.md and docs/RELIABILITY.md have the rules.
 """
 
 from __future__ import annotations

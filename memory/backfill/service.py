@@ -1,25 +1,10 @@
 """Resumable bulk import: histories -> messages -> chunks (-> versions with ``process=True``).
 
-Resume needs no state file: every step is idempotent, so a run killed at any point and started
-again continues where it stopped without duplicating anything.
-
-- messages: keys derived from source + position (see :mod:`memory.backfill.records`); already
-  stored keys are reported as duplicates and skipped;
-- chunks: cut only from the unchunked tail of a subject's log, keyed by the engine's
-  deterministic ``chunk_key`` (unique per subject);
-- versions: ``tree_apply_ops`` applies a chunk at most once; chunks already applied are never
-  claimed again.
-
-With ``process=False`` the chunks are left ``pending`` and one dispatcher task is enqueued at
-the end (the Celery workers apply them; with eager Celery -- the embedded demo -- nothing is
-enqueued: use ``process=True``); with ``process=True`` the MemListener runs here, synchronously, in
-cross-subject batches, after every ``BATCH_MAX_JOBS`` subjects and at the end, and the applied
-chunks' evidence is indexed in bulk (``workers.indexing.batched_indexing``: their messages embedded
-a batch at a time in a background thread, all of them indexed before the run returns).
-
-The model phase has its own progress (:mod:`memory.backfill.progress`): chunks applied / pending /
-failed of the run's subjects, rate and ETA, while this process drains them (``process=True``) or,
-with ``wait=True``, while the workers do (polled until none is pending or processing).
+Every step is idempotent (docs/BACKFILL.md, "Resume"), so a killed run started again continues
+where it stopped. ``process=False`` leaves the chunks ``pending`` for the workers; ``process=True``
+runs the MemListener here in cross-subject batches and indexes the applied chunks' evidence in bulk
+(``workers.indexing.batched_indexing``). The model phase reports its own progress
+(:mod:`memory.backfill.progress`).
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
-"""Ingestion: the message log of a subject and the chunks cut from it.
+"""Ingestion: the message log of a subject and the chunks cut from it (docs/INGEST.md).
 
-- :func:`messages_ingest` appends a batch of messages to a subject's log (the subject is
-  created on first sight; the id of an erased subject is refused, 409 ``subject_erased``,
-  unless the caller asks for ``recreate_erased``). Each message carries a client idempotency
-  key, unique per subject: a replayed key with the same role and content is reported as a
-  duplicate and not stored again; a replayed key with different content is refused (409) and
-  nothing of the batch is written. New complete windows become ``pending`` chunks in the same
-  transaction; after commit the service sends ``chunks_ready`` (:func:`schedule_dispatch`), which
-  asks for the dispatcher's task.
-- :func:`chunks_build` cuts the unchunked tail of the log with the engine chunker
-  (``tenant.chunk_pairs`` pairs per chunk); :func:`subject_flush` also closes a partial window.
-- A partial window also closes once the subject has been idle ``IDLE_FLUSH_SECONDS``: the
-  periodic ``workers.sweep`` task flushes idle subjects, and an ingest call arriving after the
-  idle time closes the old window before appending.
-- :func:`chunks_requeue` puts failed chunks back in the queue (admin action).
-
-Input is checked here only: :func:`ingest_body_parse` reads the API's JSON body (its shape and
-member types), :func:`messages_validate` what the messages say, for the API and the backfill alike.
-Errors name the offending field, e.g. ``messages[3].content``.
+:func:`messages_ingest` appends a batch (idempotency key per message, unique per subject) and cuts
+complete windows into ``pending`` chunks in the same transaction; :func:`subject_flush` and the idle
+sweep close a partial window; :func:`chunks_requeue` puts failed chunks back. Input is checked here
+only (:func:`ingest_body_parse`, :func:`messages_validate`), for the API and the backfill alike.
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
-"""Query services: build the memory context for a question, and answer it.
+"""Query services: the memory context for a question (`context_build`: fast, deep or auto) and an
+answer over it (`answer_build`: extractive by default, or one responder-model call).
 
-`context_build` is the read path behind `POST /v1/subjects/<id>/context`:
-
-- **fast**: the subject's tree (current or `as_of`), filtered to the caller's tiers, rendered; no
-  query beyond the view's subject read (for `as_of`, one version read). The head's rendering is
-  cached per process (`_rendered`).
-- **deep**: fast + agentic recall over the subject's evidence (messages covered by the tree version
-  in use), fused under the token budget left after the tree. Evidence-index or embedder failure
-  falls back to fast, expansion-model failure to the original query; both say so in a notice.
-- **auto**: the router decides from the query and the visible tree only.
-
-Raw dialogue is unclassified and may hold a special-category fact verbatim, so evidence counts as
-the ``special`` tier (``EVIDENCE_TIER``): a caller without it (keys: without ``read_special``) gets
-no evidence, the index is not searched, and the response stays fast with
-``recall.status == "withheld"`` and a notice.
-
-`answer_build` answers over that context in the configured answer mode (``PERSONATREE_ANSWER_MODE``,
-``conf.get().answer.mode``):
-
-- **extractive** (default): no model call. The leaf clauses and evidence sentences that support the
-  question (lexical overlap + cosine of the configured embedder, `memory.engine.answer`) are quoted
-  with their citations (leaf path / ``evidence N``), or the answer says the memory holds nothing on
-  it; deterministic, milliseconds, and it cannot contradict the tree.
-- **model**: one responder-model call on `[query, tree, evidence]` (`answer_prompt`).
+docs/ARCHITECTURE.md ("The path of one query") walks both. Raw dialogue may hold a special-category
+fact verbatim, so evidence counts as the ``special`` tier (``EVIDENCE_TIER``): without it deep mode
+stays fast with ``recall.status == "withheld"``.
 """
 
 from __future__ import annotations

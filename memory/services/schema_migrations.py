@@ -1,22 +1,11 @@
 """Schema migrations of a tenant's subjects: a declared mapping (docs/SCHEMAS.md) applied to every
 tree pinned to its source, through the store's one write path (:mod:`memory.services.tree_store`).
 
-- :func:`schema_migration_create`: the mapping validated against its source and target as the tenant
-  sees them (:func:`memory.selectors.schema_get`) and stored; the same document again is idempotent,
-  another one under the same id a 409. Errors name the step (``document.steps[2]``).
-- :func:`schema_migration_dry_run`: the subjects on the source planned and gated, the reports summed
-  (paths and counts, never a value). Nothing is written.
-- :func:`schema_migration_run`: the subjects still on the source, in id order, one transaction per
-  batch: rows locked, trees planned against their pins, target ops gated (a rejection fails that
-  subject alone), values crossing the special tier's border held for review (into a special leaf
-  when the tenant reviews special-tier writes; out of one always: a value written as special is
-  never shown to a ``read`` key without a human's approval), retirement deletes applied ungated, one
-  version per changed subject and one op record per op (actor ``schema-migration:<id>``) in one
-  statement, pins moved, ``version_applied`` after commit. A tenant default on the source moves to
-  the target when a run starts. ``done`` when none is left.
-
-Resumable: a subject on the target is never selected (its pin re-read under the lock); failed ones are
-retried by the next pass."""
+:func:`schema_migration_create` validates and stores the mapping (idempotent), :func:`schema_migration_dry_run`
+plans and gates without writing, :func:`schema_migration_run` migrates the subjects still on the
+source a batch per transaction (values crossing the special tier's border held for review). Resumable:
+a subject on the target is never selected again.
+"""
 
 from __future__ import annotations
 

@@ -1,21 +1,8 @@
 """The backlog of each Celery queue as two gauges, read from the database at scrape time.
 
-- ``personatree_queue_backlog{queue}``: work waiting (or running) for that queue;
-- ``personatree_queue_oldest_pending_age_seconds{queue}``: age of the oldest such item (0 when empty).
-
-Labelled by queue only (``ingest``, ``index``, ``webhooks``), never by tenant or subject: three
-series whatever the number of tenants. What counts as waiting:
-
-- ``ingest``: chunks ``pending`` or ``processing`` (age from ``created_at``; partial index
-  ``chunk_waiting``);
-- ``index``: ``applied`` chunks whose messages are not confirmed in the evidence index (age from
-  ``updated_at``; partial index ``chunk_unindexed``);
-- ``webhooks``: deliveries ``pending`` (partial index ``webhook_delivery_pending``).
-
-Each query reads only the waiting rows through its partial index, never every chunk applied. The
-process answering ``/metrics`` reads the database at most once every :data:`TTL_S` seconds (a guard
-against scrape bursts). Every web replica reports the same numbers: aggregate with ``max``, never
-``sum``. A failing query leaves the gauges out of the scrape and logs a warning.
+``personatree_queue_backlog{queue}`` and ``personatree_queue_oldest_pending_age_seconds{queue}``,
+labelled by queue only (docs/DEPLOY.md has what counts as waiting). Each query reads the waiting rows
+through its partial index, at most once every :data:`TTL_S`; a failing query leaves the gauges out.
 """
 
 from __future__ import annotations

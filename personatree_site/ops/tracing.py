@@ -1,23 +1,9 @@
 """OpenTelemetry tracing: off by default, on with ``PERSONATREE_OTEL=1`` (docs/DEPLOY.md, "Tracing").
 
-When on, :func:`install` (called once per process by :class:`~personatree_site.ops.apps.OpsConfig`,
-so in the web server, the Celery workers and beat alike) instruments
-
-- Django: one server span per request, named by method and route pattern; ``/healthz``,
-  ``/readyz`` and ``/metrics`` are not traced;
-- Celery: a span per task publish and per task run, the trace context carried in the task's
-  headers, so a request's trace continues in the worker (an eager task is a child of the request);
-- httpx: the calls to the Ray Serve MemListener (and webhook deliveries), with the
-  ``traceparent`` header, so a Ray Serve deployment that reads it continues the trace.
-
-Spans go where the standard variables say: ``OTEL_TRACES_EXPORTER`` (``otlp``, the default;
-``console``; ``none``), ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``,
-``OTEL_SERVICE_NAME`` (default ``personatree``), ``OTEL_TRACES_SAMPLER``... The packages are the
-``otel`` extra (``pip install -e '.[otel]'``); without them, or without the flag, nothing here
-imports OpenTelemetry and tracing costs nothing.
-
-External ids stay out of spans as out of logs: a server span's URL attributes are replaced by the
-route pattern (``/v1/subjects/<str:external_id>/tree``) once the route is resolved.
+:func:`install` instruments Django (probes untraced), Celery (the context carried in task headers)
+and httpx (``traceparent`` to the Ray Serve MemListener). Without the ``otel`` extra or the flag,
+nothing here imports OpenTelemetry. A server span's URL attributes become the route pattern: no
+external id in a span.
 """
 
 from __future__ import annotations
