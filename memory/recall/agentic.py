@@ -27,7 +27,7 @@ from .index import EvidenceIndex, Hit, Scope
 from .rerank import Reranker
 from .router import relevant_paths
 from .rows import Span
-from .search import rrf_fuse, search_many
+from .search import Strategy, rrf_fuse, search_many
 
 EXPANSION_PROMPT_VERSION = "expand-v1"
 EXPANSION_RULES = (
@@ -61,7 +61,7 @@ class RecallConfig:
     expansions: int = 3
     per_query_k: int = 8
     rerank_candidates: int = 20
-    strategy: str = "batch"  # "batch" | "threads" | "overlap", see search.search_many
+    strategy: Strategy = "batch"  # see search.search_many
 
 
 @dataclass
