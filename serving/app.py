@@ -1,18 +1,11 @@
-"""Ray Serve application of the MemListener.
+"""Ray Serve application of the MemListener (docs/MEMLISTENER.md).
 
-``MemListenerDeployment`` accepts batches of jobs (HTTP POST of ``ListenerBatch`` JSON, or
-``handle.run.remote([...])``), feeds every job into one ``@serve.batch`` queue so concurrent
-requests are grouped into a single engine call, and returns one ``ListenerResult`` per job
-(every op read with the listener's pre-check, parse errors, token counts, latency). Nothing raises past the deployment:
-a malformed body is a 422 with the validation errors, engine failures are per-job errors.
-
-Configuration is ``serving.config.AppConfig`` (pydantic), passed explicitly as the application
-args (``serve run serving/config/cpu.yaml``), so this module never imports Django.
-
-The model loads in the constructor (Serve routes no request to a replica before it returns), under
-a lock, never in ``check_health``: a health check that loaded a model for minutes outlived Serve's
-health-check timeout and had the replica restarted. ``POST <route>/v1/chat/completions`` answers
-OpenAI chat requests with the same engine (``serving.chat_compat``): the web tier's responder.
+``MemListenerDeployment`` feeds every job of every request (HTTP ``ListenerBatch`` or
+``handle.run.remote``) into one ``@serve.batch`` queue and returns one ``ListenerResult`` per job;
+nothing raises past it (a bad body is a 422). Configured by ``serving.config.AppConfig`` as the
+application args, so no Django. The model loads in the constructor under a lock, never in
+``check_health`` (a minutes-long load outlived Serve's health-check timeout).
+``POST <route>/v1/chat/completions`` answers OpenAI chat requests with the same engine.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """The fast/deep router: decides from the query and the tree only, never from answers.
 
-Two documented signals, each in [0, 1]:
-
-- **cue**: episodic, temporal or causal wording that the tree (which holds the
-  user's *current* state) cannot answer by itself: "why", "when", "last time",
-  "how long ago", "what did I say", dates... Strong cues score 1.0, weak cues
-  ("remember", "before", "mentioned") 0.5.
-- **gap** = 1 - overlap, where overlap is the fraction of the query's content
-  words (stop words removed, crude plural stripping) found in the tree's
-  non-empty leaves (path segments and values). A query the tree does not cover
-  needs evidence.
-
-score = max(cue, gap); the query goes **deep** when score >= threshold
-(`PERSONATREE["ROUTER_THRESHOLD"]`, default 0.5), else **fast**. Every decision
-is logged on logger `memory.recall.router`.
+score = max(cue, gap): ``cue`` is episodic, temporal or causal wording the tree (the user's current
+state) cannot answer alone (strong cues 1.0, weak 0.5); ``gap`` is 1 - the share of the query's
+content words found in the tree's non-empty leaves. Deep when score >= ``ROUTER_THRESHOLD``; every
+decision is logged on ``memory.recall.router``.
 """
 
 from __future__ import annotations

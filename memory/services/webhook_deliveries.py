@@ -1,19 +1,10 @@
 """Webhook deliveries: the signed request of each attempt, the attempt log, and the sweep of orphans.
 
-The HTTP call is made by ``workers.deliver_webhook`` (``workers/webhooks.py``), which records every
-attempt here, whatever happened (an answer, a transport error, a refused target, an invalid URL, the
-task's time limit): a delivery is always settled by :func:`webhook_attempt_record` or, when its task
-was lost, by :func:`webhook_deliveries_orphaned`, so none stays ``pending`` for good.
-
-- **Signatures** (docs/WEBHOOKS.md): the Standard Webhooks headers ``webhook-id``,
-  ``webhook-timestamp`` and ``webhook-signature`` (``v1,<base64 HMAC-SHA256 of "id.timestamp.body">``
-  keyed with the base64-decoded part of the ``whsec_`` secret), plus the older
-  ``PersonaTree-Signature`` (``t=<ts>,v1=<hex HMAC of "ts." + body>`` keyed with the whole secret).
-- **A finished delivery stays finished**: an attempt recorded after the delivery was delivered or
-  gave up (a duplicate task, a late 409 from a receiver that de-duplicates) is logged and changes
-  nothing else.
-- **Subject ids**: a delivery holds its subject's external id only while pending; every way of
-  finishing it (:func:`_finish`) empties it (the log keeps the tombstone's keyed hash).
+``workers.deliver_webhook`` records every attempt here whatever happened, so a delivery is always
+settled by :func:`webhook_attempt_record` or, its task lost, by :func:`webhook_deliveries_orphaned`.
+Signatures are the Standard Webhooks headers plus ``PersonaTree-Signature`` (docs/WEBHOOKS.md). A
+finished delivery stays finished (a late attempt is only logged), and finishing one empties its
+subject's external id.
 """
 
 from __future__ import annotations

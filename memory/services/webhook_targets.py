@@ -1,19 +1,9 @@
 """Where a webhook may be POSTed: the SSRF policy of docs/WEBHOOKS.md, and the address to connect to.
 
-- **One name.** The host is taken from ``httpx.URL`` (IDNA-2008, UTS-46: ``faß.example`` is
-  ``xn--fa-hia.example``), the very name httpx would connect to; Python's own ``"idna"`` codec
-  (IDNA-2003, ``fass.example``) is never used.
-- **Every address form.** Literals in any form the C resolver accepts (``0x7f000001``,
-  ``2130706433``, ``127.1``, octal ``0177.0.0.1``) are read as the address they are; IPv6 forms that
-  embed an IPv4 address (IPv4-mapped ``::ffff:0:0/96``, IPv4-compatible ``::/96``, NAT64
-  ``64:ff9b::/96`` and ``64:ff9b:1::/48``, 6to4 ``2002::/16``) are judged by that address.
-- **Names are resolved**, at registration (a name that does not resolve yet is accepted) and at
-  every attempt; a name is refused if *any* of its addresses is not public.
-- **Pinning.** :func:`target_resolve` returns the address that was checked; the worker connects to
-  it (``workers.webhook_http``), so a DNS answer that changes between the check and the connection
-  (rebinding) cannot steer the POST inside.
-- **Messages** never repeat the host or the addresses it resolved to: a tenant learns that a target
-  was refused, not what an internal name points at.
+The host is read as httpx reads it (IDNA-2008), every address literal form as the address it is,
+IPv6 forms embedding an IPv4 address by that address; a name is refused if any of its addresses is
+not public. :func:`target_resolve` returns the checked address and the worker connects to it (no
+DNS rebinding). Messages never repeat the host or what it resolved to.
 """
 
 from __future__ import annotations

@@ -2,18 +2,10 @@
 
 The write path of everything webhook-shaped, re-exporting :mod:`~memory.services.webhook_targets`
 (SSRF policy), :mod:`~memory.services.webhook_deliveries` (signatures, attempts, orphans) and
-:mod:`~memory.services.webhook_subscriptions` (who takes which event). The HTTP call is the
-``workers.deliver_webhook`` task's.
-
-- **Endpoints.** At most ``WEBHOOK_MAX_ENDPOINTS_PER_TENANT`` per tenant (a 409 above it); the URL
-  is checked at registration and again at every attempt.
-- **Events.** ``version.applied`` (subject external id, version number, who made it, op counts by
-  type), ``review.decided`` (decision and op counts), ``subject.erased`` and ``ingest.failed`` (a
-  chunk given up for good: its message span, attempts and masked reason). Never message text, leaf
-  paths or values: a receiver that wants the tree reads it through the API with its own key.
-- **Audit.** Every endpoint change (create, update, rotate secret, delete) writes an
-  :class:`~memory.models.AuditEvent` in its transaction (``webhook.created`` ...), naming the endpoint
-  by its public id and host: never its secret or its full URL (which may carry a token in its path).
+:mod:`~memory.services.webhook_subscriptions` (who takes which event); the HTTP call is the
+``workers.deliver_webhook`` task's. Events carry counts and ids, never message text, paths or values;
+every endpoint change writes an :class:`~memory.models.AuditEvent` naming the endpoint by public id
+and host, never its secret or full URL.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""Request metrics of the web process and the Prometheus text exposition.
+"""Request metrics of the web process and the Prometheus text exposition (docs/DEPLOY.md).
 
-Two series are added here, both labelled by the matched URL *pattern* (``route``, e.g.
-``v1/subjects/<str:external_id>/tree``; ``unmatched`` for a 404 before routing), never by the raw
-path, so their cardinality is bounded by the URLconf:
-
-- ``personatree_http_requests_total{method, route, status}``
-- ``personatree_http_request_duration_seconds{route}`` (histogram, :data:`LATENCY_BUCKETS`)
-
-The histogram is most of a scrape, so it is kept lean: no ``method`` label (the counter and the
-access log keep it) and nine buckets at the API's latency targets.
-
-The exposition also carries what ``workers.metrics`` counts in this process, prometheus_client's
-process series and the queue backlog gauges (:mod:`.backlog`); with ``PROMETHEUS_MULTIPROC_DIR``
-set it aggregates every gunicorn worker's values (:mod:`.gunicorn_conf`).
+Two series labelled by the matched URL *pattern* (``route``; ``unmatched`` before routing), never the
+raw path: ``personatree_http_requests_total{method, route, status}`` and the lean histogram
+``personatree_http_request_duration_seconds{route}`` (:data:`LATENCY_BUCKETS`). The exposition adds
+``workers.metrics``' series, the process series and the queue backlog (:mod:`.backlog`), aggregated
+over gunicorn workers with ``PROMETHEUS_MULTIPROC_DIR`` (:mod:`.gunicorn_conf`).
 """
 
 from __future__ import annotations
