@@ -1,19 +1,9 @@
-"""OpenTelemetry in the MemListener deployment: off unless ``PERSONATREE_OTEL`` is on.
+"""OpenTelemetry in the MemListener deployment: off unless ``PERSONATREE_OTEL`` is on (docs/DEPLOY.md).
 
-The web tier and the workers (``personatree_site/ops/tracing.py``) send the W3C ``traceparent``
-header with every call to the MemListener (httpx instrumentation). Here, :func:`server_span` opens
-the deployment's server span as a child of that context, so one trace runs API -> Celery task ->
-MemListener batch. Without the flag, or without the ``otel`` extra in the Serve image, nothing
-imports OpenTelemetry and :func:`server_span` yields ``None``.
-
-:func:`client_span` wraps calls this process makes that no library instrumentation covers (the
-evidence index's Milvus calls, ``memory/recall/index.py``); the web tier and the workers install
-this module with their own provider (``personatree_site/ops/tracing.py``), so those spans join the
-request's or the task's trace.
-
-:func:`default_provider` builds the process's tracer provider from the standard ``OTEL_*``
-variables (exporter ``otlp`` by default, ``console``, ``none``); the Django side uses it too.
-This module imports nothing from Django.
+:func:`server_span` continues the caller's ``traceparent`` in the Serve deployment; :func:`client_span`
+wraps calls no library instrumentation covers (the evidence index's Milvus calls);
+:func:`default_provider` builds the tracer provider from the ``OTEL_*`` variables, for the Django side
+too. Without the flag or the ``otel`` extra nothing imports OpenTelemetry. No Django here.
 """
 
 from __future__ import annotations

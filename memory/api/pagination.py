@@ -1,15 +1,9 @@
 """Cursor pagination for the API's lists: opaque, signed keyset cursors.
 
-A list answers one page and ``next``: the URL of the following page (the same query with
-``cursor`` set), or ``null`` on the last page. ``page_size`` picks the page's length (default
-:data:`PAGE_SIZE_DEFAULT`, at most :data:`PAGE_SIZE_MAX`; beyond it is a 400).
-
-The cursor holds the ordering column's last value on the page (a keyset position, never an
-offset): a page is one indexed range query at any depth, and items written between two pages
-neither repeat nor go missing. It is signed with the list's own salt, so a client can neither forge
-a position nor move a cursor to another list. A cursor not of :data:`CURSOR_PATTERN`'s form is a
-400 ``invalid_cursor``; one that does not verify or belongs to another list is a 404
-``invalid_cursor``. Both name ``cursor``.
+A list answers one page and ``next`` (the same query with ``cursor`` set, ``null`` on the last
+page); ``page_size`` up to :data:`PAGE_SIZE_MAX`. The cursor is the ordering column's last value,
+signed with the list's own salt: one indexed range query at any depth, nothing repeated or missed,
+no forged position, no cursor moved to another list (docs/ERRORS.md: ``invalid_cursor``).
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """RFC 9457 problem details: the body of every API error (``application/problem+json``).
 
-::
-
-    {"type": "https://personatree.dev/problems/not_found", "title": "Not found", "status": 404,
-     "detail": "Subject not found.", "instance": "/v1/subjects/user-42/tree", "code": "not_found"}
-
-- ``type`` is a stable URI per error ``code`` (:data:`TYPE_BASE` + code); ``title`` is the same for
-  every occurrence of a type; ``detail`` says what went wrong this time; ``instance`` is the
-  request's path.
-- Extension members: ``code`` (the machine-readable code, also the last segment of ``type``),
-  ``field`` (the first offending request field, ``messages[3].ts``), ``errors`` (every field error:
-  ``[{field, code, detail}]``), ``error_id`` (5xx: the id the cause is logged under),
-  ``retry_after_s`` (429), and per-error ones (``current_version`` of a version conflict,
-  ``reason`` and ``op_id`` of a gate refusal). ``docs/ERRORS.md`` lists the codes.
+``type`` is :data:`TYPE_BASE` + the error ``code``, ``title`` fixed per type, ``detail`` this
+occurrence, ``instance`` the request's path; extension members ``code``, ``field``, ``errors``,
+``error_id`` (5xx), ``retry_after_s`` (429) and per-error ones. docs/ERRORS.md lists them and the codes.
 """
 
 from __future__ import annotations

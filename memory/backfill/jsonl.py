@@ -1,15 +1,6 @@
-"""Reader of PersonaTree's own backfill format (JSON Lines; specified in docs/BACKFILL.md).
-
-One line = one subject's history (or a further part of it: lines with the same subject are
-imported in file order)::
-
-    {"subject": "user-42", "messages": [
-        {"role": "user", "content": "I moved to Lisbon.", "ts": "2024-05-01T10:00:00Z",
-         "session_id": "s1", "id": "msg-1"},
-        {"role": "assistant", "content": "Nice! How do you like it?"}]}
-
-``id`` (optional) becomes the message's idempotency key verbatim; without it the key is
-derived from the source label and the position ``(line number, message index)``.
+"""Reader of PersonaTree's own backfill format: JSON Lines, one subject's history (or a further part
+of it) a line, as docs/BACKFILL.md specifies. A message's optional ``id`` is its idempotency key
+verbatim; without it the key is derived from the source label and the message's position.
 """
 
 from __future__ import annotations

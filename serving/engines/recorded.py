@@ -1,20 +1,10 @@
-"""RecordedEngine: replays model outputs captured earlier from a real engine.
+"""RecordedEngine: replays model outputs a real engine once wrote (tests, demos; not a model).
 
-This is not a model. It exists so unit tests and end-to-end tests can run the whole
-prompt -> parse -> gate -> apply path without a model, on outputs a real model once wrote.
-
-Recording format: JSONL, one object per line::
-
-    {"key": "<sha256>", "text": "<raw model text>", "model_id": "<engine that produced it>",
-     "prompt_tokens": 0, "completion_tokens": 0, "note": "optional"}
-
-``key`` is either the sha256 of the prompt's per-call part (``Prompt.key``) or the sha256 of the
-chunk turns (``Prompt.turns_key``; survives prompt-wording changes). Lookup tries the prompt key
-first, then the turns key.
-
-Unknown key: an honest failure — a Generation with ``error="no recording ..."`` and
-``retryable=False`` (replaying later cannot produce an output that was never recorded). The
-engine never invents text.
+A recording is JSONL, a line ``{"key", "text", "model_id", "prompt_tokens", "completion_tokens",
+"note"}`` (:func:`recording_entry`; ``python -m evaluation.record`` writes them). ``key`` is the
+sha256 of the prompt's per-call part (``Prompt.key``) or of the chunk's turns (``Prompt.turns_key``,
+which survives prompt rewording), tried in that order. An unknown key is a non-retryable error,
+never invented text.
 """
 
 from __future__ import annotations
