@@ -105,7 +105,7 @@ def pt_task(
     backoff: int = 1,
     sent_on: tuple[Signal, ...] = (),
 ) -> Callable:
-    """Register ``fn(self, *ids)`` as the task ``name`` with the project's policy (see module docstring).
+    """Register ``fn(self, *ids)`` as the task ``name`` with the project's policy (below).
     ``sent_on``: signals (their ``tenant_id``) that ask for the task with :func:`send_once`."""
 
     def decorate(fn: Callable) -> Task:
@@ -172,7 +172,9 @@ def _dedup_cache():
 
 
 def send_once(task: Task, *, tenant_id: int | None = None) -> None:
-    """Send ``task`` unless one is already queued and not started (see the module docstring)."""
+    """Send ``task`` unless one is already queued and not started: the task clears its ``queued`` mark
+    when it starts and the mark expires after ``QUEUED_TTL_S``. Only with a shared cache and a real
+    broker; with a per-process cache or in eager mode every request is sent."""
     cache = _dedup_cache()
     if cache is not None:
         try:
