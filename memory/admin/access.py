@@ -1,16 +1,10 @@
-"""What the admin shows to which staff.
+"""What the admin shows to which staff (docs/MODERATION.md, "What the staff of a tenant see").
 
-- **Tenants.** A staff user sees only the tenants granted to them (:class:`~memory.models.TenantStaff`
-  rows, managed by superusers in the admin) and the rows that belong to those tenants: subjects,
-  versions, op records, the review queue, chunks, API keys and tombstones. Superusers see every
-  tenant. Django's model permissions still decide what a user may do with the rows they see.
-- **Special tier.** Values of special-tier leaves (schema tier ``special``: health, religion,
-  sexuality, politics...) are masked in the tree, the version diff, the revert page, the op log,
-  the review queue and the version snapshots for users without ``memory.view_special_tier``
-  (superusers have it); so are the values of paths that are no leaf of the subject's schema
-  (rejected unknown paths, parse errors' raw lines, leaves dropped from the schema), whose
-  intended leaf cannot be told. Such users cannot edit those leaves, decide held ops on them, or search
-  the op log by the user's words (a search would tell which subject said what).
+Staff see only the tenants granted to them (:class:`~memory.models.TenantStaff`; superusers see all)
+and those tenants' rows. Without ``memory.view_special_tier`` the values of special-tier leaves, and
+of paths that are no leaf of the subject's schema (their intended leaf cannot be told), are masked
+everywhere; such users cannot edit those leaves, decide held ops on them, or search the op log by
+the user's words.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""Agentic recall: expand the query conditioned on the tree, search in parallel, dedupe, rerank, fuse.
-
-1. The model writes 2-3 search queries from the question and the tree leaves
-   relevant to it (`router.relevant_paths`). If the model is unavailable or its
-   output is unreadable, only the original query is searched and the result
-   says so (`expansion.status`).
-2. The original and the expanded queries run as hybrid searches (dense + BM25, RRF) scoped to
-   the subject, in parallel (`RecallConfig.strategy`, `search.search_many`).
-3. Hits are deduplicated and fused across queries by reciprocal rank.
-4. With a reranker, candidates are re-scored against the original question;
-   otherwise the fused ranks stand.
-5. Evidence is kept best-first while it fits the token budget.
+"""Agentic recall (docs/ARCHITECTURE.md, "The path of one query", step 4): the model writes 2-3
+search queries from the question and the relevant leaves (only the original when it is unavailable
+or unreadable: ``expansion.status``); all run as hybrid searches (:func:`search.search_many`), are
+fused by reciprocal rank, reranked when a reranker is set, and kept best-first within the token budget.
 """
 
 from __future__ import annotations
