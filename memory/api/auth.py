@@ -119,7 +119,8 @@ class HasScope(permissions.BasePermission):
             choices = [required_scopes_for(view, request.method)]
         if any(key.has_scopes(required) for required in choices):
             return True
-        missing = sorted(set(min(choices, key=len)) - set(key.scopes or ()))
+        fewest: tuple[str, ...] = min(choices, key=len)
+        missing = sorted(set(fewest) - set(key.scopes or ()))
         self.message = f"This API key lacks scope(s): {', '.join(missing)}."
         return False
 

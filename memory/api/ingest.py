@@ -7,6 +7,8 @@ below only declare it for the OpenAPI document.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -69,7 +71,7 @@ PUBLIC_CHUNK_ERRORS = {
 }
 
 
-def public_ingest_status(status: dict) -> dict:
+def public_ingest_status(status: Mapping) -> dict:
     """``ingest_status`` as a client may see it: each failure's ``error`` is a generic message."""
     failures = [
         {**f, "error": PUBLIC_CHUNK_ERRORS.get(f["status"], PUBLIC_CHUNK_ERRORS["pending"])}
