@@ -90,6 +90,8 @@ def deleted_summary(obj) -> str:
 class ErasingDeleteMixin:
     """For the ModelAdmin of :class:`Subject` and of :class:`Tenant`: every delete path erases."""
 
+    model: type
+
     def erase(self, request, objs) -> None:
         if self.model is Tenant:
             erase_tenants(request, objs)

@@ -110,7 +110,7 @@ def one_line(text):
 class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve / decline actions
     tenant_lookup = "subject__tenant"
     # One line per op at 1280 px: long texts are cut (whole on hover, and on the record's page).
-    list_display = (
+    list_display: tuple[str, ...] = (
         "when",
         "subject",
         "op_type",
@@ -122,8 +122,8 @@ class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve
         "actor",
         "version_number",
     )
-    list_display_links = ("when",)
-    list_filter = (
+    list_display_links: tuple[str, ...] = ("when",)
+    list_filter: tuple = (
         "status",
         "reason_code",
         "op_type",
@@ -132,10 +132,10 @@ class OpRecordAdmin(ReadOnlyAdmin, TenantScopedAdmin):  # decisions: the approve
         ("subject__tenant", admin.RelatedOnlyFieldListFilter),
     )
     search_fields = ("path", "actor_name", "model_id", "subject__external_id", "source_text")
-    list_select_related = ("subject", "subject__tenant", "version")
+    list_select_related: tuple[str, ...] = ("subject", "subject__tenant", "version")
     readonly_fields = [f.name for f in OpRecord._meta.fields]
     actions = [approve_ops, decline_ops]
-    date_hierarchy = "created_at"
+    date_hierarchy: str | None = "created_at"
     list_per_page = 100
 
     def action_checkbox(self, obj):
