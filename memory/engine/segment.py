@@ -5,7 +5,8 @@ source text it came from (``content[clause.start:clause.end]``):
 
 - sentences end at ``.``/``!``/``?``/``…`` followed by a space, and at newlines (an abbreviation
   such as "Dr." or a lone initial does not end one; "3.5" is one number);
-- a sentence is cut into clauses at ``"; "``, ``" - "`` (and dashes), ``", so"``, ``", but"``,
+- a sentence is cut into clauses at ``"; "``, ``" - "`` (and dashes; not before "a"/"an", which
+  names what was just said: "I'm working on a new project - a thriller set in Ohio"), ``", so"``, ``", but"``,
   ``", because"``, ``", plus"``, ``", and I/my/we"``, at a comma splice before a subject pronoun
   (``"Just started aerial yoga, it's great"``: the statement keeps its own subject, the reaction
   goes alone) and before a trailing ``", how about you?"``;
@@ -58,7 +59,8 @@ _EMOJI = re.compile(
 # A clause break inside a sentence; the connective word itself ("so", "but") is not kept.
 _CUT = re.compile(
     r";\s+"
-    r"|\s+(?:-{1,2}|\u2013|\u2014)\s+|(?<=\w)(?:--|\u2014)(?=\s*\w)|(?<=[a-z])-\s+(?=\w)"
+    r"|\s+(?:-{1,2}|\u2013|\u2014)\s+(?!an?\s)|(?<=\w)(?:--|\u2014)(?=\s*(?!an?\s)\w)"
+    r"|(?<=[a-z])-\s+(?=(?!an?\s)\w)"
     r"|,\s+(?:so|but|because|'cause|cause|plus)\s+"
     r"|,\s+and\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b)"
     r"|,\s+(?=(?:it|he|she|they)(?:['\u2019](?:s|re|ll|d|ve))?\s)"

@@ -101,6 +101,13 @@ def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
         ),
         ("Together, we built a shed.", ["Together, we built a shed."]),
         ("Yum, I baked banana bread.", ["I baked banana bread."]),
+        # a dash before "a"/"an" names what was just said: one clause; before anything else, two
+        (
+            "I'm working on a new project - a thriller set in a small Ohio town.",
+            ["I'm working on a new project - a thriller set in a small Ohio town."],
+        ),
+        ("I ran my first 10k\u2014 a new record for me!", ["I ran my first 10k\u2014 a new record for me!"]),
+        ("I adopted a cat - my landlord said yes.", ["I adopted a cat", "my landlord said yes."]),
         # abbreviations and decimals do not end a sentence
         (
             "I saw Dr. Patel about my back. It's 3.5 cm off.",
