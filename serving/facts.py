@@ -119,7 +119,7 @@ def _read_syntax_many(
 ) -> list[list[ClauseSyntax]]:
     """Per chunk (its turns and spanned units), each unit's :class:`ClauseSyntax`; every user turn
     of every chunk parsed once, all in one call."""
-    requests: list[tuple[str, list[tuple[int, int]]]] = []
+    requests: list[tuple[str, list[tuple[int, int]], str]] = []
     orders = []
     for turns, spanned in chunks:
         by_turn: dict[int, list[tuple[int, int]]] = {}
@@ -127,13 +127,21 @@ def _read_syntax_many(
             by_turn.setdefault(unit.turn, []).append(span)
         order = sorted(by_turn)
         orders.append((len(requests), order))
-        requests += [(turns[t].get("content") or "", by_turn[t]) for t in order]
+        requests += [(turns[t].get("content") or "", by_turn[t], _before(turns, t)) for t in order]
     read = syntax.analyse(requests)
     out = []
     for (first, order), (_turns, spanned) in zip(orders, chunks, strict=True):
         per_turn = {t: iter(read[first + k]) for k, t in enumerate(order)}
         out.append([next(per_turn[unit.turn]) for unit, _span in spanned])
     return out
+
+
+def _before(turns: Sequence[Mapping], t: int) -> str:
+    """The other speaker's turn just before turn ``t`` ("" when it opens the chunk): what a pronoun
+    of the reply may name ("What do your turtles eat?" - "They eat ...")."""
+    if t == 0 or turns[t - 1].get("role") == "user":
+        return ""
+    return turns[t - 1].get("content") or ""
 
 
 class FactStep:

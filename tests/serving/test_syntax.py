@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.engine.aboutness import judge
+from memory.engine.aboutness import judge, resolve
 from memory.engine.segment import segment
 from serving.syntax import SyntaxStep
 
@@ -20,7 +20,7 @@ def syntax():
 
 def read(syntax, content):
     clauses = segment(content)
-    found = syntax.analyse([(content, [(c.start, c.end) for c in clauses])])[0]
+    found = syntax.analyse([(content, [(c.start, c.end) for c in clauses], "")])[0]
     return [(c.text, s) for c, s in zip(clauses, found, strict=True)]
 
 
@@ -70,6 +70,50 @@ def test_a_pronoun_is_written_out_only_when_the_speaker_named_its_antecedent(syn
     assert judge(named[1][1]).keep
     other = read(syntax, "A stray dog followed me home. She naps under the porch.")
     assert other[1][1].antecedent == "" and judge(other[1][1]).reason == "unresolved_pronoun"
+
+
+def read_reply(syntax, before, content):
+    """``content`` read after the other speaker's turn ``before``."""
+    clauses = segment(content)
+    found = syntax.analyse([(content, [(c.start, c.end) for c in clauses], before)])[0]
+    return [(c.text, s) for c, s in zip(clauses, found, strict=True)]
+
+
+def test_a_pronoun_names_what_the_other_speaker_called_the_speakers(syntax):
+    (text, found), *_ = read_reply(syntax, "Aww! What do your turtles eat?", "They eat lettuce and insects.")
+    assert found.antecedent == "my turtles" and judge(found).keep
+    assert resolve(text, found) == "My turtles eat lettuce and insects."
+    (_text, found), *_ = read_reply(syntax, "What do the turtles eat?", "They eat lettuce and insects.")
+    assert found.antecedent == "" and judge(found).reason == "unresolved_pronoun"
+
+
+def test_the_speakers_it_names_what_they_were_asked_about(syntax):
+    (text, found), *_ = read_reply(syntax, "Have you ever tried pottery?", "Yes, I love it!")
+    assert judge(found).keep and resolve(text, found) == "I love pottery!"
+    (text, found), *_ = read_reply(syntax, "My sister tried pottery.", "I love it!")
+    assert resolve(text, found) == "I love it!"  # the other speaker's own doing is not the speaker's
+
+
+def test_a_pronoun_names_the_thing_the_speaker_just_did_something_to(syntax):
+    found = read(syntax, "I really enjoy the upside-down poses. They make me feel free.")
+    assert found[1][1].antecedent == "the upside-down poses" and judge(found[1][1]).keep
+    found = read(syntax, "I bought a new bike. It is fast.")
+    assert found[1][1].antecedent == "the new bike"  # "a" said as "the"
+    person = read(syntax, "I met a guy at the bar. He was rude.")  # a person is not the speaker's thing
+    assert person[1][1].antecedent == "" and judge(person[1][1]).reason == "unresolved_pronoun"
+
+
+def test_an_it_standing_for_the_clause_after_it_names_nothing(syntax):
+    found = read(syntax, "My store opened in May. It was great to see the customers. It is huge.")
+    assert found[1][1].antecedent == "" and judge(found[1][1]).reason == "unresolved_pronoun"
+    assert found[2][1].antecedent == "My store"
+
+
+def test_the_speaker_among_the_subjects_and_a_vocative_outside_the_clause(syntax):
+    (_text, found), *_ = read(syntax, "Max and I had a blast on our camping trip.")
+    assert found.subject == "speaker"
+    (_text, found), *_ = read(syntax, "Hey Nate, my favorite treat is this chocolate raspberry tart.")
+    assert found.subject == "owned" and judge(found).keep
 
 
 def test_the_kids_after_my_kids_are_the_speakers(syntax):

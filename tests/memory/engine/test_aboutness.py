@@ -62,6 +62,14 @@ def test_resolve_writes_the_antecedent_in_place_of_the_pronoun(text, pronoun, an
     assert resolve(text, ClauseSyntax("pronoun", True, pronoun=pronoun, antecedent=antecedent)) == out
 
 
+def test_resolve_names_the_speakers_object_pronoun_it_was_given():
+    # "Have you tried pottery?" - "Yes, I love it!"; the last "it" is the object
+    syntax = ClauseSyntax("speaker", True, pronoun="it", antecedent="pottery", first_person=True)
+    assert resolve("Yes, I love it!", syntax) == "Yes, I love pottery!"
+    assert resolve("It's true, I love it", syntax) == "It's true, I love pottery"
+    assert resolve("I love it's glaze", syntax) == "I love it's glaze"  # no standalone object "it"
+
+
 def test_resolve_leaves_other_clauses_alone():
     assert resolve("I love it", ClauseSyntax("speaker", True)) == "I love it"
     assert resolve("It rained", ClauseSyntax("pronoun", True, pronoun="It")) == "It rained"
