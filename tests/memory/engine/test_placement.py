@@ -177,6 +177,8 @@ def test_shipped_head_loads_is_small_and_only_for_the_default_schema():
     assert placer.blend.head > 0 and 0 < placer.blend.threshold < 2
     meta = json.loads(HEAD_PATH.read_text())
     assert "../shared/benchmarks/" in json.dumps(meta["training"]) and "/work/" not in json.dumps(meta)
+    # a schema without a head uses the prior-and-alias blend the trainer picked with this head
+    assert Blend(**meta["training"]["prior_only_blend"]) == PRIOR_ONLY
     assert LeafPlacer.for_schema(SCHEMA).head is None  # any other schema: prior and aliases only
     # one text per leaf plus each example
     assert len(placer.texts()) == len(schema) + sum(len(leaf.examples) for leaf in schema.leaves)
