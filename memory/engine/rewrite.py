@@ -302,7 +302,10 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
             for pattern, least in _TAILS
         ]
         first = [p for p in tiers[0] if len(_words_of(text[:p])) <= max_words]
-        later = [p for p in tiers[1] + tiers[2] if len(_words_of(text[:p])) <= max_words]
+        later = [
+            p for p in tiers[1] + [p for p in tiers[2] if not _half_conjunct(text[:p])]
+            if len(_words_of(text[:p])) <= max_words
+        ]  # fmt: skip
         if first or later or tiers[0]:
             text, cut_any = text[: max(first or later or tiers[0])].rstrip(" ,;"), True
             continue
@@ -319,6 +322,15 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
 def _in_list(text: str, cut: re.Match[str]) -> bool:
     """Is ``cut`` a bare comma between two items of an enumeration?"""
     return cut.group(0).strip() == "," and _LIST_GOES_ON.match(text, cut.start()) is not None
+
+
+_LAST_CONJUNCTION = re.compile(r"\s(?:and|or|but)\s+((?:\S+\s+){0,1}\S+)$", re.IGNORECASE)
+
+
+def _half_conjunct(kept: str) -> bool:
+    """Would a prepositional cut keep only a word or two after "and"/"or"/"but" ("... around the
+    campfire and even went")? Then it leaves half a coordination; the coordination cut reads better."""
+    return _LAST_CONJUNCTION.search(kept.rstrip(" ,;")) is not None
 
 
 def _joined(a: str, b: str) -> bool:

@@ -103,6 +103,11 @@ def test_rewrite_with_name(clause: str, expected: str) -> None:
             "We roast marshmallows, tell stories around the campfire and just enjoy each other's company",
             "They roast marshmallows, tell stories around the campfire",
         ),
+        # a prepositional cut that would keep half of the last conjunct gives way to the coordination
+        (
+            "We explored nature, roasted marshmallows around the campfire and even went on a hike",
+            "They explored nature, roasted marshmallows around the campfire",
+        ),
         # a comma before a subordinate tail still is one
         (
             "I went to the park yesterday, which was awesome because the weather was nice and sunny",
