@@ -55,6 +55,7 @@ from memory.engine.clauses import (  # noqa: E402
     trim,
 )
 from memory.engine.dates import DatePhrase, date_phrases, with_dates  # noqa: E402
+from memory.engine.facts import VAGUE_FLOOR  # noqa: E402
 from memory.engine.grounding import proper_nouns  # noqa: E402
 from memory.engine.rewrite import rewrite  # noqa: E402
 from memory.engine.text import content_stems, number_tokens  # noqa: E402
@@ -181,7 +182,8 @@ def fact_pointers(
     placement, with ``leaves`` best first, from ``serving.facts``).
 
     Each kept clause becomes a short dated third-person fact (:func:`state_fact`) filed under its
-    best candidate leaf that has room for it (:func:`_roomy_leaf`); small talk that slipped through,
+    best candidate leaf that has room for it (:func:`_roomy_leaf`); a fact with no date, number or
+    name the classifier is unsure of (``memory.engine.facts.VAGUE_FLOOR``), small talk that slipped through,
     a fact that still speaks to the other person ("Is proud of you for ...", "Loves your stories":
     about them, not the subject) and a fact the subject's tree already holds under any leaf are
     dropped; an explicit self-retraction deletes the filled leaf it names.
@@ -203,6 +205,7 @@ def fact_pointers(
         fact = state_fact(unit.text, unit.ts, unit.origin)
         if (
             not fact
+            or (placed.verdict.p_keep < VAGUE_FLOOR and not anchored(fact))  # type: ignore[attr-defined]
             or is_small_talk(fact)
             or _ADDRESSED.search(fact)
             or duplicate_leaf(fact, values) is not None

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from memory.engine.candidates import Candidate, Candidates, UserSentence
+from memory.engine.facts import VAGUE_FLOOR, FactVerdict
 from serving.engines.extractive import _weight, extractive_pointers, fact_pointers, state_fact
 
 MONDAY = datetime(2023, 7, 17, 14, 31, tzinfo=UTC)
@@ -15,6 +16,7 @@ MONDAY = datetime(2023, 7, 17, 14, 31, tzinfo=UTC)
 @dataclass(frozen=True)
 class Placed:
     leaves: tuple[tuple[str, float], ...]
+    verdict: FactVerdict = FactVerdict("self", 0.9)
 
 
 FULL = "Went to Porto (7 May 2023); Ran 10 km (9 May 2023); Met Ana (12 June 2023)"
@@ -47,6 +49,24 @@ def test_a_vague_fact_never_pushes_a_dated_one_out() -> None:
     assert _leaf_of("I love sleeping under the stars", full) == "life/recent"
     # and is not filed when every leaf would lose a dated fact for it
     assert _leaf_of("I love sleeping under the stars", {"life/recent": FULL, "hobbies/outdoor": FULL}) is None
+
+
+def test_a_fact_naming_nothing_needs_a_surer_classifier() -> None:
+    leaves = (Candidate(1, "life/recent", 0.9, None),)
+    candidates = Candidates(leaves, {1: RANKED[0]}, {1: RANKED[:1]})
+
+    def filed(text: str, p_keep: float) -> bool:
+        placed = Placed(RANKED[:1], FactVerdict("self", p_keep))
+        unit = UserSentence(1, text, 0, ts=MONDAY)
+        (item,) = fact_pointers([unit], {1: placed}, candidates, {}, {"life/recent": 80})
+        return item["op"] == "ADD"
+
+    unsure = VAGUE_FLOOR - 0.02
+    assert not filed("I'm feeling good and ready to give it my best", unsure)
+    assert filed("I'm feeling good and ready to give it my best", VAGUE_FLOOR)
+    # a date, a number or a name is what a question asks for: filed at any kept score
+    assert filed("I ran a half marathon yesterday", unsure)
+    assert filed("I've been painting with Ana", unsure)
 
 
 def test_a_fact_that_speaks_to_the_other_person_is_not_filed() -> None:
