@@ -19,7 +19,9 @@ Subject kinds (:data:`SUBJECTS`):
   "Been rehearsing hard");
 - ``pronoun``: he / she / they / it; kept only with an ``antecedent`` the speaker owns;
 - ``addressee``: you / your X; ``other``: his / her / their X, or a name the turn did not introduce;
-- ``generic``: any other noun phrase ("Kids", "Cooking", "The nearby beaches", "Nature");
+- ``generic``: any other noun phrase ("Kids", "Cooking", "The nearby beaches", "Nature"); kept
+  when the clause speaks of the speaker (``first_person``: "This necklace is special to me",
+  "Someone wrote me a letter");
 - ``clausal``: a clause or gerund as subject ("Joining a church can be encouraging");
 - ``deictic``: this / that / these / those (a reaction to what was said);
 - ``expletive``: "there is ..." (kept when the clause speaks of the speaker: ``first_person``);
@@ -90,8 +92,8 @@ def judge(syntax: ClauseSyntax) -> Judgement:
     subject = syntax.subject
     if subject == "pronoun":
         subject = "owned" if syntax.antecedent else "unresolved_pronoun"
-    elif subject == "expletive":
-        subject = "owned" if syntax.first_person else "expletive"
+    elif subject in ("expletive", "generic") and syntax.first_person:
+        subject = "owned"  # "There's a park by my house", "This necklace is special to me"
     if subject not in KEPT_SUBJECTS:
         return Judgement(False, subject)
     if syntax.modal in GUESS_MODALS and subject != "speaker":

@@ -48,6 +48,12 @@ def test_a_resolved_pronoun_and_a_first_person_expletive_are_kept():
     assert judge(ClauseSyntax("expletive", True, first_person=True)).keep  # "There's a park by my house"
 
 
+def test_a_generic_subject_is_kept_when_the_clause_speaks_of_the_speaker():
+    assert judge(ClauseSyntax("generic", True, first_person=True)).keep  # "This necklace is special to me"
+    assert judge(ClauseSyntax("generic", True, "must", first_person=True)).reason == "modal_guess"
+    assert judge(ClauseSyntax("other", True, first_person=True)).reason == "other"  # "His drive motivates me"
+
+
 @pytest.mark.parametrize(
     ("text", "pronoun", "antecedent", "out"),
     [
