@@ -51,8 +51,9 @@ _HEDGE = re.compile(
     re.IGNORECASE,
 )
 _TRAILING_TALK = re.compile(
-    r"(?:[\s,]*(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|haha+\w*|you know|ya know|right|(?:oh\s+)?yeah|"
-    r"(?:don't|doesn't|isn't|aren't|wasn't|weren't|didn't|won't|can't)\s+(?:they|it|you|we|he|she|i))\b)+"
+    r"(?:[\s,]*(?<![\w'])(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|haha+\w*|you know|ya know|(?:oh\s+)?yeah|"
+    r"(?:don't|doesn't|isn't|aren't|wasn't|weren't|didn't|won't|can't)\s+(?:they|it|you|we|he|she|i))\b"
+    r"|\s*,\s*right\b)+"
     r"[\s.!?]*$"
     r"|[\s,]*\.\.\.+\s*$",
     re.IGNORECASE,

@@ -60,6 +60,11 @@ from memory.engine.text import folded_words, stem
         ("What kind of music do you like?", "What kind of music do you like"),
         # evaluative tails
         ("I ran my first marathon, which was awesome", "Ran their first marathon"),
+        # trailing chat words go only as whole words; "right" only as a tag after a comma
+        ("I went to the park, right?", "Went to the park"),
+        ("Life's been rough but I'm doing alright", "Life's been rough but they're doing alright"),
+        ("I live in Bright", "Lives in Bright"),
+        ("I think that is right", "That is right"),
         # nothing with content left
         ("Thanks!", ""),
         ("Haha yeah", ""),
