@@ -96,8 +96,8 @@ divided by the training leaf frequency to a power 0.1 / 0.2 / 0.3 / 0.5 (CV 0.70
 (``memory.engine.rewrite``) instead of the clause (CV 0.672; the hand-written ``fact`` scores
 0.727, the rewrite is not that fact), and the signals of clause and rewrite averaged (CV 0.708,
 held-out 0.672, LoCoMo 0.624, SPC 0.819: within fold noise, for a second embedding per clause).
-An MLP head (256 hidden, sklearn) was started but not measured: about 110 s a fit on the shared
-host.
+An MLP head in place of the regression (sklearn, 256 hidden, L2 1e-3, 200 epochs, same
+training rows and weights): CV 0.687, head alone 0.637, held-out 0.656.
 """
 
 from __future__ import annotations
