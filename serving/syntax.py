@@ -48,6 +48,7 @@ _SPEAKER = frozenset({"i", "we"})
 _SPEAKER_POSS = frozenset({"my", "our"})
 _ADDRESSEE = frozenset({"you", "your", "yours", "u", "ya", "ur"})
 _PRONOUNS = frozenset({"he", "she", "they", "it"})
+_THIRD_POSS = {"his": "he", "her": "she", "its": "it", "their": "they"}  # possessive -> its pronoun
 _DEICTIC = frozenset({"this", "that", "these", "those", "which", "what", "who"})
 _QUANTIFIERS = frozenset(
     {"one", "some", "all", "both", "most", "many", "each", "few", "several", "two", "none"}
@@ -55,13 +56,13 @@ _QUANTIFIERS = frozenset(
 _REACTION_VERBS = frozenset({"sound", "look", "seem", "feel"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
 # Nouns for a person or an animal someone has: what "he"/"she" can name.
-_ANIMATE = frozenset(
+_PETS = frozenset("dog cat pet puppy kitten pup horse bird parrot hamster rabbit bunny turtle snake".split())
+_ANIMATE = _PETS | frozenset(
     """
 mom mother mum dad father parent brother sister son daughter kid child baby husband wife partner
 boyfriend girlfriend fiance fiancee spouse grandma grandmother grandpa grandfather aunt uncle cousin
 niece nephew friend buddy bestie boss manager coworker colleague teammate coach mentor teacher
-neighbor neighbour roommate student client dog cat pet puppy kitten pup horse bird parrot hamster
-rabbit bunny turtle snake guy girl boy man woman lady
+neighbor neighbour roommate student client guy girl boy man woman lady
 """.split()
 )
 
@@ -304,9 +305,16 @@ def _antecedent(doc, subject, pronoun: str = "") -> str:
         if owner is not None:
             return _phrase(owner)
     # a thing the speaker just did something to: "I really enjoy the upside-down poses. They make
-    # me feel free"; not a person ("I met a guy. He ..."), who is not the speaker's to describe
+    # me feel free"; an animal they took in ("We adopted a cat! Her name is Pastel, she's ...");
+    # not a person ("I met a guy. He ..."), who is not the speaker's to describe
     if pronoun in ("it", "they") and earlier and earlier[0].pos_ == "NOUN" and _speakers_object(earlier[0]):
         return _phrase(earlier[0], det=True)
+    if pronoun in ("he", "she"):
+        pet = next((t for t in earlier if t.pos_ == "NOUN"), None)
+        if pet is not None and pet.lemma_.lower() in _PETS and _speakers_object(pet):
+            doer = next((c.lower_ for c in pet.head.children if c.dep_ == "nsubj"), "")
+            phrase = _phrase(pet, det=True)  # "the cat": the speaker's own now, "our cat"
+            return ("our" if doer == "we" else "my") + phrase[3:] if phrase.startswith("the ") else phrase
     return ""
 
 
@@ -393,6 +401,12 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
         kind = "deictic"
     elif subject.pos_ in ("NOUN", "PROPN", "NUM") or low in _QUANTIFIERS:
         kind = _noun_kind(subject, doc)
+        poss = _poss(subject)
+        if kind == "other" and poss is not None and poss.lower_ in _THIRD_POSS:
+            # "Her name is Pastel" after "We adopted a cat": the cat's name, the speaker's to tell
+            antecedent = _antecedent(doc, poss, _THIRD_POSS[poss.lower_])
+            if antecedent:
+                return ClauseSyntax("pronoun", finite, modal, poss.text, f"{antecedent}'s", first_person)
     else:
         kind = "generic"  # everyone, nobody, someone ...
     return ClauseSyntax(kind, finite, modal, first_person=first_person)

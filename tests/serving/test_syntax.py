@@ -103,6 +103,17 @@ def test_a_pronoun_names_the_thing_the_speaker_just_did_something_to(syntax):
     assert person[1][1].antecedent == "" and judge(person[1][1]).reason == "unresolved_pronoun"
 
 
+def test_an_animal_the_speaker_took_in_is_theirs_to_describe(syntax):
+    found = read(syntax, "Guess what, we adopted a cat! Her name is Pastel, she's a grey tabby.")
+    (name, of_name), (tabby, of_tabby) = found[-2:]
+    assert judge(of_name).keep and resolve(name, of_name) == "Our cat's name is Pastel"
+    assert judge(of_tabby).keep and resolve(tabby, of_tabby) == "Our cat is a grey tabby."
+    person = read(syntax, "I met a woman at the gym. Her name is Dana.")  # not the speaker's to tell
+    assert judge(person[-1][1]).reason == "other"
+    stray = read(syntax, "A stray cat sat on the wall. Her fur was grey.")  # nobody's cat
+    assert judge(stray[-1][1]).reason == "other"
+
+
 def test_an_it_standing_for_the_clause_after_it_names_nothing(syntax):
     found = read(syntax, "My store opened in May. It was great to see the customers. It is huge.")
     assert found[1][1].antecedent == "" and judge(found[1][1]).reason == "unresolved_pronoun"
