@@ -9,13 +9,15 @@ source text it came from (``content[clause.start:clause.end]``):
   names what was just said: "I'm working on a new project - a thriller set in Ohio"), ``", so"``, ``", but"``,
   ``", because"``, ``", plus"``, ``", and I/my/we"``, at a comma splice before a subject pronoun
   (``"Just started aerial yoga, it's great"``: the statement keeps its own subject, the reaction
-  goes alone) and before a trailing ``", how about you?"``;
+  goes alone), before what someone else says of it (``", the physio says ..."``) and before a
+  trailing ``", how about you?"``;
   a piece too short to stand alone (under three words or without a content word) stays attached;
 - tag questions are stripped so the statement survives ("…, right?", "…, you know?",
   "… - pretty cool, huh?");
 - vocatives go ("Gina, …", "…, Mel!"): the speakers' ``names`` (or a prefix of one, "Mel" for
   "Melanie"), and a leading single capitalised word followed by a comma that is not a common word;
-- interjection and evaluative openers go ("Wow,", "Oh nice,", "Great!", "Hey Mel!", "Thanks!"),
+- interjection and evaluative openers go ("Wow,", "Oh nice,", "Great!", "Hey Mel!", "Thanks!",
+  "Bad news:"),
   and a clause made only of small talk is dropped ("Good to see you!", "That's so cool!", "Bye!",
   "ttyl", "How have you been?");
 - emoji and emoticons are removed from the clause text.
@@ -64,6 +66,8 @@ _CUT = re.compile(
     r"|,\s+(?:so|but|because|'cause|cause|plus)\s+"
     r"|,\s+and\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b)"
     r"|,\s+(?=(?:it|he|she|they)(?:['\u2019](?:s|re|ll|d|ve))?\s)"
+    # what someone else says of it goes alone: "my knee hurts, the physio says no running"
+    r"|,\s+(?=(?:the|my|our)\s+(?:\w+\s+)?(?:says|said|thinks|thought|told me|recommends|suggested)\b)"
     r"|,\s+(?=(?:and\s+)?(?:how|what)\s+about\s+you\b|and\s+you\s*\?|you\s*\?)",
     re.IGNORECASE,
 )
@@ -98,7 +102,8 @@ _INTERJECTION = (
     r"congrats|congratulations|no way|exactly|totally|absolutely|definitely|true|indeed|right|well|"
     r"gotcha|got it|sounds good|of course|for sure|same|bye|goodbye|cheers|dude|man|girl|"
     r"appreciated|agreed|nope|no|yum+|oof|yea+h?|mm+|nah|phew|whew|oops|ugh|dang|bummer|woo+|hola|likewise|"
-    r"yikes|meh|eh|huh|aha+|ah+h|hehe+|lmao|rofl|guess what|you know what|fun fact"
+    r"yikes|meh|eh|huh|aha+|ah+h|hehe+|lmao|rofl|guess what|you know what|fun fact|"
+    r"(?:good|bad|great|big|exciting|sad|happy|some) news|quick update"
 )
 _GREETING = (
     r"hey+|hi+|hello|heya|hiya|yo|thanks|thank you|bye|congrats|congratulations|woah|wow|yeah|yep|sorry"

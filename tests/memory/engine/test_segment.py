@@ -78,6 +78,14 @@ def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
         ("Good thing I run every morning.", ["I run every morning."]),
         ("Lucky for me, I found a flat near work.", ["I found a flat near work."]),
         ("Guess what - I got a puppy two weeks ago!", ["I got a puppy two weeks ago!"]),
+        ("Bad news: my ankle is sprained.", ["my ankle is sprained."]),
+        ("Good news, I passed the bar exam!", ["I passed the bar exam!"]),
+        # what someone else says of it goes alone
+        (
+            "My back has been aching, the doctor says it's a strain.",
+            ["My back has been aching", "the doctor says it's a strain."],
+        ),
+        ("I moved in June, the month my son was born.", ["I moved in June, the month my son was born."]),
         # questions are kept and recognisable
         (
             "I just got back from Kyoto - have you ever been?",
