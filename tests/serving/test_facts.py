@@ -138,3 +138,23 @@ def test_a_request_to_forget_is_never_filed_as_a_fact(listener):
     second = listener.run([job(forget, tree)])[0]
     assert all("forget" not in (op.value or "") for op in second.ops)
     assert [op.op for op in second.accepted] == ["DELETE"]
+
+
+def test_a_pet_the_user_took_in_is_theirs_and_a_doctors_words_are_not(listener):
+    turns = [
+        {
+            "role": "user",
+            "content": "Good news: we adopted a puppy! His name is Ziggy, he's a beagle.",
+            "ts": TS,
+        },
+        {"role": "assistant", "content": "Congratulations! How is your week otherwise?", "ts": TS},
+        {
+            "role": "user",
+            "content": "My wrist has been aching, the doctor says no climbing for now.",
+            "ts": TS,
+        },
+    ]
+    result = listener.run([job(turns)])[0]
+    values = {op.path: op.value for op in result.accepted}
+    assert "Ziggy" in values["identity/family/pets"] and "beagle" in values["identity/family/pets"]
+    assert "doctor" not in " ".join(values.values()).lower()  # the doctor's words are not the user's facts
