@@ -121,8 +121,16 @@ def third_person(sentence: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
+#: Words a cut value may not end on: they promise a word that was cut off ("... patience and").
+_DANGLING_END = frozenset(
+    "and or but nor so of the a an to with for in on at by from into about as than that which who "
+    "whom whose while because if my your his her its our their very really".split()
+)
+
+
 def trim(text: str, budget: int) -> str:
-    """``text`` within ``budget`` characters: cut at the last clause break or word that fits."""
+    """``text`` within ``budget`` characters: cut at the last clause break or word that fits, and
+    never on a word that needs the next one ("the importance of patience and")."""
     if len(text) <= budget:
         return text
     cut = text[:budget]
@@ -131,7 +139,10 @@ def trim(text: str, budget: int) -> str:
         if pos >= budget // 2:
             return cut[:pos].rstrip(" ,;")
     pos = cut.rfind(" ")
-    return (cut[:pos] if pos > 0 else cut).rstrip(" ,;")
+    words = (cut[:pos] if pos > 0 else cut).rstrip(" ,;").split(" ")
+    while len(words) > 1 and words[-1].lower() in _DANGLING_END:
+        words.pop()
+    return " ".join(words).rstrip(" ,;")
 
 
 def _overlap(a: set[str], b: set[str]) -> float:

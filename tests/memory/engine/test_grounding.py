@@ -147,6 +147,11 @@ def test_merge_keeps_old_drops_restated_and_oldest_when_over_budget():
     merged = merge_clauses("a" * 30 + " one; " + "b" * 30 + " two", "c" * 30 + " three", 80)
     assert merged == "b" * 30 + " two; " + "c" * 30 + " three" and len(merged) <= 80
     assert len(trim("word " * 50, 80)) <= 80
+    long = "Their toughest challenges made them realize the importance of patience and perseverance"
+    assert trim(long, 80) == "Their toughest challenges made them realize the importance of patience"
+    assert trim("Is keen to try out jazz with their friends from the music school in the city", 60) == (
+        "Is keen to try out jazz with their friends from the music"
+    )
 
 
 def test_retract_removes_named_clause_or_everything():
