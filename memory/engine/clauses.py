@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 
 from .candidates import salient
-from .text import content_stems, fold, folded_words, number_tokens
+from .text import content_stems, fold, folded_words, number_tokens, without_dangling_end
 
 __all__ = [
     "SEPARATOR",
@@ -121,13 +121,6 @@ def third_person(sentence: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-#: Words a cut value may not end on: they promise a word that was cut off ("... patience and").
-_DANGLING_END = frozenset(
-    "and or but nor so of the a an to with for in on at by from into about as than that which who "
-    "whom whose while because if my your his her its our their very really".split()
-)
-
-
 def trim(text: str, budget: int) -> str:
     """``text`` within ``budget`` characters: cut at the last clause break or word that fits, and
     never on a word that needs the next one ("the importance of patience and")."""
@@ -140,9 +133,7 @@ def trim(text: str, budget: int) -> str:
             return cut[:pos].rstrip(" ,;")
     pos = cut.rfind(" ")
     words = (cut[:pos] if pos > 0 else cut).rstrip(" ,;").split(" ")
-    while len(words) > 1 and words[-1].lower() in _DANGLING_END:
-        words.pop()
-    return " ".join(words).rstrip(" ,;")
+    return " ".join(without_dangling_end(words)).rstrip(" ,;")
 
 
 def _overlap(a: set[str], b: set[str]) -> float:

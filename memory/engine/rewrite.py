@@ -28,7 +28,7 @@ import re
 from lemminflect import getAllLemmas, getInflection  # pure Python, a dependency
 
 from .segment import strip_emoji
-from .text import STOPWORDS, content_stems, fold, number_tokens
+from .text import STOPWORDS, content_stems, fold, number_tokens, without_dangling_end
 
 __all__ = ["rewrite", "third_person_verb", "FIRST_PERSON_WORDS"]
 
@@ -173,13 +173,6 @@ _EVALUATIVE_TAIL = re.compile(
     rf"{_EVALUATIVE_WORDS}(?:\s+(?:and|but)\s+(?:(?:so|really|very)\s+)*{_EVALUATIVE_WORDS})?"
     r"[\s.!]*$",
     re.IGNORECASE,
-)
-# Words a cut must not leave at the end. Object pronouns ("them", "it", "these", "those") may end a
-# fact ("Has been with them"), so they are not among them.
-_DANGLING = frozenset(
-    "and or but so the a an to of with for in on at by from as their they that which who because "
-    "when while is was were are be been has have had very this its each every some any "
-    "than then how what where there".split()
 )
 
 
@@ -348,10 +341,7 @@ def _tidy(text: str, cut: bool) -> str:
     if text.count('"') % 2:  # an unbalanced quote at an edge (a cut name keeps its quotes)
         text = text.strip('"')
     tokens = text.split(" ")
-    while cut and len(tokens) > 1 and fold(tokens[-1].strip(",;:")) in _DANGLING:
-        tokens.pop()
-    text = " ".join(tokens).rstrip(" ,;:-\u2013\u2014.!?")
-    return text
+    return " ".join(without_dangling_end(tokens) if cut else tokens).rstrip(" ,;:-\u2013\u2014.!?")
 
 
 def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str:

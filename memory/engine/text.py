@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "STOPWORDS",
+    "without_dangling_end",
     "NUMBER_WORDS",
     "split_sentences",
     "words",
@@ -200,3 +201,21 @@ def tokens_folded(texts: Iterable[str]) -> set[str]:
             if f.endswith("'s"):
                 out.add(f[:-2])
     return out
+
+
+#: Words a cut text must not end on: they promise the word that was cut off ("... patience and").
+#: Object pronouns ("them", "it", "these", "those") may end a fact ("Has been with them").
+_DANGLING = frozenset(
+    "and or but so the a an to of with for in on at by from as their they that which who because "
+    "when while is was were are be been has have had very this its each every some any "
+    "than then how what where there".split()
+)
+
+
+def without_dangling_end(tokens: list[str]) -> list[str]:
+    """``tokens`` (words of a cut text) without the :data:`_DANGLING` words at their end; never empty
+    when ``tokens`` is not."""
+    end = len(tokens)
+    while end > 1 and fold(tokens[end - 1].strip(",;:")) in _DANGLING:
+        end -= 1
+    return tokens[:end]
