@@ -239,10 +239,10 @@ def _name_beside(token):
     return None
 
 
-def _phrase(token, *, det: bool = False) -> str:
+def _phrase(token, *, det: str = "") -> str:
     """The noun phrase of an owned noun: its possessive, modifiers, the noun and a name beside it,
     said as the speaker would ("your turtles" in the other speaker's turn is "my turtles"); with
-    ``det`` its determiner too ("a"/"an" as "the": "the upside-down poses")."""
+    ``det`` its article too, said as ``det`` ("the upside-down poses", "our cat")."""
     deps = ("poss", "amod", "compound", "nummod", "det") if det else ("poss", "amod", "compound", "nummod")
     parts = [c for c in token.children if c.dep_ in deps and c.i < token.i]
     first = min([c.left_edge.i for c in parts if c.dep_ != "poss"] + [p.i for p in parts] + [token.i])
@@ -250,7 +250,7 @@ def _phrase(token, *, det: bool = False) -> str:
     words = [t for t in token.doc[first : token.i + 1] if not t.is_punct or t.text == "-"]
     mine = {"your": "my", "yours": "mine", "ur": "my"}  # said by the other speaker
     said = [
-        "the" if t.dep_ == "det" and t.lower_ in ("a", "an")
+        det if t.dep_ == "det" and t.lower_ in ("a", "an", "the")
         else mine.get(t.lower_, t.text) if t.dep_ == "poss" and not _speakers(t) else t.text
         for t in words
     ]  # fmt: skip
@@ -308,13 +308,12 @@ def _antecedent(doc, subject, pronoun: str = "") -> str:
     # me feel free"; an animal they took in ("We adopted a cat! Her name is Pastel, she's ...");
     # not a person ("I met a guy. He ..."), who is not the speaker's to describe
     if pronoun in ("it", "they") and earlier and earlier[0].pos_ == "NOUN" and _speakers_object(earlier[0]):
-        return _phrase(earlier[0], det=True)
+        return _phrase(earlier[0], det="the")
     if pronoun in ("he", "she"):
         pet = next((t for t in earlier if t.pos_ == "NOUN"), None)
         if pet is not None and pet.lemma_.lower() in _PETS and _speakers_object(pet):
             doer = next((c.lower_ for c in pet.head.children if c.dep_ == "nsubj"), "")
-            phrase = _phrase(pet, det=True)  # "the cat": the speaker's own now, "our cat"
-            return ("our" if doer == "we" else "my") + phrase[3:] if phrase.startswith("the ") else phrase
+            return _phrase(pet, det="our" if doer == "we" else "my")  # the speaker's own now
     return ""
 
 
