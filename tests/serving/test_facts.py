@@ -21,21 +21,20 @@ from serving.listener import build_listener
 from serving.protocol import ListenerJob
 
 TS = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-TURNS = [
-    {
-        "role": "user",
-        "content": "Hey Sam! I joined a pottery class yesterday and it was so relaxing.",
-        "ts": TS,
-    },
-    {"role": "assistant", "content": "Wow, that's cool! How did it go?", "ts": TS},
-    {
-        "role": "user",
-        "content": "It was great. I'm a nurse at the city hospital, so I work night shifts.",
-        "ts": TS,
-    },
-    {"role": "assistant", "content": "Nice! Any pets?", "ts": TS},
-    {"role": "user", "content": "My dog Biscuit sleeps all day - pretty cute, huh? Thanks, bye!", "ts": TS},
-]
+
+
+def chat(*contents: str) -> list[dict]:
+    """Turns alternating user / assistant, the user first, all sent at ``TS``."""
+    return [{"role": ("user", "assistant")[i % 2], "content": c, "ts": TS} for i, c in enumerate(contents)]
+
+
+TURNS = chat(
+    "Hey Sam! I joined a pottery class yesterday and it was so relaxing.",
+    "Wow, that's cool! How did it go?",
+    "It was great. I'm a nurse at the city hospital, so I work night shifts.",
+    "Nice! Any pets?",
+    "My dog Biscuit sleeps all day - pretty cute, huh? Thanks, bye!",
+)
 
 
 def job(turns, tree=None) -> ListenerJob:
@@ -66,11 +65,7 @@ def test_a_chunk_becomes_short_dated_facts_in_fitting_leaves(listener):
 
 
 def test_small_talk_alone_writes_nothing(listener):
-    turns = [
-        {"role": "user", "content": "Hey! How about you?", "ts": TS},
-        {"role": "assistant", "content": "All good, thanks.", "ts": TS},
-        {"role": "user", "content": "I hear ya. Ttyl, bye!", "ts": TS},
-    ]
+    turns = chat("Hey! How about you?", "All good, thanks.", "I hear ya. Ttyl, bye!")
     result = listener.run([job(turns)])[0]
     assert [op.to_op() for op in result.ops] == [Op.no_op()]
 
@@ -122,10 +117,7 @@ def test_state_fact_dates_after_the_rewrite(clause, fact):
 
 
 def test_a_request_to_forget_is_never_filed_as_a_fact(listener):
-    turns = [
-        {"role": "user", "content": "I'm training for a half marathon in October.", "ts": TS},
-        {"role": "assistant", "content": "Good luck!", "ts": TS},
-    ]
+    turns = chat("I'm training for a half marathon in October.", "Good luck!")
     first = listener.run([job(turns)])[0]
     tree = {op.path: op.value for op in first.accepted if op.op != "NO_OP"}
     assert any("half marathon" in v for v in tree.values())
@@ -141,19 +133,11 @@ def test_a_request_to_forget_is_never_filed_as_a_fact(listener):
 
 
 def test_a_pet_the_user_took_in_is_theirs_and_a_doctors_words_are_not(listener):
-    turns = [
-        {
-            "role": "user",
-            "content": "Good news: we adopted a puppy! His name is Ziggy, he's a beagle.",
-            "ts": TS,
-        },
-        {"role": "assistant", "content": "Congratulations! How is your week otherwise?", "ts": TS},
-        {
-            "role": "user",
-            "content": "My wrist has been aching, the doctor says no climbing for now.",
-            "ts": TS,
-        },
-    ]
+    turns = chat(
+        "Good news: we adopted a puppy! His name is Ziggy, he's a beagle.",
+        "Congratulations! How is your week otherwise?",
+        "My wrist has been aching, the doctor says no climbing for now.",
+    )
     result = listener.run([job(turns)])[0]
     values = {op.path: op.value for op in result.accepted}
     assert "Ziggy" in values["identity/family/pets"] and "beagle" in values["identity/family/pets"]
