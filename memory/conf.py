@@ -1,26 +1,9 @@
-"""Typed PersonaTree settings, built once from ``settings.PERSONATREE``.
+"""Typed PersonaTree settings: every ``PERSONATREE_*`` variable declared once, with its type, default
+and help, on a field of a frozen pydantic section (docs/ARCHITECTURE.md, "Settings").
 
-Every setting is declared once, here: its key (``PERSONATREE_<key>`` in the environment), type,
-default and help, on a field of a frozen pydantic section. ``personatree_site/settings/base.py`` fills
-the dict ``settings.PERSONATREE`` with :func:`from_environ`; this module validates the dict into the
-sections and hands them out::
-
-    from memory import conf
-
-    conf.get().dispatch.batch_max_jobs
-
-- :func:`get` builds :class:`Settings` on first use and returns the same object until
-  ``settings.PERSONATREE`` changes: Django's ``setting_changed`` signal (``override_settings``,
-  pytest-django's ``settings`` fixture) drops it, and a change made to the dict in place (the
-  evaluation harness, tests) is noticed by comparing the dict with the copy it was built from
-  (about a microsecond), so a stale value is never served.
-- A bad value raises :class:`SettingsError` (an ``ImproperlyConfigured`` and a ``ValueError``) naming
-  every bad variable, e.g. ``PERSONATREE_CHUNK_PAIRS=0: Input should be greater than 0``;
-  ``memory.checks`` reports the same messages as system-check errors at start-up.
-- :func:`listener_client_config` makes the MemListener's ``serving.client.ClientConfig`` (engine
-  settings included, so ``max_ops``, the prompt mode and the leaf vectors' directory reach
-  ``build_listener``) with the class it is handed: settings sit below ``serving`` and import none of
-  it, and serving never reads Django.
+:func:`get` keeps the built :class:`Settings` until ``settings.PERSONATREE`` changes: Django's
+``setting_changed`` drops it, and a change made to the dict in place (the evaluation harness,
+tests) is noticed by comparing it with the copy it was built from (about a microsecond).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from django.db.models import Q, QuerySet
 
 from memory.engine.schema import Schema, SchemaError, get_schema, load_schema, shipped_schemas
 from memory.engine.tree import Tree
-from memory.models import Chunk, OpRecord, SchemaMigration, Subject, Tenant, TenantSchema, TreeVersion
+from memory.models import OpRecord, SchemaMigration, Subject, Tenant, TenantSchema, TreeVersion
 
 
 def subject_get(*, tenant: Tenant, external_id: str) -> Subject | None:
@@ -140,13 +140,6 @@ def leaf_last_changes(*, subject: Subject) -> dict[str, OpRecord]:
     for record in records:
         last.setdefault(record.path, record)
     return last
-
-
-def chunks_failed(*, tenant: Tenant | None = None) -> QuerySet[Chunk]:
-    qs = Chunk.objects.filter(status=Chunk.Status.FAILED).select_related("subject")
-    if tenant is not None:
-        qs = qs.filter(subject__tenant=tenant)
-    return qs
 
 
 ALL_TIERS = ("normal", "personal", "special")

@@ -1,17 +1,10 @@
-"""Task and pipeline metrics: a logger line and Prometheus.
+"""Task and pipeline metrics: a ``personatree.metrics`` log line (DEBUG, every label) and Prometheus.
 
-Every observation goes to the ``personatree.metrics`` logger (DEBUG; one line per observation, with
-every label) and to a ``prometheus_client`` histogram or counter.
-
-Label names are fixed per metric at first use (Prometheus requires that). Prometheus never gets the
-labels in :data:`NOT_EXPORTED` (``tenant``): one series per tenant would grow every scrape with the
-number of tenants (a histogram is 11 to 17 lines a series). The log line keeps them; per-tenant
-questions are answered by the logs (every line carries the tenant id).
-
-A histogram's buckets come from :data:`BUCKETS` (prometheus_client's default ladder, 5 ms to 10 s,
-otherwise): a quantile above the highest finite bucket reads as that bucket, so the MemListener's
-batch time must reach past the 60 s of its alert (``docker/prometheus/alerts.yml``), and a batch
-size is a count, not seconds.
+Prometheus never gets the labels in :data:`NOT_EXPORTED` (``tenant``): a series per tenant would
+grow every scrape with the number of tenants; the log line keeps them. A histogram's buckets come
+from :data:`BUCKETS` (else prometheus_client's 5 ms to 10 s): a quantile above the highest finite
+bucket reads as that bucket, so the MemListener's batch time must reach past its 60 s alert
+(``docker/prometheus/alerts.yml``), and a batch size is a count, not seconds.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""``workers.schema_migrate(migration_id)``: run a stored schema migration in the background;
-``workers.schema_migration_dry_run(tenant_id, run_id)``: a dry run the API started
-(:mod:`memory.services.schema_dry_runs`), whose report the client polls.
+"""``workers.schema_migrate(migration_id)`` runs a stored schema migration; ``workers.schema_migration_dry_run``
+runs a dry run the API started (:mod:`memory.services.schema_dry_runs`). The work is in
+:mod:`memory.services.schema_migrations`.
 
-Thin, ids only: the work is :func:`memory.services.schema_migrations.schema_migration_run`. A task
-migrates at most ``SLICE`` subjects (a few seconds at the benchmarked rate) and, when that slice was
-full, sends itself again for the subjects after the last one it looked at, so no task runs into its
-time limit however many subjects a tenant has and other work on the queue gets its turn. A task lost
-with its worker is redelivered (``acks_late``); the run resumes because subjects already on the
-target are skipped. Registered by the one import line in :mod:`workers.tasks`.
+A task migrates at most ``SLICE`` subjects and, when the slice was full, sends itself again for the
+subjects after the last one, so no task reaches its time limit and other work gets its turn. A task
+lost with its worker is redelivered (``acks_late``) and resumes: subjects on the target are skipped.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Celery tasks of the ingestion pipeline besides the dispatcher. Thin: no payloads, ids only, the
-work is in services.
+"""Celery tasks of the ingestion pipeline besides the dispatcher: ids only, the work is in services.
 
-- ``workers.dispatch`` lives in :mod:`workers.dispatcher` with the rounds it runs (``chunks_ready``
-  asks for it, :func:`workers.base.send_once`); it is imported here so
-  that Celery's autodiscovery (``app.autodiscover_tasks(["workers"])`` imports ``workers.tasks``)
-  registers it.
-- ``workers.sweep`` (periodic, see ``CELERY_BEAT_SCHEDULE``): closes windows of idle subjects
-  and re-dispatches when chunks are ready (pending ones whose task was lost with the broker,
-  or ones whose lease expired with a dead worker).
+``workers.dispatch`` (:mod:`workers.dispatcher`) and ``workers.schema_migrate`` are imported here so
+that Celery's autodiscovery, which imports ``workers.tasks``, registers them. ``workers.sweep``
+(beat) closes idle subjects' windows and re-dispatches ready chunks (whose task was lost with the
+broker, or whose lease expired with a dead worker).
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """A backfill's look-ahead: the next chunks' tree-free work done many chunks at a time.
 
-A backfill with ``--process`` runs dispatcher rounds of one chunk per subject (a subject's chunk
-needs the tree its previous chunk left), so a conversation of two speakers gives rounds of two
-chunks, and every per-call cost (a spaCy pass, an embedding call, a torch forward pass) was paid
-for two chunks. But most of the listener's work on a chunk does not depend on the tree: cutting
-its user turns into clauses, parsing them, embedding them, classifying them and ranking their
-leaves (``serving.facts.FactStep.prefetch``), and embedding its messages for the evidence index
-(``workers.indexing.index_spans_expected``). :class:`Lookahead` wraps the listener client: when a
-round's chunks were not seen ahead, it reads the next ``window`` open chunks of the round's
-subjects, builds their jobs exactly as the dispatcher does (``build_jobs``, without noting cuts)
-and hands them to the client's ``prefetch`` in one call and their spans to the evidence batch.
-The rounds then do only what depends on the tree. What the tree holds is the same: the work
-done ahead is the work each round would do, keyed by the chunk's turns (a chunk whose messages
-changed since is analysed again in its round).
+A ``--process`` backfill runs rounds of one chunk per subject (a chunk needs the tree its previous
+chunk left), so every per-call cost (spaCy, an embedding call, a forward pass) would be paid for a
+round's few chunks. Most of the listener's work does not depend on the tree (clauses, parses,
+embeddings, leaf ranking: ``serving.facts.FactStep.prefetch``; the evidence embeddings:
+``workers.indexing.index_spans_expected``). :class:`Lookahead` wraps the listener client and does
+that work for the next ``window`` open chunks of the round's subjects in one call, jobs built as
+the dispatcher builds them; the rounds then do only what depends on the tree. The work is keyed by
+the chunk's turns, so a chunk whose messages changed since is analysed again in its round.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
-"""Searches of an embedded Milvus Lite served by this process, called without the loop-back gRPC hop.
+"""Searches of an embedded Milvus Lite served by this process, without the loop-back gRPC hop.
 
-pymilvus opens a Milvus Lite file (a URI without ``://``) by starting Lite's gRPC server in a
-thread of this process (`milvus_lite.server_manager`) and talking to it over 127.0.0.1, so a query
-pays protobuf encoding both ways and a thread hand-over on top of Lite's search; calling the
-server's collections directly skips that (`bench/bench_query.py` reports both ways).
-
-The file is locked to one process (Lite's ``LOCK`` flock), so that server's `Collection` objects
-are the only ones there are: `search` calls the same `Collection.search` the server's Search and
-HybridSearch handlers call, with the same arguments, and reads what the gRPC path would read
-(rows written through pymilvus are in the same memtable and segments). Writes, collection
-management and every other client (a `milvus-lite server` or a Milvus server URI) stay on
-pymilvus. When the server of the file is not found in this process (another pymilvus version,
-or not started yet), `local_collection` answers None and the caller uses pymilvus.
+pymilvus opens a Lite file by starting Lite's gRPC server in a thread of this process and talking
+to it over 127.0.0.1: protobuf both ways and a thread hand-over per query (`bench/bench_query.py`
+reports both ways). The file is locked to one process, so that server's `Collection` objects are
+the only ones: `search` calls the `Collection.search` its Search handlers call, with the same
+arguments, and reads the same rows. Writes and every other client stay on pymilvus; when the
+file's server is not found in this process, `local_collection` answers None and the caller uses
+pymilvus.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """The one write path of a subject's tree: every write of ops (a model's chunk, an admin edit, a revert).
 
-:func:`tree_apply_ops_batch` is the only code that gates and writes ops; a single call
-(:func:`tree_apply_ops`, :func:`tree_revert`, a leaf edit) is a batch of one request. Inside one
-transaction, per request:
-
-1. lock the subject row (``SELECT ... FOR UPDATE``, :mod:`memory.services.tree_store`); a foreign
-   chunk, a stale ``base_version`` (:class:`VersionConflict`) or a schema migrated since the ops were
-   written (:class:`SchemaMoved`) is refused, and a chunk already ``applied`` returns its stored
-   outcome with ``created=False`` (:func:`_refusal`); nothing is written;
-2. :func:`plan_apply`: the engine gate against the locked head (the tenant's policy picks strict or
-   lenient, grounding for a model's chunk), ops that need human review held back
-   (:func:`split_for_review`: special-tier leaves and mass deletes from model/API-key actors), the new
-   :class:`TreeVersion` (only if the tree changed) and one :class:`OpRecord` per op: applied,
-   rejected (with the gate's reason), pending review, and every parse error as a rejected
-   ``PARSE_ERROR`` row;
-3. the writes (:mod:`memory.services.tree_store`): versions, heads, op records, the source chunks
-   marked ``applied`` (with the version each produced, if any);
-4. ``version_applied`` / ``ops_pending_review`` sent after commit (:func:`schedule_follow_up`).
-
-When no op changes the tree (all NO_OP / rejected / held for review) no version is created: the op
-records point at the chunk and carry the ``base_version`` they were judged against, and the chunk is
-still ``applied``. Review approval (:mod:`memory.services.governance`) re-gates the held ops itself
-and writes its version with :func:`write_version`.
+:func:`tree_apply_ops_batch` is the only code that gates and writes ops; any other write is a batch
+of one request. Per request, in one transaction: lock the subject (:mod:`memory.services.tree_store`)
+and refuse a foreign chunk, a stale base or a moved schema (:func:`_refusal`); gate and hold for
+review (:func:`plan_apply`); write; signal after commit (docs/ARCHITECTURE.md, "The path of one
+chunk", step 6). Ops that change nothing write no version, but their op records and the chunk's
+``applied`` status are still written. Review approval (:mod:`memory.services.governance`) re-gates
+held ops itself and writes its version with :func:`write_version`.
 """
 
 from __future__ import annotations

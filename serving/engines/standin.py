@@ -1,17 +1,9 @@
-"""StandInEngine: a zero-latency model stand-in for backend benchmarks.
+"""StandInEngine: a zero-latency model stand-in for backend benchmarks, never a default.
 
-Not a model and never a default: it exists so the ingestion pipeline (dispatcher, ordering,
-apply service, Ray Serve plumbing) can be benchmarked without the model's cost dominating.
-Its output goes through the same parser and gate as a real model's.
-
-Modes:
-- ``"no_op"``: always ``{"ops": [{"op": "NO_OP", "path": null, "value": null}]}``.
-- ``"derived"``: one deterministic op derived from the chunk: the leaf is picked from the
-  output schema's ``path`` enum by a hash of the chunk turns, ADD if the leaf is empty in the
-  job's tree else UPDATE, value = the first words of the last user turn, clipped to the
-  schema's ``maxLength``.
-
-``latency_ms`` adds a fixed sleep per call (default 0) to emulate a model's cost.
+Its output goes through the same parser and gate as a real model's. ``"no_op"`` mode answers one
+NO_OP; ``"derived"`` one deterministic op: a leaf of the output schema's ``path`` enum picked by a
+hash of the turns, ADD or UPDATE as the leaf is empty or not, the last user turn's first words as
+value. ``latency_ms`` sleeps per call to emulate a model's cost.
 """
 
 from __future__ import annotations

