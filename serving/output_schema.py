@@ -1,12 +1,10 @@
-"""JSON schema of the MemListener's output, used for constrained decoding.
+"""JSON schema of the MemListener's output, for constrained decoding.
 
-``path`` is an enum of the schema's leaves, so a constrained engine (vLLM structured outputs,
-llama.cpp grammar from JSON schema, OpenAI ``response_format``) cannot emit an unknown path.
-The list is capped (``MAX_OPS``) and every value is capped at the largest leaf budget, and never
-above ``MAX_VALUE_CHARS`` whatever a tenant's schema says (a grammar's size grows with
-``maxLength``, and one MemListener serves every tenant); the gate still checks each leaf's own
-budget. The root is an object (``{"ops": [...]}``) because several
-structured-output implementations refuse array roots.
+``path`` is an enum of the schema's leaves, so a constrained engine cannot emit an unknown path. The
+op list is capped (``MAX_OPS``) and values at the largest leaf budget, never above
+``MAX_VALUE_CHARS`` (a grammar grows with ``maxLength`` and one MemListener serves every tenant);
+the gate still checks each leaf's budget. The root is an object because several structured-output
+implementations refuse array roots.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The MemListener prompt: our rules text + schema leaves (static prefix), then the per-call part.
 
-Order matters for speed: everything that is the same for every call with one schema and one
-prompt version comes first (rules, then every leaf path with its description), so
-vLLM's automatic prefix caching and llama.cpp's KV-prefix reuse compute it once. The per-call
-part (the subject's non-empty leaves, then the chunk) comes last.
-
+The static part comes first so that prefix caching computes it once (``serving.engines.base.Prompt``).
 The rules restate the paper's update procedure in our own words. ``PROMPT_VERSION`` travels with
 every result into the audit log; bump it whenever the text below changes.
 """

@@ -1,15 +1,10 @@
 """Per-tenant delivery slots: at most ``WEBHOOK_MAX_CONCURRENT_PER_TENANT`` POSTs of one tenant at once.
 
-A slot is a key ``personatree:webhook-slot:<tenant>:<n>`` in the shared Django cache (Redis in
-production), taken with an atomic ``add`` (``SET NX``) holding a random token and released by
-deleting it when it still holds that token. Each key expires after ``ttl_s`` (longer than the
-task's hard time limit), so a worker killed mid-POST frees its slot by itself. A task that finds no
-free slot does not POST: it is sent again a little later (``workers.webhooks``), so one tenant's
-slow endpoint holds at most that many webhook worker processes and the other tenants' deliveries
-keep flowing.
-
-While the shared cache fails, slots are not enforced (logged): deliveries go on rather than stall.
-With the local-memory cache (development) the cap holds per worker process only.
+A slot is a key ``personatree:webhook-slot:<tenant>:<n>`` in the shared cache, taken with an atomic
+``add`` holding a random token, released only by its holder, and expiring after ``ttl_s`` (beyond
+the task's hard limit) so a killed worker frees it. A task that finds no free slot is sent again a
+little later, so one tenant's slow endpoint cannot hold every webhook worker. While the shared
+cache fails, slots are not enforced (logged); with the local-memory cache the cap is per process.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""The API's one exception handler: every error is an RFC 9457 problem (:mod:`memory.api.problems`).
+"""The API's one exception handler: every error is an RFC 9457 problem (docs/ERRORS.md).
 
-DRF exceptions, Django validation/404 errors, Django's body-size refusal (``RequestDataTooBig``,
-as the API's 413) and the store's :class:`~memory.services.ServiceError` all end up as
-``application/problem+json`` here. Validation errors name the first offending field in ``field``
-(``messages[3].ts``) and every one in ``errors`` (:func:`iter_errors`). :class:`ApiNotFoundView`
-answers every unmatched path under ``/v1/`` with a JSON 404.
-
-A 5xx never shows its cause (it may hold internal URLs, file paths or database text): it answers a
-generic message and an ``error_id``, and the cause is logged under that id (logger
-``personatree.api``). A 503 carries ``Retry-After``.
+DRF exceptions, Django validation/404 errors, Django's body-size refusal (as the API's 413) and
+the store's :class:`~memory.services.ServiceError` all end up as ``application/problem+json`` here.
+A 5xx never shows its cause (it may hold internal URLs, paths or database text): it answers an
+``error_id`` under which the cause is logged. :class:`ApiNotFoundView` is the JSON 404 of ``/v1/``.
 """
 
 from __future__ import annotations

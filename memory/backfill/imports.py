@@ -1,11 +1,9 @@
 """Bulk import as an API resource: ``POST /v1/imports`` stores a JSONL body, a task runs the backfill.
 
-The body is validated line by line before anything is stored (the same reader as ``manage.py
-backfill --format jsonl``, so the same rules and messages), kept in its :class:`Import` row, and
-run by ``workers.import_run`` through :func:`memory.backfill.service.backfill_run`: the one ingest
-service, the one write path, resumable. With eager Celery (the embedded demo, tests) there are no
-workers, so the task runs the MemListener itself (``process=True``); otherwise the chunks are handed
-to the workers and the import's progress is read from its subjects' chunks.
+The body is validated line by line before anything is stored (the reader of ``manage.py backfill
+--format jsonl``), kept in its :class:`Import` row and run by ``workers.import_run`` through
+:func:`memory.backfill.service.backfill_run`. With eager Celery (the demo, tests) the task runs the
+MemListener itself; otherwise the workers do, and progress is read from the subjects' chunks.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""Where evidence rows live: the versioned collection layout and its schema.
+"""Where evidence rows live: the collection layout (`LAYOUT`) and its schema.
 
-Layout 2 (`LAYOUT`), named from the configured base name (`PERSONATREE_MILVUS_COLLECTION`):
-
-- **Schema**: the subject is the partition key (`NUM_PARTITIONS`), so a Milvus server searches one
-  partition for a subject. INVERTED scalar indexes on every filtered field (`tenant_id`,
-  `subject_id`, `end_seq`, `ts_ms`) build the filter bitset without scanning rows.
-- **Collections**: on a Milvus server one collection, `<base>_v2`. On Milvus Lite (the server
-  version starts with ``milvus_lite``: the embedded file and ``milvus-lite server`` alike)
-  `LITE_SHARDS` collections `<base>_v2_<k>of<n>`, a subject in shard ``subject_id % n``: Lite 3.x
-  walks every row of the *collection* in Python before any filter applies, so its cost follows
-  the collection, not the subject. This is the one Lite-only branch; `EvidenceIndex(shards=1)`
-  runs the server layout on Lite (tests do).
+The subject is the partition key, so a Milvus server searches one partition for a subject, and
+every filtered field has an INVERTED index. A Milvus server holds one collection, `<base>_v2`;
+Milvus Lite `LITE_SHARDS` collections `<base>_v2_<k>of<n>` (a subject in shard ``subject_id % n``),
+because Lite 3.x walks every row of a collection in Python before any filter applies. That is the
+one Lite-only branch; `EvidenceIndex(shards=1)` runs the server layout on Lite (tests do).
 """
 
 from __future__ import annotations

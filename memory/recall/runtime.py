@@ -1,12 +1,5 @@
-"""Process-wide recall components built from the typed settings (`memory.conf`: lazily, once per process).
-
-- embedder: `recall.embedder` (minilm | bge-m3) + `recall.embedder_path`;
-- evidence index: `recall.milvus_uri` (a Milvus Lite file, one process per file, or a
-  server URI), `milvus_token`, `milvus_collection`, `milvus_timeout_s`;
-- reranker: `recall.reranker_path` (empty = no reranker: fused ranks stand);
-- recall config: `recall.strategy` (how the hybrid searches are sent, see search.py);
-- responder engine (query expansion and answers): `answer.backend`
-  (local | openai | recorded | standin | none) through `serving.engines.build_engine`.
+"""Process-wide recall components (embedder, evidence index, reranker, responder engine), built
+lazily from the typed settings' ``recall`` and ``answer`` sections, once per process.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Dry runs of a schema migration as background work: started by the API, run by a task, polled.
 
-A dry run plans every subject on the mapping's source, as long as a run takes, so it runs outside
-the request. :func:`dry_run_start` validates the mapping at once (400/409 as for a run) and keeps the
-document under a new id in the shared cache for :data:`DRY_RUN_TTL_S`; the
-``workers.schema_migration_dry_run`` task runs :func:`dry_run_execute`, which stores the report
-(paths and counts, never a value) under the same id; :func:`dry_run_get` is what the poll reads:
-``queued``, ``running``, ``done`` with the report, or ``failed`` with the reason. Another tenant's
-id is unknown; an expired one is gone (404).
+:func:`dry_run_start` validates the mapping at once (400/409 as for a run) and keeps it in the
+shared cache for :data:`DRY_RUN_TTL_S`; the ``workers.schema_migration_dry_run`` task runs
+:func:`dry_run_execute`, which stores the report (paths and counts, never a value) under the same
+id; :func:`dry_run_get` answers the poll. Another tenant's id, or an expired one, is a 404.
 """
 
 from __future__ import annotations
