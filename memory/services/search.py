@@ -1,20 +1,13 @@
-"""Search a subject's memory: ranked leaf values and raw-dialogue evidence for a query.
+"""Search a subject's memory (``POST /v1/subjects/<id>/search``, the MCP tool ``search_memories``).
 
-The read behind ``POST /v1/subjects/<id>/search`` (and the MCP tool ``search_memories``):
-
-- **leaves**: the head tree's leaves the caller's tiers may see (the same cached visible tree as the
-  fast context, ``query._rendered``), optionally under a path ``prefix``, each scored against the
-  query as the extractive answer scores a passage: cosine of the configured embedder (leaf text
-  with its path words; vectors cached per process) and the share of the query's content words the
-  leaf holds, ``score = COSINE_WEIGHT * cosine + (1 - COSINE_WEIGHT) * overlap``; leaves under
-  ``MIN_LEAF_SCORE`` are left out. With ``since``/``until`` only leaves whose current value was set
-  in that range (the newest applied op on the path; one grouped query) are kept, and each hit says
-  when it was set.
-- **evidence**: one hybrid search (dense + BM25, RRF) of the subject's evidence index, filtered in
-  the index by ``since``/``until`` on the message time. Evidence is raw dialogue and counts as the
-  ``special`` tier (``query.EVIDENCE_TIER``): without it the index is not searched and
-  ``evidence_status`` is ``withheld``. An index or embedder failure is ``unavailable`` with a
-  notice (the leaves are still answered).
+- **leaves**: the visible head tree's leaves (the fast context's cached rendering), optionally under
+  a ``prefix``, scored as the extractive answer scores a passage:
+  ``COSINE_WEIGHT * cosine + (1 - COSINE_WEIGHT) * content-word overlap``, those under
+  ``MIN_LEAF_SCORE`` left out. ``since``/``until`` keep the leaves whose current value was set in
+  that range (the newest applied op on the path, one grouped query), each hit saying when.
+- **evidence**: one hybrid search of the subject's evidence index, filtered by message time. It
+  counts as the ``special`` tier (``query.EVIDENCE_TIER``): without it ``evidence_status`` is
+  ``withheld``; an index or embedder failure is ``unavailable`` with a notice, the leaves answered.
 """
 
 from __future__ import annotations

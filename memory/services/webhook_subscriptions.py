@@ -1,20 +1,16 @@
 """Which endpoints take which event, without a query per event (every tree version sends one).
 
-:func:`subscribers` answers from a per-process snapshot of every active endpoint,
-``{event_type: {tenant_id: (endpoint ids, ascending)}}``, read with one query and kept while current:
+:func:`subscribers` answers from a per-process snapshot of every active endpoint
+(``{event_type: {tenant_id: endpoint ids}}``), read in one query and dropped when stale:
 
-- **In this process** any save or delete of a :class:`WebhookEndpoint` (service, admin, a tenant's
-  cascade) drops the snapshot (``post_save`` / ``post_delete``), and again once it committed.
-- **Across processes, a version token** in the shared Django cache: a fresh random token is stored
-  once such a write committed; each event reads it (one cache GET) and reloads the snapshot when it
-  changed. The token is read before the rows, so a snapshot never pairs with a newer token. Unlike
-  a TTL, it never drops a new endpoint's events in other workers.
-- **Bounds.** A snapshot older than :data:`MAX_AGE_S` is read again anyway (a lost token write, or
-  a per-process LocMem cache). While the shared cache fails, the rows are read per event for
-  :data:`RETRY_S`. Inside a transaction the rows are always read and never kept (it may roll back).
+- in this process, by any save or delete of a :class:`WebhookEndpoint` (and again after commit);
+- across processes, by a version token in the shared cache, renewed once such a write committed
+  and read per event (before the rows, so a snapshot never pairs with a newer token); unlike a
+  TTL, it never drops a new endpoint's events in other workers;
+- after :data:`MAX_AGE_S` anyway; while the shared cache fails the rows are read per event for
+  :data:`RETRY_S`, and inside a transaction always (it may roll back).
 
-Whether the tenant is active is not part of the snapshot; the callers check it with the rows they
-read anyway (:mod:`memory.services.webhooks`).
+Whether the tenant is active is checked by the callers (:mod:`memory.services.webhooks`).
 """
 
 from __future__ import annotations
