@@ -1,11 +1,8 @@
-"""Per-API-key rate limit (rate from ``REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']['api_key']``).
+"""Per-API-key rate limit, counted in the shared Django cache (``PERSONATREE_THROTTLE_RATE``).
 
-The counters live in the Django cache (Redis in production), shared by every web process. When
-that cache cannot be reached the request is not failed: the throttle counts in a per-process
-cache instead (with N web processes a key may get up to N times its rate while Redis is down).
-One warning is logged when the shared cache is lost and one line when it is back; while it is
-down it is retried every ``RETRY_SHARED_AFTER_S`` seconds, so requests do not each wait on a dead
-connection.
+While that cache cannot be reached the throttle counts per process instead of failing requests,
+and retries the shared cache every ``RETRY_SHARED_AFTER_S`` seconds, so requests do not each wait
+on a dead connection (docs/RELIABILITY.md, "Outages of Redis and the broker").
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Structured logs: every line carries the request id, the tenant id and a hash of the subject
 (the fields and formats: docs/DEPLOY.md, "Logs").
 
-:class:`RequestContextMiddleware` binds the request id and writes the access line (route pattern,
-never the path: it holds external ids); the API views bind the tenant and :func:`subject_hash`;
-:func:`install_celery_hooks` carries the request id into the tasks a request publishes;
-:class:`ContextFilter` puts the values on every record; :class:`RedactFilter` cuts PostgreSQL's
-``DETAIL``/``CONTEXT`` values (they quote the row: tenant and subject data) out of every line.
-
-This module is read by the settings: it imports no Django model and no Celery at import time.
+:class:`RequestContextMiddleware` binds the request id and writes the access line (the route
+pattern, never the path: it holds external ids); :class:`ContextFilter` puts the context on every
+record; :class:`RedactFilter` cuts PostgreSQL's ``DETAIL``/``CONTEXT`` values (they quote the row)
+out of every line. Read by the settings: no Django model and no Celery at import time.
 """
 
 from __future__ import annotations
