@@ -1,8 +1,6 @@
-"""``POST /v1/subjects/<external_id>/chunks/<chunk_id>/requeue`` (scope ``ingest``).
-
-A failed chunk blocks its subject's later chunks. Once the cause is fixed, it goes back to
-``pending`` with a fresh attempt budget through the service the admin's action uses
-(:func:`memory.services.ingest.chunks_requeue`).
+"""``POST /v1/subjects/<external_id>/chunks/<chunk_id>/requeue`` (scope ``ingest``): a failed chunk,
+which blocks its subject's later chunks, back to ``pending`` with a fresh attempt budget, through
+the service the admin's action uses (:func:`memory.services.ingest.chunks_requeue`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Bulk import as a resource (scope ``ingest``): send a JSONL file (docs/BACKFILL.md, format
 ``jsonl``) as an ``application/x-ndjson`` body or a multipart ``file`` part, then poll its progress.
-
-Every line is read before anything is stored; the work is :mod:`memory.backfill.imports`. Another
-tenant's import is unknown here (404).
+The work is :mod:`memory.backfill.imports`; another tenant's import is a 404.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``<path>`` is a leaf of the subject's schema, its slashes as they are or as ``%2F``. Writes go
 through the one write path (:func:`memory.services.tree.leaf_edit` / ``leaf_delete``) as the API
-key's actor, every attempt an op record naming the key.
+key's actor.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""``POST /v1/subjects/<external_id>/search``: ranked leaf values and evidence (scope ``read``).
-
-Leaves are those of the tiers the key may read; evidence (raw dialogue, the ``special`` tier) only
-for keys with ``read_special``, else ``evidence_status`` is ``withheld``. The view validates and
-calls :func:`memory.services.search.memories_search`.
+"""``POST /v1/subjects/<external_id>/search`` (scope ``read``): the view validates and calls
+:func:`memory.services.search.memories_search`; evidence needs ``read_special``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Webhook endpoints of one's own tenant (scope ``admin``) and their delivery log (docs/WEBHOOKS.md).
 
-The ``secret`` is in the answers of creation and rotation only. A URL that is not http(s), holds
-credentials or targets a non-public address (in any form, or a name resolving to one) is a 400
-``invalid_url`` (:mod:`memory.services.webhook_targets`); a tenant at
-``WEBHOOK_MAX_ENDPOINTS_PER_TENANT`` endpoints gets a 409 ``webhook_endpoint_limit``. Another
-tenant's endpoint is a 404.
+The ``secret`` is in the answers of creation and rotation only; a URL is checked by
+:mod:`memory.services.webhook_targets`. Another tenant's endpoint is a 404.
 """
 
 from __future__ import annotations
