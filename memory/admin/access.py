@@ -1,10 +1,6 @@
-"""What the admin shows to which staff (docs/MODERATION.md, "What the staff of a tenant see").
-
-Staff see only the tenants granted to them (:class:`~memory.models.TenantStaff`; superusers see all)
-and those tenants' rows. Without ``memory.view_special_tier`` the values of special-tier leaves, and
-of paths that are no leaf of the subject's schema (their intended leaf cannot be told), are masked
-everywhere; such users cannot edit those leaves, decide held ops on them, or search the op log by
-the user's words.
+"""What the admin shows to which staff (docs/MODERATION.md, "What the staff of a tenant see"): only
+granted tenants' rows, and special-tier values (and paths that are no leaf of the subject's schema,
+whose tier cannot be told) masked without ``memory.view_special_tier``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Op log and review queue, with bulk approve / decline (decline asks why).
-
-Staff see the op records of their granted tenants only; without ``memory.view_special_tier`` the
-values, source sentences and details of special-tier records are masked, those records cannot be
-decided, and the op log cannot be searched by the user's words (:mod:`memory.admin.access`)."""
+"""The op log, with bulk approve / decline of held ops (decline asks why); masking of special-tier
+records per :mod:`memory.admin.access`.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The review queue: oldest first, and a page per held op made for deciding it.
-
-The queue lists what waits (age, tenant, subject, why, tier, a one-line preview), filtered by
-tenant, reason, tier and model; bulk approve / decline stay in its action menu. An item's page
-(:mod:`memory.admin.review_page`) offers Approve, Edit & approve (another value and/or leaf) and
-Decline with a reason; each goes through :mod:`memory.services.governance` (the gate, the subject
-lock, a stale page refused) and then opens the next item of the same filter."""
+"""The review queue, oldest first, filtered by tenant, reason, tier and model (docs/MODERATION.md).
+An item's page is :mod:`memory.admin.review_page`; every decision goes through
+:mod:`memory.services.governance`.
+"""
 
 from __future__ import annotations
 
