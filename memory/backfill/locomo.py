@@ -1,12 +1,4 @@
-"""Reader of LoCoMo conversations (a JSON list of records with ``sample_id`` and ``conversation``).
-
-Both LoCoMo speakers are people, so one conversation gives one tree per speaker: for the
-speaker X, X's turns are the user's and the other speaker's turns the assistant's. The
-subject's external id is ``<sample_id>:<speaker name>``. A turn that shares an image keeps
-its caption: ``<text> [shares an image: <blip_caption>]``. Every turn of a session gets the
-session's ``session_N_date_time`` (``"1:56 pm on 8 May, 2023"``, read as UTC).
-Idempotency keys come from the source label, the sample id and the turn's ``dia_id``.
-"""
+"""Reader of LoCoMo conversations: one tree per speaker (docs/BACKFILL.md, "locomo")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Reader of PersonaMem shared contexts (``shared_contexts_*.jsonl``).
-
-Each line is ``{"<shared_context_id>": [{"role": ..., "content": ...}, ...]}``; one context
-becomes one subject whose external id is ``<prefix><shared_context_id>``. A PersonaMem
-question sees only ``context[:end_index_in_shared_context]``: pass ``end_index`` (context id
--> end index) to import exactly those prefixes. Keys come from the source label, the context
-id and the turn's index, so a longer prefix imported later only adds the new turns.
+"""Reader of PersonaMem shared contexts: one subject per context (docs/BACKFILL.md, "personamem").
+``end_index`` (context id -> end index) imports only the prefix a PersonaMem question may see.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What every backfill reader yields: one subject's history as plain, validated records.
 
-Readers never touch the database. Each message carries an idempotency key derived
-deterministically from the source (a label, by default the file's name) and the message's
-position in it, so importing the same file twice -- or resuming a killed import -- finds
-the messages already there instead of duplicating them (see docs/BACKFILL.md).
+Readers never touch the database. Each message's idempotency key derives from the source label
+and its position, so a re-run or a resumed import finds the messages already there
+(docs/BACKFILL.md, "Resume").
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Resumable bulk import: histories -> messages -> chunks (-> versions with ``process=True``).
 
-Every step is idempotent (docs/BACKFILL.md, "Resume"), so a killed run started again continues
-where it stopped. ``process=False`` leaves the chunks ``pending`` for the workers; ``process=True``
-runs the MemListener here in cross-subject batches and indexes the applied chunks' evidence in bulk
-(``workers.indexing.batched_indexing``). The model phase reports its own progress
-(:mod:`memory.backfill.progress`).
+Every step is idempotent (docs/BACKFILL.md, "Resume"). ``process=False`` leaves the chunks
+``pending`` for the workers; ``process=True`` runs the MemListener here in cross-subject batches
+and indexes the applied chunks' evidence in bulk (``workers.indexing.batched_indexing``).
 """
 
 from __future__ import annotations
