@@ -29,6 +29,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memory.engine.aboutness import ClauseSyntax
 from serving.lazy import Lazy
@@ -371,7 +372,7 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
         elif main.lemma_.lower() in _REACTION_VERBS:
             kind = "reaction"
         else:
-            kind = "elided"
+            return _named(ClauseSyntax("elided", finite, modal, first_person=first_person), tokens, main)
         return ClauseSyntax(kind, finite, modal, first_person=first_person)
     if subject.i not in inside:  # "Hey Nate, my favourite treat is ...": the vocative is not it
         subject = next((c for c in subject.children if c.dep_ == "appos" and c.i in inside), subject)
@@ -383,19 +384,13 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     elif subject.dep_ == "expl":
         kind = "expletive"
     elif low in _SPEAKER:
-        thing = next((c for c in main.children if c.dep_ == "dobj" and c.lower_ in ("it", "them")), None)
-        if thing is not None:  # "Have you tried pottery?" - "Yes, I love it!": the object is named
-            antecedent = _antecedent(doc, thing, "they" if thing.lower_ == "them" else "it")
-            if antecedent:
-                return ClauseSyntax("speaker", finite, modal, thing.text, antecedent, first_person)
         kind = "speaker"
     elif low in _ADDRESSEE:
         kind = "addressee"
     elif low in _PRONOUNS:
         antecedent = "" if _extraposed(main, low) else _antecedent(doc, subject)
-        return ClauseSyntax(
-            "pronoun", finite, modal, pronoun=subject.text, antecedent=antecedent, first_person=first_person
-        )
+        dangling = bool(_pronouns_named(tokens, main))  # "She made it": two to name, one slot
+        return ClauseSyntax("pronoun", finite, modal, subject.text, antecedent, first_person, dangling)
     elif low in _DEICTIC:
         kind = "deictic"
     elif subject.pos_ in ("NOUN", "PROPN", "NUM") or low in _QUANTIFIERS:
@@ -408,4 +403,103 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
                 return ClauseSyntax("pronoun", finite, modal, poss.text, f"{antecedent}'s", first_person)
     else:
         kind = "generic"  # everyone, nobody, someone ...
-    return ClauseSyntax(kind, finite, modal, first_person=first_person)
+    return _named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
+
+
+_OBJECT_PRONOUNS = {
+    "it": "it",
+    "them": "they",
+    "him": "he",
+    "her": "she",
+    "this": "",
+    "that": "",
+    "these": "",
+    "those": "",
+}
+_REPORTED_PRONOUNS = frozenset({"it", "they", "he", "she", "him", "her", "them", "this", "that"})
+_REPORTED_DEPS = frozenset({"ccomp", "xcomp", "advcl"})
+_ARRIVED = frozenset({"to", "through", "into", "past", "across", "out", "home", "back", "here", "there"})
+_TIME_PREPS = frozenset({"after", "before", "since", "besides", "despite"})  # "after that": when, not what
+
+
+def _pronouns_named(tokens, main) -> list:
+    """The pronouns of a clause that stand for something it does not say: an object ("Made it in
+    pottery class", "helping her move"), or the subject of a clause it reports ("I think it's
+    great"); not a relative pronoun, "made it to the finals" or "after that"."""
+    out = []
+    for t in tokens:
+        if t.lower_ not in _OBJECT_PRONOUNS and t.lower_ not in _REPORTED_PRONOUNS:
+            continue
+        if t.tag_ == "PRP$" or t.head.dep_ == "relcl" or t.dep_ == "det":
+            continue
+        if any(u.i < t.i and _may_name(t.lower_, u) for u in tokens):
+            continue  # named in the clause itself: "helping the community and making it better"
+        head = t.head
+        if t.dep_ in ("dobj", "dative", "pobj") and t.lower_ in _OBJECT_PRONOUNS:
+            if t.dep_ == "pobj" and head.lower_ in _TIME_PREPS:
+                continue
+            if head.lemma_ == "make" and any(c.i > t.i and c.lower_ in _ARRIVED for c in head.children):
+                continue  # "made it to the finals", "made it home"
+            out.append(t)
+        elif t.dep_ in ("nsubj", "nsubjpass") and t.lower_ in _REPORTED_PRONOUNS and head.i > main.i:
+            if head.dep_ in _REPORTED_DEPS and not _extraposed(head, t.lower_):
+                out.append(t)
+    return out
+
+
+def _tail(tokens, main):
+    """(the first word, the text to its verb) of a clause joined to the main one with a subject of
+    its own that is not the speaker ("... walks and it's made a big impact"), or None."""
+    inside = {t.i for t in tokens}
+    for verb in main.children:
+        if verb.dep_ != "conj" or verb.pos_ not in ("VERB", "AUX") or verb.i not in inside:
+            continue
+        subject = next((c for c in verb.children if c.dep_ in _SUBJECT_DEPS), None)
+        if (
+            subject is None
+            or subject.lower_ in _SPEAKER
+            or subject.i < main.i
+            or _owner_of(subject) == "speaker"
+        ):
+            continue
+        if subject.lower_ in _PRONOUNS and _antecedent(subject.doc, subject):
+            continue  # "We adopted a cat and she sleeps all day": still the speaker's to tell
+        ccs = [c for c in main.children if c.dep_ == "cc" and main.i < c.i < subject.i and c.i in inside]
+        start = ccs[-1] if ccs else subject
+        return start, verb.doc.text[start.idx : verb.idx + len(verb.text)]
+    return None
+
+
+def _may_name(pronoun: str, token) -> bool:
+    """Can ``token``, a word before ``pronoun`` in the same clause, be what it names?"""
+    if token.pos_ not in ("NOUN", "PROPN"):
+        return False
+    kind = _OBJECT_PRONOUNS.get(pronoun) or (pronoun if pronoun in _PRONOUNS else "")
+    if kind == "it":  # "reading "The Lean Startup" and hoping it'll ...": a title is a thing
+        return (
+            token.tag_ in ("NN", "NNP")
+            and token.ent_type_ != "PERSON"
+            and token.lemma_.lower() not in _ANIMATE
+        )
+    return bool(kind) and _agrees(kind, token)
+
+
+def _named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
+    """``syntax`` with its one unnamed pronoun written out when the turn names it ("Have you tried
+    pottery?" - "I love it!"), else marked ``dangling`` when it has any."""
+    tail = _tail(tokens, main)
+    if tail is not None:  # what the joined clause says is not kept, so it needs no naming
+        syntax = replace(syntax, tail=tail[1])
+        tokens = [t for t in tokens if t.i < tail[0].i]
+    pronouns = _pronouns_named(tokens, main)
+    if not pronouns:
+        return syntax
+    t = pronouns[0]
+    # only what the speaker did something to is named: "Have you tried pottery?" - "I love it!"
+    if len(pronouns) == 1 and t.dep_ == "dobj" and t.head.i == main.i and t.lower_ in ("it", "them"):
+        if syntax.subject in ("speaker", "elided"):
+            antecedent = _antecedent(t.doc, t, _OBJECT_PRONOUNS[t.lower_])
+            if antecedent:
+                later = sum(1 for u in tokens if u.i > t.i and u.lower_ == t.lower_)
+                return replace(syntax, pronoun=t.text, antecedent=antecedent, later=later)
+    return replace(syntax, dangling=True)

@@ -71,6 +71,9 @@ class ClauseSyntax:
     # "speaker" subject, an object pronoun ("I love it") whose antecedent is known
     antecedent: str = ""  # the speaker's noun phrase that pronoun names ("my cat Luna"), if any
     first_person: bool = False  # the clause says I / me / my / we / us / our somewhere
+    dangling: bool = False  # a pronoun the clause does not name: "Made it in class", "helped her move"
+    later: int = 0  # an object ``pronoun``: how many times the same word comes after it in the clause
+    tail: str = ""  # where a joined clause about something else starts: "... walks and it's made"
 
     def __post_init__(self) -> None:
         if self.subject not in SUBJECTS:
@@ -98,6 +101,8 @@ def judge(syntax: ClauseSyntax) -> Judgement:
         return Judgement(False, subject)
     if syntax.modal in GUESS_MODALS and subject != "speaker":
         return Judgement(False, "modal_guess")
+    if syntax.dangling:  # not self-contained: "Their brother wrote it" says nothing alone
+        return Judgement(False, "unresolved_object")
     return Judgement(True, "")
 
 
@@ -106,15 +111,19 @@ _CONTRACTION = {"'s": "is", "'re": "are", "'ve": "have", "'ll": "will", "'d": "w
 
 def resolve(text: str, syntax: ClauseSyntax) -> str:
     """``text`` with its pronoun subject replaced by the antecedent ("She's so funny" ->
-    "My cat Luna is so funny"), or the speaker's object pronoun ("I love it" -> "I love pottery"
-    after "Have you tried pottery?"); unchanged when there is nothing to resolve."""
-    if syntax.subject not in ("pronoun", "speaker") or not syntax.antecedent or not syntax.pronoun:
+    "My cat Luna is so funny"), or its object pronoun ("I love it" -> "I love pottery" after
+    "Have you tried pottery?"), cut before a joined clause about something else ("Started yoga and
+    it helps" -> "Started yoga"); unchanged when there is nothing to resolve."""
+    if syntax.tail and (cut := text.rfind(syntax.tail)) > 0:  # "Loves dancing and it brings joy"
+        text = text[:cut].rstrip(" ,;-\u2013\u2014")
+    if not syntax.antecedent or not syntax.pronoun:
         return text
-    if syntax.subject == "speaker":
-        found = list(re.finditer(rf"\b{re.escape(syntax.pronoun)}\b(?!['\u2019])", text))
-        if not found:
+    if syntax.subject != "pronoun":  # an object (or a reported clause's subject) is named
+        found = list(re.finditer(rf"\b{re.escape(syntax.pronoun)}\b(?!['\u2019])", text, re.IGNORECASE))
+        if len(found) <= syntax.later:
             return text
-        return text[: found[-1].start()] + syntax.antecedent + text[found[-1].end() :]
+        at = found[-1 - syntax.later]
+        return text[: at.start()] + syntax.antecedent + text[at.end() :]
     pattern = re.compile(rf"\b{re.escape(syntax.pronoun)}((?:'|\u2019)(?:s|re|ve|ll|d|m))?\b", re.IGNORECASE)
     m = pattern.search(text)
     if m is None:

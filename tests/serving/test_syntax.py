@@ -40,6 +40,12 @@ def read(syntax, content):
         ("Watching the sunrise over the lake.", "no_finite_verb"),
         ("Plus baking bread and going for long walks on weekends.", "no_finite_verb"),
         ("It made them appreciate the little things.", "unresolved_pronoun"),
+        ("My brother wrote it.", "unresolved_object"),
+        ("Made it in my pottery class last week.", "unresolved_object"),
+        ("I helped her find a new place.", "unresolved_object"),
+        ("I think it's great.", "unresolved_object"),
+        ("I'm really proud of this.", "unresolved_object"),
+        ("I went hiking with them on Sunday.", "unresolved_object"),
     ],
 )
 def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
@@ -57,6 +63,11 @@ def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
         "Signed up for a ceramics course last month.",
         "Been training for a triathlon since March.",
         "There's a community garden behind my flat.",
+        # a pronoun the clause itself names, an idiom, a "when"
+        "I love helping the community and making it a better place.",
+        "I'm reading a novel about sailors and hoping it inspires me.",
+        "I made it to the finals last year.",
+        "After that, I moved to Porto.",
     ],
 )
 def test_the_speakers_facts_are_kept(syntax, content):
@@ -125,6 +136,17 @@ def test_the_speaker_among_the_subjects_and_a_vocative_outside_the_clause(syntax
     assert found.subject == "speaker"
     (_text, found), *_ = read(syntax, "Hey Nate, my favorite treat is this chocolate raspberry tart.")
     assert found.subject == "owned" and judge(found).keep
+
+
+def test_a_joined_clause_about_something_else_is_cut_off(syntax):
+    (text, found), *_ = read(syntax, "I've been taking walks at the park and it's made a big impact.")
+    assert judge(found).keep and resolve(text, found) == "I've been taking walks at the park"
+    (text, found), *_ = read(syntax, "My grandma passed away and it's been hard.")
+    assert resolve(text, found) == "My grandma passed away"
+    (text, found), *_ = read(syntax, "I cook and my partner cleans.")  # the speaker's partner: kept
+    assert resolve(text, found) == text
+    (text, found), *_ = read(syntax, "We adopted a cat and she sleeps all day.")  # the cat is theirs
+    assert resolve(text, found) == text
 
 
 def test_the_kids_after_my_kids_are_the_speakers(syntax):
