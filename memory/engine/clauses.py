@@ -173,7 +173,11 @@ def merge_clauses(old: str | None, new: str, budget: int, *, single: bool = Fals
             return old or new
         if single:
             continue
-        if _overlap(set(key), set(new_key)) >= 0.6 and not _other_event(key, new_key):
+        if (
+            _overlap(set(key), set(new_key)) >= 0.6
+            and not _other_event(key, new_key)
+            and not _names_left(clause, new)
+        ):
             continue  # the new clause restates or supersedes this one
         kept.append(clause)
     kept.append(new)
@@ -193,6 +197,14 @@ def _other_event(key: frozenset[str], new_key: frozenset[str]) -> bool:
 
 
 _NAME_AFTER_FIRST = re.compile(r"(?<=[\s(\"'])(?!I\b|I')[A-Z]")
+_NAME_WORD = re.compile(r"(?<=[\s(\"'])(?!I\b|I')[A-Z][\w'-]*")
+
+
+def _names_left(old: str, new: str) -> bool:
+    """Does ``old`` name someone or something ``new`` does not? "Took Max for a walk" is another
+    fact than "Took their turtles out for a walk", however many words they share."""
+    said = set(folded_words(new))
+    return any(fold(name) not in said for name in _NAME_WORD.findall(old, 1))
 
 
 def anchored(clause: str) -> bool:

@@ -72,11 +72,11 @@ _CUT = re.compile(
     re.IGNORECASE,
 )
 # A comma splice of two first-person statements ("I run every morning, I've been training for ...");
-# cut only when the left side has its own first-person subject and is not a subordinate clause
+# cut only when the left side has its own subject (I, we, they, he, she) and is not a subordinate clause
 # ("When I was young, I played piano" stays whole).
 _FIRST = r"(?:I|I'm|I've|I'd|I'll|we|we're|we've|we'd|we'll)"
 _SPLICE = re.compile(rf",\s+(?={_FIRST}\s)")
-_LEFT_SUBJECT = re.compile(rf"\b{_FIRST}\s", re.IGNORECASE)
+_LEFT_SUBJECT = re.compile(rf"\b(?:{_FIRST}|(?:they|he|she)(?:['\u2019](?:s|re|ve|ll|d))?)\s", re.IGNORECASE)
 _SUBORDINATE = re.compile(
     r"^\W*(?:when|whenever|if|because|since|although|though|even|while|as|once|until|till|after|before|"
     r"unless|whether|now that|so that|ever since)\b",

@@ -44,6 +44,15 @@ def test_a_dated_event_is_not_superseded_by_another_one() -> None:
     )
 
 
+def test_a_clause_naming_someone_is_not_superseded_by_one_that_does_not() -> None:
+    old = "Took Max for a walk"
+    assert (
+        merge_clauses(old, "Took their turtles out for a walk", 120)
+        == f"{old}; Took their turtles out for a walk"
+    )
+    assert merge_clauses(old, "Took Max for a long walk", 120) == "Took Max for a long walk"
+
+
 def test_clause_key_counts_numbers_and_months() -> None:
     assert clause_key("Is 32") == {"32"}
     assert clause_key("Went to a concert (May 2023)") != clause_key("Went to a concert (June 2023)")

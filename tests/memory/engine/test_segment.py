@@ -71,6 +71,7 @@ def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
             "I run every morning, I've been training for a half marathon.",
             ["I run every morning", "I've been training for a half marathon."],
         ),
+        ("She moved away, I stayed in Leeds.", ["She moved away", "I stayed in Leeds."]),
         ("When I was young, I played piano.", ["When I was young, I played piano."]),
         ("If we win, we'll celebrate in Rome.", ["If we win, we'll celebrate in Rome."]),
         ("After the game, I went home.", ["After the game, I went home."]),
