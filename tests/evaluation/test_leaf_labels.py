@@ -136,3 +136,33 @@ def test_readme_counts_match_the_file(rows: list[dict[str, Any]]) -> None:
     assert f"{len(rows)} clauses" in text
     for trunk, n in Counter(row["leaf"].split("/", 1)[0] for row in rows).items():
         assert re.search(rf"\|\s*`?{trunk}`?\s*\|\s*{n}\s*\|", text), (trunk, n)
+
+
+RECENT = "identity/life_events/recent"
+RECENT_TIME = re.compile(
+    r"\b(just|recently|yesterday|this month|last (week|weekend|month|mon|tues?|wed|thu|fri|sat|sun)\w*"
+    r"|\w+ (days?|weeks?|months?) ago)\b",
+    re.IGNORECASE,
+)
+SITUATION_CHANGE = re.compile(
+    r"\b(moved|joined|adopted|got an? (new )?(job|puppy|apartment)|new addition|lost my job|was fired"
+    r"|passed away|broke up|bought my first home|started (volunteering|helping))\b",
+    re.IGNORECASE,
+)
+
+
+def test_a_recent_change_of_situation_accepts_recent_life_events(rows: list[dict[str, Any]]) -> None:
+    # fixtures/README.md, "Rule: a recent change of situation accepts life_events/recent"
+    changes = [
+        row for row in rows if RECENT_TIME.search(row["clause"]) and SITUATION_CHANGE.search(row["clause"])
+    ]
+    assert len(changes) >= 20  # the patterns still find the clauses the rule is about
+    missing = [row["clause"] for row in changes if RECENT not in {row["leaf"], *row["alt"]}]
+    assert missing == []
+
+
+def test_the_recent_rule_patterns_read_as_intended() -> None:
+    told = "I just moved here from China"
+    assert RECENT_TIME.search(told) and SITUATION_CHANGE.search(told)
+    assert not SITUATION_CHANGE.search("I went to a pride parade last Friday")
+    assert not RECENT_TIME.search("I joined the army when I was eighteen")
