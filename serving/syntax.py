@@ -361,6 +361,8 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     first_person = any(t.lower_ in _FIRST_PERSON for t in tokens)
     inside = {t.i for t in tokens}
     main = _main(tokens, inside)
+    if _subordinate(main, tokens):
+        return ClauseSyntax("subordinate", False, first_person=first_person)  # "When I'm feeling down"
     finite = main.pos_ in ("VERB", "AUX") and _finite(main)
     modal = _modal(main)
     subject = _subject(main)
@@ -484,9 +486,55 @@ def _may_name(pronoun: str, token) -> bool:
     return bool(kind) and _agrees(kind, token)
 
 
+_MARKS = frozenset(
+    "when whenever if because since although though while unless until before after once".split()
+)
+
+
+def _subordinate(main, tokens) -> bool:
+    """Is the clause only a "when/if/because ..." clause, its main clause not in it?"""
+    mark = next(
+        (c for c in main.children if c.dep_ == "mark" or (c.dep_ == "advmod" and c.tag_ == "WRB")), None
+    )
+    if mark is None or mark.lower_ not in _MARKS or mark.i != tokens[0].i:
+        return False
+    return main.dep_ == "ROOT" or main.head.i not in {t.i for t in tokens}
+
+
+_TIME_NOUNS = frozenset(
+    "time moment day morning afternoon evening night week weekend month year season spring summer autumn "
+    "fall winter semester term".split()
+)
+
+
+def _swaps(tokens, main) -> tuple[tuple[str, str], ...]:
+    """A pointing determiner said plainly, as chat uses it: "this tree" -> "a tree" (the photo it
+    points at is not in the tree), "these poses" -> "poses"; not "this week" (a date)."""
+    out = []
+    for det in tokens:
+        noun = det.head
+        if det.dep_ != "det" or noun.pos_ != "NOUN" or noun.i < det.i:
+            continue
+        if noun.dep_ in _SUBJECT_DEPS and noun.head.i == main.i:
+            continue  # the subject stays: "A necklace is special to me" would say less
+        if noun.lemma_.lower() in _TIME_NOUNS or det.lower_ not in ("this", "that", "these", "those"):
+            continue
+        said = det.doc[det.i : noun.i + 1]
+        rest = said[1:].text
+        if det.lower_ in ("these", "those"):
+            out.append((said.text, rest))
+        else:
+            out.append((said.text, ("an " if rest[:1].lower() in "aeiou" else "a ") + rest))
+    return tuple(out)
+
+
 def _named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     """``syntax`` with its one unnamed pronoun written out when the turn names it ("Have you tried
-    pottery?" - "I love it!"), else marked ``dangling`` when it has any."""
+    pottery?" - "I love it!"), else marked ``dangling`` when it has any; pointing determiners said
+    plainly (:func:`_swaps`)."""
+    swaps = _swaps(tokens, main)
+    if swaps:
+        syntax = replace(syntax, swaps=swaps)
     tail = _tail(tokens, main)
     if tail is not None:  # what the joined clause says is not kept, so it needs no naming
         syntax = replace(syntax, tail=tail[1])

@@ -27,6 +27,7 @@ Subject kinds (:data:`SUBJECTS`):
 - ``expletive``: "there is ..." (kept when the clause speaks of the speaker: ``first_person``);
 - ``imperative``: no subject and a bare verb ("Keep persevering");
 - ``reaction``: no subject and sounds / looks / seems ("Sounds great");
+- ``subordinate``: only a "when/if/because ..." clause, its main clause elsewhere ("When I'm down");
 - ``none``: nothing the parser could read (no verb at all).
 
 Pure Python: no parser here, so the engine stays importable anywhere.
@@ -52,6 +53,7 @@ SUBJECTS = (
     "expletive",
     "imperative",
     "reaction",
+    "subordinate",
     "none",
 )
 KEPT_SUBJECTS = frozenset({"speaker", "owned", "elided"})
@@ -74,6 +76,7 @@ class ClauseSyntax:
     dangling: bool = False  # a pronoun the clause does not name: "Made it in class", "helped her move"
     later: int = 0  # an object ``pronoun``: how many times the same word comes after it in the clause
     tail: str = ""  # where a joined clause about something else starts: "... walks and it's made"
+    swaps: tuple[tuple[str, str], ...] = ()  # pointing words said plainly: ("this tree", "a tree")
 
     def __post_init__(self) -> None:
         if self.subject not in SUBJECTS:
@@ -88,7 +91,7 @@ class Judgement:
 
 def judge(syntax: ClauseSyntax) -> Judgement:
     """Keep a clause only if it is a finite statement whose subject is the speaker or theirs."""
-    if syntax.subject in ("imperative", "reaction"):
+    if syntax.subject in ("imperative", "reaction", "subordinate"):
         return Judgement(False, syntax.subject)
     if not syntax.finite or syntax.subject == "none":
         return Judgement(False, "no_finite_verb")
@@ -113,9 +116,15 @@ def resolve(text: str, syntax: ClauseSyntax) -> str:
     """``text`` with its pronoun subject replaced by the antecedent ("She's so funny" ->
     "My cat Luna is so funny"), or its object pronoun ("I love it" -> "I love pottery" after
     "Have you tried pottery?"), cut before a joined clause about something else ("Started yoga and
-    it helps" -> "Started yoga"); unchanged when there is nothing to resolve."""
+    it helps" -> "Started yoga"), a pointing "this X" said as "a X"; unchanged when there is nothing
+    to resolve."""
     if syntax.tail and (cut := text.rfind(syntax.tail)) > 0:  # "Loves dancing and it brings joy"
         text = text[:cut].rstrip(" ,;-\u2013\u2014")
+    for said, plain in syntax.swaps:  # "Decorated this tree" -> "Decorated a tree"
+        m = re.search(rf"\b{re.escape(said)}\b", text, re.IGNORECASE)
+        if m is not None:
+            plain = plain[:1].upper() + plain[1:] if text[m.start()].isupper() else plain
+            text = text[: m.start()] + plain + text[m.end() :]
     if not syntax.antecedent or not syntax.pronoun:
         return text
     if syntax.subject != "pronoun":  # an object (or a reported clause's subject) is named

@@ -46,6 +46,8 @@ def read(syntax, content):
         ("I think it's great.", "unresolved_object"),
         ("I'm really proud of this.", "unresolved_object"),
         ("I went hiking with them on Sunday.", "unresolved_object"),
+        ("When I'm feeling down.", "subordinate"),
+        ("Because my mom is a nurse.", "subordinate"),
     ],
 )
 def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
@@ -146,6 +148,17 @@ def test_a_joined_clause_about_something_else_is_cut_off(syntax):
     (text, found), *_ = read(syntax, "I cook and my partner cleans.")  # the speaker's partner: kept
     assert resolve(text, found) == text
     (text, found), *_ = read(syntax, "We adopted a cat and she sleeps all day.")  # the cat is theirs
+    assert resolve(text, found) == text
+
+
+def test_a_pointing_determiner_is_said_plainly(syntax):
+    (text, found), *_ = read(syntax, "I decorated this tree myself with a Harry Potter theme.")
+    assert resolve(text, found) == "I decorated a tree myself with a Harry Potter theme."
+    (text, found), *_ = read(syntax, "I love how these poses challenge my body.")
+    assert resolve(text, found) == "I love how poses challenge my body."
+    (text, found), *_ = read(syntax, "I bought that old guitar this week.")  # "this week" is a date
+    assert resolve(text, found) == "I bought an old guitar this week."
+    (text, found), *_ = read(syntax, "This necklace is special to me.")  # a subject stays
     assert resolve(text, found) == text
 
 
