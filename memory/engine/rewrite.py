@@ -51,7 +51,7 @@ _HEDGE = re.compile(
     re.IGNORECASE,
 )
 _TRAILING_TALK = re.compile(
-    r"(?:[\s,]*(?<![\w'])(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|haha+\w*|you know|ya know|(?:oh\s+)?yeah|"
+    r"(?:[\s,]*(?<![\w'])(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|too|as well|haha+\w*|you know|ya know|(?:oh\s+)?yeah|"
     r"(?:don't|doesn't|isn't|aren't|wasn't|weren't|didn't|won't|can't)\s+(?:they|it|you|we|he|she|i))\b"
     r"|\s*,\s*right\b)+"
     r"[\s.!?]*$"
@@ -60,7 +60,7 @@ _TRAILING_TALK = re.compile(
 )
 _FILLER = re.compile(
     r"\b(?:really|just|actually|totally|literally|basically|definitely|honestly|seriously|truly|"
-    r"kinda|sorta|super)\s+(?=\w)",
+    r"kinda|sorta|super|also|even(?!\s+(?:though|if|when|as|so|more|less|better|worse|after|before)\b))\s+(?=\w)",
     re.IGNORECASE,
 )
 _KIND_OF = re.compile(
