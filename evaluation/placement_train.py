@@ -117,7 +117,12 @@ new labels; retrained, CV 0.685, head alone 0.662, held-out 0.648 (one clause). 
 blend each fold gets from the other folds (fold 3 now picks head 0.5, alias 0.2: 0.568 where the
 all-folds blend 1 / 0.15 gives 0.632; with that blend fixed the five folds give 0.701 vs 0.707
 before) and ``recent`` pulling harder: the alt rows teach the head "just X" -> ``recent``, and
-wrong ``recent`` picks outside the slice go from 9 to 15.
+wrong ``recent`` picks outside the slice go from 9 to 15. Measured offline on the retrained head's
+out-of-fold signals, not built (it needs the caller to pass the user's filed values): the speaker's
+own earlier clauses, filed where the blend put them when it scored at least 0.8, as a fourth
+signal (per leaf the best cosine to them; weight picked on the other folds): no threshold, 0.692
+-> 0.704 (LoCoMo 0.611 -> 0.629, SPC 0.796 -> 0.803), but most of it is one fold (0.589 -> 0.643)
+whose plain blend pick is the unlucky one above; the other folds move -0.003 to +0.014.
 """
 
 from __future__ import annotations
