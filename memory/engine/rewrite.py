@@ -131,7 +131,10 @@ _TAILS = (
         3,
     ),
     (
-        re.compile(r"\s+(?:and|or|but|so|in hopes? of|in order to|to help|to get|to make)\s+", re.IGNORECASE),
+        re.compile(
+            r"\s+(?:and|or|but|so|in hopes? of|in order to|to help|to get|to make|to see|to find out|to check)\s+",
+            re.IGNORECASE,
+        ),
         3,
     ),
     (
@@ -298,7 +301,7 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
         first = [p for p in tiers[0] if len(_words_of(text[:p])) <= max_words]
         later = [
             p for p in tiers[1] + [p for p in tiers[2] if not _half_conjunct(text[:p])]
-            if len(_words_of(text[:p])) <= max_words
+            if len(_words_of(text[:p])) <= max_words and not _dangles(text[:p])
         ]  # fmt: skip
         if first or later or tiers[0]:
             text, cut_any = text[: max(first or later or tiers[0])].rstrip(" ,;"), True
@@ -311,6 +314,12 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
             n += 1
         return " ".join(tokens[:n]), True
     return text, cut_any
+
+
+def _dangles(kept: str) -> bool:
+    """Would a cut keeping ``kept`` end on a word that promises more ("... would be")?"""
+    tokens = kept.rstrip(" ,;").split()
+    return without_dangling_end(tokens) != tokens
 
 
 def _in_list(text: str, cut: re.Match[str]) -> bool:
