@@ -6,7 +6,8 @@ at the granularity the phrase has.
 
 - **day** phrases: "yesterday", "today", "tonight", "this morning", "last night", "tomorrow",
   "the day before yesterday", "3 days ago", "last Friday" (or "last Fri"), "next Friday", "this Friday",
-  "on Saturday" -> ``"(7 May 2023)"``. A bare weekday ("on Saturday", "this Saturday") needs a
+  "on Saturday" -> ``"(7 May 2023)"``; "just" before an event verb ("just moved", "just got") is
+  the day it was said. A bare weekday ("on Saturday", "this Saturday") needs a
   tense: past ("went", "was", "-ed") -> the previous one, future ("will", "going to", "'m
   ...ing") -> the next one; with no tense cue it is left alone.
 - **week** phrases: "this week", "next week" -> ``"(week of 8 May 2023)"`` (the Monday); a past
@@ -120,7 +121,9 @@ _PHRASE = re.compile(
     r"(?i)\b(?:"
     r"(?P<dby>the\s+day\s+before\s+yesterday)"
     r"|(?P<yesterday>yesterday|last\s+night)"
-    r"|(?P<today>(?:earlier\s+|later\s+)?today|tonight|this\s+(?:morning|afternoon|evening))"
+    r"|(?P<today>(?:earlier\s+|later\s+)?today|tonight|this\s+(?:morning|afternoon|evening)"
+    r"|just(?=\s+(?:(?:got|went|won|made|took|bought|met|found|finished|started|launched|joined|adopted"
+    r"|moved|signed|opened|published|released|graduated|completed|booked|received|returned|came)\b)))"
     r"|(?P<tomorrow>tomorrow)"
     r"|(?P<few>a\s+(?:few|couple(?:\s+of)?)\s+days\s+ago)"
     rf"|(?P<num>\d{{1,2}}|{_NUM})\s+(?P<unit>day|weekend|week|month|year)s?\s+ago"

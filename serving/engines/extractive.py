@@ -284,6 +284,11 @@ def state_fact(clause: str, ts: datetime | None = None, sentence: str | None = N
             # the word budget cut off a date, a name or a number: a longer fact keeps it
             longer = with_dates(rewrite(clause, max_words=ANCHORED_MAX_WORDS), ts, context=sentence or clause)
             fact = longer if _anchors(longer, lead) > _anchors(fact, lead) else fact
+    just = (
+        lead[0] if len(lead) == 1 and lead[0].phrase.lower() == "just" else None
+    )  # "just ... last week": the week
+    if fact and just is not None and f"({just.absolute})" not in fact:
+        fact = f"{fact} ({just.absolute})"  # "I just moved to Lisbon": the rewrite drops "just"
     # "I'm Maya." -> "Is Maya" -> "Maya": a self-introduction is the name itself
     return fact[3:] if _INTRODUCED.fullmatch(fact) else fact
 
