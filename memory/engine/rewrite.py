@@ -238,11 +238,20 @@ _FRONT = re.compile(
 )
 
 
+_CATCH_UP = re.compile(
+    r"(?:since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up|met|saw each other)|since (?:then|last time)"
+    r"|in the meantime|meanwhile|on (?:another|a different|a side|that|a related) note)\W*$",
+    re.IGNORECASE,
+)
+
+
 def _front_adjunct(text: str) -> str:
     m = _FRONT.match(text)
     if m is None or _SUBJECT.match(m.group("lead")) or fold(m.group("lead").split()[0]) in FIRST_PERSON_WORDS:
         return text  # "I went home, I was tired" and "My kids, my husband and I ..." stay as said
     lead, rest = m.group("lead").strip(), m.group("rest").rstrip(" .!?")
+    if _CATCH_UP.match(lead):
+        return rest  # "Since we last talked," "On another note,": the chat's time and turns, not the fact's
     words = lead.split()
     first = fold(words[0])
     if first.endswith("ing") and not any(w[:1].isupper() or w[:1].isdigit() for w in words[1:]):
@@ -316,10 +325,13 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
     return text, cut_any
 
 
+_HALF_PHRASE = re.compile(r"\b(?:in hopes?|in order|so as|as well|such|because)$", re.IGNORECASE)
+
+
 def _dangles(kept: str) -> bool:
-    """Would a cut keeping ``kept`` end on a word that promises more ("... would be")?"""
+    """Would a cut keeping ``kept`` end on a word that promises more ("... would be", "in hopes")?"""
     tokens = kept.rstrip(" ,;").split()
-    return without_dangling_end(tokens) != tokens
+    return without_dangling_end(tokens) != tokens or _HALF_PHRASE.search(kept.rstrip(" ,;")) is not None
 
 
 def _in_list(text: str, cut: re.Match[str]) -> bool:

@@ -38,6 +38,13 @@ from memory.engine.text import folded_words, stem
         ("I love hiking too", "Loves hiking"),
         ("We even went on another camping trip", "They went on another camping trip"),
         ("I went even though it rained", "Went even though it rained"),
+        # the chat's own time and turns are not the fact's
+        ("Since we last spoke, I took my kids to a park", "Took their kids to a park"),
+        ("In the meantime, I donated my old car to a shelter", "Donated their old car to a shelter"),
+        (
+            "I launched an ad campaign for my clothing store in hopes of growing the business",
+            "Launched an ad campaign for their clothing store",
+        ),
         # a cut that would end on "would be" takes the purpose clause off instead
         (
             "I visited a travel agency to see what the requirements would be for my dream trip to Ireland",
