@@ -430,6 +430,9 @@ def _pronouns_named(tokens, main) -> list:
     great"); not a relative pronoun, "made it to the finals" or "after that"."""
     out = []
     for t in tokens:
+        if _another_one(t):  # "Started writing another one", "sold the old one"
+            out.append(t)
+            continue
         if t.lower_ not in _OBJECT_PRONOUNS and t.lower_ not in _REPORTED_PRONOUNS:
             continue
         if t.tag_ == "PRP$" or t.head.dep_ == "relcl" or t.dep_ == "det":
@@ -470,6 +473,21 @@ def _tail(tokens, main):
         start = ccs[-1] if ccs else subject
         return start, verb.doc.text[start.idx : verb.idx + len(verb.text)]
     return None
+
+
+def _another_one(token) -> bool:
+    """ "one" standing for a noun said before: "another one", "the first one", "a new one" (not
+    "one of my friends", "one day", "the one thing")."""
+    if token.lower_ not in ("one", "ones") or token.dep_ not in (
+        "dobj",
+        "pobj",
+        "nsubj",
+        "nsubjpass",
+        "attr",
+    ):
+        return False
+    kids = {c.dep_ for c in token.children}
+    return "prep" not in kids and bool(kids & {"det", "amod"})
 
 
 def _may_name(pronoun: str, token) -> bool:

@@ -46,6 +46,7 @@ def read(syntax, content):
         ("I think it's great.", "unresolved_object"),
         ("I'm really proud of this.", "unresolved_object"),
         ("I went hiking with them on Sunday.", "unresolved_object"),
+        ("I started writing another one while I wait.", "unresolved_object"),
         ("When I'm feeling down.", "subordinate"),
         ("Because my mom is a nurse.", "subordinate"),
     ],
