@@ -15,10 +15,18 @@ conservative: a value is flagged only when it is, as a whole, one of
 - ``caption``: an image description in the BLIP style ("a photo of a dog sitting on a couch");
 - ``platitude``: a general saying ("Life is short", "family is everything");
 - ``no content``: nothing left once pronouns, evaluative words ("great", "so true") and light verbs
-  ("was", "loved", "feels") are set aside ("It was great", "That's so true", "They loved it").
+  ("was", "loved", "feels") are set aside ("It was great", "That's so true", "They loved it");
+- ``vague``: no name, no number, and every content word generic: a generic noun or indefinite
+  ("news", "something", "experience", "a lot"), a verb saying only that something was done or
+  happened ("tried", "tackled", "learned", "shared"), a reaction without its object ("felt
+  inspired", "belonged", "grateful") or a vague modifier ("new", "big", "hectic", "again")
+  ("Tried something new", "Had an unforgettable experience", "Felt motivated"). A date in
+  parentheses is set aside first: it says when, not what ("Got big news (5 May 2023)" is still
+  empty); a number outside it is a measure ("Ran 5 miles") and keeps the value.
 
 A real fact keeps at least one content word, a number or a name ("Has a dog", "Is 32", "Moved to
-Lisbon (May 2023)", "Loves hiking") and is never flagged.
+Lisbon (May 2023)", "Loves hiking", "Started surfing (2018)", "Got a new job at Google", "Has been
+feeling low on confidence lately") and is never flagged.
 """
 
 from __future__ import annotations
@@ -180,6 +188,69 @@ def _content(tokens: list[str]) -> list[str]:
     return out
 
 
+# The "vague" class: a value whose every content word is one of these says something happened or was
+# felt without saying what ("Tried something new", "Got big news", "Felt inspired"). Word classes, each
+# listed with its inflections so that a word outside them (a noun naming a thing, an activity, a place)
+# keeps the value a fact. Deliberately absent: "old", "short", "lonely", "busy", "optimistic" (a state or
+# trait of the person), "moved", "back", "place", "life", "work" (each can name something on its own).
+_GENERIC_NOUNS = frozenset(
+    """
+news something anything everything nothing someone somebody anyone anybody everyone everybody stuff
+somewhere anywhere everywhere whatever experience experiences journey journeys aspect aspects effect effects
+impact moment moments time times way ways lot lots bit part parts kind sort type situation situations deal
+matter matters feeling feelings emotion emotions vibe vibes day days week weeks weekend weekends change
+changes progress update updates memories memory adventure adventures opportunity opportunities challenge
+challenges goal goals blast step steps future idea ideas story stories project projects passion passions
+difference struggle struggles
+""".split()
+)
+_GENERIC_VERBS = frozenset(
+    """
+tackle tackles tackled tackling try tries tried trying handle handles handled handling deal deals dealt
+dealing face faces faced facing experienced experiencing receive receives received receiving happen happens
+happened happening take takes took taken taking give gives gave given giving find finds found finding
+share shares shared sharing learn learns learned learnt learning start starts started starting begin
+begins began begun beginning discover discovers discovered discovering achieve achieves achieved achieving
+accomplish accomplished accomplishing manage manages managed managing discuss discusses discussed
+discussing talk talks talked talking plan plans planned planning want wants wanted wanting need needs
+needed needing keep keeps kept keeping done decide decides decided deciding looking
+remember remembers remembered remembering remind reminds reminded reminding struggled struggling
+""".split()
+)
+# Reactions that need an object to say anything: "Felt inspired" (by what?), unlike "Feels old".
+_REACTIONS = frozenset(
+    """
+belong belongs belonged belonging inspired motivated encouraged supported accepted understood valued
+welcomed appreciated connected fulfilled energized energised refreshed rejuvenated recharged touched
+grateful thankful amazed impressed surprised hopeful
+""".split()
+)
+_VAGUE_MODIFIERS = frozenset(
+    """
+new various different certain whole real big huge small entire important long hectic
+eventful productive memorable unforgettable meaningful rewarding challenging difficult stressful intense
+latest recent next last again finally already often sometimes together deeply forward several twice
+yet towards toward comforting
+""".split()
+)
+_VAGUE = _GENERIC_NOUNS | _GENERIC_VERBS | _REACTIONS | _VAGUE_MODIFIERS
+# a date note holds a year: "(May 2023)", "(week before 6 July 2023)"; "(USER 2)" is not one
+_DATE_NOTE = re.compile(r"\s*\((?=[^)]*\b(?:1[89]|2[01])\d\d\b)[^)]*\)")
+
+
+def _vague(text: str) -> bool:
+    """True when ``text``, its dates in parentheses (those holding a year) set aside, has no name, no
+    number, and only generic content words ("Tried something new (May 2023)", "Felt inspired")."""
+    said = _DATE_NOTE.sub(" ", text)
+    if any(ch.isdigit() for ch in said):
+        return False
+    raw = words(said)
+    if any(w[:1].isupper() and fold(w) not in _PRONOUNS and w != "I" for w in raw[1:]):
+        return False
+    content = _content([fold(w) for w in raw])
+    return all(t in _VAGUE for t in content)
+
+
 _VOCATIVE_HEAD = re.compile(r"^(?:[A-Za-z]+[,!]?\s+)?([A-Z][a-z]+)[,!]\s+(?=\S)")
 _VOCATIVE_TAIL = re.compile(r"(?<=\S)[,!]\s*([A-Z][a-z]+)[.!]*$")
 
@@ -256,6 +327,8 @@ def small_talk_reason(value: str) -> str | None:
         return "platitude"
     if not _content(tokens) and not names:
         return "no content"
+    if _vague(text):
+        return "vague"
     return None
 
 

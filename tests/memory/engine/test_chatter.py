@@ -33,6 +33,11 @@ SMALL_TALK = {
     "no content": ["It was great", "That's so true", "They loved it", "Loved it", "It was so much fun",
                    "That sounds amazing", "Wow, that's incredible!", "It's been great", "So cute!",
                    "That's really cool, I love that", "It can be tough", "Wow Maria, that's awesome!"],
+    "vague": ["Heard some big news (12 March 2022)", "Tried something different", "Had a hectic week",
+              "Felt really motivated and supported", "Is planning something special", "Learned a lot",
+              "Had an unforgettable experience (June 2021)", "Shared a few memories", "Felt grateful",
+              "Took a big step", "Talked about various things", "Faced some challenges lately",
+              "Had a great day (3 Feb 2020)", "Is looking forward to it"],
 }  # fmt: skip
 
 FACTS = [
@@ -54,6 +59,15 @@ FACTS = [
     "Boston, MA", "Vegetarian", "32", "Moved to Lisbon, Portugal", "Feels old", "Might live forever",
     "Is a 46 year old single dad", "Great-grandmother lives with them", "Has a great job at a startup",
     "Was born in 1990", "Is happy with their new job in Denver", "Loves great books",
+    # near the vague class: a specific word, a name or a number keeps a value a fact
+    "Got a new job at Google", "Is learning German", "Started surfing (2018)", "Tried sushi for the first time",
+    "Has been feeling low on confidence lately", "Felt inspired by Frida Kahlo", "Had a long day at the hospital",
+    "Came out (2019)", "Moved out (March 2021)", "Ran 5 miles", "Had a big week: ran 3 races",
+    "Learned a lot about gardening", "Felt supported by their church", "Is planning a trip to Japan",
+    "Has a bad back", "Is lonely", "Is in a good place", "Loves life", "Works long days", "Took up knitting",
+    "Shared their poems online", "Faced their fear of water", "Is getting a divorce", "Talked to a therapist",
+    "Is always busy", "Is an optimistic person", "Is new to the city", "Has a lot of experience in sales",
+    "Had a big week (3 races)",
 ]  # fmt: skip
 
 
@@ -67,7 +81,7 @@ def test_small_talk_is_flagged(reason: str, value: str) -> None:
     ("greeting", "ttyl, Bye!"), ("question", "how about you?"), ("backchannel", "I hear ya"),
     ("caption", "a photo of a dog sitting on a couch"), ("no content", "It was great"),
     ("platitude", "Life is short"), ("addressed", "You're so sweet"), ("thanks", "Thanks!"),
-    ("compliment", "Great pic"),
+    ("compliment", "Great pic"), ("vague", "Tried something new (2 May 2022)"), ("vague", "Felt encouraged"),
 ])  # fmt: skip
 def test_the_reason_names_the_kind_of_small_talk(reason: str, value: str) -> None:
     assert small_talk_reason(value) == reason
@@ -81,3 +95,8 @@ def test_real_facts_are_not_flagged(value: str) -> None:
 def test_empty_value_is_left_to_the_gate_and_examples_are_many() -> None:
     assert not is_small_talk("") and not is_small_talk("   ")
     assert sum(map(len, SMALL_TALK.values())) >= 60 and len(FACTS) >= 60
+
+
+@pytest.mark.parametrize("value", SMALL_TALK["vague"])
+def test_a_value_saying_only_that_something_happened_is_vague(value: str) -> None:
+    assert small_talk_reason(value) == "vague"
