@@ -76,7 +76,8 @@ def test_process_runs_the_listener_in_batches_and_rerun_adds_no_versions(tenant)
     assert len(client.calls[0]) == 2  # both subjects' first chunks in one call
     assert client.violations == []
     first = state(tenant)
-    assert first["ctx-synthetic-01"]["versions"] >= 1
+    # the stand-in writes a turn's first words; the gate files some (a re-run must add none)
+    assert sum(s["versions"] for s in first.values()) >= 1
     again = _process_tiny(tenant, client)
     assert again.applied == 0 and again.new_messages == 0
     assert state(tenant) == first
