@@ -196,21 +196,21 @@ def _other_event(key: frozenset[str], new_key: frozenset[str]) -> bool:
     return any(k[:1].isdigit() or k.startswith("m:") for k in key - new_key)
 
 
-_NAME_AFTER_FIRST = re.compile(r"(?<=[\s(\"'])(?!I\b|I')[A-Z]")
-_NAME_WORD = re.compile(r"(?<=[\s(\"'])(?!I\b|I')[A-Z][\w'-]*")
+# A name: a capitalised word after a clause's first ("Took Max for a walk", "(May 2023)"), not "I".
+_NAME = re.compile(r"(?<=[\s(\"'])(?!I\b|I')[A-Z][\w'-]*")
 
 
 def _names_left(old: str, new: str) -> bool:
     """Does ``old`` name someone or something ``new`` does not? "Took Max for a walk" is another
     fact than "Took their turtles out for a walk", however many words they share."""
     said = set(folded_words(new))
-    return any(fold(name) not in said for name in _NAME_WORD.findall(old, 1))
+    return any(fold(name) not in said for name in _NAME.findall(old, 1))
 
 
 def anchored(clause: str) -> bool:
     """Does ``clause`` hold a date, a number or a name (a digit, or a capitalised word after its
     first)? Such a clause is what a question about the subject asks for."""
-    return any(ch.isdigit() for ch in clause) or _NAME_AFTER_FIRST.search(clause, 1) is not None
+    return any(ch.isdigit() for ch in clause) or _NAME.search(clause, 1) is not None
 
 
 def _victim(older: list[str]) -> int:
