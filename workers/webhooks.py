@@ -18,8 +18,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.dispatch import receiver
 
 from memory import conf
+from memory.services import webhook_deliveries as deliveries
 from memory.services import webhooks as service
-from memory.services.webhook_targets import target_resolve
+from memory.services.webhook_targets import WebhookUrlRefused, target_resolve
 from memory.signals import chunk_failed, review_decided, subject_erased, version_applied
 from workers import webhook_http
 from workers.base import pt_task, send, when_read
@@ -53,9 +54,9 @@ def _attempt(outgoing) -> tuple[int | None, str, bool]:
     try:
         target = target_resolve(outgoing.url, resolve=True)
         status_code = webhook_http.post(
-            target, body=outgoing.body, headers=outgoing.headers, timeout_s=service.timeout_s()
+            target, body=outgoing.body, headers=outgoing.headers, timeout_s=deliveries.timeout_s()
         )
-    except service.WebhookUrlRefused as exc:
+    except WebhookUrlRefused as exc:
         return None, f"refused: {exc.message}", False
     except (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError) as exc:
         return None, f"invalid URL: {type(exc).__name__}", False
@@ -69,7 +70,7 @@ def _attempt(outgoing) -> tuple[int | None, str, bool]:
         logger.exception("webhook attempt failed unexpectedly")
         return None, f"error: {type(exc).__name__}", True
     ok = 200 <= status_code < 300
-    return status_code, "" if ok else f"HTTP {status_code}", service.retryable_status(status_code)
+    return status_code, "" if ok else f"HTTP {status_code}", deliveries.retryable_status(status_code)
 
 
 @pt_task(
@@ -85,7 +86,7 @@ def deliver_webhook(self, delivery_id: int) -> str:
     """POST delivery ``delivery_id`` once; returns ``delivered``, ``failed``, ``deferred`` (no free
     slot of its tenant: sent again shortly) or ``skipped`` (nothing to send: delivered already, given
     up, or its endpoint deleted or deactivated)."""
-    outgoing = service.webhook_delivery_prepare(delivery_id=int(delivery_id))
+    outgoing = deliveries.webhook_delivery_prepare(delivery_id=int(delivery_id))
     if outgoing is None:
         return "skipped"
     settings = conf.get().webhooks
@@ -100,7 +101,7 @@ def deliver_webhook(self, delivery_id: int) -> str:
         started = time.monotonic()
         status_code, error, retryable = _attempt(outgoing)
         duration_ms = (time.monotonic() - started) * 1000
-    outcome = service.webhook_attempt_record(
+    outcome = deliveries.webhook_attempt_record(
         delivery_id=int(delivery_id),
         status_code=status_code,
         error=error,
@@ -116,7 +117,7 @@ def deliver_webhook(self, delivery_id: int) -> str:
 def sweep_webhooks(self) -> dict:
     """Send again the pending deliveries whose task was lost; close those out of attempts. A delivery
     whose task is alive but waiting for a slot of its tenant is left to it."""
-    orphans = service.webhook_deliveries_orphaned(idle_s=ORPHAN_AFTER_S)
+    orphans = deliveries.webhook_deliveries_orphaned(idle_s=ORPHAN_AFTER_S)
     alive = waiting([item.delivery_id for item in orphans])
     queued = [item for item in orphans if item.delivery_id not in alive]
     _deliver(queued)

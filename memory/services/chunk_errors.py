@@ -1,9 +1,5 @@
-"""What a chunk's ``last_error`` may keep: the error's kind and a short reason, never user text.
-
-The causes that reach a chunk may quote the subject's or the model's text and internals (URLs,
-model paths), and staff and the ingest status read ``last_error``; so it is stored through
-:func:`safe_chunk_error`: the first line only, every quoted or bracketed span, URL and absolute
-path replaced by a placeholder, at most :data:`MAX_CHARS` characters.
+"""What a chunk's ``last_error`` (read by staff and the ingest status) may keep: the error's kind
+and a short reason; never the subject's or the model's text, URLs or paths (:func:`safe_chunk_error`).
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ _MASKS = (
 
 
 def safe_chunk_error(error: str) -> str:
-    """The kind and short reason of ``error`` without user or model text; see the module docstring."""
+    """The first line, quoted or bracketed spans, URLs and paths masked, at most :data:`MAX_CHARS`."""
     line = next((part.strip() for part in str(error).splitlines() if part.strip()), "")
     for pattern, placeholder in _MASKS:
         for _ in range(3):  # nested brackets: a few passes

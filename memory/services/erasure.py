@@ -1,14 +1,8 @@
-"""Erasure bookkeeping outside the database: the evidence vectors' purge, reconciled.
-
-``subject_erase`` leaves a :class:`~memory.models.Tombstone` with the subject's pk and no
-``vectors_purged_at``; ``subject_erased`` (on commit) queues ``workers.erase_subject_vectors``.
-That task, and the periodic ``workers.reconcile_erasures`` for every purge that did not complete,
-record the purge here once the index confirmed it (deleting vectors is idempotent).
-
-The llama.cpp disk prompt cache (``MEMLISTENER_PROMPT_CACHE_DIR``, off by default) holds the
-subjects' turns in entries no one can attribute to a subject, so an erasure empties this machine's
-whole cache (:func:`purge_prompt_cache`, on commit). A MemListener on another machine with its own
-disk cache is out of reach: keep it off there.
+"""Erasure outside the database. The vectors: ``workers.erase_subject_vectors`` (and the periodic
+``workers.reconcile_erasures``) record the purge on the subject's tombstone once the index confirmed it.
+The llama.cpp disk prompt cache (``MEMLISTENER_PROMPT_CACHE_DIR``, off by default) holds turns no
+one can attribute to a subject, so an erasure empties this machine's whole cache; a MemListener on
+another machine with its own disk cache is out of reach: keep it off there.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Evidence indexing bookkeeping: which applied chunks are confirmed in the vector index.
-
-``version_applied`` (on commit) queues ``workers.index_messages`` for the chunk's span; a lost
-publish or a task that gave up would leave those messages out of deep recall. So the task records
-``Chunk.indexed_at`` once the upsert is confirmed, and ``workers.reconcile_indexing`` re-queues the
-spans still unconfirmed after a grace period (upserts are idempotent).
+"""Which applied chunks are confirmed in the evidence index (``Chunk.indexed_at``), so that
+``workers.reconcile_indexing`` re-queues the spans a lost or failed indexing task left out.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Review queue decisions.
+"""Review queue decisions, each subject's in its own transaction under the subject lock.
 
-Approving held ops applies them as a new version on top of the *current* head
-(created_by ``review``), re-gated against it: an op that no longer fits (for
-example an ADD on a leaf filled since) becomes ``rejected`` with the gate's
-reason instead of overwriting newer state. Declining records who, when and why.
-Each subject's ops are decided in their own transaction, under the subject lock.
+Approved held ops are re-gated against the *current* head and applied as a ``review`` version: one
+that no longer fits (an ADD on a leaf filled since) becomes ``rejected`` with the gate's reason
+instead of overwriting newer state. Declining records who, when and why.
 """
 
 from __future__ import annotations
@@ -110,18 +108,8 @@ def _approve_locked(locked, records: list[OpRecord], user, note: str) -> ReviewO
         + ["decided_by", "decided_at", "decision_note"],
     )
     schedule_follow_up(locked.pk, version, None, [])
-    transaction.on_commit(
-        partial(
-            send_signal,
-            review_decided,
-            subject_id=locked.pk,
-            decision="approved",
-            approved=len(approved),
-            rejected=len(refused),
-            declined=0,
-            version=version.number if version is not None else None,
-        )
-    )
+    number = version.number if version is not None else None
+    _announce(locked.pk, "approved", approved=len(approved), rejected=len(refused), version=number)
     return ReviewOutcome(locked.pk, version, tuple(approved), tuple(refused))
 
 
@@ -187,16 +175,12 @@ def ops_review_decline(*, op_ids: Iterable[int], user, note: str) -> int:
             )
             declined += here
             if here:
-                transaction.on_commit(
-                    partial(
-                        send_signal,
-                        review_decided,
-                        subject_id=subject_id,
-                        decision="declined",
-                        approved=0,
-                        rejected=0,
-                        declined=here,
-                        version=None,
-                    )
-                )
+                _announce(subject_id, "declined", declined=here)
     return declined
+
+
+def _announce(subject_id: int, decision: str, version: int | None = None, **counts: int) -> None:
+    """``review_decided`` after commit (``counts``: approved, rejected, declined; 0 when not given)."""
+    counts = {"approved": 0, "rejected": 0, "declined": 0, **counts}
+    kwargs = {"subject_id": subject_id, "decision": decision, "version": version, **counts}
+    transaction.on_commit(partial(send_signal, review_decided, **kwargs))

@@ -1,9 +1,5 @@
-"""Ingestion: the message log of a subject and the chunks cut from it (docs/INGEST.md).
-
-:func:`messages_ingest` appends a batch (idempotency key per message, unique per subject) and cuts
-complete windows into ``pending`` chunks in the same transaction; :func:`subject_flush` and the idle
-sweep close a partial window; :func:`chunks_requeue` puts failed chunks back. Input is checked here
-only (:func:`ingest_body_parse`, :func:`messages_validate`), for the API and the backfill alike.
+"""Ingestion: a subject's message log and the chunks cut from it (docs/INGEST.md). Input is checked
+here only (:func:`ingest_body_parse`, :func:`messages_validate`), for the API and the backfill alike.
 """
 
 from __future__ import annotations
@@ -323,19 +319,14 @@ def _build_locked(subject: Subject, *, include_partial: bool) -> list[Chunk]:
     return Chunk.objects.bulk_create(rows)
 
 
-def chunks_build(*, subject: Subject, include_partial: bool = False, enqueue: bool = True) -> list[Chunk]:
-    """Cut the unchunked tail of the subject's log into pending chunks (complete windows only by default)."""
+def subject_flush(*, subject: Subject, enqueue: bool = True) -> list[Chunk]:
+    """Close the subject's partial window now (a no-op when the log is fully chunked)."""
     with transaction.atomic():
         locked = lock_subject(subject)
-        built = _build_locked(locked, include_partial=include_partial)
+        built = _build_locked(locked, include_partial=True)
         if built and enqueue:
             schedule_dispatch(tenant_id=locked.tenant_id)
     return built
-
-
-def subject_flush(*, subject: Subject, enqueue: bool = True) -> list[Chunk]:
-    """Close the subject's partial window now (a no-op when the log is fully chunked)."""
-    return chunks_build(subject=subject, include_partial=True, enqueue=enqueue)
 
 
 def subjects_flush_idle(*, now: datetime | None = None, limit: int = 500) -> int:

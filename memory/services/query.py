@@ -1,9 +1,7 @@
 """Query services: the memory context for a question (`context_build`: fast, deep or auto) and an
-answer over it (`answer_build`: extractive by default, or one responder-model call).
-
-docs/ARCHITECTURE.md ("The path of one query") walks both. Raw dialogue may hold a special-category
-fact verbatim, so evidence counts as the ``special`` tier (``EVIDENCE_TIER``): without it deep mode
-stays fast with ``recall.status == "withheld"``.
+answer over it (`answer_build`: extractive by default, or one responder-model call); docs/ARCHITECTURE.md,
+"The path of one query". Raw dialogue may hold a special-category fact verbatim, so evidence counts
+as the ``special`` tier (``EVIDENCE_TIER``): without it deep mode stays fast (``withheld``).
 """
 
 from __future__ import annotations
@@ -158,20 +156,10 @@ def context_build(
     token_budget: int | None = None,
     tiers: Collection[str] = selectors.PUBLIC_TIERS,
 ) -> ContextResult:
-    return _context(
-        subject=subject, query=query, mode=mode, as_of=as_of, token_budget=token_budget, tiers=tiers
-    )[0]
+    return _context(subject, query, mode, as_of, token_budget, tiers)[0]
 
 
-def _context(
-    *,
-    subject: Subject,
-    query: str,
-    mode: str,
-    as_of: int | datetime | None,
-    token_budget: int | None,
-    tiers: Collection[str],
-) -> tuple[ContextResult, Mapping[str, str]]:
+def _context(subject: Subject, query, mode, as_of, token_budget, tiers) -> tuple[ContextResult, Mapping]:
     """`context_build`'s result and the visible leaves it rendered (path -> value)."""
     started = time.perf_counter()
     query, mode, budget = _validate(query, mode, token_budget)
@@ -261,19 +249,10 @@ def _deep(
     except (IndexUnavailable, EmbedderUnavailable, RerankerUnavailable) as exc:
         # The cause names the Milvus URI or a model path: logged under an id, never in the body.
         error_id = new_error_id()
-        logger.warning(
-            "deep recall unavailable for subject %s, falling back to fast (error %s): %s",
-            subject.pk,
-            error_id,
-            exc,
-        )
+        logger.warning("deep recall unavailable for subject %s (error %s): %s", subject.pk, error_id, exc)
         detail = f"{type(exc).__name__} (error id {error_id})"
         notices.append(f"evidence recall unavailable ({detail}); answered in fast mode (tree only)")
-        return (
-            {"status": "unavailable", "fallback": "fast", "detail": detail, "notices": notices},
-            [],
-            "fast",
-        )
+        return {"status": "unavailable", "fallback": "fast", "detail": detail, "notices": notices}, [], "fast"
     expansion = result.expansion
     if expansion["status"] != "ok":
         detail = expansion["detail"]
@@ -328,9 +307,7 @@ def answer_build(
     tiers: Collection[str] = selectors.PUBLIC_TIERS,
 ) -> AnswerResult:
     """The context of `context_build` and an answer over it, in the configured answer mode."""
-    ctx, leaves = _context(
-        subject=subject, query=query, mode=mode, as_of=as_of, token_budget=token_budget, tiers=tiers
-    )
+    ctx, leaves = _context(subject, query, mode, as_of, token_budget, tiers)
     if conf.get().answer.mode == "extractive":
         return extractive_build(ctx, leaves)
     return model_build(ctx)

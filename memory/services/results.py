@@ -1,8 +1,5 @@
-"""Typed results of the read services, sent to clients as JSON objects.
-
-A result is a frozen dataclass (``result.mode_used``) that also reads as the JSON object it
-becomes: a read-only mapping of its fields in field order (``result["mode_used"]``, ``dict(result)``),
-as the API views and the evaluation harness consume it; ``to_dict()`` gives a new, mutable dict.
+"""Typed results of the read services: frozen dataclasses that also read as the JSON object they
+become (a read-only mapping of their fields in order: ``result["mode_used"]``, ``dict(result)``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Dry runs of a schema migration as background work: started by the API, run by a task, polled.
-
-:func:`dry_run_start` validates the mapping at once (400/409 as for a run) and keeps it in the
-shared cache for :data:`DRY_RUN_TTL_S`; the ``workers.schema_migration_dry_run`` task runs
-:func:`dry_run_execute`, which stores the report (paths and counts, never a value) under the same
-id; :func:`dry_run_get` answers the poll. Another tenant's id, or an expired one, is a 404.
+"""Dry runs of a schema migration as background work: started by the API (the mapping validated at
+once), run by ``workers.schema_migration_dry_run``, polled; kept in the shared cache for
+:data:`DRY_RUN_TTL_S`. Another tenant's id, or an expired one, is a 404.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Schema migrations of a tenant's subjects: a declared mapping (docs/SCHEMAS.md) applied to every
-tree pinned to its source, through the store's one write path (:mod:`memory.services.tree_store`).
-
-:func:`schema_migration_create` validates and stores the mapping (idempotent), :func:`schema_migration_dry_run`
-plans and gates without writing, :func:`schema_migration_run` migrates the subjects still on the
-source a batch per transaction (values crossing the special tier's border held for review). Resumable:
-a subject on the target is never selected again.
+"""Schema migrations: a declared mapping (docs/SCHEMAS.md) applied to every tree pinned to its source,
+a batch of subjects per transaction, through the store's one write path (values crossing the
+special tier's border held for review). Resumable: a subject on the target is never selected again.
 """
 
 from __future__ import annotations
@@ -43,12 +39,6 @@ COUNTS = ("migrated", "unchanged", "held", "held_ops", "failed")
 INVALID_TREE = "INVALID_TREE"  # a subject's stored tree holds a value outside the source schema
 HELD_NOTE = "special-tier leaf: held for review (schema migration)"
 LOWERED_NOTE = "value of a special-tier leaf: held for review (schema migration)"
-
-
-def review_paths(plan: MigrationPlan, *, review: bool) -> set[str]:
-    """Paths of ``plan`` held for review: those leaving the special tier always, those entering it
-    when the tenant reviews special-tier writes (``review``)."""
-    return {r["path"] for r in plan.report["review"] if review or r["tier"] != "special"}
 
 
 class SchemaMigrationConflict(ServiceError):
@@ -170,7 +160,8 @@ def plan_subject(tree: Tree, pinned: tuple[str, int], migration: Migration, *, r
     """Plan, gate and split one subject's migration (module docstring); ``MigrationError`` for a bad tree."""
     plan = plan_migration(tree, migration, pinned=pinned)
     target, ops = migration.target, list(plan.ops())
-    to_review = review_paths(plan, review=review)
+    # Held for review: values leaving the special tier always, those entering it if the tenant reviews.
+    to_review = {r["path"] for r in plan.report["review"] if review or r["tier"] != "special"}
     # A kept value whose leaf became special: taken out of the tree and held like a moved one.
     named = {op.path for op in ops}
     kept = [p for p in sorted(to_review - named) if p in tree and plan.after.get(p) == tree.get(p)]
@@ -315,10 +306,6 @@ def status_dict(row: SchemaMigration) -> dict[str, Any]:
     }
 
 
-def _lock(ids: list[int]) -> dict[int, Subject]:
-    return lock_subjects(dict.fromkeys(ids))  # a subject erased meanwhile is absent
-
-
 def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: list[int]) -> None:
     source, target = migration.source.key, migration.target.key
     note = f"schema migration {migration.id}"
@@ -327,7 +314,7 @@ def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: li
     counts, failures = Counter[str](), Counter[str]()
     entries, moved = [], []
     with transaction.atomic():
-        for pk, locked in sorted(_lock(ids).items()):
+        for pk, locked in sorted(lock_subjects(dict.fromkeys(ids)).items()):  # an erased one is absent
             if (locked.schema_id, locked.schema_version) != source:  # migrated by another run meanwhile
                 continue
             planned = _planned(locked, migration, locked.tenant.review_special_tier)
@@ -370,7 +357,7 @@ def _records(locked: Subject, version, planned: Planned, template: dict, target:
     retired = f"retired: not a leaf of {target.id} v{target.version}"
     records = []
     for position, op in enumerate(planned.apply_now + planned.held):
-        is_held = position >= len(planned.apply_now)
+        is_held, leaf = position >= len(planned.apply_now), target.leaf(op.path or "")
         record = OpRecord.__new__(OpRecord)
         record.__dict__.update(template, **subject)
         record.__dict__.update(
@@ -381,9 +368,9 @@ def _records(locked: Subject, version, planned: Planned, template: dict, target:
             new_value=op.value,
             status=OpRecord.Status.PENDING_REVIEW if is_held else OpRecord.Status.APPLIED,
             reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
-            detail=_held_note(target, op.path)
+            detail=(HELD_NOTE if leaf is not None and leaf.tier == "special" else LOWERED_NOTE)
             if is_held
-            else (retired if not target.is_leaf(op.path or "") else ""),
+            else ("" if leaf is not None else retired),
         )
         record._state = ModelState()
         if not is_held and version is not None:  # the version's id is known once it is written (ORM path)
@@ -391,8 +378,3 @@ def _records(locked: Subject, version, planned: Planned, template: dict, target:
             record.version_id = version.pk
         records.append(record)
     return records
-
-
-def _held_note(target: Schema, path: str | None) -> str:
-    leaf = target.leaf(path or "")
-    return HELD_NOTE if leaf is not None and leaf.tier == "special" else LOWERED_NOTE

@@ -1,11 +1,8 @@
 """Tenant schemas: upload a version, list them, choose the one new subjects are pinned to.
 
-A tenant's schema is validated by the engine exactly as a shipped one is
-(``memory/engine/schema.py`` ``load_schema``). Versions of one id are immutable and consecutive
-(1, 2, 3, ...): uploading the same document again under its version is idempotent, a different
-document under a taken version is a conflict. Ids of shipped schemas are reserved. Existing subjects
-move to a new version only through a schema migration (``memory/services/schema_migrations.py``).
-Reads go through ``memory/selectors.py`` ``schema_get`` (cached; rows never change).
+Validated by the engine as a shipped one is. Versions of one id are immutable and consecutive: the
+same document again is idempotent, another under a taken version a conflict; shipped ids are
+reserved. Existing subjects move only through a schema migration; reads go through ``selectors``.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Max
 
 from memory import selectors
 from memory.engine.schema import (
@@ -51,12 +48,8 @@ class SchemaTooLarge(ServiceError):
 
 
 def schema_upload(*, tenant: Tenant, document: Any, created_by: str = "") -> tuple[TenantSchema, bool]:
-    """Store a version of one of the tenant's schemas; ``(row, created)``.
-
-    Refused (``ServiceError``, field ``document``): not an object, over ``MAX_DOCUMENT_BYTES`` or
-    ``MAX_LEAVES``, anything the engine's validation refuses, a reserved (shipped) id, a version
-    that is not the next one of its id. ``SchemaConflict`` (409): the version exists with another
-    document."""
+    """Store a version of one of the tenant's schemas; ``(row, created)``. ``SchemaConflict`` (409):
+    the version exists with another document."""
     if not isinstance(document, Mapping):
         raise ServiceError("The schema must be a JSON object.", field="document")
     try:  # before anything encodes the document: a lone surrogate cannot be encoded as UTF-8
@@ -126,21 +119,6 @@ def _next_version(tenant: Tenant, schema_id: str) -> int:
     return (latest or 0) + 1
 
 
-def schema_list(*, tenant: Tenant) -> QuerySet[TenantSchema]:
-    return TenantSchema.objects.filter(tenant=tenant).order_by("schema_id", "version")
-
-
-def schema_subject_counts(*, tenant: Tenant) -> dict[tuple[str, int], int]:
-    """How many of the tenant's subjects are pinned to each ``(schema_id, version)``."""
-    rows = (
-        Subject.objects.filter(tenant=tenant)
-        .values("schema_id", "schema_version")
-        .order_by()
-        .annotate(n=Count("pk"))
-    )
-    return {(r["schema_id"], r["schema_version"]): r["n"] for r in rows}
-
-
 def tenant_default_schema_set(*, tenant: Tenant, schema_id: str, version: int) -> Tenant:
     """Pin the tenant's new subjects to ``(schema_id, version)`` (existing subjects keep theirs)."""
     try:
@@ -166,57 +144,38 @@ class SchemaInfo:
     document: dict[str, Any]
 
 
-def _shipped_document(schema_id: str, version: int) -> dict[str, Any]:
-    with open(SCHEMA_DIR / f"{schema_id}.v{version}.json", encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def _shipped_info(schema_id: str, version: int, subjects: int) -> SchemaInfo:
-    document = _shipped_document(schema_id, version)
-    return SchemaInfo(
-        schema_id=schema_id,
-        version=version,
-        digest=document_digest(document),
-        leaf_count=len(get_schema(schema_id, version).leaves),
-        shipped=True,
-        created_at=None,
-        subjects=subjects,
-        document=document,
-    )
-
-
-def _row_info(row: TenantSchema, subjects: int) -> SchemaInfo:
-    return SchemaInfo(
-        schema_id=row.schema_id,
-        version=row.version,
-        digest=row.digest,
-        leaf_count=row.leaf_count,
-        shipped=False,
-        created_at=row.created_at,
-        subjects=subjects,
-        document=row.document,
-    )
+def _info(schema_id: str, version: int, subjects: int, row: TenantSchema | None = None) -> SchemaInfo:
+    """A tenant's own schema (``row``) or, without a row, the shipped one."""
+    if row is not None:
+        document, digest, leaves, created_at = row.document, row.digest, row.leaf_count, row.created_at
+    else:
+        with open(SCHEMA_DIR / f"{schema_id}.v{version}.json", encoding="utf-8") as fh:
+            document = json.load(fh)
+        digest, created_at = document_digest(document), None
+        leaves = len(get_schema(schema_id, version).leaves)
+    return SchemaInfo(schema_id, version, digest, leaves, row is None, created_at, subjects, document)
 
 
 def schema_catalogue(*, tenant: Tenant) -> list[SchemaInfo]:
     """Every schema the tenant may pin to: the shipped ones, then its own (by id and version), each
     with how many of its subjects are pinned to it."""
-    counts = schema_subject_counts(tenant=tenant)
-    shipped = [_shipped_info(sid, v, counts.get((sid, v), 0)) for sid, v in shipped_schemas()]
-    own = [_row_info(row, counts.get((row.schema_id, row.version), 0)) for row in schema_list(tenant=tenant)]
-    return shipped + own
+    rows = Subject.objects.filter(tenant=tenant).values("schema_id", "schema_version").order_by()
+    counts = {(r["schema_id"], r["schema_version"]): r["n"] for r in rows.annotate(n=Count("pk"))}
+    shipped = [_info(sid, v, counts.get((sid, v), 0)) for sid, v in shipped_schemas()]
+    own = TenantSchema.objects.filter(tenant=tenant).order_by("schema_id", "version")
+    return shipped + [_info(r.schema_id, r.version, counts.get((r.schema_id, r.version), 0), r) for r in own]
 
 
 def schema_read(*, tenant: Tenant, schema_id: str, version: int) -> SchemaInfo:
     """One schema the tenant may pin to, with its document; ``NotFoundError`` alike for a missing
     one and another tenant's."""
-    counts = Subject.objects.filter(tenant=tenant, schema_id=schema_id, schema_version=version)
-    if (schema_id, version) in shipped_schemas():
-        return _shipped_info(schema_id, version, counts.count())
-    row = TenantSchema.objects.filter(tenant=tenant, schema_id=schema_id, version=version).first()
-    if row is None:
-        raise NotFoundError(f"Unknown schema {schema_id} v{version}.")
-    return _row_info(row, counts.count())
+    row = None
+    if (schema_id, version) not in shipped_schemas():
+        row = TenantSchema.objects.filter(tenant=tenant, schema_id=schema_id, version=version).first()
+        if row is None:
+            raise NotFoundError(f"Unknown schema {schema_id} v{version}.")
+    subjects = Subject.objects.filter(tenant=tenant, schema_id=schema_id, schema_version=version).count()
+    return _info(schema_id, version, subjects, row)
 
 
 def tenant_default_schema_follow(*, migration: SchemaMigration) -> bool:

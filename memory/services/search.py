@@ -1,13 +1,9 @@
 """Search a subject's memory (``POST /v1/subjects/<id>/search``, the MCP tool ``search_memories``).
 
-- **leaves**: the visible head tree's leaves (the fast context's cached rendering), optionally under
-  a ``prefix``, scored as the extractive answer scores a passage:
-  ``COSINE_WEIGHT * cosine + (1 - COSINE_WEIGHT) * content-word overlap``, those under
-  ``MIN_LEAF_SCORE`` left out. ``since``/``until`` keep the leaves whose current value was set in
-  that range (the newest applied op on the path, one grouped query), each hit saying when.
-- **evidence**: one hybrid search of the subject's evidence index, filtered by message time. It
-  counts as the ``special`` tier (``query.EVIDENCE_TIER``): without it ``evidence_status`` is
-  ``withheld``; an index or embedder failure is ``unavailable`` with a notice, the leaves answered.
+- **leaves** of the visible head tree (under ``prefix``), scored ``COSINE_WEIGHT * cosine + (1 -
+  COSINE_WEIGHT) * word overlap``; ``since``/``until`` keep those whose value was set in the range.
+- **evidence**: one hybrid search, filtered by message time; it counts as the ``special`` tier
+  (``query.EVIDENCE_TIER``): without it ``withheld``; an index or embedder failure ``unavailable``.
 """
 
 from __future__ import annotations
@@ -101,7 +97,7 @@ def _evidence(subject: Subject, query: str, since, until, limit: int, notices: l
             runtime.configured_index(), runtime.configured_embedder(), scope, [query], limit=limit
         )
     except (IndexUnavailable, EmbedderUnavailable) as exc:
-        error_id = new_error_id()  # the cause names the Milvus URI or a model path: logged, not shown
+        error_id = new_error_id()  # the cause may name the Milvus URI or a model path
         logger.warning("evidence search unavailable for subject %s (error %s): %s", subject.pk, error_id, exc)
         notices.append(f"evidence search unavailable ({type(exc).__name__}, error id {error_id})")
         return "unavailable", []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django.contrib.admin.models import LogEntry
 from django.contrib.contenttypes.models import ContentType
@@ -104,42 +105,32 @@ def op_record_masked(record: OpRecord) -> OpRecord:
     return record
 
 
+#: A subject's rows, in the order they are deleted (op records point at versions and chunks, ...).
+_OWNED: dict[str, Any] = {"ops": OpRecord, "versions": TreeVersion, "chunks": Chunk, "messages": Message}
+
+
 def subject_erase(*, subject: Subject, erased_by: str = "") -> Tombstone:
     """Delete everything stored about the subject; leave a tombstone with counts and time.
-
-    Vectors and caches live outside this database: ``subject_erased`` is sent on
-    commit so their owners purge them.
-    """
+    ``subject_erased`` (on commit) has the vectors and caches outside this database purged."""
     tenant_id, subject_id, external_id = subject.tenant_id, subject.pk, subject.external_id
     with transaction.atomic():
         locked = Subject.objects.select_for_update().filter(pk=subject_id).first()
         if locked is None:
             raise ServiceError("Subject was already erased.", code="not_found")
-        counts = {
-            "messages": Message.objects.filter(subject_id=subject_id).count(),
-            "chunks": Chunk.objects.filter(subject_id=subject_id).count(),
-            "versions": TreeVersion.objects.filter(subject_id=subject_id).count(),
-            "ops": OpRecord.objects.filter(subject_id=subject_id).count(),
-        }
+        counts = {name: model.objects.filter(subject_id=subject_id).count() for name, model in _OWNED.items()}
         # Admin history rows name objects by their repr, which may hold the subject's text.
         LogEntry.objects.filter(
             content_type=ContentType.objects.get_for_model(Subject), object_id=str(subject_id)
         ).delete()
-        for model, ids in (
-            (OpRecord, OpRecord.objects.filter(subject_id=subject_id).values_list("pk", flat=True)),
-            (TreeVersion, TreeVersion.objects.filter(subject_id=subject_id).values_list("pk", flat=True)),
-            (Chunk, Chunk.objects.filter(subject_id=subject_id).values_list("pk", flat=True)),
-            (Message, Message.objects.filter(subject_id=subject_id).values_list("pk", flat=True)),
-        ):
+        for model in _OWNED.values():
+            ids = model.objects.filter(subject_id=subject_id).values_list("pk", flat=True)
             LogEntry.objects.filter(
                 content_type=ContentType.objects.get_for_model(model), object_id__in=[str(i) for i in ids]
             ).delete()
-        OpRecord.objects.filter(subject_id=subject_id).delete()
         Subject.objects.filter(pk=subject_id).update(head=None)
         Chunk.objects.filter(subject_id=subject_id).update(produced_version=None)
-        TreeVersion.objects.filter(subject_id=subject_id).delete()
-        Chunk.objects.filter(subject_id=subject_id).delete()
-        Message.objects.filter(subject_id=subject_id).delete()
+        for model in _OWNED.values():
+            model.objects.filter(subject_id=subject_id).delete()
         Subject.objects.filter(pk=subject_id).delete()
         tombstone = Tombstone.objects.create(
             tenant_id=tenant_id,

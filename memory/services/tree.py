@@ -1,12 +1,10 @@
-"""The one write path of a subject's tree: every write of ops (a model's chunk, an admin edit, a revert).
+"""The one write path of a subject's tree: :func:`tree_apply_ops_batch` gates and writes every op
+(a model's chunk, an admin edit, a revert: any other write is a batch of one).
 
-:func:`tree_apply_ops_batch` is the only code that gates and writes ops; any other write is a batch
-of one request. Per request, in one transaction: lock the subject (:mod:`memory.services.tree_store`)
-and refuse a foreign chunk, a stale base or a moved schema (:func:`_refusal`); gate and hold for
-review (:func:`plan_apply`); write; signal after commit (docs/ARCHITECTURE.md, "The path of one
-chunk", step 6). Ops that change nothing write no version, but their op records and the chunk's
-``applied`` status are still written. Review approval (:mod:`memory.services.governance`) re-gates
-held ops itself and writes its version with :func:`write_version`.
+Per request, in one transaction: lock the subject (:mod:`memory.services.tree_store`), refuse a
+foreign chunk, a stale base or a moved schema (:func:`_refusal`), gate and hold for review
+(:func:`plan_apply`), write, signal after commit. Ops that change nothing write no version, but
+their op records and the chunk's ``applied`` status are still written.
 """
 
 from __future__ import annotations
@@ -164,11 +162,9 @@ def tree_apply_ops(
     created_by: str | None = None,
     note: str = "",
 ) -> ApplyOutcome:
-    """Gate and apply ``ops`` on top of ``base_version`` (a batch of one); see the module docstring.
-
-    No savepoint inside a caller's transaction (two round trips saved). Refusals are raised after
-    the block, not in it, so they leave the caller's transaction usable; they happen before any
-    write. A database error while writing does doom the caller's transaction."""
+    """Gate and apply ``ops`` on top of ``base_version`` (a batch of one). No savepoint inside a
+    caller's transaction: a refusal (raised before any write) leaves it usable, a database error
+    while writing dooms it."""
     request = ApplyRequest(
         subject_id=subject.pk if isinstance(subject, Subject) else subject,
         base_version=base_version,
@@ -185,11 +181,8 @@ def tree_apply_ops(
 def tree_revert(
     *, subject: Subject, to_version: int | TreeVersion, actor: Actor, base_version: int | None = None
 ) -> ApplyOutcome:
-    """Make a new version whose tree equals ``to_version``'s (0 = empty). History is kept.
-
-    A version of another subject (or tenant) is refused. ``base_version``, when
-    given, guards against reverting on top of a head the caller has not seen.
-    """
+    """A new version whose tree equals ``to_version``'s (0 = empty; another subject's is refused).
+    ``base_version``, when given, guards against reverting a head the caller has not seen."""
     if isinstance(to_version, TreeVersion):
         if to_version.subject_id != subject.pk:
             raise ServiceError(
@@ -246,9 +239,6 @@ def write_version(
     version = next_version(locked, tree, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
     write_applies([(locked, version, None, ())])
     return version
-
-
-# --- the one path ------------------------------------------------------------------------------
 
 
 def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome | Exception]:
@@ -342,11 +332,12 @@ def _alone(request: ApplyRequest) -> ApplyOutcome | Exception:
 
 
 def _one(subject: Subject | int, request: ApplyRequest) -> ApplyOutcome:
-    """A batch of one, without a savepoint; its refusal raised."""
+    """A batch of one, without a savepoint; its refusal raised. The caller's Subject follows its head."""
     [outcome] = _run([request], savepoint=False)
     if isinstance(outcome, Exception):
         raise outcome
-    _refresh_caller(subject, outcome)
+    if outcome.created and (version := outcome.version) is not None and isinstance(subject, Subject):
+        subject.head, subject.head_id, subject.head_version = version, version.pk, version.number
     return outcome
 
 
@@ -366,19 +357,6 @@ def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
             note=f"{actor.kind} {'delete' if value is None else 'edit'} {path}",
         )
         return _one(subject, request)
-
-
-def _refresh_caller(subject: Subject | int, outcome: ApplyOutcome) -> None:
-    """Keep the caller's Subject instance in step with the head it just moved."""
-    if outcome.created and outcome.version is not None and isinstance(subject, Subject):
-        subject.head, subject.head_id, subject.head_version = (
-            outcome.version,
-            outcome.version.pk,
-            outcome.version.number,
-        )
-
-
-# --- the plan: what one request will write, decided before anything is written ----------------
 
 
 @dataclass
@@ -468,7 +446,7 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
             reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
             detail=_review_detail(op, schema, locked.tenant.review_special_tier)
             if is_held
-            else notes.get(id(op), "") or _no_op_note(op, source),
+            else notes.get(id(op), "") or (source.note if op.type is OpType.NO_OP and source else ""),
             confidence=op.confidence,
             source_text=op.source or "",
             **common,
@@ -575,10 +553,6 @@ def send_signal(signal, **kwargs) -> None:
     for receiver, result in signal.send_robust(sender=Subject, **kwargs):
         if isinstance(result, Exception):
             logger.error("receiver %r of %s failed: %r", receiver, kwargs, result, exc_info=result)
-
-
-def _no_op_note(op: Op, source: Source | None) -> str:
-    return source.note if op.type is OpType.NO_OP and source is not None else ""
 
 
 def _review_detail(op: Op, schema, special_held: bool) -> str:

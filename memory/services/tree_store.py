@@ -1,15 +1,10 @@
-"""The store under the tree services: lock subjects, write versions and op rows. One interface
-(:func:`lock_subjects` / :func:`lock_subject`, :func:`write_applies`), two implementations picked by
-the database's vendor: :class:`PostgresStore` and :class:`OrmStore` (any database, e.g. SQLite).
+"""The store under the tree services: :func:`lock_subjects` (the subject rows ``FOR UPDATE`` in id
+order, with tenant, head, the named chunk's status and, on PostgreSQL, a reserved version id) and
+:func:`write_applies` (only with the subjects locked), implemented by :class:`PostgresStore` or
+:class:`OrmStore` (any database, e.g. SQLite) by the database's vendor.
 
-**Locks.** The subject rows (``SELECT ... FOR UPDATE``, in id order) with their tenant and head, the
-named source chunks' statuses and, on PostgreSQL, a reserved version id each.
-
-**Writes** of one or many applies. On PostgreSQL the version INSERT, the old head's UPDATE (compact
-history, :mod:`memory.versions`), the subject head UPDATE, the chunk UPDATE and the op-record INSERT
-are one statement (data-modifying CTEs), each table's rows one JSON array (``jsonb_to_recordset``)
-with values as Django's insert compiler takes them (``pre_save``). The ORM store makes the plain ORM
-calls. Only call the writes with the subject rows locked.
+On PostgreSQL every write of a batch (versions, old heads emptied, heads, chunks, op records) is one
+statement of data-modifying CTEs, each table's rows one ``jsonb_to_recordset`` array.
 """
 
 from __future__ import annotations
@@ -73,8 +68,7 @@ class OrmStore:
 
 
 class PostgresStore:
-    """PostgreSQL: one locking query for any number of subjects (reserving the new versions' ids)
-    and one write statement for all their applies."""
+    """PostgreSQL: one locking query for any number of subjects, one write statement for all."""
 
     vendor = "postgresql"
 
@@ -209,9 +203,8 @@ def _write_statement(entries, versions, records, now) -> tuple[list[int], set[in
 
 
 def _recordset(fields) -> str:
-    """``jsonb_to_recordset(%s::jsonb) AS r(<column> <type>, ...)``: rows sent as one JSON array,
-    typed by the model fields' column types: one placeholder per table, not one per value (cheaper
-    for psycopg to parse)."""
+    """``jsonb_to_recordset(%s::jsonb) AS r(<column> <type>, ...)``: one placeholder per table, not
+    one per value (cheaper for psycopg to parse)."""
     qn = connection.ops.quote_name
     columns = ", ".join(f"{qn(f.column)} {f.db_type(connection)}" for f in fields)
     return f"jsonb_to_recordset(%s::jsonb) AS r({columns})"
@@ -245,10 +238,9 @@ def _insert_layout(model, with_pk: bool) -> tuple[list, str]:
 def _insert_sql(
     model, objs, *, with_pk: bool = False, where: str = "", returning: bool = False
 ) -> tuple[str, tuple]:
-    """``INSERT ... SELECT FROM jsonb_to_recordset`` of ``objs`` (in order; ``where`` filters the rows,
-    by recordset alias ``r``), each value as Django's insert compiler takes it
-    (``field.pre_save(obj, add=True)``: ``auto_now_add`` is set on the object too), without
-    compiling a query per call."""
+    """``INSERT ... SELECT FROM jsonb_to_recordset`` of ``objs`` in order (``where`` filters rows of
+    alias ``r``), each value as Django's insert compiler takes it (``pre_save``: ``auto_now_add``
+    is set on the object too)."""
     fields, sql = _insert_layout(model, with_pk)
     rows = [[f.pre_save(obj, True) for f in fields] for obj in objs]
     if where:
@@ -299,14 +291,9 @@ def _update_layout(model, columns: tuple[str, ...], constants: tuple[str, ...]) 
     return fields, constant_fields, sql
 
 
-# --- locks -----------------------------------------------------------------------------------
-
-
 def _lock_rows(chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
-    """PostgreSQL's lock: one query, rows locked in id order, each subject with its tenant and head,
-    ``source_chunk_status`` and ``next_version_id`` reserved, so all writes of an apply fit in one
-    statement (an unused id is a harmless gap). The SQL is built once per process (:func:`_lock_sql`),
-    not compiled from a queryset per call."""
+    """PostgreSQL's lock, one query (:func:`_lock_sql`); ``next_version_id`` is reserved so all writes
+    of an apply fit in one statement (an unused id is a harmless gap)."""
     sql, layout = _lock_sql()
     named = {sid: cid for sid, cid in chunk_ids.items() if cid is not None}
     with connection.cursor() as cursor:

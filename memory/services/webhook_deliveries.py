@@ -1,10 +1,6 @@
-"""Webhook deliveries: the signed request of each attempt, the attempt log, and the sweep of orphans.
-
-``workers.deliver_webhook`` records every attempt here whatever happened, so a delivery is always
-settled by :func:`webhook_attempt_record` or, its task lost, by :func:`webhook_deliveries_orphaned`.
-Signatures are the Standard Webhooks headers plus ``PersonaTree-Signature`` (docs/WEBHOOKS.md). A
-finished delivery stays finished (a late attempt is only logged), and finishing one empties its
-subject's external id.
+"""Webhook deliveries: the signed request of each attempt (Standard Webhooks headers plus
+``PersonaTree-Signature``, docs/WEBHOOKS.md), the attempt log, and the sweep of orphans. A finished
+delivery stays finished (a late attempt is only logged); finishing one empties its subject's id.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Which endpoints take which event, without a query per event (every tree version sends one).
 
-:func:`subscribers` answers from a per-process snapshot of every active endpoint
-(``{event_type: {tenant_id: endpoint ids}}``), read in one query and dropped when stale:
-
-- in this process, by any save or delete of a :class:`WebhookEndpoint` (and again after commit);
-- across processes, by a version token in the shared cache, renewed once such a write committed
-  and read per event (before the rows, so a snapshot never pairs with a newer token); unlike a
-  TTL, it never drops a new endpoint's events in other workers;
-- after :data:`MAX_AGE_S` anyway; while the shared cache fails the rows are read per event for
-  :data:`RETRY_S`, and inside a transaction always (it may roll back).
-
-Whether the tenant is active is checked by the callers (:mod:`memory.services.webhooks`).
+:func:`subscribers` answers from a per-process snapshot of the active endpoints, dropped by any
+endpoint save or delete in this process, in others by a version token in the shared cache (renewed
+after such a commit, read before the rows: unlike a TTL it never drops a new endpoint's events),
+and after :data:`MAX_AGE_S`. Inside a transaction, or while the cache fails (:data:`RETRY_S`), the
+rows are read per event.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Webhooks: a tenant's endpoints and the events they are sent (docs/WEBHOOKS.md).
 
-The write path of everything webhook-shaped, re-exporting :mod:`~memory.services.webhook_targets`
-(SSRF policy), :mod:`~memory.services.webhook_deliveries` (signatures, attempts, orphans) and
-:mod:`~memory.services.webhook_subscriptions` (who takes which event); the HTTP call is the
-``workers.deliver_webhook`` task's. Events carry counts and ids, never message text, paths or values;
-every endpoint change writes an :class:`~memory.models.AuditEvent` naming the endpoint by public id
-and host, never its secret or full URL.
+Signatures and attempts are :mod:`~memory.services.webhook_deliveries`', the SSRF policy
+:mod:`~memory.services.webhook_targets`', the HTTP call the ``workers.deliver_webhook`` task's.
+Events carry counts and ids, never message text, paths or values; every endpoint change writes an
+:class:`~memory.models.AuditEvent` naming the endpoint by public id and host, never its secret or URL.
 """
 
 from __future__ import annotations
@@ -31,30 +29,9 @@ from memory.services import ServiceError
 from memory.services.chunk_errors import safe_chunk_error
 from memory.services.keys import audit
 from memory.services.tree import Actor
-from memory.services.webhook_deliveries import (  # noqa: F401  (the delivery API, re-exported)
-    DELIVERY_HEADER,
-    EVENT_HEADER,
-    MAX_ERROR_CHARS,
-    SIGNATURE_HEADER,
-    USER_AGENT,
-    Outgoing,
-    Queued,
-    event_body,
-    max_attempts,
-    retryable_status,
-    signature,
-    standard_signature,
-    timeout_s,
-    webhook_attempt_record,
-    webhook_deliveries_orphaned,
-    webhook_delivery_prepare,
-)
+from memory.services.webhook_deliveries import Queued
 from memory.services.webhook_subscriptions import subscribers
-from memory.services.webhook_targets import (  # noqa: F401  (the SSRF policy, re-exported)
-    WebhookUrlRefused,
-    allow_private_targets,
-    url_check,
-)
+from memory.services.webhook_targets import url_check
 
 
 class WebhookEndpointLimit(ServiceError):
@@ -154,24 +131,24 @@ def webhook_endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor) -> None:
 def _emit(event_type: str, tenant_id: int, external_id: str, payload: dict, endpoints) -> list[Queued]:
     key = Tombstone.hash_external_id(tenant_id, external_id)
     fields = dict(event_type=event_type, subject_external_id=external_id, subject_key=key, payload=payload)
+
+    def create(ids) -> list[WebhookDelivery]:
+        with transaction.atomic():
+            return WebhookDelivery.objects.bulk_create(
+                [WebhookDelivery(endpoint_id=e, **fields) for e in ids]
+            )
+
     try:
-        with transaction.atomic():
-            created = WebhookDelivery.objects.bulk_create(
-                [WebhookDelivery(endpoint_id=e, **fields) for e in endpoints]
-            )
+        created = create(endpoints)
     except IntegrityError:  # a stale snapshot named an endpoint deleted meanwhile: the others still get it
-        live = WebhookEndpoint.objects.filter(pk__in=endpoints, is_active=True).values_list("pk", flat=True)
-        with transaction.atomic():
-            created = WebhookDelivery.objects.bulk_create(
-                [WebhookDelivery(endpoint_id=e, **fields) for e in live]
-            )
+        created = create(
+            WebhookEndpoint.objects.filter(pk__in=endpoints, is_active=True).values_list("pk", flat=True)
+        )
     return [Queued(d.pk, tenant_id) for d in created]
 
 
 def _subscribed(event_type: str, tenant_id: int) -> tuple[int, ...]:
-    """Ids of the tenant's active endpoints that take ``event_type``, ascending (from the snapshot of
-    :mod:`memory.services.webhook_subscriptions`: no query while endpoints are unchanged). Whether the
-    tenant is active is checked by the caller, with the rows it reads anyway."""
+    """The tenant's active endpoints taking ``event_type`` (the caller checks the tenant is active)."""
     return subscribers(event_type).get(tenant_id, ())
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memory.models import WebhookEndpoint
-from memory.services.webhooks import WebhookUrlRefused, url_check
+from memory.services.webhook_targets import WebhookUrlRefused, url_check
 from tests.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db

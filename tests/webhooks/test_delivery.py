@@ -260,7 +260,7 @@ def test_the_task_retries_through_celery_with_exponential_backoff():
 def test_the_documented_check_refuses_stale_or_tampered_signatures():
     import time
 
-    from memory.services.webhooks import signature
+    from memory.services.webhook_deliveries import signature
 
     body, now = b'{"id":"x"}', int(time.time())
     assert verify("whsec_k", signature("whsec_k", now, body), body)

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from memory.models import WebhookAttempt, WebhookDelivery
 from memory.services.tree import Actor
-from memory.services.webhooks import webhook_attempt_record, webhook_endpoint_create
+from memory.services.webhook_deliveries import webhook_attempt_record
+from memory.services.webhooks import webhook_endpoint_create
 from tests.factories import SubjectFactory, TenantFactory
 from tests.webhooks.test_delivery import apply_seed
 

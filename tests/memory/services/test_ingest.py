@@ -1,4 +1,4 @@
-"""messages_ingest / chunks_build / subject_flush / ingest_status / chunks_requeue on Postgres."""
+"""messages_ingest / subject_flush / ingest_status / chunks_requeue on Postgres."""
 
 from __future__ import annotations
 

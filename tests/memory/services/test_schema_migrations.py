@@ -276,13 +276,13 @@ def test_a_tree_the_engine_cannot_read_fails_that_subject_alone(acme, migration)
 
 
 def test_a_subject_migrated_meanwhile_is_skipped(acme, migration, monkeypatch):
-    real = schema_migrations._lock
+    real = schema_migrations.lock_subjects
 
-    def lock_after_another_run(ids):  # another run moved u1 between the id query and the lock
+    def lock_after_another_run(chunk_ids):  # another run moved u1 between the id query and the lock
         Subject.objects.filter(tenant=acme, external_id="u1").update(schema_version=2)
-        return real(ids)
+        return real(chunk_ids)
 
-    monkeypatch.setattr(schema_migrations, "_lock", lock_after_another_run)
+    monkeypatch.setattr(schema_migrations, "lock_subjects", lock_after_another_run)
     out = schema_migration_run(migration=migration)
     assert out["status"] == "done" and out["counts"]["migrated"] == 1  # u2 only; u1 untouched
     assert not TreeVersion.objects.filter(subject__external_id="u1", created_by="migration").exists()
