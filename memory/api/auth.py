@@ -1,13 +1,5 @@
-"""API-key authentication and scope permission.
-
-Clients send ``Authorization: Bearer pt_live_xxxxxxxx_<secret>``. Only the
-SHA-256 of a key is stored; lookup is one indexed query on that hash.
-``request.user`` becomes an :class:`ApiKeyPrincipal` and ``request.auth`` the
-:class:`~memory.models.ApiKey` (with its tenant loaded).
-
-``ApiKey.last_used_at`` is kept to the minute (:func:`mark_used`): one conditional UPDATE, so a
-busy key costs one statement a minute, however many requests run concurrently.
-"""
+"""API-key authentication (``Authorization: Bearer pt_live_xxxxxxxx_<secret>``; only the key's
+SHA-256 is stored) and the scope permission."""
 
 from __future__ import annotations
 
@@ -19,14 +11,15 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
-from memory.models import ApiKey, Tenant
+from memory.models import ApiKey
 
 #: How stale ``ApiKey.last_used_at`` may be: it is written at most once per this span per key.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def mark_used(key: ApiKey) -> None:
-    """Record that ``key`` was used now, unless it was already marked within the last minute."""
+    """Record that ``key`` was used now, unless it was within the last minute: one conditional
+    UPDATE, so a busy key costs one statement a minute however many requests run at once."""
     now = timezone.now()
     stale = now - LAST_USED_RESOLUTION
     if key.last_used_at is not None and key.last_used_at > stale:
@@ -47,14 +40,6 @@ class ApiKeyPrincipal:
     is_anonymous = False
     is_staff = False
     is_superuser = False
-
-    @property
-    def tenant(self) -> Tenant:
-        return self.api_key.tenant
-
-    @property
-    def pk(self) -> int:
-        return self.api_key.pk
 
     def __str__(self) -> str:
         return f"api_key:{self.api_key.prefix}"
@@ -92,18 +77,10 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
 
 class HasScope(permissions.BasePermission):
-    """Grants access when the key holds every scope in ``view.required_scopes``.
-
-    ``required_scopes`` may be a tuple (every method) or a dict keyed by HTTP
-    method (``{"GET": ("read",), "DELETE": ("erase",)}``, ``"*"`` for the rest).
-
-    - ``HEAD`` is a ``GET`` without the body (same headers, same status): it needs GET's scopes.
-    - ``OPTIONS`` describes the endpoint: it is answered only for a key that holds the scopes of
-      at least one method the endpoint serves, i.e. a key that may call it; any other key gets
-      the same 403 as the methods themselves.
-    - A method the view implements but the dict does not list (and no ``"*"``) is a
-      configuration error, never an open door.
-    """
+    """Grants access when the key holds every scope in ``view.required_scopes``: a tuple, or a dict
+    by HTTP method (``"*"`` for the rest). HEAD needs GET's scopes; OPTIONS is answered only to a
+    key that may call one of the endpoint's methods. A served method the dict does not list is a
+    configuration error, never an open door."""
 
     message = "This API key lacks a required scope."
 

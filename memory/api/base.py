@@ -1,11 +1,6 @@
-"""The one place where an API request's tenant is resolved and enforced.
-
-Every API view subclasses :class:`TenantScopedView`: it authenticates the key, checks
-``required_scopes``, exposes ``self.tenant`` and reads the tenant's subjects, API keys and webhook
-endpoints only through its methods (another tenant's is a 404, like a missing one). Once the key is
-known, the tenant id and the hashed subject are bound to the request's log lines. Bodies and answers
-are JSON only: DRF's browsable HTML renderer is off (``Accept: text/html`` alone is a 406).
-"""
+"""The one place where an API request's tenant is resolved and enforced: every view subclasses
+:class:`TenantScopedView`, which reads the tenant's rows only (another tenant's is a 404, like a
+missing one). JSON only: ``Accept: text/html`` alone is a 406."""
 
 from __future__ import annotations
 
@@ -21,7 +16,7 @@ from memory import selectors
 from memory.api.auth import ApiKeyAuthentication, HasScope
 from memory.api.openapi import ProblemAutoSchema
 from memory.api.parsers import ApiJSONParser
-from memory.models import ApiKey, Subject, Tenant, WebhookEndpoint
+from memory.models import ApiKey, Import, Subject, Tenant, WebhookEndpoint
 from memory.services.ingest import external_id_validate
 from personatree_site.ops import logging as logs
 
@@ -42,17 +37,12 @@ class TenantScopedView(APIView):
     schema = ProblemAutoSchema()
 
     def initial(self, request, *args, **kwargs) -> None:
-        """Authentication and scopes, then: a name in the URL holding NUL or a lone surrogate names
-        nothing that can be stored (PostgreSQL refuses both), so it is a 404 before any query runs
-        (a subject's id keeps its 400 from :meth:`get_subject`, a leaf path its unknown_leaf 404)."""
+        """A name in the URL holding NUL or a lone surrogate names nothing storable: a 404 before any
+        query (a subject's id keeps its 400 from :meth:`get_subject`, a leaf path its unknown_leaf)."""
         super().initial(request, *args, **kwargs)
-        for name, value in kwargs.items():
-            if (
-                name not in ("external_id", "leaf_path")
-                and isinstance(value, str)
-                and UNSTORABLE.search(value)
-            ):
-                raise exceptions.NotFound("Not found.")
+        names = (v for k, v in kwargs.items() if k not in ("external_id", "leaf_path") and isinstance(v, str))
+        if any(UNSTORABLE.search(name) for name in names):
+            raise exceptions.NotFound("Not found.")
 
     def perform_authentication(self, request) -> None:
         """Authenticate, then bind the tenant and the hashed subject to the request's log lines."""
@@ -67,8 +57,7 @@ class TenantScopedView(APIView):
 
     @property
     def api_key(self) -> ApiKey:
-        """The request's key (:class:`HasScope` admits no request without one)."""
-        return self.request.auth
+        return self.request.auth  # HasScope admits no request without one
 
     @property
     def tenant(self) -> Tenant:
@@ -80,39 +69,27 @@ class TenantScopedView(APIView):
         data.is_valid(raise_exception=True)
         return data.validated_data
 
-    def has_scope(self, scope: str) -> bool:
-        return self.api_key.has_scopes((scope,))
-
     def tiers(self) -> tuple[str, ...]:
         """The leaf tiers this key may read (the special tier needs ``read_special``)."""
-        return selectors.ALL_TIERS if self.has_scope("read_special") else selectors.PUBLIC_TIERS
+        return selectors.ALL_TIERS if self.api_key.has_scopes(("read_special",)) else selectors.PUBLIC_TIERS
 
-    def subjects(self) -> QuerySet[Subject]:
-        """The tenant's subjects (the one list of them the API reads)."""
-        return Subject.objects.filter(tenant=self.tenant)
+    def owned(self, model: type[Subject | ApiKey | WebhookEndpoint | Import]) -> QuerySet:
+        """The tenant's rows of ``model``: the one way the API reads subjects, keys, endpoints, imports."""
+        return model.objects.filter(tenant=self.tenant)
 
-    def api_keys(self) -> QuerySet[ApiKey]:
-        """The tenant's API keys, revoked ones included."""
-        return ApiKey.objects.filter(tenant=self.tenant)
+    def get_owned(self, rows: QuerySet, what: str, **lookup):
+        """The row of ``rows`` matching ``lookup``; 404 alike for a missing and another tenant's."""
+        found = rows.filter(**lookup).order_by().first() if lookup else None
+        if found is None:
+            raise exceptions.NotFound(f"{what} not found.")
+        return found
 
     def get_api_key(self, prefix: str) -> ApiKey:
-        """The tenant's key named by its public prefix; 404 alike for a missing and a foreign key."""
-        key = (
-            self.api_keys().filter(prefix=prefix).order_by().first() if KEY_PREFIX.fullmatch(prefix) else None
-        )
-        if key is None:
-            raise exceptions.NotFound("API key not found.")
-        return key
-
-    def webhook_endpoints(self) -> QuerySet[WebhookEndpoint]:
-        return WebhookEndpoint.objects.filter(tenant=self.tenant)
+        lookup = {"prefix": prefix} if KEY_PREFIX.fullmatch(prefix) else {}
+        return self.get_owned(self.owned(ApiKey), "API key", **lookup)
 
     def get_webhook_endpoint(self, public_id) -> WebhookEndpoint:
-        """The tenant's endpoint by its public id; 404 alike for a missing and a foreign one."""
-        endpoint = self.webhook_endpoints().filter(public_id=public_id).order_by().first()
-        if endpoint is None:
-            raise exceptions.NotFound("Webhook endpoint not found.")
-        return endpoint
+        return self.get_owned(self.owned(WebhookEndpoint), "Webhook endpoint", public_id=public_id)
 
     def get_subject(self, external_id: str) -> Subject:
         external_id_validate(external_id)

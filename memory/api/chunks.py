@@ -1,7 +1,5 @@
-"""``POST /v1/subjects/<external_id>/chunks/<chunk_id>/requeue`` (scope ``ingest``): a failed chunk,
-which blocks its subject's later chunks, back to ``pending`` with a fresh attempt budget, through
-the service the admin's action uses (:func:`memory.services.ingest.chunks_requeue`).
-"""
+"""Re-queue a failed chunk (which blocks its subject's later chunks) with a fresh attempt budget,
+through the service the admin's action uses."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The API's one exception handler: every error is an RFC 9457 problem (docs/ERRORS.md).
-
-DRF exceptions, Django validation/404 errors, Django's body-size refusal (as the API's 413) and
-the store's :class:`~memory.services.ServiceError` all end up as ``application/problem+json`` here.
-A 5xx never shows its cause (it may hold internal URLs, paths or database text): it answers an
-``error_id`` under which the cause is logged. :class:`ApiNotFoundView` is the JSON 404 of ``/v1/``.
-"""
+"""The API's one exception handler: every error is an RFC 9457 problem (docs/ERRORS.md). A 5xx never
+shows its cause (internal URLs, paths, database text): it answers an ``error_id`` the cause is logged under."""
 
 from __future__ import annotations
 
@@ -160,11 +155,8 @@ def exception_handler(exc, context):
 
 
 class ApiNotFoundView(APIView):
-    """Every method on a path under ``/v1/`` that matches no endpoint: the JSON 404.
-
-    Such paths come from ids no route can hold (an empty id, one holding ``/`` or ``%2F``), a
-    trailing slash, or a typo. No key is needed to learn that a path does not exist.
-    """
+    """The JSON 404 of every path under ``/v1/`` that matches no endpoint (an empty id, one holding
+    ``/``, a trailing slash, a typo); no key is needed to learn that a path does not exist."""
 
     authentication_classes: list = []
     permission_classes: list = []

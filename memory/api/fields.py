@@ -27,12 +27,8 @@ MAX_VERSION = 2**31 - 1
     }
 )
 class AsOfField(serializers.Field):
-    """A version number (int 0..2**31-1) or an ISO 8601 datetime (naive datetimes are taken as UTC).
-
-    Anything else is a 400 naming the field: a date that does not exist (month 13), a
-    non-ASCII digit (``²``), a number too large to be a version, a datetime that leaves the
-    representable range once moved to UTC.
-    """
+    """A version number (0..2**31-1) or an ISO 8601 datetime (naive = UTC); anything else (month 13,
+    ``²``, a number too large, a datetime out of range once in UTC) is a 400 naming the field."""
 
     default_error_messages = {
         "invalid": "as_of must be a version number or an ISO 8601 datetime.",
@@ -99,9 +95,7 @@ class TextField(serializers.CharField):
 
 @extend_schema_field(EXTERNAL_ID)
 class ExternalIdField(serializers.CharField):
-    """A subject id in a body; the view checks it with ``external_id_validate`` (400 naming
-    ``external_id``), and the schema states the same rule (1-255 characters, not only whitespace,
-    no control character but tab, newline and carriage return)."""
+    """A subject id in a body: the schema states what ``external_id_validate`` checks."""
 
     def __init__(self, **kwargs):
         super().__init__(max_length=255, trim_whitespace=False, **kwargs)

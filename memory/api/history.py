@@ -1,8 +1,5 @@
-"""A subject's history over the API: one leaf's values, the diff of two versions, a revert.
-
-The revert goes through the one write path (:func:`memory.services.tree.tree_revert`) as the API
-key's actor.
-"""
+"""A subject's history: one leaf's values, the diff of two versions, a revert (through the one
+write path, as the API key's actor)."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ from memory.api.base import TenantScopedView
 from memory.api.fields import MAX_VERSION
 from memory.api.leaves import LEAF_PATH, BaseVersionIn, SubjectLeafView, write_status
 from memory.api.openapi import problems
-from memory.api.pagination import PageParams, Pager, next_field
+from memory.api.pagination import Pager, paged
 from memory.engine.tree import diff
 from memory.models import OpRecord, Subject
 from memory.services import NotFoundError
@@ -56,17 +53,14 @@ class LeafHistoryView(SubjectLeafView):
     required_scopes = {"GET": ("read",)}
     http_method_names = ["get", "head", "options"]
 
-    @extend_schema(
-        parameters=[LEAF_PATH, PageParams],
-        responses=inline_serializer(
-            "LeafHistory",
-            {
-                "subject": serializers.CharField(),
-                "path": serializers.CharField(),
-                "changes": LeafChangeOut(many=True),
-                "next": next_field(),
-            },
-        ),
+    @paged(
+        "LeafHistory",
+        {
+            "subject": serializers.CharField(),
+            "path": serializers.CharField(),
+            "changes": LeafChangeOut(many=True),
+        },
+        parameters=(LEAF_PATH,),
         summary="Every value one leaf had, oldest first, with version, op, actor and source sentence",
         description="404 unknown_leaf for a path the schema lacks; 403 for a special-tier leaf, or one "
         "that held special-tier values, without read_special.",

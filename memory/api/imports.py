@@ -1,7 +1,5 @@
-"""Bulk import as a resource (scope ``ingest``): send a JSONL file (docs/BACKFILL.md, format
-``jsonl``) as an ``application/x-ndjson`` body or a multipart ``file`` part, then poll its progress.
-The work is :mod:`memory.backfill.imports`; another tenant's import is a 404.
-"""
+"""Bulk import (docs/BACKFILL.md, format ``jsonl``) as an ``application/x-ndjson`` body or a multipart
+``file`` part, then its progress; the work is :mod:`memory.backfill.imports`."""
 
 from __future__ import annotations
 
@@ -14,13 +12,13 @@ from drf_spectacular.utils import (
     extend_schema_field,
     inline_serializer,
 )
-from rest_framework import exceptions, parsers, serializers
+from rest_framework import parsers, serializers
 from rest_framework.response import Response
 
 from memory import conf
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
-from memory.api.pagination import PageParams, Pager, next_field
+from memory.api.pagination import Pager, paged
 from memory.api.parsers import declared_length
 from memory.backfill.imports import import_create, import_progress
 from memory.models import Import
@@ -111,7 +109,7 @@ class _ImportView(TenantScopedView):
     required_scopes = {"GET": ("read",), "POST": ("ingest",)}
 
     def imports(self):
-        return Import.objects.filter(tenant=self.tenant).defer("body")
+        return self.owned(Import).defer("body")
 
 
 class ImportListView(_ImportView):
@@ -172,11 +170,11 @@ class ImportListView(_ImportView):
             raise ServiceError("source is at most 200 characters.", field="source")
         return data, label
 
-    @extend_schema(
-        parameters=[PageParams],
-        responses=inline_serializer("ImportList", {"imports": ImportOut(many=True), "next": next_field()}),
-        summary="The tenant's imports, newest first",
+    @paged(
+        "ImportList",
+        {"imports": ImportOut(many=True)},
         operation_id="v1_imports_list",
+        summary="The tenant's imports, newest first",
     )
     def get(self, request):
         pager = Pager(request, "imports", {"before": int})
@@ -187,7 +185,4 @@ class ImportListView(_ImportView):
 class ImportDetailView(_ImportView):
     @extend_schema(responses=ImportOut, summary="One import: status, chunks by status, rate and ETA")
     def get(self, request, public_id):
-        row = self.imports().filter(public_id=public_id).first()
-        if row is None:
-            raise exceptions.NotFound("No import with this id.")
-        return Response(import_body(row))
+        return Response(import_body(self.get_owned(self.imports(), "Import", public_id=public_id)))

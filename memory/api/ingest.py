@@ -1,9 +1,5 @@
-"""Ingest API: append messages, read ingest status, flush a partial window.
-
-Errors are problem details naming the field (``messages[3].content``). The body is read and
-validated by the ingest service (:func:`memory.services.ingest.ingest_body_parse`); the serializers
-below only declare it for the OpenAPI document.
-"""
+"""Ingest API: append messages, read ingest status, flush a partial window. The ingest service
+validates the body (``ingest_body_parse``); the serializers here only declare it for OpenAPI."""
 
 from __future__ import annotations
 

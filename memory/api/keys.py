@@ -1,20 +1,15 @@
-"""Key management for one's own tenant (scope ``admin``): list, create, rotate, revoke.
-
-Keys are named by their public prefix, never by the secret; only a key's SHA-256 is stored
-(:func:`memory.services.keys.api_key_create`). A key hands out no scope it does not hold itself
-(an ``admin`` key without ``erase`` cannot mint an erasing key), but may revoke any key of the
-tenant: that is how a leaked one is cut off. A rotation revokes the old key in the same transaction.
-"""
+"""Key management for one's own tenant. A key hands out no scope it does not hold itself, but may
+revoke any key of the tenant (how a leaked one is cut off); a rotation revokes the old key at once."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
-from memory.api.pagination import PageParams, Pager, next_field
+from memory.api.pagination import Pager, paged
 from memory.models import ApiKey
 from memory.services.keys import api_key_create, api_key_rotate, api_keys_revoke
 from memory.services.tree import Actor
@@ -57,14 +52,14 @@ class _KeyView(TenantScopedView):
 
 
 class ApiKeyListView(_KeyView):
-    @extend_schema(
-        parameters=[PageParams],
-        responses=inline_serializer("ApiKeyList", {"keys": KeyOut(many=True), "next": next_field()}),
-        summary="List the tenant's API keys (revoked ones too)",
+    @paged(
+        "ApiKeyList",
+        {"keys": KeyOut(many=True)},
         operation_id="v1_keys_list",
+        summary="List the tenant's API keys (revoked ones too)",
     )
     def get(self, request):
-        keys, next_page = Pager(request, "keys", {"after": int}).page(self.api_keys(), "id", key="after")
+        keys, next_page = Pager(request, "keys", {"after": int}).page(self.owned(ApiKey), "id", key="after")
         return Response({"keys": KeyOut(keys, many=True).data, "next": next_page})
 
     @extend_schema(

@@ -1,9 +1,5 @@
-"""One leaf of a subject's tree: read (scope ``read``), set and empty (scope ``write``).
-
-``<path>`` is a leaf of the subject's schema, its slashes as they are or as ``%2F``. Writes go
-through the one write path (:func:`memory.services.tree.leaf_edit` / ``leaf_delete``) as the API
-key's actor.
-"""
+"""One leaf of a subject's tree (its slashes as they are or as ``%2F``): read, set and empty, the
+writes through the one write path as the API key's actor."""
 
 from __future__ import annotations
 

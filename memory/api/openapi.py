@@ -1,10 +1,5 @@
-"""OpenAPI (drf-spectacular): our API-key authentication, closed request bodies, and the problem
-responses (RFC 9457, :mod:`memory.api.problems`) of every operation (:class:`ProblemAutoSchema`,
-the schema class of every API view).
-
-Imported from ``MemoryConfig.ready`` so the extensions are registered before the
-schema is generated.
-"""
+"""OpenAPI (drf-spectacular): the API-key scheme, closed request bodies and every operation's problem
+responses. Imported from ``MemoryConfig.ready`` so the extensions exist before a schema is generated."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
@@ -145,13 +140,8 @@ def _text_constraints(field, schema: dict) -> dict:
 
 
 class ProblemAutoSchema(AutoSchema):
-    """drf-spectacular's schema plus the problem responses every operation can answer.
-
-    Inferred from the operation: 401/403 for an API-key view, 429 for a throttled one, 400 for an
-    operation with a body, query parameters or a subject id (an id that cannot be one is a 400),
-    404 for one with path parameters, 413 for one with a body; ``default`` for the rest (405, 406,
-    415, 500). Views add what only they answer (409, 503) with :func:`problems`.
-    """
+    """drf-spectacular's schema plus the problem responses each operation can answer, inferred from it
+    (views add what only they answer, 409 and 503, with :func:`problems`)."""
 
     def get_operation(self, path, path_regex, path_prefix, method, registry):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)

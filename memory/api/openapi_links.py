@@ -1,11 +1,5 @@
-"""OpenAPI links: how one operation's answer feeds the next (the API's main paths as a graph), and
-the refusals of a schema-valid request that the schema cannot state (``x-refusals``).
-
-A link names the operation it leads to and where that operation's parameters come from in this
-answer (``$response.body#/external_id``) or this request (``$request.path.external_id``).
-Generated clients follow them and schemathesis builds its stateful phase from them;
-:class:`memory.api.openapi.ProblemAutoSchema` attaches them to the responses named here.
-"""
+"""OpenAPI links (how one answer feeds the next operation: generated clients and schemathesis's
+stateful phase follow them) and ``x-refusals``, the 400s of a schema-valid request."""
 
 from __future__ import annotations
 

@@ -1,15 +1,11 @@
-"""Cursor pagination for the API's lists: opaque, signed keyset cursors.
-
-A list answers one page and ``next`` (the same query with ``cursor`` set, ``null`` on the last
-page); ``page_size`` up to :data:`PAGE_SIZE_MAX`. The cursor is the ordering column's last value,
-signed with the list's own salt: one indexed range query at any depth, nothing repeated or missed,
-no forged position, no cursor moved to another list (docs/ERRORS.md: ``invalid_cursor``).
-"""
+"""Keyset pagination: the cursor is the ordering column's last value, signed with the list's own salt
+(one indexed range query at any depth, no forged position, no cursor moved to another list)."""
 
 from __future__ import annotations
 
 from django.core import signing
 from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import exceptions, serializers
 from rest_framework.utils.urls import replace_query_param
 
@@ -18,8 +14,6 @@ PAGE_SIZE_MAX = 500
 _SALT = "personatree.api.cursor."
 #: Largest value a cursor position may hold (PostgreSQL bigint).
 _MAX_POSITION = 2**63 - 1
-
-
 #: A cursor's form: Django's signed token (``signing.dumps``): the position's JSON, base64url (a
 #: leading ``.`` when compressed), a timestamp and a 43-character HMAC-SHA256, colon-separated.
 CURSOR_PATTERN = r"^\.?[A-Za-z0-9_-]+:[A-Za-z0-9]+:[A-Za-z0-9_-]{43}$"
@@ -44,36 +38,30 @@ class PageParams(serializers.Serializer):
     )
 
 
-def next_field() -> serializers.CharField:
-    """The ``next`` member of a page (a URL, or null on the last page)."""
-    return serializers.CharField(allow_null=True, help_text="URL of the next page; null on the last page.")
+def paged(name: str, fields: dict, *, parameters: tuple = (), **kwargs):
+    """``extend_schema`` of a list: the page parameters, and an answer (component ``name``) holding
+    ``fields`` and ``next``."""
+    next_url = serializers.CharField(
+        allow_null=True, help_text="URL of the next page; null on the last page."
+    )
+    page = inline_serializer(name, {**fields, "next": next_url})
+    return extend_schema(parameters=[*parameters, PageParams], responses=page, **kwargs)
 
 
-def _invalid_cursor() -> serializers.ErrorDetail:
-    return serializers.ErrorDetail(INVALID_CURSOR, code="invalid_cursor")
-
-
-class CursorNotFound(exceptions.NotFound):
-    """A well-formed cursor that names no page of this list (404 ``invalid_cursor``, field cursor)."""
-
-    default_code = "invalid_cursor"
-
-    def __init__(self):
-        super().__init__({"cursor": [_invalid_cursor()]})
+def _invalid_cursor() -> dict:
+    return {"cursor": [serializers.ErrorDetail(INVALID_CURSOR, code="invalid_cursor")]}
 
 
 class Pager:
-    """The page a request asks for in list ``name``, whose cursor positions are ``fields``.
-
-    ``fields`` maps each position key to its type (``int`` or ``str``), e.g. ``{"after": int}``.
-    """
+    """The page a request asks for in list ``name``, whose cursor positions are ``fields`` (key ->
+    ``int`` or ``str``, e.g. ``{"after": int}``)."""
 
     def __init__(self, request, name: str, fields: dict[str, type]):
         params = PageParams(data=request.query_params)
         if not params.is_valid():
-            if "cursor" in params.errors:
-                raise serializers.ValidationError({"cursor": [_invalid_cursor()]})
-            raise serializers.ValidationError(params.errors)
+            raise serializers.ValidationError(
+                _invalid_cursor() if "cursor" in params.errors else params.errors
+            )
         self.request = request
         self.salt = _SALT + name
         self.size: int = params.validated_data["page_size"]
@@ -90,7 +78,7 @@ class Pager:
             or set(position) != set(fields)
             or not all(_valid(position[key], kind) for key, kind in fields.items())
         ):
-            raise CursorNotFound()
+            raise exceptions.NotFound(_invalid_cursor())  # well-formed, but names no page of this list
         return position
 
     def after(self, key: str, default=None):

@@ -1,18 +1,10 @@
-"""The API's one body parser: JSON within the byte limit, and only text that can be stored.
-
-- A body over ``PERSONATREE['MAX_REQUEST_BYTES']`` is a 413 ``payload_too_large`` (``Content-Length``
-  and the bytes read; 0 = no limit). Django's own ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is set above it,
-  and its ``RequestDataTooBig`` is answered with the same JSON 413 (``memory.api.errors``).
-- JSON can spell an unpaired UTF-16 surrogate (``"\\ud800"``) that Python keeps as a ``str``
-  but that neither PostgreSQL nor a UTF-8 response can encode: such a string, value or field
-  name, anywhere in the body, is a 400 ``invalid_text`` naming where it is
-  (``messages[0].content``), before any view code sees it.
-- Nesting too deep for the decoder is a 400, not a ``RecursionError``.
-"""
+"""The API's one body parser: JSON within the byte limit (else 413; 0 = no limit), nesting the decoder
+can handle, and no unpaired surrogate (neither PostgreSQL nor UTF-8 can store one: 400 invalid_text)."""
 
 from __future__ import annotations
 
 import json
+import re
 
 from django.conf import settings
 from rest_framework import parsers
@@ -21,6 +13,8 @@ from rest_framework.exceptions import ParseError
 from memory import conf
 from memory.services import ServiceError
 from memory.services.ingest import PayloadTooLarge
+
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def max_request_bytes() -> int:
@@ -41,18 +35,6 @@ def declared_length(request) -> int:
         return 0
 
 
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _printable(name: str) -> str:
-    return name.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def _join(path: str, key) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
@@ -60,21 +42,18 @@ def _join(path: str, key) -> str:
 
 
 def unpaired_surrogate_path(data) -> str | None:
-    """Where the first string (value or object key) holding an unpaired surrogate is, else None.
-
-    The path reads like the API's error fields: ``messages[2].content``; an unencodable key is
-    shown with backslash escapes (``messages[0].\\ud800``). ``""`` means the top-level value.
-    """
+    """Where the first string (value or key) holding an unpaired surrogate is, else None: a path like
+    the API's error fields (``messages[2].content``, a bad key backslash-escaped; ``""``: the whole body)."""
     stack = [("", data)]
     while stack:
         path, value = stack.pop()
         if isinstance(value, str):
-            if _has_surrogate(value):
+            if SURROGATE.search(value):
                 return path
         elif isinstance(value, dict):
             for key in value:
-                if _has_surrogate(key):
-                    return _join(path, _printable(key))
+                if SURROGATE.search(key):
+                    return _join(path, key.encode("utf-8", "backslashreplace").decode("utf-8"))
             stack.extend((_join(path, k), v) for k, v in reversed(value.items()))
         elif isinstance(value, list):
             stack.extend((_join(path, i), v) for i, v in reversed(list(enumerate(value))))

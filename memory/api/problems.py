@@ -1,9 +1,5 @@
-"""RFC 9457 problem details: the body of every API error (``application/problem+json``).
-
-``type`` is :data:`TYPE_BASE` + the error ``code``, ``title`` fixed per type, ``detail`` this
-occurrence, ``instance`` the request's path; extension members ``code``, ``field``, ``errors``,
-``error_id`` (5xx), ``retry_after_s`` (429) and per-error ones. docs/ERRORS.md lists them and the codes.
-"""
+"""RFC 9457 problem details: the body of every API error (``application/problem+json``); docs/ERRORS.md
+lists the members and the codes."""
 
 from __future__ import annotations
 
@@ -51,10 +47,6 @@ TITLES = {
 }
 
 
-def problem_type(code: str) -> str:
-    return TYPE_BASE + code
-
-
 def problem_title(code: str, status: int) -> str:
     if code in TITLES:
         return TITLES[code]
@@ -78,7 +70,7 @@ def problem(
     ``instance``, ``field`` or ``errors`` and a None extension are left out)."""
     members = {"instance": instance or None, "code": code, "field": field or None, "errors": errors or None}
     return {
-        "type": problem_type(code),
+        "type": TYPE_BASE + code,
         "title": problem_title(code, status),
         "status": status,
         "detail": detail,

@@ -1,10 +1,5 @@
-"""Query API (scope ``read``): memory context and answers for one subject, by
-:mod:`memory.services.query`.
-
-``special``-tier leaves are included only for keys with scope ``read_special``, and so is
-evidence: it is raw dialogue, unclassified, so it counts as the ``special`` tier (deep mode for
-other keys answers from the tree, ``recall.status == "withheld"``, with a notice).
-"""
+"""Query API: memory context and answers. Evidence is raw dialogue, unclassified, so it counts as the
+special tier: without ``read_special`` deep mode answers from the tree (``recall.status`` withheld)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Schema migrations of one's own tenant (scope ``admin``): dry run, run, progress.
-
-A dry run (``workers.schema_migration_dry_run``) stores nothing in the database: its report (paths
-and counts, never values) is kept an hour for polling. A run stores the mapping (idempotent for the
-same document) and queues ``workers.schema_migrate``. Another tenant's mapping is unknown here (404).
-"""
+"""Schema migrations of one's own tenant: a dry run stores nothing (its report, paths and counts,
+is kept an hour for polling); a run stores the mapping (idempotent) and queues its run."""
 
 from __future__ import annotations
 

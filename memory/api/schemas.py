@@ -1,9 +1,5 @@
-"""Schemas of one's own tenant (scope ``admin``): upload a version, list, read, choose the default
-(the schema new subjects are pinned to; existing subjects move only through a schema migration).
-
-A document is the engine's (``memory/engine/schema.py``, docs/SCHEMAS.md). Another tenant's schema
-is unknown here, like one that does not exist.
-"""
+"""Schemas of one's own tenant: upload a version, list, read, choose the default (the schema new
+subjects are pinned to). A document is the engine's (docs/SCHEMAS.md)."""
 
 from __future__ import annotations
 

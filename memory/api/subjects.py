@@ -12,9 +12,10 @@ from memory.api.base import TenantScopedView
 from memory.api.errors import ServiceUnavailable
 from memory.api.fields import AsOfField, ExternalIdField, as_of_found
 from memory.api.openapi import problems
-from memory.api.pagination import PageParams, Pager, next_field
+from memory.api.pagination import Pager, paged
 from memory.engine.schema import SchemaError
 from memory.engine.tree import Tree
+from memory.models import Subject
 from memory.services import NotFoundError, ServiceError
 from memory.services.ingest import external_id_validate
 from memory.services.schemas import SchemaConflict
@@ -99,18 +100,17 @@ class SubjectListView(TenantScopedView):
     """GET the tenant's subjects, by external id, a page at a time; POST creates one pinned to a schema."""
 
     required_scopes = {"GET": ("read",), "POST": ("ingest",)}
-    SubjectOut = SubjectOut
 
-    @extend_schema(
-        parameters=[PageParams],
-        responses=inline_serializer("SubjectList", {"subjects": SubjectOut(many=True), "next": next_field()}),
+    @paged(
+        "SubjectList",
+        {"subjects": SubjectOut(many=True)},
         operation_id="v1_subjects_list",
         summary="List the tenant's subjects by external id, a page at a time",
     )
     def get(self, request):
         pager = Pager(request, "subjects", {"after": str})
-        subjects, next_page = pager.page(self.subjects(), "external_id", key="after")
-        return Response({"subjects": self.SubjectOut(subjects, many=True).data, "next": next_page})
+        subjects, next_page = pager.page(self.owned(Subject), "external_id", key="after")
+        return Response({"subjects": SubjectOut(subjects, many=True).data, "next": next_page})
 
     @extend_schema(
         request=SubjectIn,
@@ -175,17 +175,13 @@ class SubjectVersionsView(TenantScopedView):
 
     required_scopes = ("read",)
 
-    @extend_schema(
-        parameters=[PageParams],
-        responses=inline_serializer(
-            "SubjectVersions",
-            {
-                "subject": serializers.CharField(),
-                "head_version": serializers.IntegerField(),
-                "versions": VersionOut(many=True),
-                "next": next_field(),
-            },
-        ),
+    @paged(
+        "SubjectVersions",
+        {
+            "subject": serializers.CharField(),
+            "head_version": serializers.IntegerField(),
+            "versions": VersionOut(many=True),
+        },
         summary="The subject's version history, newest first, a page at a time",
     )
     def get(self, request, external_id: str):
@@ -277,20 +273,16 @@ class SubjectExportView(TenantScopedView):
         id = serializers.CharField()
         version = serializers.IntegerField()
 
-    @extend_schema(
-        parameters=[PageParams],
-        responses=inline_serializer(
-            "SubjectExport",
-            {
-                "subject": serializers.CharField(),
-                "schema": SchemaOut(),
-                "head_version": serializers.IntegerField(),
-                "tree": serializers.DictField(child=serializers.CharField()),
-                "versions": ExportVersionOut(many=True),
-                "ops": ExportOpOut(many=True),
-                "next": next_field(),
-            },
-        ),
+    @paged(
+        "SubjectExport",
+        {
+            "subject": serializers.CharField(),
+            "schema": SchemaOut(),
+            "head_version": serializers.IntegerField(),
+            "tree": serializers.DictField(child=serializers.CharField()),
+            "versions": ExportVersionOut(many=True),
+            "ops": ExportOpOut(many=True),
+        },
         summary="Everything stored about the subject (tiers this key may read), a page at a time",
     )
     def get(self, request, external_id: str):

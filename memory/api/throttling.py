@@ -1,9 +1,5 @@
-"""Per-API-key rate limit, counted in the shared Django cache (``PERSONATREE_THROTTLE_RATE``).
-
-While that cache cannot be reached the throttle counts per process instead of failing requests,
-and retries the shared cache every ``RETRY_SHARED_AFTER_S`` seconds, so requests do not each wait
-on a dead connection (docs/RELIABILITY.md, "Outages of Redis and the broker").
-"""
+"""Per-API-key rate limit in the shared cache; while it is down, counted per process (requests do not
+each wait on a dead connection) and the shared cache retried every ``RETRY_SHARED_AFTER_S`` seconds."""
 
 from __future__ import annotations
 
@@ -19,10 +15,7 @@ from memory.models import ApiKey
 
 log = logging.getLogger("personatree.throttle")
 
-#: Seconds between attempts to use the shared cache again once it failed.
 RETRY_SHARED_AFTER_S = 5.0
-
-
 #: What Django's cache backends raise when their server is unreachable.
 CACHE_ERRORS = (OSError, RedisError)
 

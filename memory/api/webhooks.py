@@ -1,17 +1,14 @@
-"""Webhook endpoints of one's own tenant (scope ``admin``) and their delivery log (docs/WEBHOOKS.md).
-
-The ``secret`` is in the answers of creation and rotation only; a URL is checked by
-:mod:`memory.services.webhook_targets`. Another tenant's endpoint is a 404.
-"""
+"""Webhook endpoints of one's own tenant and their delivery log (docs/WEBHOOKS.md); the ``secret``
+is in the answers of creation and rotation only."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
-from memory.api.pagination import PageParams, Pager, next_field
+from memory.api.pagination import Pager, paged
 from memory.models import WebhookDelivery, WebhookEndpoint
 from memory.services import webhooks as service
 from memory.services.tree import Actor
@@ -73,17 +70,15 @@ class _WebhookView(TenantScopedView):
 
 
 class WebhookListView(_WebhookView):
-    @extend_schema(
-        parameters=[PageParams],
-        responses=inline_serializer(
-            "WebhookList", {"webhooks": EndpointOut(many=True), "next": next_field()}
-        ),
-        summary="List the tenant's webhook endpoints",
+    @paged(
+        "WebhookList",
+        {"webhooks": EndpointOut(many=True)},
         operation_id="v1_webhooks_list",
+        summary="List the tenant's webhook endpoints",
     )
     def get(self, request):
         pager = Pager(request, "webhooks", {"after": int})
-        endpoints, next_page = pager.page(self.webhook_endpoints(), "id", key="after")
+        endpoints, next_page = pager.page(self.owned(WebhookEndpoint), "id", key="after")
         return Response({"webhooks": EndpointOut(endpoints, many=True).data, "next": next_page})
 
     @extend_schema(
@@ -131,11 +126,9 @@ class WebhookRotateSecretView(_WebhookView):
 
 
 class WebhookDeliveriesView(_WebhookView):
-    @extend_schema(
-        parameters=[PageParams],
-        responses=inline_serializer(
-            "WebhookDeliveryList", {"deliveries": DeliveryOut(many=True), "next": next_field()}
-        ),
+    @paged(
+        "WebhookDeliveryList",
+        {"deliveries": DeliveryOut(many=True)},
         summary="The endpoint's deliveries, newest first, with every attempt",
     )
     def get(self, request, public_id):
