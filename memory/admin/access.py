@@ -1,7 +1,5 @@
-"""What the admin shows to which staff (docs/MODERATION.md, "What the staff of a tenant see"): only
-granted tenants' rows, and special-tier values (and paths that are no leaf of the subject's schema,
-whose tier cannot be told) masked without ``memory.view_special_tier``.
-"""
+"""What the admin shows to which staff (docs/MODERATION.md): granted tenants' rows only, special-tier
+values (and paths of no leaf, whose tier cannot be told) masked without ``memory.view_special_tier``."""
 
 from __future__ import annotations
 
@@ -51,10 +49,8 @@ def masked_tree(tree: dict, schema: Schema) -> dict:
 
 
 def record_is_special(record: OpRecord) -> bool:
-    """Does the op record touch a special-tier leaf of its subject's schema, or a path that is none
-    of its leaves (a rejected unknown path, a parse error's raw line)? A NO_OP touches nothing. An
-    op a schema migration held (or that was declined) counts as special whatever its leaf: a
-    migration holds only values crossing the special tier's border, out of it too."""
+    """Does the record touch a special-tier leaf, or a path of no leaf (a parse error's raw line)? An op
+    a schema migration held or declined does whatever its leaf: it crossed the special tier's border."""
     if not record.path and record.op_type == "NO_OP":
         return False
     held = (OpRecord.Status.PENDING_REVIEW, OpRecord.Status.DECLINED)
@@ -67,8 +63,7 @@ MASKED_RECORD_FIELDS = ("old_value", "new_value", "source_text", "detail")
 
 
 def masked_record(record: OpRecord) -> OpRecord:
-    """The record as shown to a user without the special-tier permission (an unsaved copy when
-    masked; the admin never saves op records)."""
+    """The record as a user without the special-tier permission sees it (an unsaved copy when masked)."""
     if not record_is_special(record):
         return record
     shown = copy.copy(record)
@@ -89,11 +84,9 @@ def masked_changes(changes: tuple[Change, ...], schema: Schema) -> list[Change]:
 
 
 class TenantScopedAdmin(admin.ModelAdmin):
-    """A ModelAdmin whose rows are limited to the user's granted tenants.
+    """A ModelAdmin whose rows are limited to the user's granted tenants."""
 
-    ``tenant_lookup``: the lookup from the model to its tenant ("" for the Tenant model itself)."""
-
-    tenant_lookup = "tenant"
+    tenant_lookup = "tenant"  # from the model to its tenant ("" for the Tenant model itself)
 
     def get_queryset(self, request):
         qs = super().get_queryset(request)
@@ -104,12 +97,15 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return qs.filter(**{field: tenants})
 
 
-class ReadOnlyAdmin:
-    """Mixin (before the ModelAdmin) for rows the admin shows but never adds, changes or deletes:
-    audit records and logs that only the services write."""
+class NoAddAdmin:
+    """Mixin (before the ModelAdmin) for rows only the services or the API create."""
 
     def has_add_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyAdmin(NoAddAdmin):
+    """Mixin (before the ModelAdmin) for audit records and logs that only the services write."""
 
     def has_change_permission(self, request, obj=None):
         return False

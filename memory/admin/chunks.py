@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from memory.admin.access import TenantScopedAdmin
+from memory.admin.access import NoAddAdmin, TenantScopedAdmin
 from memory.models import Chunk
 from memory.services.chunk_errors import safe_chunk_error
 from memory.services.ingest import chunks_requeue
@@ -12,8 +12,6 @@ from memory.services.ingest import chunks_requeue
 
 @admin.action(description="Re-queue selected failed chunks")
 def requeue_failed(modeladmin, request, queryset):
-    """Failed chunks back to ingestion with a fresh attempt budget, through the one re-queue service
-    (as the API's ``POST .../chunks/<id>/requeue``); the dispatcher is asked for after commit."""
     ids = list(queryset.filter(status=Chunk.Status.FAILED).values_list("pk", flat=True))
     if not ids:
         modeladmin.message_user(request, "None of the selected chunks has failed.", messages.WARNING)
@@ -23,7 +21,7 @@ def requeue_failed(modeladmin, request, queryset):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(TenantScopedAdmin):
+class ChunkAdmin(NoAddAdmin, TenantScopedAdmin):
     tenant_lookup = "subject__tenant"
     list_display = (
         "id",
@@ -46,9 +44,6 @@ class ChunkAdmin(TenantScopedAdmin):
     @admin.display(description="last error")
     def short_error(self, obj):
         return safe_chunk_error(obj.last_error)
-
-    def has_add_permission(self, request):
-        return False
 
     def has_delete_permission(self, request, obj=None):
         return False

@@ -1,11 +1,5 @@
-"""Admin deletes of subjects and tenants go through the erase service.
-
-Django's own delete (page and "delete selected") would cascade: no tombstone, vectors and caches
-left behind. Here every subject is erased by :func:`~memory.services.subjects.subject_erase` (as
-``DELETE /v1/subjects/<id>``), and a tenant's subjects each so before the tenant row goes. While
-the vectors' purge cannot be queued (:func:`~personatree_site.ops.readiness.erasure_broker_problem`)
-the admin refuses with a message and erases nothing.
-"""
+"""Admin deletes of subjects and tenants erase through the service (Django's cascade would leave no
+tombstone, and vectors and caches behind); while the vectors' purge cannot be queued, nothing is erased."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""API keys (revocable here, created with ``manage.py create_tenant`` or the API) and the audit of
-changes outside the trees: keys and webhook endpoints, who changed them and when."""
+"""API keys (revocable here; created with ``manage.py create_tenant`` or the API, which show the raw
+key once) and the audit of key and webhook changes."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from memory.admin.access import ReadOnlyAdmin, TenantScopedAdmin
+from memory.admin.access import NoAddAdmin, ReadOnlyAdmin, TenantScopedAdmin
 from memory.models import ApiKey, AuditEvent
 from memory.services.keys import api_keys_revoke
 from memory.services.tree import Actor
@@ -18,18 +18,13 @@ def revoke_keys(modeladmin, request, queryset):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(TenantScopedAdmin):
-    """Keys are created with ``manage.py create_tenant`` (the raw key is shown once there)."""
-
+class ApiKeyAdmin(NoAddAdmin, TenantScopedAdmin):
     list_display = ("prefix", "tenant", "name", "scopes", "created_at", "revoked_at")
     list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("prefix", "name", "tenant__name")
     readonly_fields = ("tenant", "prefix", "scopes", "created_at", "last_used_at", "revoked_at")
     fields = ("tenant", "name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at")
     actions = [revoke_keys]
-
-    def has_add_permission(self, request):
-        return False
 
 
 @admin.register(AuditEvent)

@@ -1,6 +1,4 @@
-"""The op log, with bulk approve / decline of held ops (decline asks why); masking of special-tier
-records per :mod:`memory.admin.access`.
-"""
+"""The op log, with bulk approve / decline of held ops (decline asks why)."""
 
 from __future__ import annotations
 

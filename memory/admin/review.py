@@ -1,7 +1,4 @@
-"""The review queue, oldest first, filtered by tenant, reason, tier and model (docs/MODERATION.md).
-An item's page is :mod:`memory.admin.review_page`; every decision goes through
-:mod:`memory.services.governance`.
-"""
+"""The review queue, oldest first, filtered by tenant, reason, tier and model (docs/MODERATION.md)."""
 
 from __future__ import annotations
 
@@ -37,28 +34,6 @@ class DecisionForm(forms.Form):
     note = forms.CharField(required=False, max_length=2000)
 
 
-class ReasonFilter(admin.SimpleListFilter):
-    title = "reason"
-    parameter_name = "reason"
-
-    def lookups(self, request, model_admin):
-        return [("special", "special-tier leaf"), ("mass", "mass delete")]
-
-    def queryset(self, request, queryset):
-        return filter_reason(queryset, self.value())
-
-
-class TierFilter(admin.SimpleListFilter):
-    title = "tier"
-    parameter_name = "tier"
-
-    def lookups(self, request, model_admin):
-        return [(t, t) for t in ("normal", "personal", "special")]
-
-    def queryset(self, request, queryset):
-        return filter_tier(queryset, self.value())
-
-
 def filter_reason(queryset, value):
     if value == "special":
         return queryset.filter(detail__startswith="special-tier")
@@ -89,6 +64,26 @@ NEXT_FILTERS = {
     "reason": filter_reason,
     "tier": filter_tier,
 }
+
+
+class _QueueFilter(admin.SimpleListFilter):
+    options: list[tuple[str, str]] = []
+
+    def lookups(self, request, model_admin):
+        return self.options
+
+    def queryset(self, request, queryset):
+        return NEXT_FILTERS[self.parameter_name](queryset, self.value())
+
+
+class ReasonFilter(_QueueFilter):
+    title = parameter_name = "reason"
+    options = [("special", "special-tier leaf"), ("mass", "mass delete")]
+
+
+class TierFilter(_QueueFilter):
+    title = parameter_name = "tier"
+    options = [(t, t) for t in ("normal", "personal", "special")]
 
 
 @admin.register(ReviewItem)
@@ -178,8 +173,8 @@ class ReviewQueueAdmin(OpRecordAdmin):
             "can_decide": self._may_decide(request, record),
             "filters": filters,
             "posted": posted,
-            "previous_url": self._neighbour_url(request, record, filters, before=True),
-            "next_url": self._neighbour_url(request, record, filters, before=False),
+            "previous_url": self._neighbour_url(request, filters, record, before=True),
+            "next_url": self._neighbour_url(request, filters, record),
             "queue_url": self._queue_url(filters),
             **review_context(record, request.user),
         }
@@ -216,9 +211,7 @@ class ReviewQueueAdmin(OpRecordAdmin):
             return self._page(request, record, posted=request.POST)
         messages.success(request, done)
         filters = request.POST.get(FILTERS, "")
-        following = self._neighbour_url(request, record, filters, before=False) or self._first_url(
-            request, filters
-        )
+        following = self._neighbour_url(request, filters, record) or self._neighbour_url(request, filters)
         return HttpResponseRedirect(following or self._queue_url(filters))
 
     def _decide(self, request, record, data) -> str:
@@ -252,19 +245,16 @@ class ReviewQueueAdmin(OpRecordAdmin):
                 qs = narrow(qs, value)
         return qs
 
-    def _neighbour_url(self, request, record, filters, *, before):
+    def _neighbour_url(self, request, filters, record=None, *, before=False):
+        """The item after (``before``: before) ``record`` in the filtered queue; no record: the first."""
         side, order = ("lt", "-") if before else ("gt", "")
-        qs = self._filtered(request, filters).filter(
-            Q(**{f"created_at__{side}": record.created_at})
-            | Q(created_at=record.created_at, **{f"id__{side}": record.pk})
-        )
+        qs = self._filtered(request, filters)
+        if record is not None:
+            qs = qs.filter(
+                Q(**{f"created_at__{side}": record.created_at})
+                | Q(created_at=record.created_at, **{f"id__{side}": record.pk})
+            )
         pk = qs.order_by(f"{order}created_at", f"{order}id").values_list("pk", flat=True).first()
-        return None if pk is None else self._item_url(pk, filters)
-
-    def _first_url(self, request, filters):
-        pk = (
-            self._filtered(request, filters).order_by("created_at", "id").values_list("pk", flat=True).first()
-        )
         return None if pk is None else self._item_url(pk, filters)
 
     @staticmethod

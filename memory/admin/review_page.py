@@ -1,8 +1,5 @@
-"""What the review page shows about one held op (pure presentation over selectors).
-
-The leaf (description, tier), the current value beside the proposed one with a word diff, the
-user's sentence inside its conversation, the leaf's recent history and why the op was held.
-Without the special-tier permission a special-tier op shows masked values and no conversation."""
+"""What the review page shows about one held op: the leaf, current and proposed values with a word diff,
+the user's sentence in its conversation, the leaf's history, why it was held (masked per access)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Schema migrations, read-only: which mapping, from which schema version to which, status and counts.
-
-Migrations are created and run with ``manage.py schema_migrate`` or ``POST /v1/schema-migrations``
-(docs/SCHEMAS.md); the console only shows them, to staff of the migration's tenant
-(:mod:`memory.admin.access`). The mapping document holds paths, never a subject's value."""
+"""Schema migrations, read-only (run with ``manage.py schema_migrate`` or the API): mapping, source and
+target versions, status and counts."""
 
 from __future__ import annotations
 
@@ -14,8 +11,6 @@ from memory.services.schema_migrations import COUNTS
 
 
 def _count(name: str):
-    """A list column showing one of the counts."""
-
     def shown(obj):
         return obj.counts.get(name, 0)
 

@@ -1,10 +1,5 @@
-"""Tenant schemas in the admin (docs/SCHEMAS.md "Tenant schemas").
-
-Staff see the schemas of their granted tenants: a list, a read-only page with the document, and
-an add form that stores through :func:`memory.services.schemas.schema_upload` (the API's rules),
-whose refusals show in the form. A stored version is never edited or deleted: subjects are pinned
-to it.
-"""
+"""Tenant schemas: list, read-only page, and an add form storing through the API's service (its
+refusals shown in the form). A stored version is never edited or deleted: subjects are pinned to it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Subject pages: readable tree with inline leaf edit, version history + diff, revert with confirmation.
-
-Deleting a subject (its page or the list action) erases it (:mod:`memory.admin.erasure`). Staff see
-only their granted tenants' subjects, and special-tier values masked without the permission
-(:mod:`memory.admin.access`)."""
+"""Subject pages: readable tree with inline leaf edit, version history and diff, revert with
+confirmation; deleting a subject erases it (:mod:`memory.admin.erasure`)."""
 
 from __future__ import annotations
 
@@ -18,6 +15,7 @@ from django.urls import path, reverse
 
 from memory import selectors
 from memory.admin.access import (
+    NoAddAdmin,
     ReadOnlyAdmin,
     TenantScopedAdmin,
     is_special,
@@ -42,15 +40,12 @@ class LeafForm(forms.Form):
 
 
 @admin.register(Subject)
-class SubjectAdmin(ErasingDeleteMixin, TenantScopedAdmin):
+class SubjectAdmin(ErasingDeleteMixin, NoAddAdmin, TenantScopedAdmin):  # the API creates subjects
     list_display = ("external_id", "tenant", "head_version", "schema_id", "schema_version", "updated_at")
     list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
     search_fields = ("external_id", "tenant__name")
     list_select_related = ("tenant",)
     ordering = ("tenant__name", "external_id")
-
-    def has_add_permission(self, request):
-        return False  # subjects are created by the API on first ingest
 
     def get_urls(self):
         view = self.admin_site.admin_view

@@ -1,12 +1,11 @@
-"""Tenants, who of the staff sees each (superusers only manage the grants, :mod:`memory.admin.access`)
-and the tombstones of erased subjects. Deleting a tenant erases each of its subjects first
-(:mod:`memory.admin.erasure`)."""
+"""Tenants (deleting one erases each of its subjects first), staff grants (superusers only) and the
+tombstones of erased subjects."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from memory.admin.access import TenantScopedAdmin
+from memory.admin.access import NoAddAdmin, TenantScopedAdmin
 from memory.admin.erasure import ErasingDeleteMixin
 from memory.models import Tenant, TenantStaff, Tombstone
 
@@ -26,13 +25,10 @@ class TenantAdmin(ErasingDeleteMixin, TenantScopedAdmin):
 
 
 @admin.register(Tombstone)
-class TombstoneAdmin(TenantScopedAdmin):
+class TombstoneAdmin(NoAddAdmin, TenantScopedAdmin):
     list_display = ("tenant", "external_id_hash", "counts", "erased_by", "erased_at")
     list_filter = (("tenant", admin.RelatedOnlyFieldListFilter),)
     readonly_fields = ("tenant", "external_id_hash", "counts", "erased_by", "erased_at")
-
-    def has_add_permission(self, request):
-        return False
 
 
 @admin.register(TenantStaff)

@@ -36,10 +36,8 @@ class Node:
 
 
 def build_nodes(tree, schema, last_changes: dict[str, OpRecord], *, mask_special: bool = False) -> list[Node]:
-    """Nest the filled leaves of ``tree`` under their schema prefixes (schema order).
-
-    ``mask_special``: special-tier values are shown as a mask, without the user's words they came
-    from (the template offers no edit form for them)."""
+    """Nest the filled leaves of ``tree`` under their schema prefixes (schema order); ``mask_special``
+    shows special-tier values as a mask (the template offers no edit form for them)."""
     root = Node("", "")
     for leaf in schema.leaves:
         value = tree.get(leaf.path)

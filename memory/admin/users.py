@@ -1,12 +1,5 @@
-"""Users and groups in the admin: only superusers hand out permissions.
-
-Django's default pages let a staff user with ``auth.change_user`` or ``auth.change_group`` grant
-any permission, to themselves too. Here, for users who are not superusers, ``is_superuser``,
-``groups`` and ``user_permissions`` of a user and ``permissions`` of a group are read-only, and
-superuser accounts (page and password) can be changed only by superusers. Nor may such a user
-change or delete (page or password) another staff user (whose grants they would use), or any user
-holding a permission they lack. Their own account stays theirs to edit.
-"""
+"""Users and groups: only superusers hand out permissions (Django's own pages let ``auth.change_user``
+grant any, to oneself too), and nobody else changes or deletes a user with more than they hold."""
 
 from __future__ import annotations
 
@@ -26,26 +19,20 @@ class SuperuserGrantsUserAdmin(UserAdmin):
         return (*fields, "is_superuser", "groups", "user_permissions")
 
     def has_change_permission(self, request, obj=None):
-        if obj is not None and not _may_manage(request.user, obj):
-            return False
-        return super().has_change_permission(request, obj)
+        return (obj is None or _may_manage(request.user, obj)) and super().has_change_permission(request, obj)
 
     def has_delete_permission(self, request, obj=None):
-        if obj is not None and not _may_manage(request.user, obj):
-            return False
-        return super().has_delete_permission(request, obj)
+        return (obj is None or _may_manage(request.user, obj)) and super().has_delete_permission(request, obj)
 
 
 def _may_manage(actor, user) -> bool:
-    """May ``actor`` change or delete ``user`` (the page, the password)? A superuser may; anyone
-    else only themselves, or a user who is not staff and holds no permission ``actor`` lacks."""
-    if actor.is_superuser:
+    """May ``actor`` change or delete ``user`` (the page, the password)? A superuser may; anyone else
+    only themselves, or a user who is not staff (whose grants they would use) and holds nothing they lack."""
+    if actor.is_superuser or user.pk == actor.pk:
         return True
-    if user.pk == actor.pk:
-        return True
-    if user.is_superuser or user.is_staff:
-        return False
-    return user.get_all_permissions() <= actor.get_all_permissions()
+    return (
+        not (user.is_superuser or user.is_staff) and user.get_all_permissions() <= actor.get_all_permissions()
+    )
 
 
 class SuperuserGrantsGroupAdmin(GroupAdmin):

@@ -1,15 +1,11 @@
-"""Webhook endpoints and their delivery log (docs/WEBHOOKS.md).
-
-Endpoints are registered by tenants through the API (``/v1/webhooks``, scope ``admin``), which is
-where the secret is shown once; here staff see them (never the secret), switch them on or off, and
-read every delivery with its attempts. Staff see only their granted tenants' rows. Every change
-goes through :mod:`memory.services.webhooks`, which audits it (a deletion too)."""
+"""Webhook endpoints (registered through the API; here never their secret, switched on or off through
+the audited service) and their delivery log (docs/WEBHOOKS.md)."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 
-from memory.admin.access import ReadOnlyAdmin, TenantScopedAdmin
+from memory.admin.access import NoAddAdmin, ReadOnlyAdmin, TenantScopedAdmin
 from memory.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from memory.services.tree import Actor
 from memory.services.webhooks import webhook_endpoint_delete, webhook_endpoint_update
@@ -37,7 +33,7 @@ def deactivate(modeladmin, request, queryset):
 
 
 @admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(TenantScopedAdmin):
+class WebhookEndpointAdmin(NoAddAdmin, TenantScopedAdmin):
     list_display = ("url", "tenant", "event_types", "is_active", "created_at")
     list_filter = ("is_active", ("tenant", admin.RelatedOnlyFieldListFilter))
     search_fields = ("url", "description", "tenant__name")
@@ -53,9 +49,6 @@ class WebhookEndpointAdmin(TenantScopedAdmin):
     )
     readonly_fields = fields
     actions = [activate, deactivate]
-
-    def has_add_permission(self, request):
-        return False
 
     def delete_model(self, request, obj):
         webhook_endpoint_delete(endpoint=obj, actor=Actor.for_admin(request.user))
@@ -78,8 +71,6 @@ class WebhookAttemptInline(admin.TabularInline):
 
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(ReadOnlyAdmin, TenantScopedAdmin):
-    """The delivery log: one row per event and endpoint, its attempts inline. Read-only."""
-
     tenant_lookup = "endpoint__tenant"
     list_display = (
         "event_id",
