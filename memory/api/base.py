@@ -10,11 +10,13 @@ from django.db.models import QuerySet
 from rest_framework import exceptions, serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory import selectors
 from memory.api.auth import ApiKeyAuthentication, HasScope
 from memory.api.openapi import ProblemAutoSchema
+from memory.api.pagination import Pager
 from memory.api.parsers import ApiJSONParser
 from memory.models import ApiKey, Import, Subject, Tenant, WebhookEndpoint
 from memory.services.ingest import external_id_validate
@@ -72,6 +74,23 @@ class TenantScopedView(APIView):
     def tiers(self) -> tuple[str, ...]:
         """The leaf tiers this key may read (the special tier needs ``read_special``)."""
         return selectors.ALL_TIERS if self.api_key.has_scopes(("read_special",)) else selectors.PUBLIC_TIERS
+
+    def page(
+        self,
+        rows: QuerySet,
+        out: type[serializers.Serializer],
+        *,
+        member: str,
+        field: str = "id",
+        key: str = "after",
+        kind: type = int,
+        **extra,
+    ) -> Response:
+        """One page of list ``member``: ``rows`` by the unique ``field``, oldest first after the cursor
+        (``key`` "before": newest first), answered as ``{**extra, member: [out], "next": url}``."""
+        pager = Pager(self.request, member, {key: kind})
+        items, next_page = pager.page(rows, field, key=key, descending=key == "before")
+        return Response({**extra, member: out(items, many=True).data, "next": next_page})
 
     def owned(self, model: type[Subject | ApiKey | WebhookEndpoint | Import]) -> QuerySet:
         """The tenant's rows of ``model``: the one way the API reads subjects, keys, endpoints, imports."""

@@ -12,7 +12,7 @@ from memory.api.base import TenantScopedView
 from memory.api.fields import MAX_VERSION
 from memory.api.leaves import LEAF_PATH, BaseVersionIn, SubjectLeafView, write_status
 from memory.api.openapi import problems
-from memory.api.pagination import Pager, paged
+from memory.api.pagination import paged
 from memory.engine.tree import diff
 from memory.models import OpRecord, Subject
 from memory.services import NotFoundError
@@ -77,16 +77,7 @@ class LeafHistoryView(SubjectLeafView):
             [leaf.path],
             tiers=tiers,
         ).select_related("version")
-        pager = Pager(request, "leaf-history", {"after": int})
-        changes, next_page = pager.page(ops, "id", key="after")
-        return Response(
-            {
-                "subject": subject.external_id,
-                "path": leaf.path,
-                "changes": LeafChangeOut(changes, many=True).data,
-                "next": next_page,
-            }
-        )
+        return self.page(ops, LeafChangeOut, member="changes", subject=subject.external_id, path=leaf.path)
 
 
 class VersionDiffView(TenantScopedView):

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from memory import conf
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
-from memory.api.pagination import Pager, paged
+from memory.api.pagination import paged
 from memory.api.parsers import declared_length
 from memory.backfill.imports import import_create, import_progress
 from memory.models import Import
@@ -90,19 +90,20 @@ class ImportOut(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     location = serializers.CharField(help_text="Where to poll it.")
 
-
-def import_body(row: Import) -> dict:
-    progress = import_progress(row)
-    stored = {f.attname: getattr(row, f.attname) for f in Import._meta.concrete_fields if f.name != "body"}
-    return ImportOut(
-        {
-            **stored,
-            "chunks": progress.counts,
-            "rate_chunks_per_s": round(progress.rate, 3) if progress.rate is not None else None,
-            "eta_s": round(progress.eta_s, 1) if progress.eta_s is not None else None,
-            "location": reverse("import", args=[row.public_id]),
+    def to_representation(self, instance: Import) -> dict:
+        progress = import_progress(instance)
+        stored = {
+            f.attname: getattr(instance, f.attname) for f in Import._meta.concrete_fields if f.name != "body"
         }
-    ).data
+        return super().to_representation(
+            {
+                **stored,
+                "chunks": progress.counts,
+                "rate_chunks_per_s": round(progress.rate, 3) if progress.rate is not None else None,
+                "eta_s": round(progress.eta_s, 1) if progress.eta_s is not None else None,
+                "location": reverse("import", args=[instance.public_id]),
+            }
+        )
 
 
 class _ImportView(TenantScopedView):
@@ -150,7 +151,7 @@ class ImportListView(_ImportView):
             tenant=self.tenant, data=data, label=label, created_by=f"api_key:{self.api_key.prefix}"
         )
         row.refresh_from_db()  # eager Celery has run it already
-        body = import_body(row)
+        body = ImportOut(row).data
         return Response(body, status=202, headers={"Location": body["location"]})
 
     def _upload(self, request) -> tuple[bytes, str]:
@@ -177,12 +178,10 @@ class ImportListView(_ImportView):
         summary="The tenant's imports, newest first",
     )
     def get(self, request):
-        pager = Pager(request, "imports", {"before": int})
-        rows, next_page = pager.page(self.imports(), "id", key="before", descending=True)
-        return Response({"imports": [import_body(r) for r in rows], "next": next_page})
+        return self.page(self.imports(), ImportOut, member="imports", key="before")
 
 
 class ImportDetailView(_ImportView):
     @extend_schema(responses=ImportOut, summary="One import: status, chunks by status, rate and ETA")
     def get(self, request, public_id):
-        return Response(import_body(self.get_owned(self.imports(), "Import", public_id=public_id)))
+        return Response(ImportOut(self.get_owned(self.imports(), "Import", public_id=public_id)).data)

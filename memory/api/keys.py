@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
-from memory.api.pagination import Pager, paged
+from memory.api.pagination import paged
 from memory.models import ApiKey
 from memory.services.keys import api_key_create, api_key_rotate, api_keys_revoke
 from memory.services.tree import Actor
@@ -59,8 +59,7 @@ class ApiKeyListView(_KeyView):
         summary="List the tenant's API keys (revoked ones too)",
     )
     def get(self, request):
-        keys, next_page = Pager(request, "keys", {"after": int}).page(self.owned(ApiKey), "id", key="after")
-        return Response({"keys": KeyOut(keys, many=True).data, "next": next_page})
+        return self.page(self.owned(ApiKey), KeyOut, member="keys")
 
     @extend_schema(
         request=KeyIn,

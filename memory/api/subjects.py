@@ -108,9 +108,7 @@ class SubjectListView(TenantScopedView):
         summary="List the tenant's subjects by external id, a page at a time",
     )
     def get(self, request):
-        pager = Pager(request, "subjects", {"after": str})
-        subjects, next_page = pager.page(self.owned(Subject), "external_id", key="after")
-        return Response({"subjects": SubjectOut(subjects, many=True).data, "next": next_page})
+        return self.page(self.owned(Subject), SubjectOut, member="subjects", field="external_id", kind=str)
 
     @extend_schema(
         request=SubjectIn,
@@ -186,20 +184,14 @@ class SubjectVersionsView(TenantScopedView):
     )
     def get(self, request, external_id: str):
         subject = self.get_subject(external_id)
-        pager = Pager(request, "versions", {"before": int})
-        versions, next_page = pager.page(
+        return self.page(
             selectors.versions_list(subject=subject).select_related("parent"),
-            "number",
+            VersionOut,
+            member="versions",
+            field="number",
             key="before",
-            descending=True,
-        )
-        return Response(
-            {
-                "subject": subject.external_id,
-                "head_version": subject.head_version,
-                "versions": VersionOut(versions, many=True).data,
-                "next": next_page,
-            }
+            subject=subject.external_id,
+            head_version=subject.head_version,
         )
 
 

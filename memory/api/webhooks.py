@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
-from memory.api.pagination import Pager, paged
+from memory.api.pagination import paged
 from memory.models import WebhookDelivery, WebhookEndpoint
 from memory.services import webhooks as service
 from memory.services.tree import Actor
@@ -77,9 +77,7 @@ class WebhookListView(_WebhookView):
         summary="List the tenant's webhook endpoints",
     )
     def get(self, request):
-        pager = Pager(request, "webhooks", {"after": int})
-        endpoints, next_page = pager.page(self.owned(WebhookEndpoint), "id", key="after")
-        return Response({"webhooks": EndpointOut(endpoints, many=True).data, "next": next_page})
+        return self.page(self.owned(WebhookEndpoint), EndpointOut, member="webhooks")
 
     @extend_schema(
         request=EndpointIn,
@@ -132,9 +130,5 @@ class WebhookDeliveriesView(_WebhookView):
         summary="The endpoint's deliveries, newest first, with every attempt",
     )
     def get(self, request, public_id):
-        endpoint = self.get_webhook_endpoint(public_id)
-        pager = Pager(request, "deliveries", {"before": int})
-        deliveries, next_page = pager.page(
-            endpoint.deliveries.prefetch_related("attempt_log"), "id", key="before", descending=True
-        )
-        return Response({"deliveries": DeliveryOut(deliveries, many=True).data, "next": next_page})
+        deliveries = self.get_webhook_endpoint(public_id).deliveries.prefetch_related("attempt_log")
+        return self.page(deliveries, DeliveryOut, member="deliveries", key="before")
