@@ -1,8 +1,5 @@
-"""``manage.py backfill PATH --tenant NAME --format jsonl|locomo|personamem [...]``: resumable bulk import.
-
-Thin: options are parsed here, the work is in :mod:`memory.backfill.service`. Formats and the
-resume guarantees: docs/BACKFILL.md.
-"""
+"""``manage.py backfill PATH --tenant NAME --format jsonl|locomo|personamem [...]``: resumable bulk
+import by :mod:`memory.backfill.service` (formats and resume guarantees: docs/BACKFILL.md)."""
 
 from __future__ import annotations
 
@@ -101,22 +98,15 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{exc} -- fix the input and re-run: what was imported stays, nothing repeats"
             ) from exc
-        verb = "would import" if report.dry_run else "imported"
-        self.stdout.write(
-            f"{verb} {report.subjects} subjects, {report.messages} messages "
-            f"({report.new_messages} new, {report.duplicates} already present), {report.chunks} chunks"
-            + (
-                f", applied {report.applied} ({report.failed} failed, {report.versions} versions)"
-                if opts["process"]
-                else ""
-            )
-            + (
-                f", took back {report.reclaimed} in-flight chunks of an earlier run"
-                if report.reclaimed
-                else ""
-            )
-            + f" in {report.elapsed_s:.1f}s"
-        )
+        line = [
+            f"{'would import' if report.dry_run else 'imported'} {report.subjects} subjects, {report.messages} "
+            f"messages ({report.new_messages} new, {report.duplicates} already present), {report.chunks} chunks"
+        ]
+        if opts["process"]:
+            line.append(f", applied {report.applied} ({report.failed} failed, {report.versions} versions)")
+        if report.reclaimed:
+            line.append(f", took back {report.reclaimed} in-flight chunks of an earlier run")
+        self.stdout.write("".join(line) + f" in {report.elapsed_s:.1f}s")
         if report.model is not None and not opts["process"]:
             m = report.model
             self.stdout.write(

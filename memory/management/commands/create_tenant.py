@@ -1,4 +1,4 @@
-"""``manage.py create_tenant NAME --scopes ingest read`` — create a tenant (or add a key to one) and print the key once."""
+"""``manage.py create_tenant NAME --scopes ingest read``: a tenant (or a key for one), the key printed once."""
 
 from __future__ import annotations
 

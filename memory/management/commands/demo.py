@@ -1,12 +1,5 @@
-"""`manage.py demo` (what `make demo` runs): the real pipeline on the embedded default.
-
-It creates a tenant and an API key, sends the bundled conversation (`memory/demo/conversation.json`)
-through the ingest API a chunk-sized batch at a time with the Python client (over HTTP with --url,
-else through the WSGI app in process), prints each new tree version with its ops and rejections,
-then asks a few questions in fast, auto and deep mode and prints answers, evidence and router
-decisions. Only the wiring differs from production (SQLite, eager Celery, Milvus Lite on a file,
-the local GGUF MemListener), as chosen by settings.
-"""
+"""`manage.py demo` (`make demo`): the bundled conversation through the real API with the Python client,
+a chunk at a time, printing each version's ops, then questions in each mode (docs: README)."""
 
 from __future__ import annotations
 
@@ -100,6 +93,7 @@ class Command(BaseCommand):
 
     def ingest(self, data: dict, tenant: Tenant, external_id: str) -> None:
         last_op = OpRecord.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+        pairs_per_chunk = tenant.chunk_pairs or conf.get().ingest.chunk_pairs
         for session in data["sessions"]:
             batch: list[dict] = []
             for i, msg in enumerate(session["messages"]):
@@ -113,7 +107,7 @@ class Command(BaseCommand):
                     }
                 )
                 pairs = sum(1 for m in batch if m["role"] == "assistant")
-                if pairs == cfg_pairs(tenant) or i == len(session["messages"]) - 1:
+                if pairs == pairs_per_chunk or i == len(session["messages"]) - 1:
                     last_op = self.post_batch(batch, tenant, external_id, last_op)
                     batch = []
         self.stdout.write(self.style.HTTP_INFO("\n-> flushing the last partial window"))
@@ -263,7 +257,3 @@ def describe_backend(cfg: conf.Settings) -> str:
         return f"llama.cpp in process, model {cfg.models.model_path}"
     where = cfg.listener.url if backend == "ray" else cfg.models.base_url
     return BACKENDS.get(backend, f"{backend} at {where}")
-
-
-def cfg_pairs(tenant: Tenant) -> int:
-    return tenant.chunk_pairs or conf.get().ingest.chunk_pairs

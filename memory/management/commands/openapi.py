@@ -1,9 +1,5 @@
-"""``manage.py openapi [--check]``: write the API's OpenAPI document to ``docs/openapi.json``.
-
-The document is the one served at ``/api/schema/``, rendered the same way every time (2-space
-JSON, keys in generation order), so an API change shows as a readable diff of the committed file.
-``--check`` writes nothing: it exits 1 with the unified diff when the committed file is stale.
-"""
+"""``manage.py openapi [--check]``: write the OpenAPI document served at ``/api/schema/`` to
+``docs/openapi.json``, rendered the same way every time so an API change reads as a diff."""
 
 from __future__ import annotations
 

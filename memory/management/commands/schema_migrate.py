@@ -1,11 +1,5 @@
-"""``manage.py schema_migrate --tenant NAME --mapping FILE.json [--dry-run] [--batch-size N] [--max-subjects N]``.
-
-Thin: :mod:`memory.services.schema_migrations`. Prints JSON: with ``--dry-run`` the aggregated
-report (nothing is stored, not even the mapping); otherwise the mapping is stored (idempotent) and
-run, and the migration's status and counts are printed. ``--max-subjects`` stops after that many
-subjects (a dry run looks at that many); running the command again resumes. Bad input exits 1 with
-``{"error": ..., "field": ...}`` (the field names the bad step: ``document.steps[2]``).
-"""
+"""``manage.py schema_migrate --tenant NAME --mapping FILE.json [...]``: prints JSON, the dry run's
+report (nothing stored) or the run's status and counts; run again, it resumes (docs/SCHEMAS.md)."""
 
 from __future__ import annotations
 
@@ -32,6 +26,11 @@ def _positive(text: str) -> int:
     return value
 
 
+def _error(message: str, field: str | None) -> CommandError:
+    """Bad input: exit 1 with ``{"error", "field"}`` (the field names the bad step: ``document.steps[2]``)."""
+    return CommandError(json.dumps({"error": message, "field": field}))
+
+
 class Command(BaseCommand):
     help = "Migrate a tenant's subjects from one schema version to the next with a declared mapping."
 
@@ -49,13 +48,11 @@ class Command(BaseCommand):
     def handle(self, *args, tenant, mapping, dry_run, batch_size, max_subjects, **options):
         found = Tenant.objects.filter(name=tenant).first()
         if found is None:
-            raise CommandError(json.dumps({"error": f"No tenant named {tenant!r}.", "field": "tenant"}))
+            raise _error(f"No tenant named {tenant!r}.", "tenant")
         try:
             document = json.loads(Path(mapping).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise CommandError(
-                json.dumps({"error": f"Cannot read {mapping}: {exc}", "field": "mapping"})
-            ) from exc
+            raise _error(f"Cannot read {mapping}: {exc}", "mapping") from exc
         try:
             if dry_run:
                 row = schema_migration_prepare(tenant=found, document=document)
@@ -67,5 +64,5 @@ class Command(BaseCommand):
                 ran = schema_migration_run(migration=row, batch_size=batch_size, max_subjects=max_subjects)
                 out = {"created": created, **{k: v for k, v in ran.items() if k != "last_id"}}
         except ServiceError as exc:
-            raise CommandError(json.dumps({"error": exc.message, "field": exc.field})) from exc
+            raise _error(exc.message, exc.field) from exc
         self.stdout.write(json.dumps(out, indent=2, ensure_ascii=False))
