@@ -27,6 +27,7 @@ Parsing costs about 3 ms a turn on one core (~300 turns/s).
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -149,10 +150,10 @@ def _main(tokens, inside: set[int]):
     return min(verbs or tops, key=lambda t: (_depth(t), t.i))
 
 
-def _subject(main):
-    for child in main.children:
-        if child.dep_ in _SUBJECT_DEPS:
-            return child
+def _subject(main, inside: set[int] | None = None):
+    subjects = [c for c in main.children if c.dep_ in _SUBJECT_DEPS]
+    if subjects:  # "People of all kinds - it pushed me": the clause's own subject, not the other one
+        return next((c for c in subjects if inside and c.i in inside), subjects[0])
     seen = 0
     while main.dep_ == "conj" and seen < 4:  # "I went there and loved it": "loved" takes "I"
         main = main.head
@@ -189,9 +190,15 @@ def _past_form(token) -> bool:
 
 
 def _modal(main) -> str:
+    if re.match(r"rec+om+end|suggest|advi[sc]e", main.lower_):
+        return "recommend"  # "I'd recommend finding a series": advice to the other speaker
     for child in main.children:
         if child.dep_ == "aux" and child.tag_ == "MD":
             return {"ca": "can", "wo": "will", "sha": "shall"}.get(child.lower_, child.lower_)
+    if main.lower_ == "got" and any(  # "Gotta focus on success": "got" + "ta" + the verb
+        c.dep_ == "xcomp" and any(a.lower_ == "ta" for a in c.children) for c in main.children
+    ):
+        return "gotta"
     return ""
 
 
@@ -365,7 +372,17 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
         return ClauseSyntax("subordinate", False, first_person=first_person)  # "When I'm feeling down"
     finite = main.pos_ in ("VERB", "AUX") and _finite(main)
     modal = _modal(main)
-    subject = _subject(main)
+    subject = _subject(main, inside)
+    if main.lemma_ == "be" and any(c.lower_ == "here" and c.i < main.i for c in main.children):
+        shown = subject or next((c for c in main.children if c.dep_ == "attr" and c.i in inside), None)
+        made = _shown_made(tokens, shown, inside)  # "Here are some bowls I made" -> "I made some bowls"
+        if made:
+            return ClauseSyntax("speaker", finite, first_person=True, swaps=(made,))
+        return ClauseSyntax("deictic", finite, modal, first_person=first_person)  # "Here's a pic"
+    if subject is None and finite and tokens[0].tag_ == "VBG" and tokens[0].i < main.i:
+        return ClauseSyntax(
+            "clausal", finite, modal, first_person=first_person
+        )  # "Being out there was great"
     if subject is None:
         if main.tag_ == "VB" and not modal and main.dep_ == "ROOT" and not _past_form(main):
             kind = "imperative"
@@ -406,6 +423,26 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     else:
         kind = "generic"  # everyone, nobody, someone ...
     return _named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
+
+
+def _shown_made(tokens, shown, inside: set[int]) -> tuple[str, str] | None:
+    """ "Here are some bowls (that) I made": (the clause as said, "I made some bowls"); None when
+    what is shown is not the speaker's doing."""
+    if shown is None:
+        return None
+    verb = next((c for c in shown.children if c.dep_ == "relcl" and c.i in inside), None)
+    subject = _subject(verb, inside) if verb is not None else None
+    if verb is None or subject is None or subject.lower_ not in _SPEAKER or subject.i > verb.i:
+        return None
+    doc = shown.doc
+    relative = set(range(verb.left_edge.i, verb.right_edge.i + 1))
+    noun = [t for t in doc[shown.left_edge.i : shown.right_edge.i + 1] if t.i not in relative]
+    clause = [t for t in doc[verb.left_edge.i : verb.right_edge.i + 1] if t.tag_ not in ("WDT", "WP")]
+    if not noun or not clause:
+        return None
+    words = [t for t in clause if t.i <= verb.i] + noun + [t for t in clause if t.i > verb.i]
+    said = doc[tokens[0].i : max(shown.right_edge.i, verb.right_edge.i) + 1].text
+    return said, " ".join(t.text for t in words if not t.is_punct or t.text == "-").replace(" - ", "-")
 
 
 _OBJECT_PRONOUNS = {

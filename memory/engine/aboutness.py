@@ -38,7 +38,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SUBJECTS", "KEPT_SUBJECTS", "GUESS_MODALS", "ClauseSyntax", "Judgement", "judge", "resolve"]
+__all__ = [
+    "SUBJECTS",
+    "KEPT_SUBJECTS",
+    "GUESS_MODALS",
+    "ADVICE_MODALS",
+    "ClauseSyntax",
+    "Judgement",
+    "judge",
+    "resolve",
+]
 
 SUBJECTS = (
     "speaker",
@@ -59,7 +68,10 @@ SUBJECTS = (
 KEPT_SUBJECTS = frozenset({"speaker", "owned", "elided"})
 #: Modals that make a statement a guess or advice rather than a fact ("must be rewarding",
 #: "should start a cork board", "could be fun"); only the speaker's own ("I should ...") stays.
-GUESS_MODALS = frozenset({"must", "should", "might", "may", "could", "ought"})
+GUESS_MODALS = frozenset({"must", "should", "might", "may", "could", "ought", "gotta"})
+#: Of those, advice even when the speaker gives it to themself ("We should all join forces", "I
+#: gotta push myself"), and an advice verb read as one ("I recommend reading it"): not a fact.
+ADVICE_MODALS = frozenset({"should", "ought", "gotta", "recommend"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +80,8 @@ class ClauseSyntax:
 
     subject: str
     finite: bool  # the main verb (or its auxiliary) is finite: a clause, not a fragment
-    modal: str = ""  # a modal auxiliary of the main verb, lower case ("must", "can", ...)
+    modal: str = ""  # a modal auxiliary of the main verb, lower case ("must", "can", "gotta", ...), or
+    # "recommend" for an advice verb
     pronoun: str = ""  # the subject pronoun as written, when ``subject`` is "pronoun"; with a
     # "speaker" subject, an object pronoun ("I love it") whose antecedent is known
     antecedent: str = ""  # the speaker's noun phrase that pronoun names ("my cat Luna"), if any
@@ -102,7 +115,7 @@ def judge(syntax: ClauseSyntax) -> Judgement:
         subject = "owned"  # "There's a park by my house", "This necklace is special to me"
     if subject not in KEPT_SUBJECTS:
         return Judgement(False, subject)
-    if syntax.modal in GUESS_MODALS and subject != "speaker":
+    if syntax.modal in ADVICE_MODALS or (syntax.modal in GUESS_MODALS and subject != "speaker"):
         return Judgement(False, "modal_guess")
     if syntax.dangling:  # not self-contained: "Their brother wrote it" says nothing alone
         return Judgement(False, "unresolved_object")

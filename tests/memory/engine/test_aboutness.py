@@ -37,10 +37,19 @@ def test_everything_else_is_dropped_with_its_reason(syntax, reason):
 
 
 def test_a_modal_is_a_fact_only_in_the_speakers_mouth():
-    assert judge(ClauseSyntax("speaker", True, "should")).keep  # "I should call my mom more"
+    assert judge(ClauseSyntax("speaker", True, "might")).keep  # "I might move to Lisbon"
+    assert judge(ClauseSyntax("speaker", True, "must")).keep  # "I must have read it ten times"
     assert judge(ClauseSyntax("elided", True, "can")).keep  # "Can't wait for my studio to open"
     owned_guess = ClauseSyntax("pronoun", True, "must", pronoun="she", antecedent="my cat Luna")
     assert judge(owned_guess).reason == "modal_guess"  # "She must be hungry"
+
+
+@pytest.mark.parametrize("modal", ["should", "ought", "gotta"])
+def test_advice_is_not_a_fact_even_to_oneself(modal):
+    verdict = judge(
+        ClauseSyntax("speaker", True, modal)
+    )  # "We should all join forces", "I gotta push myself"
+    assert not verdict.keep and verdict.reason == "modal_guess"
 
 
 def test_a_resolved_pronoun_and_a_first_person_expletive_are_kept():
