@@ -137,6 +137,8 @@ _PHRASE = re.compile(
 )
 # A relative phrase with an "on " before it ("on last Friday") takes it along.
 _ON_BEFORE = re.compile(r"(?i)\bon\s+$")
+# A hedge before "N years ago" ("about a year ago") is part of the phrase the date replaces.
+_HEDGE_BEFORE = re.compile(r"(?i)\b(?:about|around|roughly|nearly|almost|approximately|some|over)\s+$")
 _LIKE_BEFORE = re.compile(r"(?i)\blike\s+(?:just\s+|only\s+)?$")
 
 _FUTURE = re.compile(
@@ -355,8 +357,10 @@ def _phrases(text: str, today: date, tense: str | None, both: bool = False) -> l
             if absolute is None:
                 continue
             before = _ON_BEFORE.search(text, 0, start)
+            if match.group("num") or match.group("few"):
+                before = _HEDGE_BEFORE.search(text, 0, start)
             if before is not None and not match.group("bwd"):
-                start = before.start()  # "on last Friday" -> the whole of it goes
+                start = before.start()  # "on last Friday", "about a year ago" -> the whole of it goes
             found.append(DatePhrase(start, end, text[start:end], absolute))
     return found
 
@@ -388,6 +392,13 @@ def with_dates(fact: str, ts: datetime | None, *, context: str | None = None) ->
     phrases = date_phrases(fact, ts, context=context)
     if not phrases:
         return fact
+    first = phrases[0]
+    if not fact[: first.start].strip(" ,") and fact[first.end :].strip(" ,"):
+        # "Yesterday, we joined a church" -> "We joined a church (7 May 2023)": the fact comes first
+        rest = with_dates(
+            fact[first.end :].lstrip(" ,"), ts, context=context if context is not None else fact
+        )
+        return f"{rest[:1].upper()}{rest[1:]} ({first.absolute})"
     parts: list[str] = []
     cursor = 0
     for phrase in phrases:

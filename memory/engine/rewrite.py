@@ -40,13 +40,14 @@ _OPENER = re.compile(
     r"i mean|right|ok|okay|alright|sure|speaking of which|funny enough|funnily enough|besides|"
     r"oh my god|omg|gosh|man|dude|um+|uh+|hmm+|ah+|aw+|ooh+|nope|no|yay|cool|nice|great|awesome|"
     r"totally|definitely|absolutely|seriously|literally|basically|truthfully|frankly|personally|"
-    r"bad news|good news|big news|update|news|who knows)"
+    r"bad news|good news|big news|update|news|who knows|fyi)"
     r"(?:\s*[,!.:\u2026-]+\s*|\s+(?=and\b|also\b|so\b|by\b|btw\b|i\b|i'm\b|i've\b|my\b)))+",
     re.IGNORECASE,
 )
 _HEDGE = re.compile(
     r"^(?:i\s+(?:think|guess|believe|feel like|suppose|reckon|bet)|i'd say|i have to say|i gotta say|"
-    r"i must say|i can tell you|i'll tell you)(?:\s+that)?\s+"
+    r"i must say|i can tell you|i'll tell you|(?:i\s+)?(?:just\s+)?want(?:ed)?\s+to\s+(?:tell|let)\s+(?:you|ya|u)"
+    r"(?:\s+know)?|i\s+(?:have|had|got)\s+to\s+tell\s+(?:you|ya|u)|gotta\s+tell\s+(?:you|ya|u))(?:\s+that)?\s+"
     r"(?=(?:i|i'm|i've|i'd|i'll|it|it's|its|that|this|they|they're|we|we're|my|our|the|there|he|she)\b)",
     re.IGNORECASE,
 )
@@ -55,7 +56,8 @@ _TRAILING_TALK = re.compile(
     r"(?:don't|doesn't|isn't|aren't|wasn't|weren't|didn't|won't|can't)\s+(?:they|it|you|we|he|she|i))\b"
     r"|\s*,\s*right\b)+"
     r"[\s.!?]*$"
-    r"|[\s,]*\.\.\.+\s*$",
+    r"|[\s,]*\.\.\.+\s*$"
+    r"|\s*(?:,|-+|\u2013|\u2014)\s*(?:i\s+)?can(?:'|no)?t\s+wait\b[\s.!]*$",  # "... show next month - can't wait!"
     re.IGNORECASE,
 )
 _FILLER = re.compile(
@@ -112,8 +114,8 @@ _SWAP = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "
          "i'll": "they'll", "we": "they", "we're": "they're", "we've": "they've", "we'd": "they'd",
          "we'll": "they'll", "our": "their", "ours": "theirs", "us": "them", "ourselves": "themselves"}  # fmt: skip
 _PRONOUN = re.compile(
-    r"(?<![\w'])(?:i am|i was|i'm|im|i've|ive|i'd|i'll|i|me|my|mine|myself|we're|we've|we'd|we'll|we|"
-    r"our|ours|us|ourselves)(?![\w'])",
+    r"(?<![\w'-])(?:i am|i was|i'm|im|i've|ive|i'd|i'll|i|me|my|mine|myself|we're|we've|we'd|we'll|we|"
+    r"our|ours|us|ourselves)(?![\w'-])",  # not inside a compound: "me-time" is a word of its own
     re.IGNORECASE,
 )
 # Where a long fact may be cut, best first: subordinate/adverbial tails, then coordination, then a
@@ -161,6 +163,10 @@ _FIXED_PAIR = re.compile(
     r"over\s+and\s+over|again\s+and\s+again|day\s+and\s+night|here\s+and\s+there|now\s+and\s+then)\b",
     re.IGNORECASE,
 )
+
+# A name set off by commas ("One of the residents, Laura, wrote us"): a cut before the second comma
+# would keep a subject without its verb.
+_APPOSITIVE = re.compile(r"(?-i:,\s+[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?\s*,)")
 
 _EVALUATIVE_WORDS = (
     r"(?:awesome|amazing|great|cool|fun|exciting|nice|wonderful|fantastic|incredible|lovely|sweet|powerful|"
@@ -297,6 +303,7 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
     cut_any = False
     while len(_words_of(text)) > max_words:
         pairs = [(m.start(), m.end()) for m in _FIXED_PAIR.finditer(text)]  # no cut inside one
+        pairs += [(-1, m.end()) for m in _APPOSITIVE.finditer(text)]  # nor before its closing comma
         tiers = [
             [
                 m.start()

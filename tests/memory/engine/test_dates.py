@@ -45,7 +45,10 @@ SUNDAY = datetime(2023, 7, 16, 10, 0, tzinfo=UTC)
         ("Moved here two years ago", "Moved here (2021)"),
         ("Turned 18 ten years ago", "Turned 18 (2013)"),
         ("Started running a year ago", "Started running (2022)"),
-        ("Two years ago she started painting", "(2021) she started painting"),
+        ("Started running about a year ago", "Started running (2022)"),  # the hedge goes with it
+        ("Quit smoking around three weeks ago", "Quit smoking (three weeks before 8 May 2023)"),
+        ("Two years ago she started painting", "She started painting (2021)"),  # the fact comes first
+        ("Yesterday, they joined a choir", "They joined a choir (7 May 2023)"),
     ],
 )
 def test_relative_phrase_becomes_a_dated_one(fact: str, expected: str) -> None:

@@ -73,6 +73,11 @@ from memory.engine.text import folded_words, stem
         ("I wanna learn to surf", "Wants to learn to surf"),
         ("We went to the beach last week oh yeah", "They went to the beach last week"),
         ("Who knows, I might go back to acting someday", "Might go back to acting someday"),
+        ("FYI, I finished another quilt", "Finished another quilt"),
+        ("I take long me-time walks", "Takes long me-time walks"),  # a compound is a word of its own
+        ("I just wanted to let you know I got the job", "Got the job"),
+        ("Wanted to tell ya that we adopted a puppy", "They adopted a puppy"),
+        ("My first exhibition opens in May - can't wait!", "Their first exhibition opens in May"),
         ("What kind of music do you like?", "What kind of music do you like"),
         # evaluative tails
         ("I ran my first marathon, which was awesome", "Ran their first marathon"),
@@ -163,6 +168,11 @@ def test_never_cuts_inside_a_number_or_name() -> None:
     )
     assert rewrite("I scored 100 000 points in the final", max_words=2) == "Scored 100 000"
     assert rewrite("I adored seeing the big old bridge at dusk", max_words=4) == "Adored seeing the big"
+
+
+def test_a_name_set_off_by_commas_is_never_cut_from_its_verb() -> None:
+    clause = "One of the new volunteers at the farm, Priya, taught us how to milk a goat"
+    assert rewrite(clause) == "One of the new volunteers at the farm, Priya, taught them how to milk a goat"
 
 
 def test_no_cut_left_keeps_a_clause_up_to_half_again_the_budget_whole() -> None:
