@@ -1,8 +1,5 @@
-"""A bulk import sent over the API (``POST /v1/imports``): its JSONL body and how far it got.
-
-The body is kept in the row, not in a file: the web process and the worker may share no volume,
-and a redelivered task resumes from the row. It is emptied once the import is done or failed
-(``body_bytes`` kept).
+"""A bulk import sent over the API (``POST /v1/imports``): its JSONL body (in the row: the web process
+and the worker may share no volume; emptied once done or failed) and how far it got.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Storage of PersonaTree memory.
-
-Writes go through ``memory/services/`` only; these models hold data and small
-helpers, never business rules. Every subject-scoped row carries ``subject`` so
-erasure and the tenant scope are a single indexed filter away. ``TreeVersion`` (compact history)
-lives in :mod:`memory.versions` and the webhook models in :mod:`memory.webhook_models`; both are
-importable from here.
+"""Storage of PersonaTree memory: data and small helpers, never business rules (writes go through
+``memory/services/``). Every subject-scoped row carries ``subject``, so erasure and the tenant scope
+are one indexed filter away. The models of the sibling modules are importable from here.
 """
 
 from __future__ import annotations
@@ -130,8 +126,7 @@ class ApiKey(models.Model):
         return self.revoked_at is None
 
     def has_scopes(self, required) -> bool:
-        granted = set(self.scopes or ())
-        return set(required) <= granted
+        return set(required) <= set(self.scopes or ())
 
 
 class Subject(models.Model):

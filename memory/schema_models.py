@@ -1,9 +1,5 @@
-"""Tenant schemas and schema migrations (re-exported by :mod:`memory.models`).
-
-A :class:`TenantSchema` is an engine schema document stored under ``(tenant, schema_id,
-version)``. Rows are immutable: a change is a new version, and existing trees move to it through a
-:class:`SchemaMigration` (a declared mapping), one audited version per subject. Ids of the shipped
-schemas are reserved, so a shipped schema never needs a database read (docs/SCHEMAS.md).
+"""Tenant schemas and schema migrations (re-exported by :mod:`memory.models`; docs/SCHEMAS.md).
+Rows are immutable: a change is a new version, and trees move to it through a :class:`SchemaMigration`.
 """
 
 from __future__ import annotations
@@ -41,10 +37,8 @@ class TenantSchema(models.Model):
 
 
 class SchemaMigration(models.Model):
-    """A declared mapping from one schema version to the next, and the progress of applying it.
-
-    ``document`` is the mapping (docs/SCHEMAS.md). Subjects are migrated one audited version each;
-    a subject already pinned to the target is skipped, so a run can stop and resume at any point."""
+    """A declared mapping from one schema version to the next, and the progress of applying it (one
+    audited version per subject; a subject already on the target is skipped, so runs resume)."""
 
     class Status(models.TextChoices):
         CREATED = "created"

@@ -1,7 +1,5 @@
-"""Reads of the memory store. Every tenant-facing read takes the tenant explicitly.
-
-The hot path is ``subject_get`` + ``tree_current``: one indexed query (the
-subject joined with its head version); ``tree_current`` itself hits no database.
+"""Reads of the memory store; every tenant-facing read takes the tenant explicitly. The hot path,
+``subject_get`` + ``tree_current``, is one indexed query (the subject joined with its head).
 """
 
 from __future__ import annotations
@@ -77,13 +75,8 @@ def tree_current(subject: Subject) -> Tree:
 
 
 def tree_at(subject: Subject, as_of: int | datetime | None = None) -> tuple[int, Tree]:
-    """``(version_number, tree)`` of the subject at a version number or a point in time.
-
-    Version 0 is the empty tree before any write. A datetime selects the last
-    version created at or before it. A version number above the head raises
-    ``LookupError``. The head is the loaded head row; any other version is one indexed range read
-    replayed from its nearest checkpoint (:meth:`memory.versions.TreeVersionQuerySet.trees`).
-    """
+    """``(version_number, tree)`` of the subject at a version number (0: the empty tree; above the
+    head: ``LookupError``) or at a point in time (the last version created at or before it)."""
     if as_of is None:
         return subject.head_version, tree_current(subject)
     if isinstance(as_of, datetime):

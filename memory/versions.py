@@ -1,16 +1,8 @@
-"""Tree versions and how they are stored: compact history (re-exported by :mod:`memory.models`).
-
-A :class:`TreeVersion` row keeps ``delta`` -- the leaves changed against the version before it,
-``{path: new value or null}`` -- and ``tree``, the whole tree, on checkpoints (every
-:data:`~memory.engine.history.CHECKPOINT_EVERY`-th version, or when the delta would not be smaller
-than the tree; their ``delta`` is NULL) and on the subject's head. The head's whole tree is what the
-hot read path loads (``Subject.head``, one indexed join); the write of the next version empties it
-again unless the row is a checkpoint (:mod:`memory.services.tree_store`). Reading any other version
-is one indexed range query -- from the nearest row with a whole tree at or below it up to it, at
-most ``CHECKPOINT_EVERY`` rows -- replayed by the pure engine (:func:`memory.engine.history.rebuild`).
-
-``TreeVersion.snapshot`` is the version's whole tree whichever way the row stores it; assigning it
-(``TreeVersion(snapshot=...)``, imports, tests) stores the row as a checkpoint.
+"""Tree versions, stored compactly (re-exported by :mod:`memory.models`; docs/ARCHITECTURE.md,
+"Storage"): ``delta`` against the previous version, the whole ``tree`` on checkpoints and on the
+head only. Any other version is one indexed range read from its nearest whole tree, replayed by
+:func:`memory.engine.history.rebuild`. ``TreeVersion.snapshot`` is the whole tree either way;
+assigning it stores the row as a checkpoint.
 """
 
 from __future__ import annotations
@@ -40,17 +32,15 @@ def _range_sql() -> str:
     )
 
 
-def _json(value):
+def json_column(value):
     """A jsonb column read by a raw cursor: text (Django's jsonb loader) or already decoded."""
     return json.loads(value) if isinstance(value, str) else value
 
 
 class TreeVersionQuerySet(models.QuerySet):
     def trees(self, subject_id: int, numbers: Iterable[int]) -> dict[int, dict[str, str]]:
-        """Whole trees of the subject's versions ``numbers`` (0 = the empty tree), read in one query.
-
-        The rows from the nearest stored whole tree at or below the lowest number up to the highest
-        are replayed once. Numbers with no version are absent from the result."""
+        """Whole trees of the subject's versions ``numbers`` (0 = the empty tree; a missing one is
+        absent), replayed once from one query's rows."""
         wanted = set(numbers)
         found: dict[int, dict[str, str]] = {0: {}} if 0 in wanted else {}
         positive = sorted(n for n in wanted if n > 0)
@@ -58,7 +48,9 @@ class TreeVersionQuerySet(models.QuerySet):
             return found
         with connections[self.db].cursor() as cursor:
             cursor.execute(_range_sql(), (subject_id, positive[-1], subject_id, positive[0]))
-            rows = [(number, _json(tree), _json(delta)) for number, tree, delta in cursor.fetchall()]
+            rows = [
+                (number, json_column(tree), json_column(delta)) for number, tree, delta in cursor.fetchall()
+            ]
         for number, tree in rebuild(rows):
             if number in wanted:
                 found[number] = tree.to_dict()

@@ -11,11 +11,8 @@ from django.db import models
 
 
 class WebhookEndpoint(models.Model):
-    """A URL of a tenant's that is sent signed events (``memory/services/webhooks.py``, docs/WEBHOOKS.md).
-
-    ``secret`` signs every delivery (HMAC-SHA256); it is generated here, shown once by the API, and
-    kept in clear because signing needs it. It follows the Standard Webhooks convention: ``whsec_``
-    then the standard base64 of 24 random bytes (the bytes are the HMAC key of ``webhook-signature``)."""
+    """A URL of a tenant's that is sent signed events. ``secret`` (kept in clear: signing needs it,
+    shown once) is ``whsec_`` and the base64 of 24 random bytes, the Standard Webhooks HMAC key."""
 
     EVENT_TYPES = ("version.applied", "review.decided", "subject.erased", "ingest.failed")
     SECRET_PREFIX = "whsec_"

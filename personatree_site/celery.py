@@ -1,8 +1,5 @@
-"""The Celery app. Workers: `celery -A personatree_site worker -Q ingest,index`.
-
-Without ``DJANGO_SETTINGS_MODULE`` a worker gets the production settings, which refuse to start
-without their secrets (see ``wsgi.py``). ``manage.py`` sets the local settings before this module
-is imported, so development commands keep them.
+"""The Celery app (`celery -A personatree_site worker -Q ingest,index`); without
+``DJANGO_SETTINGS_MODULE`` it gets the production settings, as ``wsgi.py`` does.
 """
 
 import os

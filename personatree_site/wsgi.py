@@ -1,8 +1,5 @@
-"""WSGI entry point (``gunicorn personatree_site.wsgi:application``).
-
-Without ``DJANGO_SETTINGS_MODULE`` a server gets the production settings, which refuse to start
-without their secrets (a real ``DJANGO_SECRET_KEY`` among them): never DEBUG with the development
-key by accident. ``manage.py`` (development, ``runserver``, tests) keeps the local settings.
+"""WSGI entry point. Without ``DJANGO_SETTINGS_MODULE`` a server gets the production settings, which
+refuse to start without their secrets: never DEBUG with the development key by accident.
 """
 
 import os

@@ -1,9 +1,5 @@
-"""The one task decorator: every PersonaTree task gets its name, queue, limits, retries and metrics here.
-
-Tasks are ``acks_late`` + ``reject_on_worker_lost`` (so idempotent), retried with backoff on
-transient errors, and sent after commit (:func:`enqueue_on_commit`) or now (:func:`send`); a broker
-that is down is logged, not raised: the periodic sweeps find the rows again. :func:`send_once` keeps
-at most one queued request of a task that reads its work from the database (docs/INGEST.md).
+"""The one task decorator (:func:`pt_task`: name, queue, limits, retries, metrics; ``acks_late``, so
+idempotent) and the senders: a broker that is down is logged, not raised (the sweeps find the rows).
 """
 
 from __future__ import annotations
@@ -20,12 +16,13 @@ from django.db import transaction
 from django.dispatch import Signal
 
 from personatree_site.celery import app
+from personatree_site.ops.logging import TENANT_TASK_HEADER as TENANT
+from personatree_site.ops.logging import task_header
 from workers import metrics
 
 logger = logging.getLogger("personatree.tasks")
 
 ENQUEUED_AT = "pt_enqueued_at"
-TENANT = "pt_tenant"
 PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0.1, "interval_step": 0.2, "interval_max": 0.5}
 
 
@@ -50,20 +47,13 @@ def _stamp_enqueue_time(headers=None, **_kwargs) -> None:
         headers.setdefault(ENQUEUED_AT, time.time())
 
 
-def _header(request, name: str):
-    value = getattr(request, name, None)
-    if value is None:
-        value = (getattr(request, "headers", None) or {}).get(name)
-    return value
-
-
 class PersonaTreeTask(Task):
     abstract = True
 
     def __call__(self, *args, **kwargs):
         started = time.monotonic()
-        enqueued_at = _header(self.request, ENQUEUED_AT)
-        tenant = str(_header(self.request, TENANT) or kwargs.get("tenant_id") or "-")
+        enqueued_at = task_header(self.request, ENQUEUED_AT)
+        tenant = str(task_header(self.request, TENANT) or kwargs.get("tenant_id") or "-")
         if enqueued_at is not None:
             metrics.observe(
                 "task_queue_wait_seconds", max(0.0, time.time() - float(enqueued_at)), task=self.name
@@ -172,9 +162,8 @@ def _dedup_cache():
 
 
 def send_once(task: Task, *, tenant_id: int | None = None) -> None:
-    """Send ``task`` unless one is already queued and not started: the task clears its ``queued`` mark
-    when it starts and the mark expires after ``QUEUED_TTL_S``. Only with a shared cache and a real
-    broker; with a per-process cache or in eager mode every request is sent."""
+    """Send ``task`` unless one is queued and not started (its mark, cleared when it starts, expires
+    after ``QUEUED_TTL_S``); with a per-process cache or in eager mode every request is sent."""
     cache = _dedup_cache()
     if cache is not None:
         try:

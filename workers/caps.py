@@ -23,10 +23,8 @@ def input_caps() -> tuple[int, int]:
 
 
 def bound_turns(turns: list[ListenerTurn]) -> tuple[list[ListenerTurn], str]:
-    """Cut over-long turns so the job fits the MemListener's context: each turn to the per-turn cap,
-    then, if the chunk is still over its cap, the longest turns down to an equal share of it (short
-    turns keep their length). A cut keeps the turn's beginning and says how much was left out.
-    Returns the turns and a notice ("" when nothing was cut)."""
+    """Each turn cut to the per-turn cap, then, while the chunk is over its cap, the longest down to an
+    equal share of it; a cut keeps the turn's beginning. Returns the turns and a notice ("": no cut)."""
     turn_cap, chunk_cap = input_caps()
     lengths = [len(t.content) for t in turns]
     caps = [min(n, turn_cap) if turn_cap else n for n in lengths]

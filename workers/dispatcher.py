@@ -1,11 +1,7 @@
-"""Cross-subject batching: one MemListener call for the ready chunks of many subjects.
-
-A round (:func:`dispatch_round`) gathers the head-of-line chunk of up to ``BATCH_MAX_JOBS``
-subjects, builds their jobs in one query, calls the client once and applies every result in one
-``tree_apply_ops_batch`` (the store gates). When every result is a retryable error it is an outage:
-the batch is first split to find a poison chunk (:mod:`workers.poison`), then the chunks go back
-with their attempt refunded. docs/INGEST.md ("The flow of one chunk", "Failures") and
-docs/RELIABILITY.md have the whole story.
+"""Cross-subject batching: a round (:func:`dispatch_round`) gathers the head-of-line chunk of up to
+``BATCH_MAX_JOBS`` subjects, calls the MemListener once and applies every result in one
+``tree_apply_ops_batch``. Every result a retryable error: the batch is split to find a poison chunk
+(:mod:`workers.poison`), else it is an outage and the chunks go back with their attempt refunded.
 """
 
 from __future__ import annotations
@@ -69,13 +65,10 @@ def gather(
 
 
 def build_jobs(claims: list[Claim], *, record: bool = True) -> list[ListenerJob]:
-    """One job per claim: the subject's head tree and version, its tenant schema's document (None for a
-    shipped schema; cached per process, no query per subject), and the chunk's turns (with the last
-    system message at or before the chunk, if any), cut to the MemListener's caps
-    (:func:`workers.caps.bound_turns`; the chunk's ``notice`` says what was cut). Every turn carries when it
-    was said (the message's ``ts``, else when it was received). One query for the whole batch on
-    PostgreSQL. A claim whose subject was erased after the claim gets no job (its chunk is gone).
-    ``record=False``: what was cut is not noted on the chunks (jobs built ahead of their claim)."""
+    """One job per claim (none for a subject erased since): head tree and version, the tenant schema's
+    document (None for a shipped one), the chunk's dated turns after the last system message at or
+    before it, cut to the caps (:func:`workers.caps.bound_turns`). ``record=False``: the cuts are not
+    noted on the chunks (jobs built ahead of their claim)."""
     inputs = job_inputs(claims)
     jobs, notices = [], {}
     for c in claims:
@@ -109,23 +102,6 @@ def build_jobs(claims: list[Claim], *, record: bool = True) -> list[ListenerJob]
     if record:
         record_notices(notices)
     return jobs
-
-
-def _index_unversioned_on_commit(claim: Claim) -> None:
-    """Queue evidence indexing for a chunk that produced no version (all NO_OP / rejected / held).
-
-    Chunks that produced a version are indexed by ``workers.indexing``'s ``version_applied``
-    receiver; this covers the rest, so every applied chunk's messages reach the evidence index.
-    """
-    if conf.get().recall.evidence_indexing:
-        transaction.on_commit(lambda: index_span_soon(claim.subject_id, claim.start_seq, claim.end_seq))
-
-
-def _release_failed_result(claim: Claim, result: ListenerResult, report: RoundReport) -> None:
-    status = chunk_release(claim, error=result.error or "memlistener error", retryable=result.retryable)
-    report.transient += int(result.retryable)
-    report.failed += int(status == "failed")
-    report.retried += int(status == "pending")
 
 
 def release_outage(claims: list[Claim], results: list[ListenerResult], report: RoundReport) -> None:
@@ -187,22 +163,27 @@ def _record_outcome(
         return
     report.applied += 1
     report.versions += int(outcome.version is not None)
-    if index and outcome.version is None:
-        _index_unversioned_on_commit(claim)
+    if index and outcome.version is None and conf.get().recall.evidence_indexing:
+        # no version, so no version_applied: its messages reach the evidence index from here
+        transaction.on_commit(lambda: index_span_soon(claim.subject_id, claim.start_seq, claim.end_seq))
     report.chunk_ids.append(claim.chunk_id)
 
 
 def apply_batch(claims, jobs, results, *, index: bool, report: RoundReport | None = None) -> RoundReport:
-    """Apply a batch's results with one ``tree_apply_ops_batch`` call: one transaction, four statements
-    for the whole batch on PostgreSQL (its subjects are all different). A refused or failing chunk is
-    released on its own; the others land. Failed model results release their chunks."""
+    """Apply a batch's results with one ``tree_apply_ops_batch`` call; a refused or failing chunk, or a
+    failed model result, is released on its own."""
     report = RoundReport() if report is None else report
     todo = []
     for claim, job, result in zip(claims, jobs, results, strict=True):
         if result.ok:
             todo.append((claim, _apply_request(claim, job, result)))
         else:
-            _release_failed_result(claim, result, report)
+            status = chunk_release(
+                claim, error=result.error or "memlistener error", retryable=result.retryable
+            )
+            report.transient += int(result.retryable)
+            report.failed += int(status == "failed")
+            report.retried += int(status == "pending")
     if todo:
         outcomes = tree_apply_ops_batch([request for _, request in todo])
         for (claim, _), outcome in zip(todo, outcomes, strict=True):

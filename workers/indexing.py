@@ -1,9 +1,6 @@
-"""Evidence indexing tasks, and the store signals that schedule them (docs/ARCHITECTURE.md, tasks).
-
-Rows have deterministic primary keys, so every task is idempotent (safe with acks_late); while
-Milvus is unreachable the tasks retry with backoff. Receivers (connected at import; ``workers.apps``
-imports this module): ``version_applied`` indexes the chunk's messages, ``subject_erased`` purges the
-subject's rows; ``conf.get().recall.evidence_indexing`` switches them off.
+"""Evidence indexing tasks and the receivers that schedule them (``version_applied`` indexes a chunk's
+messages, ``subject_erased`` purges the subject's rows). Rows have deterministic keys, so every task
+is idempotent; while Milvus is unreachable they retry with backoff.
 """
 
 from __future__ import annotations
@@ -58,9 +55,8 @@ def erase_subject_vectors(self, tenant_id: int, subject_id: int) -> int:
 
 @pt_task(name="workers.reconcile_erasures", queue="index", soft_time_limit=120)
 def reconcile_erasures(self, limit: int = 100) -> dict:
-    """Beat task: purge the vectors of erased subjects whose purge is not recorded (Milvus was down
-    at erase time, the task was lost or gave up), oldest first; stop at the first unreachable index
-    (the next tick retries). Idempotent."""
+    """Beat task: purge the vectors of erased subjects whose purge is not recorded, oldest first, up to
+    the first unreachable index (the next tick retries)."""
     if not _enabled():
         return {"purged": 0, "pending": 0}
     from memory.recall.indexing import evidence_erase
@@ -83,9 +79,8 @@ INDEX_GRACE_S = 600.0
 
 @pt_task(name="workers.reconcile_indexing", queue="index", soft_time_limit=120)
 def reconcile_indexing(self, limit: int = 200, older_than_s: float = INDEX_GRACE_S) -> int:
-    """Beat task: queue indexing again for applied chunks not confirmed in the evidence index after
-    ``older_than_s`` (their task was lost with the broker, or gave up while Milvus was down), oldest
-    first. Returns the spans queued."""
+    """Beat task: queue indexing again for applied chunks not confirmed in the index after
+    ``older_than_s`` (their task lost or given up), oldest first. Returns the spans queued."""
     if not _enabled():
         return 0
     spans = evidence.unindexed_spans(older_than_s=float(older_than_s), limit=int(limit))
@@ -120,9 +115,8 @@ _batch = threading.local()
 
 
 class _SpanBatch:
-    """This thread's spans: every ``size`` of them, their units' texts are read here and embedded in
-    a background thread (one torch thread: this one goes on with the listener on the other core);
-    the spans are written here, with those vectors, at a later add or at the end."""
+    """This thread's spans, embedded ``size`` at a time in a background thread (one torch thread: this
+    one goes on with the listener) and written here at a later add or at the end."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -143,10 +137,8 @@ class _SpanBatch:
         self._write(wait=False)
 
     def expect(self, spans: list[tuple[int, int, int]]) -> None:
-        """Start embedding the units of spans about to be applied (``size`` spans per call, in the
-        order given), before they are: the embedding needs only their messages, so it runs while
-        the listener works on them. Nothing is written until a span is added; a span whose
-        messages changed meanwhile is embedded again then."""
+        """Start embedding spans about to be applied, while the listener works on them; nothing is
+        written until a span is added (a span whose messages changed is embedded again then)."""
         if not _enabled():
             return
         from memory.recall.bulk import span_texts

@@ -1,10 +1,7 @@
-"""Task and pipeline metrics: a ``personatree.metrics`` log line (DEBUG, every label) and Prometheus.
-
-Prometheus never gets the labels in :data:`NOT_EXPORTED` (``tenant``): a series per tenant would
-grow every scrape with the number of tenants; the log line keeps them. A histogram's buckets come
-from :data:`BUCKETS` (else prometheus_client's 5 ms to 10 s): a quantile above the highest finite
-bucket reads as that bucket, so the MemListener's batch time must reach past its 60 s alert
-(``docker/prometheus/alerts.yml``), and a batch size is a count, not seconds.
+"""Task and pipeline metrics: a ``personatree.metrics`` log line (DEBUG, every label) and Prometheus,
+without the labels of :data:`NOT_EXPORTED` (a series per tenant would grow with the tenants).
+:data:`BUCKETS` reach past the alerts' thresholds (``docker/prometheus/alerts.yml``): a quantile above
+the highest finite bucket reads as that bucket.
 """
 
 from __future__ import annotations
@@ -43,10 +40,9 @@ class Registry:
             try:
                 if kind != "histogram":
                     metric = prometheus_client.Counter(full, doc, labelnames)
-                elif name in BUCKETS:
-                    metric = prometheus_client.Histogram(full, doc, labelnames, buckets=BUCKETS[name])
                 else:
-                    metric = prometheus_client.Histogram(full, doc, labelnames)
+                    buckets = BUCKETS.get(name, prometheus_client.Histogram.DEFAULT_BUCKETS)
+                    metric = prometheus_client.Histogram(full, doc, labelnames, buckets=buckets)
             except ValueError:  # already registered in this process (e.g. module reloaded in tests)
                 metric = prometheus_client.REGISTRY._names_to_collectors.get(PREFIX + name)
             self._prom[name] = metric

@@ -8,7 +8,6 @@ docs/INGEST.md ("Order per subject") gives the argument; the apply's own fence i
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from memory import conf
 from memory.models import Chunk, Message, Subject, TreeVersion
 from memory.services.chunk_errors import safe_chunk_error
 from memory.signals import chunk_failed
+from memory.versions import json_column
 
 OPEN = (Chunk.Status.PENDING, Chunk.Status.PROCESSING, Chunk.Status.FAILED)
 
@@ -64,10 +64,8 @@ def ready_chunks(
 
 
 def fair_order(chunks):
-    """Order chunks for claiming, fair across tenants: by the chunk's *turn* -- its rank among its
-    tenant's ready chunks, oldest first -- then by id. Every tenant's oldest ready chunk comes
-    before any tenant's second one, so a claim of ``n`` rows serves ``n`` tenants (if that many have
-    work) however large one tenant's backlog is; within a tenant the order stays oldest first."""
+    """Fair across tenants: by the chunk's rank among its tenant's ready chunks, then by id, so a claim
+    of ``n`` rows serves ``n`` tenants however large one tenant's backlog is."""
     turn = Window(RowNumber(), partition_by=[F("subject__tenant_id")], order_by=F("id").asc())
     return chunks.annotate(turn=turn).order_by("turn", "id")
 
@@ -103,13 +101,8 @@ COLUMNS = ("id", "subject_id", "status", "attempts", "start_seq", "end_seq")
 
 
 def _claim_skip_locked(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
-    """PostgreSQL: one statement (autocommit) claims the ready head-of-line rows it can lock.
-
-    The row conditions (status, lease) are re-checked by Postgres on the locked rows, so a row we
-    get is ours. Should two chunks of one subject come back, the later ones are released at once,
-    uncounted. The SQL is written once per process (compiling the queryset cost ~4 ms of CPU per
-    round).
-    """
+    """PostgreSQL: one statement claims the ready head-of-line rows it can lock (re-checked on the
+    locked rows); a second chunk of one subject is released at once, uncounted."""
     params = {
         "now": now,
         "expired": now - timedelta(seconds=lease_seconds()),
@@ -129,12 +122,9 @@ def _claim_skip_locked(*, limit, exclude_subjects, tenant_id, now) -> list[Claim
 
 @cache
 def _claim_sql() -> str:
-    """The conditions of :func:`ready_chunks` (and the tenant / excluded-subject filters) as SQL, in
-    fair order (:func:`fair_order`). Innermost, each subject's open chunks are numbered by
-    ``start_seq`` (``pos``; the head of line is ``pos = 1``, one sort instead of an anti-join per
-    row); the ready heads are then numbered per tenant (``turn``). PostgreSQL allows no window
-    function next to ``FOR UPDATE``, so the outer select joins them by id, locks in ``(turn, id)``
-    order and re-checks the status conditions on the locked row."""
+    """:func:`ready_chunks` in :func:`fair_order` as SQL, written once per process: each subject's open
+    chunks numbered by ``start_seq`` (head of line: ``pos = 1``), the ready heads numbered per tenant
+    (``turn``); no window function may sit next to ``FOR UPDATE``, so the outer select joins by id."""
     qn = connection.ops.quote_name
     chunk, subject = qn(Chunk._meta.db_table), qn(Subject._meta.db_table)
     open_statuses = ", ".join(f"'{status}'" for status in OPEN)
@@ -189,13 +179,9 @@ def chunk_release(
     claim: Claim, *, error: str = "", retryable: bool = True, count_attempt: bool = True, refund: bool = False
 ) -> str:
     """Give the chunk back after a failure: ``pending`` again, or ``failed`` when out of attempts.
-
-    ``count_attempt=False`` (a version conflict: the head moved under us) always re-queues.
-    ``refund=True`` (a MemListener outage: the chunk was never looked at) always re-queues and
-    gives the claim's attempt back (``attempts = token - 1``): the token only has to fence holders
-    that still act, and this holder lets go here; any later claim takes a token above every stale
-    holder's. Returns the new status, or ``""`` when the lease had already been lost.
-    """
+    ``count_attempt=False`` (the head moved) always re-queues; ``refund=True`` (an outage) also gives
+    the claim's attempt back: any later claim still takes a token above every stale holder's.
+    Returns the new status, or ``""`` when the lease had already been lost."""
     max_attempts = conf.get().dispatch.chunk_max_attempts
     give_up = count_attempt and not refund and (not retryable or claim.token >= max_attempts)
     status = Chunk.Status.FAILED if give_up else Chunk.Status.PENDING
@@ -213,14 +199,9 @@ def chunk_release(
 
 
 def chunks_reclaim(*, tenant_id: int, before: datetime, subject_ids: Sequence[int] | None = None) -> int:
-    """Put chunks left ``processing`` since before ``before`` back to ``pending`` now.
-
-    For a restarted synchronous backfill, which knows its previous run is gone: it passes the
-    subjects it is importing, so another live run on the same tenant (e.g. one per speaker)
-    keeps its chunk in flight. Safe even if a live worker still holds one: the next claim bumps
-    the token, so that worker's apply is fenced off (or it applied first and the chunk is no
-    longer claimable). ``subject_ids=None`` takes back the whole tenant's. Returns the count.
-    """
+    """Chunks left ``processing`` since before ``before`` back to ``pending`` (a restarted backfill, for
+    its own subjects: another live run's stay in flight). A live holder is fenced off by the next
+    claim's token. ``subject_ids=None``: the whole tenant's. Returns the count."""
     chunks = Chunk.objects.filter(
         subject__tenant_id=tenant_id, status=Chunk.Status.PROCESSING, updated_at__lt=before
     )
@@ -231,10 +212,8 @@ def chunks_reclaim(*, tenant_id: int, before: datetime, subject_ids: Sequence[in
 
 @dataclass(frozen=True)
 class JobInputs:
-    """What one claimed subject's job is built from: its tenant, head (version and tree), pinned schema,
-    and the messages ``(seq, role, content, when)`` of the chunk's span plus every system message at or
-    before its end, in seq order. ``when`` is the message's ``ts``, or its ``created_at`` when the
-    client sent none (an aware datetime either way: every turn can date what it says)."""
+    """A claimed subject's head, pinned schema and messages ``(seq, role, content, when)`` of the chunk's
+    span plus every system message before its end; ``when`` is ``ts``, else ``created_at``."""
 
     tenant_id: int
     head_version: int
@@ -245,10 +224,8 @@ class JobInputs:
 
 
 def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
-    """Per claimed subject (an erased one is missing): its :class:`JobInputs`. On PostgreSQL one query
-    joined against the claims as arrays, messages aggregated per subject (building and compiling an
-    OR of two filters per claim cost more CPU than the rest of the round); elsewhere the same
-    through the ORM, two queries."""
+    """Per claimed subject (an erased one is missing): its :class:`JobInputs`; one query on PostgreSQL
+    (the claims as arrays), two through the ORM elsewhere."""
     if connection.vendor == "postgresql":
         qn = connection.ops.quote_name
         subject, version, message = (qn(m._meta.db_table) for m in (Subject, TreeVersion, Message))
@@ -274,8 +251,8 @@ def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
                     head,
                     schema_id,
                     schema_v,
-                    _json(tree),
-                    [_message_row(m) for m in _json(rows) or ()],
+                    json_column(tree),
+                    [_message_row(m) for m in json_column(rows) or ()],
                 )
                 for sid, tenant, head, schema_id, schema_v, tree, rows in cursor.fetchall()
             }
@@ -304,8 +281,3 @@ def _message_row(row: Sequence) -> tuple:
     """``[seq, role, content, when]`` from json_agg (``when`` an ISO-8601 string) as a tuple."""
     seq, role, content, when = row
     return seq, role, content, datetime.fromisoformat(when) if isinstance(when, str) else when
-
-
-def _json(value):
-    """A json/jsonb column read by a raw cursor: text (Django's jsonb loader) or already decoded."""
-    return json.loads(value) if isinstance(value, str) else value

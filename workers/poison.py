@@ -32,10 +32,8 @@ def is_outage(results: Sequence[ListenerResult]) -> bool:
 def split_batch(
     call: Call, batch: list[tuple[Claim, ListenerJob]], settle: Settle, *, engine_up=False
 ) -> bool:
-    """Find the poison jobs of a batch whose every result was a retryable error (see the module
-    docstring); every part is settled (applied or released) through ``settle`` exactly once. Returns
-    False, having settled nothing, when neither half of the first split nor a probe was answered
-    (an outage)."""
+    """Find the poison jobs of a batch whose every result was a retryable error; every part is settled
+    through ``settle`` exactly once. False, nothing settled, when neither half nor a probe answered."""
     middle = len(batch) // 2
     halves, answers = [batch[:middle], batch[middle:]], []
     for half in halves:

@@ -1,10 +1,6 @@
-"""``workers.schema_migrate(migration_id)`` runs a stored schema migration; ``workers.schema_migration_dry_run``
-runs a dry run the API started (:mod:`memory.services.schema_dry_runs`). The work is in
-:mod:`memory.services.schema_migrations`.
-
-A task migrates at most ``SLICE`` subjects and, when the slice was full, sends itself again for the
-subjects after the last one, so no task reaches its time limit and other work gets its turn. A task
-lost with its worker is redelivered (``acks_late``) and resumes: subjects on the target are skipped.
+"""Schema migration tasks (the work is in :mod:`memory.services.schema_migrations`). A run migrates at
+most ``SLICE`` subjects, then sends itself again for the rest, so no task reaches its time limit;
+a task lost with its worker is redelivered and resumes (subjects on the target are skipped).
 """
 
 from __future__ import annotations

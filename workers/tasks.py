@@ -1,9 +1,6 @@
-"""Celery tasks of the ingestion pipeline besides the dispatcher: ids only, the work is in services.
-
-``workers.dispatch`` (:mod:`workers.dispatcher`) and ``workers.schema_migrate`` are imported here so
-that Celery's autodiscovery, which imports ``workers.tasks``, registers them. ``workers.sweep``
-(beat) closes idle subjects' windows and re-dispatches ready chunks (whose task was lost with the
-broker, or whose lease expired with a dead worker).
+"""``workers.sweep`` (beat): close idle subjects' windows and re-dispatch ready chunks (their task lost
+with the broker, or their lease expired with a dead worker). Celery's autodiscovery imports this
+module: the other tasks are imported here to be registered.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """One webhook POST to the address that was checked (``memory.services.webhook_targets``).
 
-The request goes to the pinned IP address in the URL, with the ``Host`` header of the original
-host and, for https, that host as the TLS server name (httpx's ``sni_hostname`` request extension,
-which httpcore passes to ``ssl`` as ``server_hostname``: SNI and the certificate check both use
-the name). httpx therefore never resolves the name itself, and a DNS answer that changes between
-the check and the connection cannot steer the POST inside. Redirects are not followed; the answer's
-body is never read, only its status.
-
-The TLS context (CA bundle loaded, ~20 ms on a quiet core, ten times that on a busy one) is built
-once per process and shared by every attempt; httpx would build one per client.
+The URL names the pinned IP address, with the original host as ``Host`` header and, for https, as
+TLS server name (httpx's ``sni_hostname`` extension: SNI and the certificate check use the name), so
+a DNS answer changing after the check cannot steer the POST inside. Redirects are not followed and
+only the answer's status is read. The TLS context (~20 ms to build) is shared by every attempt.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Per-tenant delivery slots: at most ``WEBHOOK_MAX_CONCURRENT_PER_TENANT`` POSTs of one tenant at once.
-
-A slot is a key ``personatree:webhook-slot:<tenant>:<n>`` in the shared cache, taken with an atomic
-``add`` holding a random token, released only by its holder, and expiring after ``ttl_s`` (beyond
-the task's hard limit) so a killed worker frees it. A task that finds no free slot is sent again a
-little later, so one tenant's slow endpoint cannot hold every webhook worker. While the shared
-cache fails, slots are not enforced (logged); with the local-memory cache the cap is per process.
+"""Per-tenant delivery slots: at most ``WEBHOOK_MAX_CONCURRENT_PER_TENANT`` POSTs of one tenant at once,
+so one tenant's slow endpoint cannot hold every webhook worker. A slot is a shared-cache key taken
+with an atomic ``add``, released by its holder only, expiring after ``ttl_s`` (a killed worker's).
+While the shared cache fails the cap is not enforced; with the local-memory cache it is per process.
 """
 
 from __future__ import annotations

@@ -129,42 +129,34 @@ def _deliver(queued) -> None:
         send(deliver_webhook, item.delivery_id, tenant_id=item.tenant_id)
 
 
+def _queue_event(make, what: str, **kwargs) -> None:
+    """Queue one event's deliveries after the store's commit; a failure is logged, never raised."""
+    try:
+        _deliver(make(**kwargs))
+    except Exception:
+        logger.exception("webhooks: %s not queued", what)
+
+
 @receiver(version_applied, dispatch_uid="workers.webhooks.version_applied")
 def _on_version_applied(sender, subject_id: int, version: int, **_kwargs) -> None:
-    try:
-        _deliver(service.webhook_event_version_applied(subject_id=subject_id, version=version))
-    except Exception:
-        logger.exception("webhooks: version.applied of subject %s v%s not queued", subject_id, version)
+    what = f"version.applied of subject {subject_id} v{version}"
+    _queue_event(service.webhook_event_version_applied, what, subject_id=subject_id, version=version)
 
 
 @receiver(review_decided, dispatch_uid="workers.webhooks.review_decided")
-def _on_review_decided(sender, subject_id: int, **kwargs) -> None:
-    try:
-        _deliver(
-            service.webhook_event_review_decided(
-                subject_id=subject_id,
-                decision=kwargs["decision"],
-                approved=kwargs.get("approved", 0),
-                rejected=kwargs.get("rejected", 0),
-                declined=kwargs.get("declined", 0),
-                version=kwargs.get("version"),
-            )
-        )
-    except Exception:
-        logger.exception("webhooks: review.decided of subject %s not queued", subject_id)
+def _on_review_decided(sender, subject_id: int, decision: str, version=None, **kwargs) -> None:
+    counts = {n: kwargs.get(n, 0) for n in ("approved", "rejected", "declined")}
+    what = f"review.decided of subject {subject_id}"
+    make = service.webhook_event_review_decided
+    _queue_event(make, what, subject_id=subject_id, decision=decision, version=version, **counts)
 
 
 @receiver(subject_erased, dispatch_uid="workers.webhooks.subject_erased")
 def _on_subject_erased(sender, tenant_id: int, external_id: str, **_kwargs) -> None:
-    try:
-        _deliver(service.webhook_event_subject_erased(tenant_id=tenant_id, external_id=external_id))
-    except Exception:
-        logger.exception("webhooks: subject.erased for tenant %s not queued", tenant_id)
+    what = f"subject.erased for tenant {tenant_id}"
+    _queue_event(service.webhook_event_subject_erased, what, tenant_id=tenant_id, external_id=external_id)
 
 
 @receiver(chunk_failed, dispatch_uid="workers.webhooks.chunk_failed")
 def _on_chunk_failed(sender, chunk_id: int, **_kwargs) -> None:
-    try:
-        _deliver(service.webhook_event_ingest_failed(chunk_id=chunk_id))
-    except Exception:
-        logger.exception("webhooks: ingest.failed of chunk %s not queued", chunk_id)
+    _queue_event(service.webhook_event_ingest_failed, f"ingest.failed of chunk {chunk_id}", chunk_id=chunk_id)

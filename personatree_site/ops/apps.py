@@ -1,5 +1,4 @@
-"""The operations package as a Django app: its ``ready`` runs once per process (web server, Celery
-worker, beat, management commands), which is where logging context and tracing are set up."""
+"""The operations package as a Django app: logging context and tracing set up once per process."""
 
 from django.apps import AppConfig
 

@@ -1,8 +1,5 @@
-"""The backlog of each Celery queue as two gauges, read from the database at scrape time.
-
-``personatree_queue_backlog{queue}`` and ``personatree_queue_oldest_pending_age_seconds{queue}``,
-labelled by queue only (docs/DEPLOY.md has what counts as waiting). Each query reads the waiting rows
-through its partial index, at most once every :data:`TTL_S`; a failing query leaves the gauges out.
+"""The backlog of each Celery queue (items, oldest age) as two gauges, read from the database (partial
+indexes) at most once every :data:`TTL_S`; a failing query leaves them out (docs/DEPLOY.md).
 """
 
 from __future__ import annotations
@@ -69,7 +66,7 @@ def clear() -> None:
 
 
 class BacklogCollector:
-    """A prometheus_client custom collector yielding the two gauges (module docstring)."""
+    """A prometheus_client custom collector yielding the two gauges."""
 
     def collect(self):
         from prometheus_client.core import GaugeMetricFamily

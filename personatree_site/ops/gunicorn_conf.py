@@ -1,16 +1,8 @@
 """gunicorn settings of the web image (``gunicorn -c python:personatree_site.ops.gunicorn_conf``).
 
-Several gunicorn workers answer ``/metrics`` in turn, so each must report every worker's series:
-prometheus_client's multiprocess mode. With ``PROMETHEUS_MULTIPROC_DIR`` set (the web image sets
-it), every worker writes its values to files in that directory and a scrape aggregates them
-(:func:`personatree_site.ops.metrics.exposition`). The hooks here keep the directory honest:
-
-- :func:`on_starting` (the arbiter, once): empties the directory, so a restart does not add the
-  previous run's counters;
-- :func:`child_exit` (the arbiter, per dead worker): marks the worker's live gauges dead
-  (``mark_process_dead``); its counters and histograms stay in the sums, as they must.
-
-``WEB_CONCURRENCY`` sets the number of workers (3 by default), ``GUNICORN_BIND`` the address.
+Every gunicorn worker answers ``/metrics`` with all workers' series: prometheus_client's multiprocess
+mode over ``PROMETHEUS_MULTIPROC_DIR``, emptied at start (a restart adds no old counters); a dead
+worker's live gauges are marked dead. ``WEB_CONCURRENCY`` workers (3), bound to ``GUNICORN_BIND``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Structured logs: every line carries the request id, the tenant id and a hash of the subject
-(the fields and formats: docs/DEPLOY.md, "Logs").
-
-:class:`RequestContextMiddleware` binds the request id and writes the access line (the route
-pattern, never the path: it holds external ids); :class:`ContextFilter` puts the context on every
-record; :class:`RedactFilter` cuts PostgreSQL's ``DETAIL``/``CONTEXT`` values (they quote the row)
-out of every line. Read by the settings: no Django model and no Celery at import time.
+(docs/DEPLOY.md, "Logs"); access lines name the route pattern, never the path (it holds external
+ids); PostgreSQL's ``DETAIL``/``CONTEXT`` values (they quote the row) are cut out of every line.
+Read by the settings: no Django model and no Celery at import time.
 """
 
 from __future__ import annotations
@@ -101,7 +98,7 @@ def redact_db_detail(text: str) -> str:
 
 
 class RedactFilter(logging.Filter):
-    """Drops database error details from a record's message and traceback (module docstring)."""
+    """Drops database error details from a record's message and traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -189,12 +186,12 @@ class RequestContextMiddleware:
             unbind(tokens)
 
 
-# --- Celery: the request id travels in the task's headers ---------------------------------------
-
+# Celery: the request id travels in the task's headers.
 _task_tokens: dict[str, list[Token]] = {}
 
 
-def _header(request, name: str):
+def task_header(request, name: str):
+    """A Celery task request's header (an attribute of the request, or in its ``headers``)."""
     value = getattr(request, name, None)
     if value is None:
         value = (getattr(request, "headers", None) or {}).get(name)
@@ -211,7 +208,7 @@ def _task_started(task_id=None, task=None, **_kwargs) -> None:
     values: dict = {"task": getattr(task, "name", None), "task_id": task_id}
     request = getattr(task, "request", None)
     for name, header in (("request_id", REQUEST_ID_TASK_HEADER), ("tenant_id", TENANT_TASK_HEADER)):
-        value = _header(request, header)
+        value = task_header(request, header)
         if value:  # an eager task has no headers: it keeps its request's values
             values[name] = value
     if task_id:

@@ -1,10 +1,6 @@
-"""Request metrics of the web process and the Prometheus text exposition (docs/DEPLOY.md).
-
-Two series labelled by the matched URL *pattern* (``route``; ``unmatched`` before routing), never the
-raw path: ``personatree_http_requests_total{method, route, status}`` and the lean histogram
-``personatree_http_request_duration_seconds{route}`` (:data:`LATENCY_BUCKETS`). The exposition adds
-``workers.metrics``' series, the process series and the queue backlog (:mod:`.backlog`), aggregated
-over gunicorn workers with ``PROMETHEUS_MULTIPROC_DIR`` (:mod:`.gunicorn_conf`).
+"""Request metrics of the web process, labelled by the URL *pattern* (never the raw path), and the
+Prometheus exposition: these, ``workers.metrics``' and the queue backlog (:mod:`.backlog`), over all
+gunicorn workers with ``PROMETHEUS_MULTIPROC_DIR`` (docs/DEPLOY.md).
 """
 
 from __future__ import annotations
@@ -57,8 +53,7 @@ def multiprocess_registry(path: str | None = None):
 
 
 def exposition() -> tuple[bytes, str]:
-    """``(body, content_type)`` of this process, or of every process in multiprocess mode, then
-    the queue backlog gauges (:mod:`.backlog`, read from the database)."""
+    """``(body, content_type)`` of this process (every process in multiprocess mode) and the backlog."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = multiprocess_registry()
     else:

@@ -1,12 +1,8 @@
-"""First middleware of the chain: answers the ops paths, times everything else.
+"""First middleware of the chain: answers the ops paths, counts and times everything else per route.
 
-The ops paths (``/healthz``, ``/readyz``, ``/metrics``) are answered here, before
-``SecurityMiddleware`` and ``CommonMiddleware``: a Kubernetes or Docker probe calls the pod by IP
-over plain HTTP, which the production settings would otherwise answer with the HTTPS redirect
-(``SECURE_SSL_REDIRECT``) or a 400 (the IP is not in ``ALLOWED_HOSTS``). Nothing on these paths
-builds URLs from the Host header, so skipping those checks for them is safe.
-
-Every other request is counted and timed per route pattern (:mod:`personatree_site.ops.metrics`).
+A probe calls the pod by IP over plain HTTP, which the production settings would answer with the
+HTTPS redirect or a 400 (the IP is not an allowed host); nothing on the ops paths builds URLs from
+the Host header, so answering them before ``SecurityMiddleware`` and ``CommonMiddleware`` is safe.
 """
 
 from __future__ import annotations

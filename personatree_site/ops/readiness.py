@@ -1,9 +1,6 @@
-"""Readiness checks (``/readyz``): database, broker, Milvus, MemListener, as docs/DEPLOY.md
-("``/readyz``") lists them, the network ones side by side, each bounded by
-``PERSONATREE_READYZ_TIMEOUT_S``.
-
-A failed check reports a short error *class* (``OperationalError``, ``HTTP 503``, ``route_missing``),
-never the exception's message: those routinely include the DSN, a URL or a file path.
+"""Readiness checks (``/readyz``, docs/DEPLOY.md): database, broker, Milvus, MemListener, the network
+ones side by side, each bounded by ``PERSONATREE_READYZ_TIMEOUT_S``. A failure reports a short error
+*class* (``OperationalError``, ``HTTP 503``), never the message (it may hold a DSN, URL or path).
 """
 
 from __future__ import annotations
@@ -38,12 +35,8 @@ class Check:
     detail: str = ""  # a safe word: the backend name, or why a check was skipped
 
     def as_dict(self) -> dict:
-        out: dict = {"status": self.status, "required": self.required, "ms": round(self.ms, 2)}
-        if self.error:
-            out["error"] = self.error
-        if self.detail:
-            out["detail"] = self.detail
-        return out
+        out = {"status": self.status, "required": self.required, "ms": round(self.ms, 2)}
+        return out | {name: value for name in ("error", "detail") if (value := getattr(self, name))}
 
 
 def _timeout() -> float:
@@ -144,14 +137,8 @@ def memlistener_ping() -> str:
 
 
 def erasure_broker_problem() -> str | None:
-    """Why an erasure cannot queue the purge of the subject's evidence vectors now, else None.
-
-    With evidence indexing on and Celery not eager, ``subject_erased`` queues
-    ``workers.erase_subject_vectors`` through the broker; a publish that fails is only logged, so
-    with the broker down the vectors would stay. Erasures (API and admin) ask first and refuse
-    while it is down: nothing is erased, and the retry does all of it. The answer is the error's
-    class (``OperationalError``), safe to show.
-    """
+    """Why an erasure cannot queue the purge of the subject's vectors now (the broker's error class),
+    else None: a failed publish is only logged, so erasures ask first and refuse while it is down."""
     if settings.CELERY_TASK_ALWAYS_EAGER or not conf.get().recall.evidence_indexing:
         return None
     check = _run("broker", broker_ping, required=True)

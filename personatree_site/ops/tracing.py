@@ -1,9 +1,5 @@
-"""OpenTelemetry tracing: off by default, on with ``PERSONATREE_OTEL=1`` (docs/DEPLOY.md, "Tracing").
-
-:func:`install` instruments Django (probes untraced), Celery (the context carried in task headers)
-and httpx (``traceparent`` to the Ray Serve MemListener). Without the ``otel`` extra or the flag,
-nothing here imports OpenTelemetry. A server span's URL attributes become the route pattern: no
-external id in a span.
+"""OpenTelemetry tracing of Django (probes untraced), Celery and httpx: off by default, on with
+``PERSONATREE_OTEL=1`` (docs/DEPLOY.md, "Tracing"); a span's URL is the route pattern (no external id).
 """
 
 from __future__ import annotations
@@ -39,11 +35,8 @@ def _scrub_url(span, request, response) -> None:
 
 
 def install(*, tracer_provider=None, force: bool = False) -> bool:
-    """Instrument Django, Celery and httpx when ``PERSONATREE_OTEL`` is on (or ``force``).
-
-    ``tracer_provider`` (tests: one with an in-memory exporter) is used instead of the global one
-    built from the ``OTEL_*`` variables. Returns whether tracing is on; a second call does nothing.
-    """
+    """Instrument Django, Celery and httpx when ``PERSONATREE_OTEL`` is on (or ``force``), with
+    ``tracer_provider`` or the one the ``OTEL_*`` variables build. Returns whether tracing is on."""
     if _instrumentors:
         return True
     if not (force or enabled()):

@@ -1,9 +1,6 @@
-"""``/healthz``, ``/readyz`` and ``/metrics``: plain Django views, errors as the API's problem details.
-
-No API key and no DRF throttle applies to them (they are not DRF views, and
-:class:`~personatree_site.ops.middleware.OpsMiddleware` answers them before the rest of the
-middleware chain). ``/metrics`` has its own guard: ``PERSONATREE_METRICS_ENABLED`` and, when set,
-the bearer token ``PERSONATREE_METRICS_TOKEN``.
+"""``/healthz``, ``/readyz`` and ``/metrics``: plain Django views (no API key, no throttle), errors as
+the API's problem details. ``/metrics`` needs ``PERSONATREE_METRICS_ENABLED`` and, when set, the
+bearer token ``PERSONATREE_METRICS_TOKEN``.
 """
 
 from __future__ import annotations

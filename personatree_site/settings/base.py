@@ -1,9 +1,5 @@
-"""Settings shared by every environment.
-
-Every value comes from an environment variable: Django's and Celery's through django-environ
-below, PersonaTree's (PERSONATREE_*) through memory/conf.py. The embedded default (SQLite, eager
-Celery, Milvus Lite on a file, the extractive MemListener) needs none; production switches each
-tier by env vars only (docs/DEPLOY.md).
+"""Settings shared by every environment, every value from an environment variable (PERSONATREE_*
+through memory/conf.py); the embedded default needs none (docs/DEPLOY.md).
 """
 
 import os
@@ -34,9 +30,7 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DATA_DIR = Path(env.str("PERSONATREE_DATA_DIR", default=str(BASE_DIR / "var")))
 
-# --- PersonaTree --------------------------------------------------------------------
-# Every PERSONATREE_* setting is declared once in memory/conf.py; a bad value is a start-up error
-# naming its variable (personatree.E00x).
+# Every PERSONATREE_* setting is declared once in memory/conf.py (a bad value: personatree.E00x).
 PERSONATREE = conf.from_environ(os.environ, data_dir=DATA_DIR, base_dir=BASE_DIR)
 
 # The development key: production.py refuses it (and any other weak key).

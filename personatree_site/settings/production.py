@@ -1,8 +1,5 @@
 """Production: Postgres, Redis broker, real Celery workers, Ray Serve MemListener, Milvus server.
-
-Secrets have no defaults here: a missing variable fails at start-up, and so does a secret key that
-is not a real secret (the development key, Django's "django-insecure-" keys, a short one). These
-are also the settings ``wsgi.py`` and ``celery.py`` load when ``DJANGO_SETTINGS_MODULE`` is unset.
+Secrets have no defaults: a missing one, or a secret key that is no real secret, fails at start-up.
 """
 
 import os

@@ -1,11 +1,6 @@
-"""Test settings: what differs from base, and why.
-
-- Real PostgreSQL (the production database) unless DATABASE_URL says otherwise:
-  locking, advisory locks and concurrency tests need it. Each concurrent test
-  run may set PERSONATREE_TEST_DB to get its own test database.
-- Celery runs eager by default so unit tests need no broker; integration tests
-  start a real worker against Redis and override this.
-- Fast password hashing, because tests create users.
+"""Test settings: real PostgreSQL unless DATABASE_URL says otherwise (locking and concurrency tests
+need it; PERSONATREE_TEST_DB names a run's own database), eager Celery unless a test starts a real
+worker, fast password hashing.
 """
 
 import os
