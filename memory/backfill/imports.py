@@ -1,9 +1,6 @@
-"""Bulk import as an API resource: ``POST /v1/imports`` stores a JSONL body, a task runs the backfill.
-
-The body is validated line by line before anything is stored (the reader of ``manage.py backfill
---format jsonl``), kept in its :class:`Import` row and run by ``workers.import_run`` through
-:func:`memory.backfill.service.backfill_run`. With eager Celery (the demo, tests) the task runs the
-MemListener itself; otherwise the workers do, and progress is read from the subjects' chunks.
+"""Bulk import as an API resource: ``POST /v1/imports`` validates a JSONL body line by line, stores
+it, and ``workers.import_run`` runs the backfill (the MemListener itself with eager Celery, else
+the workers; progress is read from the subjects' chunks).
 """
 
 from __future__ import annotations
@@ -132,8 +129,7 @@ def import_execute(import_id: int) -> str:
 
 @pt_task(name="workers.import_run", queue="ingest", soft_time_limit=3600, retry_for=(OperationalError,))
 def import_run(self, import_id: int) -> str:
-    """The task (ids only; in ``memory.backfill``, not ``workers/``: a backfill drives the workers). One
-    lost with its worker is redelivered (``acks_late``) and the backfill resumes."""
+    """The task (here, not in ``workers/``: a backfill drives the workers); redelivered, it resumes."""
     return import_execute(int(import_id))
 
 
@@ -184,13 +180,3 @@ def import_progress(row: Import, *, now: datetime | None = None) -> ImportProgre
         else (counts.remaining / rate if rate and not blocked else None)
     )
     return ImportProgress(counts=counts, rate=rate, eta_s=eta)
-
-
-__all__ = [
-    "BytesJsonl",
-    "ImportLineError",
-    "import_create",
-    "import_execute",
-    "import_progress",
-    "import_validate",
-]

@@ -11,13 +11,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memory.backfill.records import (
-    ROLES,
     BackfillFormatError,
     BackfillMessage,
     SubjectHistory,
     derive_key,
     nonblank_lines,
+    role_and_content,
     source_label,
+    unknown_keys,
 )
 
 LINE_KEYS = {"subject", "messages"}
@@ -40,15 +41,8 @@ def parse_ts(value: object, where: str) -> datetime | None:
 def _message(raw: object, *, where: str, label: str, line_no: int, index: int) -> BackfillMessage:
     if not isinstance(raw, dict):
         raise BackfillFormatError(where, "a message must be an object")
-    unknown = set(raw) - MESSAGE_KEYS
-    if unknown:
-        raise BackfillFormatError(where, f"unknown keys {sorted(unknown)}; allowed: {sorted(MESSAGE_KEYS)}")
-    role = raw.get("role")
-    if role not in ROLES:
-        raise BackfillFormatError(f"{where}.role", f"role must be one of {list(ROLES)}, got {role!r}")
-    content = raw.get("content")
-    if not isinstance(content, str):
-        raise BackfillFormatError(f"{where}.content", "content must be a string")
+    unknown_keys(raw, MESSAGE_KEYS, where)
+    role, content = role_and_content(raw, where)
     session_id = raw.get("session_id") or ""
     if not isinstance(session_id, str):
         raise BackfillFormatError(f"{where}.session_id", "session_id must be a string")
@@ -92,9 +86,7 @@ class JsonlSource:
             raise BackfillFormatError(where, f"not JSON ({exc.msg}, column {exc.colno})") from exc
         if not isinstance(record, dict):
             raise BackfillFormatError(where, "a line must be a JSON object")
-        unknown = set(record) - LINE_KEYS
-        if unknown:
-            raise BackfillFormatError(where, f"unknown keys {sorted(unknown)}; allowed: {sorted(LINE_KEYS)}")
+        unknown_keys(record, LINE_KEYS, where)
         subject = record.get("subject")
         if not isinstance(subject, str) or not subject.strip():
             raise BackfillFormatError(f"{where} subject", "subject must be a non-empty string")

@@ -1,13 +1,7 @@
-"""A backfill's look-ahead: the next chunks' tree-free work done many chunks at a time.
-
-A ``--process`` backfill runs rounds of one chunk per subject (a chunk needs the tree its previous
-chunk left), so every per-call cost (spaCy, an embedding call, a forward pass) would be paid for a
-round's few chunks. Most of the listener's work does not depend on the tree (clauses, parses,
-embeddings, leaf ranking: ``serving.facts.FactStep.prefetch``; the evidence embeddings:
-``workers.indexing.index_spans_expected``). :class:`Lookahead` wraps the listener client and does
-that work for the next ``window`` open chunks of the round's subjects in one call, jobs built as
-the dispatcher builds them; the rounds then do only what depends on the tree. The work is keyed by
-the chunk's turns, so a chunk whose messages changed since is analysed again in its round.
+"""A backfill's look-ahead: a ``--process`` round holds one chunk per subject (a chunk needs its
+predecessor's tree), so the tree-free work (clauses, parses, embeddings: ``FactStep.prefetch``,
+``index_spans_expected``) is done here for the next ``window`` open chunks in one call. It is keyed by
+the chunk's turns: a chunk whose messages changed since is analysed again in its round.
 """
 
 from __future__ import annotations
@@ -30,8 +24,7 @@ def _chunk_id(job: ListenerJob) -> int | None:
 
 
 class Lookahead:
-    """A listener client (``run(jobs)``) that prepares the next chunks of the subjects it is asked
-    about before answering; see the module docstring."""
+    """A listener client that prepares the next chunks of the subjects it is asked about first."""
 
     def __init__(self, client, *, window: int = WINDOW, index: bool = True) -> None:
         self.client = client

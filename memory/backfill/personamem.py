@@ -9,12 +9,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from memory.backfill.records import (
-    ROLES,
     BackfillFormatError,
     BackfillMessage,
     SubjectHistory,
     derive_key,
     nonblank_lines,
+    role_and_content,
     source_label,
 )
 
@@ -60,14 +60,7 @@ class PersonamemSource:
             turn_where = f"{where} {context_id}[{i}]"
             if not isinstance(turn, dict):
                 raise BackfillFormatError(turn_where, "a turn must be an object")
-            role = turn.get("role")
-            if role not in ROLES:
-                raise BackfillFormatError(
-                    f"{turn_where}.role", f"role must be one of {list(ROLES)}, got {role!r}"
-                )
-            content = turn.get("content")
-            if not isinstance(content, str):
-                raise BackfillFormatError(f"{turn_where}.content", "content must be a string")
+            role, content = role_and_content(turn, turn_where)
             if not content.strip():
                 continue
             messages.append(

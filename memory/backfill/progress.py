@@ -1,11 +1,6 @@
-"""The model phase of a backfill: how many of its chunks are applied, pending, failed; rate and ETA.
-
-A backfill without ``--process`` writes messages and ``pending`` chunks in minutes and hands them
-to the Celery workers, which need far longer (a model call per chunk). ``backfill_chunk_counts``
-is the selector the progress reads (one grouped count per slice of subjects), ``RateEstimator``
-turns successive counts into a rate and an ETA, and ``backfill_wait`` polls until every chunk of
-the run's subjects is applied or failed (``manage.py backfill`` calls it unless ``--no-wait``).
-Waiting only observes: interrupting it leaves the workers going, and a re-run resumes as usual.
+"""The model phase of a backfill (the workers' share, far longer than storing the messages): its
+chunks by status, rate and ETA; ``backfill_wait`` polls until none is pending or processing. Waiting
+only observes: interrupting it leaves the workers going.
 """
 
 from __future__ import annotations
@@ -74,11 +69,8 @@ def backfill_chunk_counts(
 
 
 class RateEstimator:
-    """Chunks per second over the last ``window_s`` seconds of observations, and the ETA it gives.
-
-    The rate is measured, not assumed: chunks done before the first observation (an earlier run's)
-    never count, and with no progress yet there is no rate and no ETA (None), never a guess.
-    """
+    """Chunks per second over the last ``window_s`` seconds of observations, and the ETA it gives;
+    measured only: no progress yet, no rate and no ETA (None), never a guess."""
 
     def __init__(self, *, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         if window_s <= 0:

@@ -1,8 +1,5 @@
-"""What every backfill reader yields: one subject's history as plain, validated records.
-
-Readers never touch the database. Each message's idempotency key derives from the source label
-and its position, so a re-run or a resumed import finds the messages already there
-(docs/BACKFILL.md, "Resume").
+"""What every backfill reader yields: one subject's history as plain, validated records (no database).
+A message's idempotency key derives from the source label and its position, so a re-run finds it.
 """
 
 from __future__ import annotations
@@ -62,6 +59,21 @@ def nonblank_lines(source: Path | bytes) -> Iterator[tuple[int, bytes]]:
         for line_no, raw in enumerate(fh, start=1):
             if raw.strip():
                 yield line_no, raw
+
+
+def role_and_content(raw: dict, where: str) -> tuple[str, str]:
+    """A message's ``role`` and ``content``, or the error naming the one that is wrong."""
+    role, content = raw.get("role"), raw.get("content")
+    if role not in ROLES:
+        raise BackfillFormatError(f"{where}.role", f"role must be one of {list(ROLES)}, got {role!r}")
+    if not isinstance(content, str):
+        raise BackfillFormatError(f"{where}.content", "content must be a string")
+    return role, content
+
+
+def unknown_keys(raw: dict, allowed: set[str], where: str) -> None:
+    if unknown := set(raw) - allowed:
+        raise BackfillFormatError(where, f"unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
 
 
 def source_label(path: str | Path, override: str | None = None) -> str:

@@ -25,13 +25,7 @@ from memory.backfill.records import BackfillFormatError, SubjectHistory
 from memory.engine.chunker import chunk_turns
 from memory.models import Tenant
 from memory.services import ServiceError
-from memory.services.ingest import (
-    IncomingMessage,
-    messages_ingest,
-    messages_validate,
-    schedule_dispatch,
-    subject_flush,
-)
+from memory.services.ingest import messages_ingest, messages_validate, schedule_dispatch, subject_flush
 
 SLICE = 1000  # messages per transaction
 
@@ -82,10 +76,6 @@ class Pacer:
             self.sleep(ahead)
 
 
-def _incoming(history: SubjectHistory) -> list[IncomingMessage]:
-    return list(history.messages)
-
-
 def _dry_run_chunks(tenant: Tenant, history: SubjectHistory) -> int:
     turns = [
         {"role": m.role, "content": m.content, "seq": i} for i, m in enumerate(history.messages, start=1)
@@ -100,11 +90,9 @@ def _located(exc: ServiceError, history: SubjectHistory, offset: int = 0) -> Bac
 
 
 def history_ingest(*, tenant: Tenant, history: SubjectHistory, report: BackfillReport, enqueue: bool) -> None:
-    """Write one history (in slices) and close its last window.
-
-    Bad input raises :class:`BackfillFormatError` naming the history and the message index.
-    """
-    incoming = _incoming(history)
+    """Write one history (in slices) and close its last window; bad input is a
+    :class:`BackfillFormatError` naming the history and the message index."""
+    incoming = list(history.messages)
     subject = None
     for offset in range(0, len(incoming), SLICE):
         try:
@@ -144,13 +132,9 @@ def backfill_run(
     wait_timeout_s: float | None = None,
     poll_s: float = 2.0,
 ) -> BackfillReport:
-    """Import ``histories`` for ``tenant``; see the module docstring.
-
-    ``client`` (a ``ListenerClient``) defaults to the settings' one; ``index=False`` skips queueing
-    evidence indexing of processed chunks. With ``process=True`` and ``reclaim=True`` chunks an
-    earlier, killed run left ``processing`` are taken back at once instead of after their lease,
-    for the subjects this run imports (safe: claims are fenced, see workers/ordering.py).
-    """
+    """Import ``histories`` for ``tenant``. ``client``: the settings' listener client by default.
+    ``reclaim`` (with ``process``): chunks a killed run left ``processing`` are taken back at once
+    for this run's subjects, not after their lease (claims are fenced)."""
     from memory.backfill.lookahead import Lookahead
     from workers.dispatcher import dispatch_round
     from workers.indexing import batched_indexing
@@ -207,7 +191,7 @@ def backfill_run(
             report.messages += len(history.messages)
             if dry_run:
                 try:
-                    messages_validate(_incoming(history), max_messages=0)
+                    messages_validate(history.messages, max_messages=0)
                 except ServiceError as exc:
                     raise _located(exc, history) from exc
                 report.chunks += _dry_run_chunks(tenant, history)
@@ -268,15 +252,7 @@ def _warm_up(client, tenant: Tenant) -> threading.Thread | None:
     return thread
 
 
-def _hand_to_workers(
-    tenant: Tenant,
-    report: BackfillReport,
-    *,
-    wait: bool,
-    timeout_s: float | None,
-    poll_s: float,
-    progress: bool,
-) -> None:
+def _hand_to_workers(tenant: Tenant, report: BackfillReport, *, wait, timeout_s, poll_s, progress) -> None:
     """Enqueue one dispatcher for the whole import (the workers fan out from there) and, with
     ``wait``, follow the workers until the run's chunks are applied."""
     eager = settings.CELERY_TASK_ALWAYS_EAGER

@@ -1,10 +1,5 @@
-"""Evidence indexing of many spans at once (a backfill's applied chunks).
-
-A chunk's span holds a few retrieval units, so embedding chunk by chunk pays the model's per-call
-cost each time. Here the units of many spans are embedded in one call and each span is written
-through :func:`memory.recall.indexing.evidence_index_span` with those vectors, exactly like one
-indexed by its own task. The embedding needs no database: a caller may run it in another thread
-while it writes (``workers.indexing.batched_indexing`` does).
+"""Evidence indexing of many spans at once (a backfill's applied chunks): their units embedded in one
+call (no database needed: another thread may do it), each span then written as its own task would.
 """
 
 from __future__ import annotations

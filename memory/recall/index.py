@@ -1,14 +1,8 @@
-"""The evidence index: Milvus collections of retrieval units, one subject's rows searched at a time.
+"""The evidence index: Milvus collections of retrieval units (`units.py`; layout `layout.py`, rows
+and filters `rows.py`), each read and write naming one subject, each call a span when tracing.
 
-Each row is one retrieval unit (`units.py`) with its subject, message span, time, text, a dense
-vector and a BM25 sparse vector computed by Milvus from `text`. Where rows live is `layout.py`; row
-and filter types are `rows.py`. Every read and write names one subject, so it goes to that
-subject's collection only. Every Milvus call is a client span when tracing is on.
-
-Flushing: bulk writes (>= FLUSH_AT_ROWS) flush at once; smaller writes arm an idle timer in the
-writing process, which flushes the collections written to `flush_idle_s` after the last write (one
-flush per quiet period: every flush seals a small segment). The beat task `workers.flush_evidence`
-is the backstop for a process that exits before its timer fires.
+Bulk writes (>= FLUSH_AT_ROWS) flush at once; smaller ones flush `flush_idle_s` after the writing
+process's last write (every flush seals a small segment); `workers.flush_evidence` is the backstop.
 """
 
 from __future__ import annotations
@@ -58,12 +52,8 @@ FLUSH_IDLE_S = 10.0
 
 
 class EvidenceIndex:
-    """Thin wrapper over `pymilvus.MilvusClient` for the evidence collections of one base name.
-
-    `shards`: how many collections the subjects are spread over (`layout.py`); None picks
-    `layout.LITE_SHARDS` on Milvus Lite and 1 on a Milvus server when the client connects.
-    `direct_reads`: search an embedded Lite file in this process without gRPC (`lite.py`).
-    """
+    """`pymilvus.MilvusClient` over the evidence collections of one base name. `shards` (None: by the
+    server, `layout.py`); `direct_reads`: search an embedded Lite file without gRPC (`lite.py`)."""
 
     def __init__(
         self,
@@ -259,15 +249,8 @@ class EvidenceIndex:
             logger.warning("idle flush of %s failed: %s", self.collection, exc)
 
     def delete_subject(self, tenant_id: int, subject_id: int) -> int:
-        """Delete the subject's rows (erasure), then flush and ask for a compaction.
-
-        A Milvus delete only marks rows: until then their text stays on disk. The flush rewrites
-        the write-ahead log without them (on Milvus Lite the rows written since the last flush
-        live there, text included); the compaction drops them from sealed segments on a Milvus
-        server. Milvus Lite compacts on its own schedule only (its ``compact`` is a no-op), so
-        text of rows sealed before the erasure stays in its segment files until then
-        (docs/RELIABILITY.md, Erasure).
-        """
+        """Delete the subject's rows (erasure), then flush (the write-ahead log loses their text) and
+        ask for a compaction (sealed segments do; a no-op on Milvus Lite: docs/RELIABILITY.md)."""
         expr = Scope(tenant_id, subject_id).expr()
         name = self.collection_of(subject_id)
         if not self._open(name, create=False):
@@ -342,14 +325,10 @@ class EvidenceIndex:
             dense = self.search_dense(vectors, scope, limit=n)
             sparse = self.search_bm25(texts, scope, limit=n)
             return [rrf_fuse([d, s])[:limit] for d, s in zip(dense, sparse, strict=True)]
-        dense_data = [list(map(float, v)) for v in vectors]
+        sides = (("dense", "COSINE", [list(map(float, v)) for v in vectors]), ("sparse", "BM25", list(texts)))
         reqs = [
-            AnnSearchRequest(
-                data=dense_data, anns_field="dense", param={"metric_type": "COSINE"}, limit=n, expr=expr
-            ),
-            AnnSearchRequest(
-                data=list(texts), anns_field="sparse", param={"metric_type": "BM25"}, limit=n, expr=expr
-            ),
+            AnnSearchRequest(data=data, anns_field=field, param={"metric_type": metric}, limit=n, expr=expr)
+            for field, metric, data in sides
         ]
         kw = {"ranker": RRFRanker(RRF_K), "limit": limit, "output_fields": OUTPUT_FIELDS}
         res = self._call("hybrid_search", self.client.hybrid_search, name, reqs, **kw)

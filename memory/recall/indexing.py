@@ -1,10 +1,5 @@
-"""Writing a subject's messages into the evidence index, and removing them.
-
-Called by the Celery tasks in `workers/indexing.py` (which only pass ids). Rows
-get deterministic primary keys (tenant, subject, unit start seq), so re-running
-a span upserts the same rows: the tasks are idempotent. An erasure committed
-before the upsert, or during it, leaves no row behind (the subject is checked
-after embedding and again after the upsert, whose rows are then deleted).
+"""Writing a subject's messages into the evidence index (deterministic keys: re-running a span
+upserts the same rows), and removing them. An erasure before or during the upsert leaves no row.
 """
 
 from __future__ import annotations
@@ -66,9 +61,8 @@ def evidence_index_span(*, subject_id: int, start_seq: int, end_seq: int, index=
         )
         for i, u in enumerate(units)
     ]
-    # Erasure wins every race: the subject may have been erased, and its vectors purged,
-    # while its units were embedded. Not written if it is gone now; and if it goes during the
-    # upsert, its purge may have run before the rows landed: they are deleted again here.
+    # Erasure wins every race: erased while embedding, nothing is written; erased during the upsert
+    # (its purge may have run before the rows landed), they are deleted again.
     if not _exists(subject_id):
         logger.info("index span dropped: subject %s erased while it was embedded", subject_id)
         return 0

@@ -1,10 +1,6 @@
-"""Where evidence rows live: the collection layout (`LAYOUT`) and its schema.
-
-The subject is the partition key, so a Milvus server searches one partition for a subject, and
-every filtered field has an INVERTED index. A Milvus server holds one collection, `<base>_v2`;
-Milvus Lite `LITE_SHARDS` collections `<base>_v2_<k>of<n>` (a subject in shard ``subject_id % n``),
-because Lite 3.x walks every row of a collection in Python before any filter applies. That is the
-one Lite-only branch; `EvidenceIndex(shards=1)` runs the server layout on Lite (tests do).
+"""Where evidence rows live: the subject is the partition key, every filtered field has an INVERTED
+index. A Milvus server holds one collection, `<base>_v2`; Milvus Lite (which walks every row of a
+collection before any filter) `LITE_SHARDS` collections `<base>_v2_<k>of<n>` (shard ``subject_id % n``).
 """
 
 from __future__ import annotations
@@ -31,13 +27,11 @@ def is_lite(client) -> bool:
 
 
 def collection_names(base: str, shards: int) -> list[str]:
-    if shards == 1:
-        return [f"{base}_v{LAYOUT}"]
-    return [f"{base}_v{LAYOUT}_{k}of{shards}" for k in range(shards)]
+    return [f"{base}_v{LAYOUT}" + (f"_{k}of{shards}" if shards > 1 else "") for k in range(shards)]
 
 
 def collection_of(base: str, shards: int, subject_id: int) -> str:
-    return f"{base}_v{LAYOUT}_{subject_id % shards}of{shards}" if shards > 1 else f"{base}_v{LAYOUT}"
+    return f"{base}_v{LAYOUT}" + (f"_{subject_id % shards}of{shards}" if shards > 1 else "")
 
 
 def schema(client, dim: int):

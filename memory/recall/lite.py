@@ -1,12 +1,7 @@
-"""Searches of an embedded Milvus Lite served by this process, without the loop-back gRPC hop.
-
-pymilvus opens a Lite file by starting Lite's gRPC server in a thread of this process and talking
-to it over 127.0.0.1: protobuf both ways and a thread hand-over per query (`bench/bench_query.py`
-reports both ways). The file is locked to one process, so that server's `Collection` objects are
-the only ones: `search` calls the `Collection.search` its Search handlers call, with the same
-arguments, and reads the same rows. Writes and every other client stay on pymilvus; when the
-file's server is not found in this process, `local_collection` answers None and the caller uses
-pymilvus.
+"""Searches of an embedded Milvus Lite served by this process, without the loop-back gRPC hop
+(protobuf both ways, a thread hand-over per query): `search` calls the `Collection.search` Lite's
+Search handler calls, on the same rows. Writes stay on pymilvus, and so does a search when the
+file's server is not in this process (`local_collection` is None).
 """
 
 from __future__ import annotations
@@ -34,14 +29,8 @@ def local_collection(uri: str, name: str):
 
 def subject_partitions(collection, subject_id: int) -> list[str] | None:
     """The one partition holding the subject's rows in a Lite collection, or None (search them all).
-
-    Lite 3.x keeps a partition key as `DEFAULT_NUM_PARTITIONS` bucket partitions ``_pk_<h>``, a row
-    going to the bucket of md5(str(key value)) modulo their number
-    (`Collection._insert_with_partition_key`), but unlike a Milvus server it does not route a
-    search filtered on the key to that bucket: each sub-search walks every bucket's segments.
-    Named here, the walk covers the subject's bucket only. The rule is Lite's (pinned in
-    pyproject.toml); anything unexpected (another key, no such bucket) answers None.
-    """
+    Lite 3.x buckets a partition key by md5(str(value)) but, unlike a server, does not route a
+    filtered search to the bucket; the rule is Lite's (pinned in pyproject.toml)."""
     key = getattr(collection, "_partition_key_field", None)
     buckets = getattr(collection, "_num_partition_buckets", None)
     if key != "subject_id" or not isinstance(buckets, int) or buckets < 1:
@@ -64,11 +53,8 @@ def search(
     output_fields: Sequence[str],
     partitions: Sequence[str] | None = None,
 ) -> list[list[dict]]:
-    """One multi-query search of one vector field, as the gRPC Search handler runs it.
-
-    Hits are ``{"id", "distance", "entity"}`` dicts with Milvus's distance convention (the
-    handler sends them as they are), so `rows.to_hit` reads them like pymilvus hits.
-    """
+    """One multi-query search of one vector field, as the gRPC handler runs it (hits as `rows.to_hit`
+    reads pymilvus's)."""
     return collection.search(
         query_vectors=list(data),
         top_k=limit,

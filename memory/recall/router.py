@@ -1,9 +1,6 @@
-"""The fast/deep router: decides from the query and the tree only, never from answers.
-
-score = max(cue, gap): ``cue`` is episodic, temporal or causal wording the tree (the user's current
-state) cannot answer alone (strong cues 1.0, weak 0.5); ``gap`` is 1 - the share of the query's
-content words found in the tree's non-empty leaves. Deep when score >= ``ROUTER_THRESHOLD``; every
-decision is logged on ``memory.recall.router``.
+"""The fast/deep router, from the query and the tree only (never answers): deep when max(cue, gap) >=
+``ROUTER_THRESHOLD``; ``cue`` is episodic, temporal or causal wording (strong 1.0, weak 0.5), ``gap``
+1 - the share of the query's content words found in the tree's non-empty leaves.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""What the evidence index stores and returns, and the only way a filter is formed.
-
-Filters are built only from typed integers (`Scope`): a value that is not an
-`int` is refused with `TypeError` before any expression is formed, so no
-request string can ever reach a Milvus expression. (milvus-lite 3.2 rejects
-`filter_params` templates, so typed formatting is the safe path here.)
+"""What the evidence index stores and returns, and the only way a filter is formed: from typed
+integers (`Scope`; anything else is a `TypeError`), so no request string can reach a Milvus
+expression (milvus-lite 3.2 rejects `filter_params` templates).
 """
 
 from __future__ import annotations
@@ -41,9 +38,7 @@ class Scope:
     #: The optional bounds: (attribute, row field, comparison).
     BOUNDS = (("max_seq", "end_seq", "<="), ("max_ts_ms", "ts_ms", "<="), ("min_ts_ms", "ts_ms", ">="))
 
-    def __post_init__(self) -> None:
-        """Every value is a genuine int (a frozen scope stays so): :meth:`expr` writes them into a
-        filter as they are."""
+    def __post_init__(self) -> None:  # :meth:`expr` writes the values into a filter as they are
         typed_int(self.tenant_id, "tenant_id")
         typed_int(self.subject_id, "subject_id")
         for name, _field, _op in self.BOUNDS:
@@ -128,10 +123,8 @@ def to_hit(raw: dict, score: float | None = None) -> Hit:
 
 
 def rrf_fuse(rankings: Sequence[Sequence[Hit]]) -> list[Hit]:
-    """Reciprocal-rank fusion of several rankings, deduplicated by primary key.
-
-    The fused score is sum(1 / (RRF_K + rank)); a hit keeps the list of queries that found it.
-    """
+    """Reciprocal-rank fusion (score: sum of 1 / (RRF_K + rank)), deduplicated by primary key; a hit
+    keeps the queries that found it."""
     fused: dict[str, Hit] = {}
     scores: dict[str, float] = {}
     for ranking in rankings:
@@ -143,9 +136,6 @@ def rrf_fuse(rankings: Sequence[Sequence[Hit]]) -> list[Hit]:
                         fused[hit.pk].queries.append(q)
             else:
                 fused[hit.pk] = Hit(**{**hit.__dict__, "queries": list(hit.queries)})
-    out = []
     for pk, hit in fused.items():
         hit.score = scores[pk]
-        out.append(hit)
-    out.sort(key=lambda h: (-h.score, h.start_seq))
-    return out
+    return sorted(fused.values(), key=lambda h: (-h.score, h.start_seq))

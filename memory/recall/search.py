@@ -35,13 +35,9 @@ def search_many(
     strategy: Strategy = "batch",
     vectors=None,
 ) -> list[list[Hit]]:
-    """Return one ranked hit list per query (same order as `queries`).
-
-    strategy "batch" (default) sends all queries in one request (Milvus runs them in parallel
-    server-side, faster on Milvus Lite); "threads" sends one request per query from a thread pool
-    (pymilvus clients are thread-safe). "overlap" (hybrid only) runs the BM25 request during query
-    embedding and fuses dense and BM25 per query by Milvus's RRFRanker rule. `vectors`
-    may hold the queries' embeddings already computed.
+    """One ranked hit list per query. ``strategy`` "batch": all queries in one request (Milvus runs
+    them in parallel); "threads": a request per query from a pool; "overlap" (hybrid only): BM25
+    during the queries' embedding, fused per query by RRF. ``vectors``: the embeddings, if known.
     """
     if method not in METHODS:
         raise ValueError(f"unknown search method {method!r}; expected one of {METHODS}")

@@ -1,10 +1,5 @@
-"""Retrieval units: a user turn plus the assistant turn that answers it.
-
-The same pairing is used when indexing a subject's messages and when scoring
-recall on a benchmark, so "the unit that contains turn X" means the same thing
-in both places. A turn that is not part of a user->assistant pair (an assistant
-opening, two user turns in a row) becomes a unit of its own; system turns are
-never units.
+"""Retrieval units: a user turn plus the assistant turn that answers it, in indexing and in recall
+benchmarks alike. A turn outside such a pair is a unit of its own; system turns are never units.
 """
 
 from __future__ import annotations
