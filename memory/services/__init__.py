@@ -1,8 +1,6 @@
-"""The only write path of the memory store.
-
-Service functions are keyword-only, named ``<entity>_<action>``, run in one
-transaction, write audit rows and send signals only after commit. They raise
-the exceptions below for bad input; ``memory.api.errors`` maps them to HTTP.
+"""The only write path of the memory store: keyword-only ``<entity>_<action>`` functions, one
+transaction each, signals after commit; bad input raises the exceptions below (mapped to HTTP by
+``memory.api.errors``).
 """
 
 from __future__ import annotations

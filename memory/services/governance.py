@@ -116,14 +116,9 @@ def _approve_locked(locked, records: list[OpRecord], user, note: str) -> ReviewO
 def op_review_approve(
     *, op_id: int, user, base_version: int, path: str | None = None, value: str | None = None, note: str = ""
 ) -> ReviewOutcome:
-    """Approve one held op as the moderator saw it (the review page), optionally corrected.
-
-    ``base_version`` is the head the moderator decided on: if the tree moved since, nothing changes
-    and :class:`VersionConflict` is raised. ``path`` / ``value`` (when given and different) move the
-    op to another leaf and/or change its value first; the op becomes an ADD on an empty leaf, an
-    UPDATE on a filled one, and the correction is kept in the record's detail. If the gate refuses
-    the result (unknown leaf, over budget...) nothing is written and :class:`ServiceError` says why:
-    the item stays in the queue."""
+    """Approve one held op as the moderator saw it on ``base_version`` (else :class:`VersionConflict`),
+    optionally moved to ``path`` and/or set to ``value`` first (an ADD on an empty leaf, an UPDATE on a
+    filled one; noted in its detail). Refused by the gate: nothing written, :class:`ServiceError`."""
     with transaction.atomic():
         subject_id = OpRecord.objects.filter(pk=op_id).values_list("subject_id", flat=True).first()
         if subject_id is None:

@@ -208,13 +208,10 @@ def messages_ingest(
     now: datetime | None = None,
     recreate_erased: bool = False,
 ) -> IngestResult:
-    """Append ``messages`` to the subject's log; see the module docstring. All or nothing.
-
-    ``max_messages=0`` lifts the per-call limit (backfill); ``idle_flush=False`` keeps an idle
-    partial window open (backfill: window boundaries must not depend on when a run resumed).
-    An erased subject's id raises :class:`~memory.services.subjects.SubjectErased` (409) unless
-    ``recreate_erased``.
-    """
+    """Append ``messages`` (idempotency key unique per subject) to the subject's log and cut complete
+    windows into pending chunks, all or nothing. ``max_messages=0`` lifts the per-call limit and
+    ``idle_flush=False`` keeps an idle partial window open (backfill: windows must not depend on when
+    a run resumed). An erased subject's id is :class:`~memory.services.subjects.SubjectErased`."""
     external_id_validate(external_id)
     messages_validate(messages, max_messages=max_messages)
     now = now or timezone.now()
@@ -386,17 +383,10 @@ def ingest_status(*, subject: Subject) -> IngestStatus:
     troubled = Chunk.objects.filter(subject=subject).filter(
         Q(status=Chunk.Status.FAILED) | ~Q(last_error="") & ~Q(status=Chunk.Status.APPLIED)
     )
-    failures = [
-        {
-            "chunk_id": c.pk,
-            "status": c.status,
-            "start_seq": c.start_seq,
-            "end_seq": c.end_seq,
-            "attempts": c.attempts,
-            "error": c.last_error,
-        }
-        for c in troubled.order_by("start_seq")[:50]
-    ]
+    shown = {"chunk_id": F("pk"), "error": F("last_error")}
+    failures = list(
+        troubled.order_by("start_seq").values("status", "start_seq", "end_seq", "attempts", **shown)[:50]
+    )
     last_seq = msg["last"] or 0
     chunked = chunks["chunked"] or 0
     return IngestStatus(

@@ -39,13 +39,9 @@ def subject_get_or_create(
     schema_version: int | None = None,
     recreate_erased: bool = False,
 ) -> tuple[Subject, bool]:
-    """The tenant's subject, created on first use (race-safe on the unique constraint) and pinned to
-    ``(schema_id, schema_version)``, by default the tenant's default schema.
-
-    An id whose subject was erased (a :class:`Tombstone` holds its keyed hash) is not silently
-    brought back: :class:`SubjectErased` (409) unless ``recreate_erased`` says the caller means
-    to start a new subject under it. The tombstone stays either way.
-    """
+    """The tenant's subject, created on first use (race-safe) and pinned to ``(schema_id,
+    schema_version)``, by default the tenant's default. An erased subject's id is not silently
+    brought back: :class:`SubjectErased` (409) unless ``recreate_erased`` (the tombstone stays)."""
     external_id = (external_id or "").strip()
     if not external_id or len(external_id) > 255:
         raise ServiceError("external_id must be 1-255 characters.", field="external_id")

@@ -84,10 +84,8 @@ class Actor:
 @dataclass(frozen=True)
 class Source:
     """Where ops came from: a chunk and its message span (all optional for admin writes).
-
-    ``evidence``: the chunk's user turns; with it, a model's values must be grounded in them
-    (gate reason ``UNGROUNDED``) when the tenant requires grounding. ``note``: why the listener
-    wrote a ``NO_OP`` (e.g. no model call: no candidate leaf), kept on the NO_OP's audit row."""
+    ``evidence``: the chunk's user turns, which a model's values must be grounded in when the tenant
+    requires it; ``note``: why the listener wrote a ``NO_OP``, kept on its audit row."""
 
     chunk_id: int | None = None
     start_seq: int | None = None
@@ -183,50 +181,53 @@ def tree_revert(
 ) -> ApplyOutcome:
     """A new version whose tree equals ``to_version``'s (0 = empty; another subject's is refused).
     ``base_version``, when given, guards against reverting a head the caller has not seen."""
-    if isinstance(to_version, TreeVersion):
-        if to_version.subject_id != subject.pk:
-            raise ServiceError(
-                "That version belongs to another subject.", field="to_version", code="foreign_version"
-            )
-        to_number = to_version.number
-    else:
-        to_number = int(to_version)
-    with transaction.atomic():
-        locked = lock_subject(subject)  # the target is diffed against the head: hold it still
-        if base_version is not None and base_version != locked.head_version:
-            raise VersionConflict(locked.head_version, base_version)
-        if to_number < 0 or to_number > locked.head_version:
-            raise ServiceError(
-                f"Version {to_number} does not exist (head is {locked.head_version}).", field="to_version"
-            )
-        if to_number == 0:
-            target = Tree.empty()
-        else:
-            stored = TreeVersion.objects.trees(locked.pk, [to_number]).get(to_number)
-            if stored is None:
-                raise ServiceError(f"Version {to_number} does not exist.", field="to_version")
-            target = Tree.from_dict(stored)
-        ops = changes_to_ops(diff(selectors.tree_current(locked), target))
-        request = ApplyRequest(
-            subject_id=locked.pk,
-            base_version=locked.head_version,
-            ops=tuple(ops),
-            actor=actor,
-            created_by=TreeVersion.CreatedBy.REVERT,
-            note=f"revert to v{to_number}",
-            review=False,
+    if isinstance(to_version, TreeVersion) and to_version.subject_id != subject.pk:
+        raise ServiceError(
+            "That version belongs to another subject.", field="to_version", code="foreign_version"
         )
-        return _one(subject, request)
+    number = to_version.number if isinstance(to_version, TreeVersion) else int(to_version)
+
+    def ops(locked: Subject, tree: Tree) -> Sequence[Op]:
+        if number < 0 or number > locked.head_version:
+            raise ServiceError(
+                f"Version {number} does not exist (head is {locked.head_version}).", field="to_version"
+            )
+        stored = TreeVersion.objects.trees(locked.pk, [number]).get(number)  # 0: the empty tree
+        if stored is None:
+            raise ServiceError(f"Version {number} does not exist.", field="to_version")
+        return changes_to_ops(diff(tree, Tree.from_dict(stored)))
+
+    by, note = TreeVersion.CreatedBy.REVERT, f"revert to v{number}"
+    return _from_head(subject, actor, base_version, ops, created_by=by, note=note, review=False)
 
 
 def leaf_edit(*, subject: Subject, path: str, value: str, actor: Actor, base_version: int | None = None):
     """Set one leaf (ADD if empty, UPDATE if occupied) through the gate."""
-    return _single_op(subject, path, value, actor, base_version)
+
+    def ops(_locked: Subject, tree: Tree) -> list[Op]:
+        return [Op(OpType.UPDATE if path in tree else OpType.ADD, path, value)]
+
+    return _from_head(subject, actor, base_version, ops, note=f"{actor.kind} edit {path}")
 
 
 def leaf_delete(*, subject: Subject, path: str, actor: Actor, base_version: int | None = None):
     """Empty one leaf through the gate."""
-    return _single_op(subject, path, None, actor, base_version)
+    return _from_head(
+        subject, actor, base_version, lambda *_: [Op(OpType.DELETE, path)], note=f"{actor.kind} delete {path}"
+    )
+
+
+def _from_head(subject: Subject, actor: Actor, base_version: int | None, make_ops, **fields) -> ApplyOutcome:
+    """A batch of one whose ops ``make_ops(locked, tree)`` reads from the head, held still meanwhile."""
+    with transaction.atomic():
+        locked = lock_subject(subject)
+        if base_version is not None and base_version != locked.head_version:
+            raise VersionConflict(locked.head_version, base_version)
+        ops = tuple(make_ops(locked, selectors.tree_current(locked)))
+        request = ApplyRequest(
+            subject_id=locked.pk, base_version=locked.head_version, ops=ops, actor=actor, **fields
+        )
+        return _one(subject, request)
 
 
 def write_version(
@@ -242,15 +243,10 @@ def write_version(
 
 
 def tree_apply_ops_batch(requests: Sequence[ApplyRequest]) -> list[ApplyOutcome | Exception]:
-    """Apply many requests in one transaction (see the module docstring for what each one runs).
-
-    Returns one entry per request, in order: its :class:`ApplyOutcome`, or the refusal or error
-    (:class:`VersionConflict`, :class:`SchemaMoved`, :class:`ServiceError`, a ``DatabaseError``);
-    such a request wrote nothing and the others are not affected. The subjects are locked in id
-    order in one query (two batches never deadlock). A subject named twice is applied in request
-    order, its later requests in a next round of the same transaction. If the database refuses the
-    batch it rolls back and every request is applied again on its own, so a bad one fails alone.
-    """
+    """Apply many requests in one transaction; one entry per request, in order: its
+    :class:`ApplyOutcome`, or the refusal or error of a request that wrote nothing (the others go on).
+    Subjects are locked in id order (no deadlock); a subject named twice is applied in request order.
+    A batch the database refuses is applied again one request at a time, so a bad one fails alone."""
     requests = list(requests)
     try:
         return _run(requests, savepoint=True)
@@ -341,24 +337,6 @@ def _one(subject: Subject | int, request: ApplyRequest) -> ApplyOutcome:
     return outcome
 
 
-def _single_op(subject, path, value, actor, base_version) -> ApplyOutcome:
-    with transaction.atomic():
-        locked = lock_subject(subject)  # ADD or UPDATE is read from the head: hold it still
-        current = selectors.tree_current(locked)
-        if value is None:
-            op = Op(OpType.DELETE, path)
-        else:
-            op = Op(OpType.UPDATE if path in current else OpType.ADD, path, value)
-        request = ApplyRequest(
-            subject_id=locked.pk,
-            base_version=locked.head_version if base_version is None else base_version,
-            ops=(op,),
-            actor=actor,
-            note=f"{actor.kind} {'delete' if value is None else 'edit'} {path}",
-        )
-        return _one(subject, request)
-
-
 @dataclass
 class Plan:
     """What one apply will write (nothing is written yet); see :func:`plan_apply`."""
@@ -419,11 +397,10 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
             locked, tree, new_tree, created_by=created_by, chunk_id=chunk_id, note=request.note
         )
 
-    batch = uuid.uuid4()
     common = {
         "subject_id": locked.pk,
         "base_version": request.base_version,
-        "batch": batch,
+        "batch": uuid.uuid4(),
         "chunk_id": chunk_id,
         "source_start_seq": source.start_seq if source else None,
         "source_end_seq": source.end_seq if source else None,
@@ -433,52 +410,25 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
     held_ids = {id(op) for op in held}
     applied: list[OpRecord] = []
     pending: list[OpRecord] = []
-    rejected: list[OpRecord] = []
+    held_as = {"status": OpRecord.Status.PENDING_REVIEW, "reason_code": str(Reason.REVIEW_REQUIRED)}
     for op in result.accepted:
-        is_held = id(op) in held_ids
-        record = OpRecord(
-            version=None if is_held else version,
-            op_type=str(op.type),
-            path=op.path or "",
-            old_value=tree.get(op.path) if op.path else None,
-            new_value=op.value,
-            status=OpRecord.Status.PENDING_REVIEW if is_held else OpRecord.Status.APPLIED,
-            reason_code=str(Reason.REVIEW_REQUIRED) if is_held else "",
-            detail=_review_detail(op, schema, locked.tenant.review_special_tier)
-            if is_held
-            else notes.get(id(op), "") or (source.note if op.type is OpType.NO_OP and source else ""),
-            confidence=op.confidence,
-            source_text=op.source or "",
-            **common,
-        )
-        (pending if is_held else applied).append(record)
-    for rej in result.rejected:
-        bad = rej.op
+        fields = {**_op_fields(op, tree), **common}
+        if id(op) in held_ids:
+            detail = _review_detail(op, schema, locked.tenant.review_special_tier)
+            pending.append(OpRecord(detail=detail, **held_as, **fields))
+        else:
+            detail = notes.get(id(op), "") or (source.note if op.type is OpType.NO_OP and source else "")
+            applied.append(OpRecord(version=version, status=OpRecord.Status.APPLIED, detail=detail, **fields))
+    rejected: list[OpRecord] = []
+    for r in result.rejected:
+        fields = {**_op_fields(r.op, tree), **common}
         rejected.append(
-            OpRecord(
-                op_type=str(bad.type) if bad else "",
-                path=(bad.path or "") if bad else "",
-                old_value=tree.get(bad.path) if bad and bad.path else None,
-                new_value=bad.value if bad and isinstance(bad.value, str) else None,
-                status=OpRecord.Status.REJECTED,
-                reason_code=str(rej.reason),
-                detail=rej.detail,
-                confidence=bad.confidence if bad else None,
-                source_text=(bad.source or "") if bad else "",
-                **common,
-            )
+            OpRecord(status=OpRecord.Status.REJECTED, reason_code=str(r.reason), detail=r.detail, **fields)
         )
     for err in request.parse_errors:
-        rejected.append(
-            OpRecord(
-                op_type="",
-                new_value=_err_attr(err, "line"),
-                status=OpRecord.Status.REJECTED,
-                reason_code=str(Reason.PARSE_ERROR),
-                detail=f"line {_err_attr(err, 'line_no')}: {_err_attr(err, 'message')}",
-                **common,
-            )
-        )
+        detail = f"line {_err_attr(err, 'line_no')}: {_err_attr(err, 'message')}"
+        parse = {"op_type": "", "new_value": _err_attr(err, "line"), "reason_code": str(Reason.PARSE_ERROR)}
+        rejected.append(OpRecord(status=OpRecord.Status.REJECTED, detail=detail, **parse, **common))
     for position, record in enumerate(applied + rejected + pending):
         record.position = position
     return Plan(locked, version, chunk_id, applied, rejected, pending)
@@ -560,6 +510,20 @@ def _review_detail(op: Op, schema, special_held: bool) -> str:
     if special_held and leaf is not None and leaf.tier == REVIEW_TIER:
         return "special-tier leaf: held for review"
     return "mass delete: held for review"
+
+
+def _op_fields(op: Op | None, tree: Tree) -> dict:
+    """An op record's fields from ``op`` (None: a rejection the gate could not read as an op)."""
+    if op is None:
+        return {"op_type": "", "path": ""}
+    return {
+        "op_type": str(op.type),
+        "path": op.path or "",
+        "old_value": tree.get(op.path) if op.path else None,
+        "new_value": op.value if isinstance(op.value, str) else None,
+        "confidence": op.confidence,
+        "source_text": op.source or "",
+    }
 
 
 def _err_attr(err, name: str):

@@ -8,6 +8,7 @@ Events carry counts and ids, never message text, paths or values; every endpoint
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
@@ -125,12 +126,14 @@ def webhook_endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor) -> None:
         endpoint.delete()
 
 
-# --- events -------------------------------------------------------------------------------------
-
-
-def _emit(event_type: str, tenant_id: int, external_id: str, payload: dict, endpoints) -> list[Queued]:
+def _emit(event_type: str, tenant_id: int, external_id: str, payload: Callable[[], dict]) -> list[Queued]:
+    """The deliveries of one event to the tenant's endpoints that take it (the caller checks the
+    tenant is active); ``payload`` is only built when there is one."""
+    endpoints = subscribers(event_type).get(tenant_id, ())
+    if not endpoints:
+        return []
     key = Tombstone.hash_external_id(tenant_id, external_id)
-    fields = dict(event_type=event_type, subject_external_id=external_id, subject_key=key, payload=payload)
+    fields = dict(event_type=event_type, subject_external_id=external_id, subject_key=key, payload=payload())
 
     def create(ids) -> list[WebhookDelivery]:
         with transaction.atomic():
@@ -147,14 +150,8 @@ def _emit(event_type: str, tenant_id: int, external_id: str, payload: dict, endp
     return [Queued(d.pk, tenant_id) for d in created]
 
 
-def _subscribed(event_type: str, tenant_id: int) -> tuple[int, ...]:
-    """The tenant's active endpoints taking ``event_type`` (the caller checks the tenant is active)."""
-    return subscribers(event_type).get(tenant_id, ())
-
-
 def webhook_event_version_applied(*, subject_id: int, version: int) -> list[Queued]:
-    """Deliveries of ``version.applied`` for the subject's tenant's subscribed endpoints (no query when
-    no tenant subscribes to it)."""
+    """Deliveries of ``version.applied`` (no query when no tenant subscribes to it)."""
     if not subscribers("version.applied"):
         return []
     found = (
@@ -165,24 +162,21 @@ def webhook_event_version_applied(*, subject_id: int, version: int) -> list[Queu
     )
     if found is None:  # erased since, or the tenant is inactive
         return []
-    endpoints = _subscribed("version.applied", found.subject.tenant_id)
-    if not endpoints:
-        return []
-    counts = dict(
-        OpRecord.objects.filter(
+
+    def payload() -> dict:
+        applied = OpRecord.objects.filter(
             version_id=found.pk, status__in=[OpRecord.Status.APPLIED, OpRecord.Status.APPROVED]
         )
-        .values_list("op_type")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    payload = {
-        "version": found.number,
-        "created_by": found.created_by,
-        "created_at": found.created_at.isoformat(),
-        "ops": {op: counts.get(op, 0) for op in ("ADD", "UPDATE", "DELETE")},
-    }
-    return _emit("version.applied", found.subject.tenant_id, found.subject.external_id, payload, endpoints)
+        counts = dict(applied.values_list("op_type").annotate(n=Count("id")).order_by())
+        ops = {op: counts.get(op, 0) for op in ("ADD", "UPDATE", "DELETE")}
+        return {
+            "version": found.number,
+            "created_by": found.created_by,
+            "created_at": found.created_at.isoformat(),
+            "ops": ops,
+        }
+
+    return _emit("version.applied", found.subject.tenant_id, found.subject.external_id, payload)
 
 
 def webhook_event_review_decided(
@@ -193,23 +187,19 @@ def webhook_event_review_decided(
     subject = (
         Subject.objects.filter(pk=subject_id, tenant__is_active=True).only("tenant_id", "external_id").first()
     )
-    endpoints = _subscribed("review.decided", subject.tenant_id) if subject is not None else ()
-    if not endpoints:
+    if subject is None:
         return []
-    payload = {
-        "decision": decision,
-        "ops": {"approved": approved, "rejected": rejected, "declined": declined},
-        "version": version,
-    }
-    return _emit("review.decided", subject.tenant_id, subject.external_id, payload, endpoints)
+    ops = {"approved": approved, "rejected": rejected, "declined": declined}
+    payload = {"decision": decision, "ops": ops, "version": version}
+    return _emit("review.decided", subject.tenant_id, subject.external_id, lambda: payload)
 
 
 def webhook_event_subject_erased(*, tenant_id: int, external_id: str) -> list[Queued]:
-    endpoints = _subscribed("subject.erased", tenant_id)
-    if not endpoints or not Tenant.objects.filter(pk=tenant_id, is_active=True).exists():
+    if not subscribers("subject.erased").get(tenant_id):
         return []
-    payload = {"erased_at": timezone.now().isoformat()}
-    return _emit("subject.erased", tenant_id, external_id, payload, endpoints)
+    if not Tenant.objects.filter(pk=tenant_id, is_active=True).exists():
+        return []
+    return _emit("subject.erased", tenant_id, external_id, lambda: {"erased_at": timezone.now().isoformat()})
 
 
 def webhook_event_ingest_failed(*, chunk_id: int) -> list[Queued]:
@@ -231,8 +221,7 @@ def webhook_event_ingest_failed(*, chunk_id: int) -> list[Queued]:
         )
         .first()
     )
-    endpoints = _subscribed("ingest.failed", chunk.subject.tenant_id) if chunk is not None else ()
-    if not endpoints:
+    if chunk is None:
         return []
     payload = {
         "chunk": chunk.pk,
@@ -241,4 +230,4 @@ def webhook_event_ingest_failed(*, chunk_id: int) -> list[Queued]:
         "attempts": chunk.attempts,
         "error": safe_chunk_error(chunk.last_error),
     }
-    return _emit("ingest.failed", chunk.subject.tenant_id, chunk.subject.external_id, payload, endpoints)
+    return _emit("ingest.failed", chunk.subject.tenant_id, chunk.subject.external_id, lambda: payload)
