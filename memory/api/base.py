@@ -89,7 +89,8 @@ class TenantScopedView(APIView):
         """One page of list ``member``: ``rows`` by the unique ``field``, oldest first after the cursor
         (``key`` "before": newest first), answered as ``{**extra, member: [out], "next": url}``."""
         pager = Pager(self.request, member, {key: kind})
-        items, next_page = pager.page(rows, field, key=key, descending=key == "before")
+        items, more = pager.take(rows, field, key=key, descending=key == "before")
+        next_page = pager.next_link({key: getattr(items[-1], field)} if more else None)
         return Response({**extra, member: out(items, many=True).data, "next": next_page})
 
     def owned(self, model: type[Subject | ApiKey | WebhookEndpoint | Import]) -> QuerySet:

@@ -16,7 +16,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView, set_rollback
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from memory.api.parsers import body_too_large
+from memory.api.parsers import max_request_bytes, too_large
 from memory.api.problems import problem_response
 from memory.services import ServiceError, VersionConflict, new_error_id
 
@@ -110,7 +110,7 @@ def exception_handler(exc, context):
     request = context.get("request")
     if isinstance(exc, RequestDataTooBig):  # Django's own body limit, hit before our parser runs
         size = request.META.get("CONTENT_LENGTH") if request is not None else None
-        exc = body_too_large(int(size) if size and size.isdigit() else None)
+        exc = too_large(int(size) if size and size.isdigit() else None, max_request_bytes())
     if isinstance(exc, ServiceError):
         if exc.http_status >= 500:
             return _server_error(

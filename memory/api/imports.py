@@ -19,11 +19,10 @@ from memory import conf
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
 from memory.api.pagination import paged
-from memory.api.parsers import declared_length
+from memory.api.parsers import declared_length, read_within, too_large
 from memory.backfill.imports import import_create, import_progress
 from memory.models import Import
 from memory.services import ServiceError
-from memory.services.ingest import PayloadTooLarge
 
 NDJSON = "application/x-ndjson"
 #: Room for a multipart upload's boundaries and part headers around the file.
@@ -34,22 +33,13 @@ def max_import_bytes() -> int:
     return conf.get().ingest.import_max_bytes
 
 
-def too_large(size: int | None) -> PayloadTooLarge:
-    told = f"{size} bytes" if size else "over the limit"
-    return PayloadTooLarge(f"The import is {told}; at most {max_import_bytes()} bytes are allowed.")
-
-
 class NdjsonParser(parsers.BaseParser):
     """The body as bytes, at most ``IMPORT_MAX_BYTES`` of them (lines are read by the service)."""
 
     media_type = NDJSON
 
     def parse(self, stream, media_type=None, parser_context=None) -> bytes:
-        limit = max_import_bytes()
-        raw = stream.read(limit + 1) if stream is not None else b""
-        if len(raw) > limit:
-            raise too_large(None)
-        return raw
+        return read_within(stream, max_import_bytes(), "import")
 
 
 @extend_schema_field({"type": "string", "enum": list(Import.Status.values)})
@@ -145,7 +135,7 @@ class ImportListView(_ImportView):
     def post(self, request):
         declared = declared_length(request)
         if declared > max_import_bytes() + MULTIPART_SLACK:
-            raise too_large(declared)
+            raise too_large(declared, max_import_bytes(), "import")
         data, label = self._upload(request)
         row = import_create(
             tenant=self.tenant, data=data, label=label, created_by=f"api_key:{self.api_key.prefix}"
@@ -164,7 +154,7 @@ class ImportListView(_ImportView):
                 raise ServiceError("Upload the JSONL as the form's `file` part.", field="file")
             size = upload.size if upload is not None else len(text.encode("utf-8", "surrogatepass"))
             if size > max_import_bytes():
-                raise too_large(size)
+                raise too_large(size, max_import_bytes(), "import")
             label = label or str(data.get("source", ""))
             data = upload.read() if upload is not None else text.encode("utf-8", "surrogatepass")
         if len(label) > 200:

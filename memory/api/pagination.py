@@ -96,14 +96,6 @@ class Pager:
         rows = list(queryset.order_by(f"-{field}" if descending else field)[: self.size + 1])
         return rows[: self.size], len(rows) > self.size
 
-    def page(
-        self, queryset: QuerySet, field: str, *, key: str, descending: bool = False
-    ) -> tuple[list, str | None]:
-        """``(items, next)``: the page :meth:`take` reads and the URL of the page after it (None on
-        the last), whose position ``key`` is the last item's ``field``."""
-        items, more = self.take(queryset, field, key=key, descending=descending)
-        return items, self.next_link({key: getattr(items[-1], field)} if more else None)
-
     def next_link(self, position: dict | None) -> str | None:
         """The URL of the page after ``position`` (None: this page is the last)."""
         if position is None:

@@ -21,10 +21,20 @@ def max_request_bytes() -> int:
     return conf.get().ingest.max_request_bytes
 
 
-def body_too_large(size: int | None) -> PayloadTooLarge:
-    """The 413 for a body over the byte limit (also used for Django's own ``RequestDataTooBig``)."""
+def too_large(size: int | None, limit: int, what: str = "request body") -> PayloadTooLarge:
+    """The 413 for a body of ``size`` bytes (None: not known) over ``limit``."""
     told = f"{size} bytes" if size else "over the limit"
-    return PayloadTooLarge(f"The request body is {told}; at most {max_request_bytes()} bytes are allowed.")
+    return PayloadTooLarge(f"The {what} is {told}; at most {limit} bytes are allowed.")
+
+
+def read_within(stream, limit: int, what: str = "request body") -> bytes:
+    """The body's bytes; a 413 when there are more than ``limit`` (0: no limit)."""
+    if stream is None:
+        return b""
+    raw = stream.read(limit + 1) if limit > 0 else stream.read()
+    if limit > 0 and len(raw) > limit:
+        raise too_large(None, limit, what)
+    return raw
 
 
 def declared_length(request) -> int:
@@ -65,13 +75,8 @@ class ApiJSONParser(parsers.JSONParser):
         limit = max_request_bytes()
         declared = declared_length((parser_context or {}).get("request"))
         if limit > 0 and declared > limit:
-            raise body_too_large(declared)
-        if stream is None:
-            raw = b""
-        else:
-            raw = stream.read(limit + 1) if limit > 0 else stream.read()
-        if limit > 0 and len(raw) > limit:
-            raise body_too_large(None)
+            raise too_large(declared, limit)
+        raw = read_within(stream, limit)
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             text = raw.decode(encoding)
