@@ -130,7 +130,7 @@ class ReviewQueueAdmin(OpRecordAdmin):
 
     @admin.display(description="why held")
     def reason(self, obj):
-        return "special-tier leaf" if reason_key(obj) == "special" else "mass delete"
+        return dict(ReasonFilter.options)[reason_key(obj)]
 
     @admin.display(description="tier")
     def tier(self, obj):

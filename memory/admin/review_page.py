@@ -27,10 +27,6 @@ def reason_key(record: OpRecord) -> str:
     return "special" if record.detail.startswith("special-tier") else "mass"
 
 
-def reason_in_words(record: OpRecord) -> str:
-    return REASONS[reason_key(record)]
-
-
 def leaf_tier(record: OpRecord) -> str:
     leaf = selectors.subject_schema(record.subject).leaf(record.path) if record.path else None
     return leaf.tier if leaf is not None else "?"
@@ -121,6 +117,6 @@ def review_context(record: OpRecord, user) -> dict:
         "diff": None if masked else word_diff(current, record.new_value),
         "turns": [] if masked else conversation(record),
         "history": history,
-        "reason": reason_in_words(record),
+        "reason": REASONS[reason_key(record)],
         "leaves": [] if masked else leaf_choices(record, user),
     }
