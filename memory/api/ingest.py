@@ -3,14 +3,13 @@ validates the body (``ingest_body_parse``); the serializers here only declare it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from memory.api.base import TenantScopedView
 from memory.api.openapi import problems
+from memory.models import Subject
 from memory.services.ingest import (
     ROLES,
     ingest_body_parse,
@@ -67,13 +66,14 @@ PUBLIC_CHUNK_ERRORS = {
 }
 
 
-def public_ingest_status(status: Mapping) -> dict:
-    """``ingest_status`` as a client may see it: each failure's ``error`` is a generic message."""
+def public_ingest_status(subject: Subject) -> dict:
+    """The subject's ``ingest_status`` as a client may see it: each failure's ``error`` is generic."""
+    state = ingest_status(subject=subject)
     failures = [
         {**f, "error": PUBLIC_CHUNK_ERRORS.get(f["status"], PUBLIC_CHUNK_ERRORS["pending"])}
-        for f in status.get("failures", ())
+        for f in state.get("failures", ())
     ]
-    return {**status, "failures": failures}
+    return {"subject": subject.external_id, **state, "failures": failures}
 
 
 class ChunkFailureOut(serializers.Serializer):
@@ -147,10 +147,7 @@ class SubjectIngestStatusView(TenantScopedView):
         responses={200: IngestStatusOut}, summary="Where the subject's messages are in the pipeline"
     )
     def get(self, request, external_id: str):
-        subject = self.get_subject(external_id)
-        return Response(
-            {"subject": subject.external_id, **public_ingest_status(ingest_status(subject=subject))}
-        )
+        return Response(public_ingest_status(self.get_subject(external_id)))
 
 
 class SubjectFlushView(TenantScopedView):
@@ -163,10 +160,9 @@ class SubjectFlushView(TenantScopedView):
         subject = self.get_subject(external_id)
         built = subject_flush(subject=subject)
         body = {
-            "subject": subject.external_id,
+            **public_ingest_status(subject),
             "chunks_created": [
                 {"chunk_id": c.pk, "start_seq": c.start_seq, "end_seq": c.end_seq} for c in built
             ],
-            **public_ingest_status(ingest_status(subject=subject)),
         }
         return Response(body, status=status.HTTP_202_ACCEPTED)
