@@ -1,7 +1,5 @@
-"""System check (`manage.py check`, runserver, migrate) of the PERSONATREE settings: the typed
-settings of :mod:`memory.conf` are built here, so a bad value is a start-up error, not a failure on
-the first request or chunk that reads it. Errors: ``personatree.E001`` recall, ``E002`` MemListener
-(and model locations), ``E003`` every other section."""
+"""System check of the PERSONATREE settings: a bad value is a start-up error, not a failure of the
+first request that reads it (``personatree.E001`` recall, ``E002`` MemListener, ``E003`` the rest)."""
 
 from django.core.checks import Error, register
 

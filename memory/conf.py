@@ -1,9 +1,6 @@
 """Typed PersonaTree settings: every ``PERSONATREE_*`` variable declared once, with its type, default
-and help, on a field of a frozen pydantic section (docs/ARCHITECTURE.md, "Settings").
-
-:func:`get` keeps the built :class:`Settings` until ``settings.PERSONATREE`` changes: Django's
-``setting_changed`` drops it, and a change made to the dict in place (the evaluation harness,
-tests) is noticed by comparing it with the copy it was built from (about a microsecond).
+and help, on a field of a frozen pydantic section (docs/ARCHITECTURE.md, "Settings"). :func:`get`
+rebuilds them when ``settings.PERSONATREE`` changes, in place too (compared with its copy).
 """
 
 from __future__ import annotations
@@ -178,9 +175,7 @@ class ReviewSettings(_Section):
 
 
 class AnswerSettings(_Section):
-    """Answers (``memory.services.query.answer_build``: ``mode`` extractive = quoted, cited passages, no
-    model; model = the responder) and the responder: query expansion, model answers
-    (``memory.recall.runtime``)."""
+    """Answers (``answer_build``) and the responder model (query expansion, model answers)."""
 
     mode: AnswerMode = _f("extractive", "ANSWER_MODE", "extractive (cited leaf values and evidence) | model")
     backend: ResponderBackend = _f("local", "RESPONDER_BACKEND", "the MemListener's backends")
@@ -259,15 +254,16 @@ def _key_of(section: str, field: str) -> str:
     return (info.alias or field) if info else field
 
 
+def _problem(key: str, err: Any) -> str:
+    tail = ": missing" if err["type"] == "missing" else f"={err['input']!r}: {err['msg']}"
+    return f"PERSONATREE_{key}{tail}"
+
+
 def _problems(exc: ValidationError) -> list[tuple[str, str]]:
-    out = []
-    for err in exc.errors(include_url=False):
-        section, key = str(err["loc"][0]), str(err["loc"][1] if len(err["loc"]) > 1 else "")
-        if err["type"] == "missing":
-            out.append((section, f"PERSONATREE_{key}: missing"))
-        else:
-            out.append((section, f"PERSONATREE_{key}={err['input']!r}: {err['msg']}"))
-    return out
+    return [
+        (str(err["loc"][0]), _problem(str(err["loc"][1] if len(err["loc"]) > 1 else ""), err))
+        for err in exc.errors(include_url=False)
+    ]
 
 
 # Engine fields (serving.config.EngineConfig) -> the section whose field of the same name feeds them.
@@ -288,10 +284,8 @@ def build(raw: Mapping[str, Any]) -> Settings:
 
 
 def listener_client_config(make: Callable[..., T], typed: Settings | None = None) -> T:
-    """The MemListener client configuration for ``serving.client.get_listener_client``:
-    ``make(backend=, url=, timeout_s=, engine={...})`` (``serving.client.ClientConfig``, which checks
-    the engine settings against the engine's own ranges) from ``typed`` (default :func:`get`); what
-    it refuses is a :class:`SettingsError` naming the variables."""
+    """``make(backend=, url=, timeout_s=, engine={...})`` (``serving.client.ClientConfig``) from
+    ``typed`` (default :func:`get`); what it refuses is a :class:`SettingsError` naming the variables."""
     s = typed or get()
     lis = s.listener
     engine = {name: getattr(getattr(s, section), name) for name, section in _ENGINE_SOURCES.items()}
@@ -306,8 +300,7 @@ def listener_client_config(make: Callable[..., T], typed: Settings | None = None
                 problems.append(("listener", f"MemListener settings: {why}"))
                 continue
             name = str(err["loc"][-1])
-            key = _key_of(_ENGINE_SOURCES.get(name, "listener"), name)
-            problems.append(("listener", f"PERSONATREE_{key}={err['input']!r}: {err['msg']}"))
+            problems.append(("listener", _problem(_key_of(_ENGINE_SOURCES.get(name, "listener"), name), err)))
         raise SettingsError(problems) from None
 
 

@@ -332,9 +332,8 @@ class ReviewItem(OpRecord):
 
 
 class AuditEvent(models.Model):
-    """A change outside the trees, audited like a tree change: API keys and webhook endpoints
-    (``action`` e.g. ``key.created``, ``webhook.deleted``), who made it and what it touched. No
-    secret is ever recorded (a key by its prefix, an endpoint by its id and host)."""
+    """A change to an API key or a webhook endpoint (``key.created``, ``webhook.deleted``), audited like a
+    tree change; never a secret (a key by its prefix, an endpoint by its id and host)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_events")
     action = models.CharField(max_length=40)

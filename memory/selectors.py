@@ -143,12 +143,8 @@ def tree_visible(tree: Tree, schema: Schema, *, tiers=PUBLIC_TIERS, hidden: Iter
     """The part of ``tree`` whose leaves are in ``tiers`` (paths unknown to the schema, and
     ``hidden`` ones, are hidden)."""
     allowed, hidden = set(tiers), frozenset(hidden)
-    kept = {}
-    for path, value in tree.items():
-        leaf = schema.leaf(path)
-        if leaf is not None and leaf.tier in allowed and path not in hidden:
-            kept[path] = value
-    return Tree(kept)
+    leaves = ((path, value, schema.leaf(path)) for path, value in tree.items() if path not in hidden)
+    return Tree({path: value for path, value, leaf in leaves if leaf is not None and leaf.tier in allowed})
 
 
 #: Most schema migrations followed back from a subject's pin (:func:`schema_lineage`).

@@ -41,9 +41,8 @@ class WebhookEndpoint(models.Model):
 
 
 class WebhookDelivery(models.Model):
-    """One event for one endpoint, and its outcome. ``subject_external_id`` is held only while the
-    delivery is pending: it is emptied once the delivery succeeded or gave up (the log keeps no
-    subject ids; ``subject_key`` is the tombstone's keyed hash of it)."""
+    """One event for one endpoint, and its outcome. ``subject_external_id`` is emptied once it is finished
+    (the log keeps ``subject_key``, the tombstone's keyed hash of it)."""
 
     class Status(models.TextChoices):
         PENDING = "pending"

@@ -77,9 +77,8 @@ class PersonaTreeTask(Task):
 
 
 def when_read(setting: Callable[[], Any]) -> Any:
-    """A task option that reads the settings whenever Celery reads it (a property of the task class:
-    at worker start, on each retry), not when the module is imported: a bad ``PERSONATREE_*`` value
-    is then reported by the system check (``personatree.E00x``) instead of failing Django's start."""
+    """A task option read when Celery reads it, not at import: a bad ``PERSONATREE_*`` value is then the
+    system check's error (``personatree.E00x``) instead of a failed Django start."""
     return property(lambda _task: setting())
 
 

@@ -48,6 +48,11 @@ class RoundReport:
     backend_s: float = 0.0
     chunk_ids: list[int] = field(default_factory=list)
 
+    def released(self, status: str) -> None:
+        """Count a chunk given back by :func:`chunk_release` (``""``: its lease was lost)."""
+        self.failed += int(status == "failed")
+        self.retried += int(status == "pending")
+
 
 def gather(
     *, max_jobs: int, max_wait_ms: float, tenant_id: int | None = None, sleep=time.sleep
@@ -107,8 +112,7 @@ def build_jobs(claims: list[Claim], *, record: bool = True) -> list[ListenerJob]
 def release_outage(claims: list[Claim], results: list[ListenerResult], report: RoundReport) -> None:
     """An outage: every chunk back to ``pending`` with its attempt refunded and the error noted."""
     for claim, result in zip(claims, results, strict=True):
-        status = chunk_release(claim, error=result.error or "memlistener unavailable", refund=True)
-        report.retried += int(status == "pending")
+        report.released(chunk_release(claim, error=result.error or "memlistener unavailable", refund=True))
     report.transient, report.outage = len(claims), True
     metrics.incr("dispatch_outages")
     logger.warning(
@@ -148,14 +152,9 @@ def _record_outcome(
         report.conflicts += 1
         chunk_release(claim, count_attempt=False)
         return
-    if isinstance(outcome, ServiceError):
-        status = chunk_release(claim, error=f"apply failed: {outcome}", retryable=False)
-        report.failed += int(status == "failed")
-        return
-    if isinstance(outcome, Exception):  # a database error (or a bug): retried, counted as an attempt
-        status = chunk_release(claim, error=f"apply failed: {outcome}", retryable=True)
-        report.failed += int(status == "failed")
-        report.retried += int(status == "pending")
+    if isinstance(outcome, Exception):  # refused for good; a database error (or a bug) is retried
+        retryable = not isinstance(outcome, ServiceError)
+        report.released(chunk_release(claim, error=f"apply failed: {outcome}", retryable=retryable))
         return
     if not outcome.created:  # another holder (our lease had expired) applied it first: nothing written
         report.replayed += 1
@@ -178,12 +177,10 @@ def apply_batch(claims, jobs, results, *, index: bool, report: RoundReport | Non
         if result.ok:
             todo.append((claim, _apply_request(claim, job, result)))
         else:
-            status = chunk_release(
-                claim, error=result.error or "memlistener error", retryable=result.retryable
-            )
             report.transient += int(result.retryable)
-            report.failed += int(status == "failed")
-            report.retried += int(status == "pending")
+            report.released(
+                chunk_release(claim, error=result.error or "memlistener error", retryable=result.retryable)
+            )
     if todo:
         outcomes = tree_apply_ops_batch([request for _, request in todo])
         for (claim, _), outcome in zip(todo, outcomes, strict=True):

@@ -31,13 +31,12 @@ def _enabled() -> bool:
 def index_messages(self, subject_id: int, start_seq: int, end_seq: int) -> int:
     from memory.recall.indexing import evidence_index_span
 
+    span = {"subject_id": int(subject_id), "start_seq": int(start_seq), "end_seq": int(end_seq)}
     try:
-        written = evidence_index_span(
-            subject_id=int(subject_id), start_seq=int(start_seq), end_seq=int(end_seq)
-        )
+        written = evidence_index_span(**span)
     except IndexUnavailable as exc:
         raise TransientError(str(exc)) from exc
-    evidence.span_indexed(subject_id=int(subject_id), start_seq=int(start_seq), end_seq=int(end_seq))
+    evidence.span_indexed(**span)
     return written
 
 

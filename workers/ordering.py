@@ -1,9 +1,6 @@
-"""Per-subject order: a subject's chunks are applied strictly one at a time, oldest first.
-
-A chunk row is its own lease and its ``attempts`` after a claim the fencing token: only a subject's
-oldest open chunk is claimable (``SKIP LOCKED`` on PostgreSQL, a compare-and-set per row elsewhere),
-fair across tenants, re-claimable after ``CHUNK_LEASE_SECONDS``, and released only by its holder.
-docs/INGEST.md ("Order per subject") gives the argument; the apply's own fence is the head version.
+"""Per-subject order: a subject's chunks are applied one at a time, oldest first (docs/INGEST.md).
+A chunk row is its own lease, its ``attempts`` after a claim the fencing token: only a subject's
+oldest open chunk is claimable, fair across tenants, again after ``CHUNK_LEASE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -246,14 +243,7 @@ def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
                 ),
             )
             return {
-                sid: JobInputs(
-                    tenant,
-                    head,
-                    schema_id,
-                    schema_v,
-                    json_column(tree),
-                    [_message_row(m) for m in json_column(rows) or ()],
-                )
+                sid: JobInputs(tenant, head, schema_id, schema_v, json_column(tree), _messages(rows))
                 for sid, tenant, head, schema_id, schema_v, tree, rows in cursor.fetchall()
             }
     spans = Q()
@@ -277,7 +267,9 @@ def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
     }
 
 
-def _message_row(row: Sequence) -> tuple:
-    """``[seq, role, content, when]`` from json_agg (``when`` an ISO-8601 string) as a tuple."""
-    seq, role, content, when = row
-    return seq, role, content, datetime.fromisoformat(when) if isinstance(when, str) else when
+def _messages(rows) -> list[tuple]:
+    """json_agg's ``[[seq, role, content, when], ...]`` (``when`` ISO-8601 text) as tuples."""
+    return [
+        (seq, role, content, datetime.fromisoformat(when) if isinstance(when, str) else when)
+        for seq, role, content, when in json_column(rows) or ()
+    ]

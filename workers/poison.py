@@ -1,9 +1,5 @@
-"""Poison chunks: a chunk whose job crashes or times out the engine is told apart from an outage.
-
-When every result of a batch is a retryable error, :func:`split_batch` calls its halves again
-(answered halves are applied, a lone failing job counts an attempt; a probe job decides whether
-the engine is up at all) and :func:`settle_lone_job` probes for a single job. docs/RELIABILITY.md
-has the rules and their cost.
+"""Poison chunks: a job that crashes or times out the engine is told apart from an outage by calling
+the batch's halves again, and a probe job (docs/RELIABILITY.md has the rules and their cost).
 """
 
 from __future__ import annotations

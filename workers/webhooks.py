@@ -1,10 +1,6 @@
-"""Webhook deliveries: the store's signals become delivery rows, and a task POSTs each one.
-
-Receivers (connected at import; ``workers.apps`` imports this module) record one delivery per
-subscribed endpoint after the writing transaction committed and never raise into it.
-``workers.deliver_webhook`` (queue ``webhooks``) POSTs while it holds a tenant slot
-(:mod:`workers.webhook_slots`), through :mod:`workers.webhook_http`, and retries with backoff up to
-``WEBHOOK_MAX_ATTEMPTS`` counted in the database. docs/WEBHOOKS.md and docs/RELIABILITY.md have the rules.
+"""Webhook deliveries: the store's signals become delivery rows after commit (never raising into it),
+and ``workers.deliver_webhook`` POSTs each while it holds a tenant slot, retrying with backoff up
+to ``WEBHOOK_MAX_ATTEMPTS`` counted in the database (docs/WEBHOOKS.md, docs/RELIABILITY.md).
 """
 
 from __future__ import annotations
@@ -83,9 +79,8 @@ def _attempt(outgoing) -> tuple[int | None, str, bool]:
     backoff_max=BACKOFF_MAX_S,
 )
 def deliver_webhook(self, delivery_id: int) -> str:
-    """POST delivery ``delivery_id`` once; returns ``delivered``, ``failed``, ``deferred`` (no free
-    slot of its tenant: sent again shortly) or ``skipped`` (nothing to send: delivered already, given
-    up, or its endpoint deleted or deactivated)."""
+    """POST the delivery once: ``delivered``, ``failed``, ``deferred`` (no free slot of its tenant: sent
+    again shortly) or ``skipped`` (nothing to send)."""
     outgoing = deliveries.webhook_delivery_prepare(delivery_id=int(delivery_id))
     if outgoing is None:
         return "skipped"

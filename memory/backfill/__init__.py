@@ -1,8 +1,5 @@
-"""Bulk import of whole histories (``manage.py backfill``; the evaluation harness calls it too).
-
-Readers (``jsonl``, ``locomo``, ``personamem``) turn a file into :class:`SubjectHistory`
-records without touching the database; :mod:`memory.backfill.service` writes them through
-the ingest service, resumably. Formats: docs/BACKFILL.md.
+"""Bulk import of whole histories (``manage.py backfill``): readers turn a file into
+:class:`SubjectHistory` records, :mod:`memory.backfill.service` writes them, resumably (docs/BACKFILL.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,3 @@
-"""Evidence recall: embeddings, the Milvus evidence index, hybrid search, agentic recall and the router.
-
-Settings are read by `runtime.py` and the database by `indexing.py` / `bulk.py`; the other modules
-take plain values, so the evaluation harness can reuse them without Django.
+"""Evidence recall: the Milvus evidence index, hybrid search, agentic recall and the router. Only
+`runtime.py` reads settings and `indexing.py` / `bulk.py` the database; the rest take plain values.
 """

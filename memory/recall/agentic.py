@@ -1,7 +1,5 @@
-"""Agentic recall (docs/ARCHITECTURE.md, "The path of one query", step 4): the model writes 2-3
-search queries from the question and the relevant leaves (only the original when it is unavailable
-or unreadable: ``expansion.status``); all run as hybrid searches (:func:`search.search_many`), are
-fused by reciprocal rank, reranked when a reranker is set, and kept best-first within the token budget.
+"""Agentic recall (docs/ARCHITECTURE.md, "The path of one query", step 4): the model's 2-3 queries
+and the original run as hybrid searches, fused by rank, reranked, kept within the token budget.
 """
 
 from __future__ import annotations

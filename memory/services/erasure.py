@@ -38,10 +38,8 @@ def vectors_purged(*, tenant_id: int, subject_id: int) -> int:
 
 
 def purge_prompt_cache(root: str) -> int:
-    """Empty every llama.cpp disk prompt cache (a ``diskcache`` directory per model) under ``root``;
-    returns the entries removed. Through diskcache itself, so a serving process that has the cache
-    open keeps working (it misses and refills); its write-ahead log is checkpointed so no removed
-    entry stays in a file. Without diskcache here the directories are deleted (they are rebuilt)."""
+    """Empty every llama.cpp disk prompt cache under ``root`` through diskcache (a process that has it
+    open refills it; the WAL is checkpointed), else by deleting it; returns the entries removed."""
     base = Path(root) if root else None
     if base is None or not base.is_dir():
         return 0

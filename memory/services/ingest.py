@@ -118,9 +118,8 @@ def _timestamp(value, field: str) -> datetime | None:
 
 
 def ingest_body_parse(data) -> tuple[list[IncomingMessage], bool]:
-    """The messages and the ``recreate_erased`` flag of an ingest call's JSON body, or a
-    :class:`ServiceError` naming the first member of the wrong shape or type (every message is
-    read before any is validated). What the messages say is :func:`messages_validate`'s."""
+    """The messages and ``recreate_erased`` of an ingest body, or a :class:`ServiceError` naming the first
+    member of the wrong shape (what the messages say is :func:`messages_validate`'s)."""
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise ServiceError('The body must be a JSON object {"messages": [...]}.', field="messages")
     _unknown(data, BODY_FIELDS, "")
@@ -327,9 +326,8 @@ def subject_flush(*, subject: Subject, enqueue: bool = True) -> list[Chunk]:
 
 
 def subjects_flush_idle(*, now: datetime | None = None, limit: int = 500) -> int:
-    """Flush subjects whose log has an unchunked tail and no new message for IDLE_FLUSH_SECONDS,
-    the longest-idle first: with more than ``limit`` idle subjects none is starved by the model's
-    order (tenant, external id) or by busier subjects that go idle again before every sweep."""
+    """Flush subjects with an unchunked tail and no message for IDLE_FLUSH_SECONDS, the longest-idle
+    first (so none is starved when more than ``limit`` are idle)."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=conf.get().ingest.idle_flush_seconds)
     last_msg = Message.objects.filter(subject=OuterRef("pk")).order_by("-seq")

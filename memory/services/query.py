@@ -345,10 +345,8 @@ def _embed_cached(embedder, texts: list[str]) -> list[list[float]]:
 
 
 def extractive_build(ctx: ContextResult, leaves: Mapping[str, str]) -> AnswerResult:
-    """Quote the supporting leaf clauses and evidence sentences of `ctx`, cited; no model call.
-
-    Cosine needs the configured embedder; when it is unavailable the choice is lexical only and a
-    notice says so."""
+    """Quote the supporting leaf clauses and evidence sentences of `ctx`, cited; no model call (without
+    the embedder the choice is lexical only, and a notice says so)."""
     from memory.recall import runtime
 
     t0 = time.perf_counter()

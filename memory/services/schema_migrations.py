@@ -258,9 +258,8 @@ def schema_migration_run(
     max_subjects: int | None = None,
     after_id: int = 0,
 ) -> dict[str, Any]:
-    """Migrate the subjects still on the source (those with an id above ``after_id``, at most
-    ``max_subjects``), ``batch_size`` per transaction. Returns the row's status and counts, with
-    ``examined`` (subjects looked at by this call) and ``last_id`` (where a next slice starts)."""
+    """Migrate the subjects still on the source above ``after_id`` (at most ``max_subjects``), a batch
+    per transaction; the row's status and counts, ``examined`` and ``last_id`` (the next slice's start)."""
     if batch_size < 1:
         raise ServiceError("batch_size must be at least 1.", field="batch_size")
     engine = migration_load(migration.tenant_id, migration.document)

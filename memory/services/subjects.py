@@ -89,9 +89,8 @@ _LINE = re.compile(r"line (\d+)")
 
 
 def op_record_masked(record: OpRecord) -> OpRecord:
-    """``record`` as an export shows it (changed in memory, never saved): a parse error carries no
-    raw model output (its unreadable line, the parser's message quoting it), only a masked reason
-    with the line number."""
+    """``record`` as an export shows it (in memory, never saved): a parse error keeps no raw model output,
+    only a masked reason with the line number."""
     if record.reason_code != "PARSE_ERROR":
         return record
     line = _LINE.match(record.detail or "")

@@ -136,9 +136,8 @@ class ApplyRequest:
 
 
 class SchemaMoved(VersionConflict):
-    """The subject was moved to another schema (a schema migration) after the ops were written: like a
-    moved head, the chunk is re-run on the subject's tree and schema as they are now. A migration that
-    changes no value writes no version, so the base version alone cannot tell."""
+    """The subject was migrated to another schema after the ops were written (re-run, like a moved head;
+    a migration changing no value writes no version, so the base version alone cannot tell)."""
 
     def __init__(self, locked: Subject, request: ApplyRequest):
         super().__init__(locked.head_version, request.base_version)
@@ -471,10 +470,8 @@ def replayed(locked: Subject, chunk_id: int) -> ApplyOutcome:
 
 
 def split_for_review(locked: Subject, schema, accepted: Sequence[Op]) -> tuple[list[Op], list[Op]]:
-    """``(apply_now, hold)`` per the tenant policy: special-tier leaves and mass deletes are held.
-
-    A mass delete is a batch deleting more leaves than the tenant's threshold, every tier counted
-    (three ordinary and two special deletes with threshold 3 hold all five)."""
+    """``(apply_now, hold)``: special-tier leaves and mass deletes (more deletes than the tenant's
+    threshold, every tier counted) are held."""
     tenant = locked.tenant
     mass_delete = sum(op.type is OpType.DELETE for op in accepted) > tenant.mass_delete_threshold
     now, held = [], []

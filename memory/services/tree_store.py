@@ -106,9 +106,8 @@ def store() -> Store:
 
 
 def lock_subjects(chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
-    """Lock the subjects ``{subject_id: chunk_id or None}`` in id order, each with its tenant and head
-    loaded and ``source_chunk_status`` (the status of *its* chunk; None when the chunk is not that
-    subject's or none was named). Missing subjects are absent. Call inside a transaction."""
+    """Lock the subjects ``{subject_id: chunk_id or None}`` (missing ones absent), each with tenant, head
+    and ``source_chunk_status`` (None: not that subject's chunk, or none named), in a transaction."""
     return store().lock(chunk_ids)
 
 
@@ -122,9 +121,8 @@ def lock_subject(subject: Subject | int, *, chunk_id: int | None = None) -> Subj
 
 
 def write_applies(entries) -> set[int]:
-    """The writes of one or many applies: ``entries`` are ``(locked, version, chunk_id, records)``, each
-    subject locked and named once: the version, the head moved, the op records, the source chunk
-    marked applied. Returns the chunks found applied meanwhile (their entries wrote nothing)."""
+    """Write ``(locked, version, chunk_id, records)`` entries, a subject once each; returns the chunks
+    found applied meanwhile (their entries wrote nothing)."""
     return store().write(entries)
 
 
@@ -135,11 +133,8 @@ def _move_heads(entries, skipped: set[int]) -> None:
 
 
 def _write_statement(entries, versions, records, now) -> tuple[list[int], set[int]]:
-    """One statement: ``WITH applied AS (the named chunks already applied), versions AS (INSERT ...
-    RETURNING id, parent_id), parents AS (UPDATE the old heads: whole tree emptied unless a
-    checkpoint), heads AS (UPDATE subject ...), chunks AS (UPDATE chunk ...), ops AS (INSERT ...
-    RETURNING id) SELECT <op ids in order>, <applied chunk ids>``. Rows of an applied chunk are
-    filtered out by every part."""
+    """One statement: ``WITH applied, versions (INSERT), parents (old heads emptied), heads, chunks, ops
+    (INSERT) SELECT <op ids in order>, <applied chunk ids>``; an applied chunk's rows are left out."""
     qn = connection.ops.quote_name
     chunk_ids = [chunk_id for _, _, chunk_id, _ in entries if chunk_id is not None]
     ctes: list[tuple[str, str, tuple]] = [

@@ -43,9 +43,6 @@ def timeout_s() -> float:
     return conf.get().webhooks.timeout_s
 
 
-# --- signatures ---------------------------------------------------------------------------------
-
-
 def signature(secret: str, timestamp: int, body: bytes) -> str:
     """``PersonaTree-Signature``: ``t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>." + body>``."""
     mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
@@ -53,9 +50,8 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
 
 
 def standard_key(secret: str) -> bytes:
-    """The HMAC key of ``webhook-signature``: the base64 after ``whsec_`` (Standard Webhooks). A secret
-    issued before that convention (not valid base64) signs with its own bytes; rotating it gives one
-    that ready-made verifiers accept."""
+    """The HMAC key of ``webhook-signature``: the base64 after ``whsec_``; an older secret that is not
+    base64 signs with its own bytes (rotating it gives one that ready-made verifiers accept)."""
     encoded = secret.removeprefix(WebhookEndpoint.SECRET_PREFIX)
     try:
         return base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True) or secret.encode()
@@ -81,20 +77,18 @@ def event_body(delivery: WebhookDelivery) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def signed_headers(*, secret: str, event_type: str, event_id: str, timestamp: int, body: bytes) -> dict:
+def signed_headers(delivery: WebhookDelivery, body: bytes, timestamp: int) -> dict:
+    secret, event_id = delivery.endpoint.secret, str(delivery.event_id)
     return {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         "webhook-id": event_id,
         "webhook-timestamp": str(timestamp),
         "webhook-signature": standard_signature(secret, event_id, timestamp, body),
-        EVENT_HEADER: event_type,
+        EVENT_HEADER: delivery.event_type,
         DELIVERY_HEADER: event_id,
         SIGNATURE_HEADER: signature(secret, timestamp, body),
     }
-
-
-# --- attempts -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -115,13 +109,7 @@ def webhook_delivery_prepare(*, delivery_id: int, now: int | None = None) -> Out
         _finish(delivery.pk, WebhookDelivery.Status.FAILED, error="endpoint deactivated")
         return None
     body = event_body(delivery)
-    headers = signed_headers(
-        secret=delivery.endpoint.secret,
-        event_type=delivery.event_type,
-        event_id=str(delivery.event_id),
-        timestamp=int(now if now is not None else timezone.now().timestamp()),
-        body=body,
-    )
+    headers = signed_headers(delivery, body, int(now if now is not None else timezone.now().timestamp()))
     return Outgoing(delivery.endpoint.url, body, headers, delivery.endpoint.tenant_id)
 
 
@@ -138,10 +126,8 @@ def _finish(delivery_id: int, status: str, *, error: str = "") -> int:
 def webhook_attempt_record(
     *, delivery_id: int, status_code: int | None, error: str, duration_ms: float, retryable: bool
 ) -> str:
-    """Log one attempt and settle the delivery: ``"delivered"`` (a 2xx), ``"retry"`` (a retryable
-    failure with attempts left), ``"failed"`` (not retryable, or the last attempt) or ``"skipped"``
-    (the delivery was deleted with its endpoint meanwhile). An attempt on a delivery that is already
-    finished is logged and returns its status unchanged."""
+    """Log one attempt and settle the delivery: ``delivered`` (2xx), ``retry`` (retryable, attempts left),
+    ``failed``, or ``skipped`` (deleted meanwhile); a finished delivery keeps its status."""
     with transaction.atomic():
         delivery = WebhookDelivery.objects.select_for_update().filter(pk=delivery_id).first()
         if delivery is None:
@@ -175,10 +161,8 @@ def retryable_status(status_code: int) -> bool:
 
 
 def webhook_deliveries_orphaned(*, idle_s: float, limit: int = 500) -> list[Queued]:
-    """Pending deliveries with no attempt for ``idle_s`` seconds (their task was lost with the broker
-    or a worker): those with attempts left are returned to be sent again; those out of attempts are
-    closed as failed here. ``idle_s`` must exceed the longest retry wait plus the task's time limit,
-    so that a delivery waiting for its retry is not taken for lost."""
+    """Pending deliveries with no attempt for ``idle_s`` seconds (task lost): returned to be sent again,
+    or closed as failed when out of attempts. ``idle_s`` must exceed the longest retry wait."""
     cutoff = timezone.now() - timedelta(seconds=idle_s)
     stale = (
         WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING, created_at__lt=cutoff)

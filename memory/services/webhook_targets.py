@@ -1,9 +1,6 @@
-"""Where a webhook may be POSTed: the SSRF policy of docs/WEBHOOKS.md, and the address to connect to.
-
-The host is read as httpx reads it (IDNA-2008), every address literal form as the address it is,
-IPv6 forms embedding an IPv4 address by that address; a name is refused if any of its addresses is
-not public. :func:`target_resolve` returns the checked address and the worker connects to it (no
-DNS rebinding). Messages never repeat the host or what it resolved to.
+"""Where a webhook may be POSTed (the SSRF policy of docs/WEBHOOKS.md) and the checked address the
+worker connects to (no DNS rebinding). Every address literal form, IPv4 embedded in IPv6 included,
+is read as the address it is; messages never repeat the host or what it resolved to.
 """
 
 from __future__ import annotations
@@ -133,11 +130,8 @@ def _lookup(host: str, port: int, timeout_s: float) -> list[str] | None:
 
 
 def target_resolve(url: str, *, resolve: bool = True, timeout_s: float | None = None) -> Target:
-    """Check ``url`` against the policy and pick the address to connect to; :class:`WebhookUrlRefused`
-    (a 400 ``invalid_url`` in the API) when it may not be sent to.
-
-    ``resolve=False`` (registration) accepts a name that does not resolve (yet); a delivery attempt
-    (``resolve=True``) refuses it."""
+    """Check ``url`` against the policy and pick the address to connect to, else
+    :class:`WebhookUrlRefused`; ``resolve=False`` (registration) accepts a name that does not resolve."""
     parsed = _parse(url)
     host = parsed.raw_host.decode("ascii").lower()
     literal = literal_address(host)

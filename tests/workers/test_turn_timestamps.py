@@ -14,7 +14,7 @@ from memory.services.ingest import IncomingMessage, messages_ingest
 from serving.protocol import ListenerJob, ListenerTurn
 from workers.caps import bound_turns
 from workers.dispatcher import build_jobs
-from workers.ordering import _message_row, chunks_claim
+from workers.ordering import _messages, chunks_claim
 
 pytestmark = pytest.mark.django_db
 
@@ -97,5 +97,5 @@ def test_listener_turn_ts_is_json_and_optional():
 
 
 def test_message_rows_from_json_agg_read_their_timestamp():
-    assert _message_row([3, "user", "hi", "2023-05-08T13:56:00+00:00"]) == (3, "user", "hi", SESSION)
-    assert _message_row((3, "user", "hi", SESSION)) == (3, "user", "hi", SESSION)
+    assert _messages([[3, "user", "hi", "2023-05-08T13:56:00+00:00"]]) == [(3, "user", "hi", SESSION)]
+    assert _messages([(3, "user", "hi", SESSION)]) == [(3, "user", "hi", SESSION)]
