@@ -39,7 +39,7 @@ class ChunkRequeueView(TenantScopedView):
         request=None,
         responses={
             202: ChunkOut,
-            **problems(409, d409="chunk_not_failed: the chunk is pending, running or applied."),
+            **problems({409: "chunk_not_failed: the chunk is pending, running or applied."}),
         },
         summary="Re-queue a failed chunk (fresh attempt budget; the dispatcher runs it next)",
         description="404 for a chunk id that is not one of this subject's chunks; 409 chunk_not_failed "

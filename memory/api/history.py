@@ -127,7 +127,7 @@ class VersionRevertView(TenantScopedView):
         responses={
             200: RevertOut,
             202: RevertOut,
-            **problems(409, d409="version_conflict: base_version is not the head (current_version)."),
+            **problems({409: "version_conflict: base_version is not the head (current_version)."}),
         },
         summary="Revert to version n: a new version with its tree (through the gate, audited)",
         description="404 not_found for a version the subject does not have; 403 when the revert would "

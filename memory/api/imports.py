@@ -126,7 +126,7 @@ class ImportListView(_ImportView):
         ],
         responses={
             202: ImportOut,
-            **problems(415, d415="Send application/x-ndjson or multipart/form-data."),
+            **problems({415: "Send application/x-ndjson or multipart/form-data."}),
         },
         summary="Import histories in bulk (JSONL); every line is checked before anything is stored",
         description="400 invalid_import_line names the first bad line in `field` (`line 3 "

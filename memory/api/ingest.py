@@ -109,6 +109,11 @@ class FlushOut(IngestStatusOut):
     chunks_created = FlushedChunkOut(many=True, help_text="The chunks this flush closed.")
 
 
+CONFLICTS = (
+    "subject_erased (send recreate_erased) or idempotency_conflict (a key replayed with other content)."
+)
+
+
 class SubjectMessagesView(TenantScopedView):
     required_scopes = ("ingest",)
 
@@ -116,11 +121,7 @@ class SubjectMessagesView(TenantScopedView):
         request=MessagesIn,
         responses={
             202: IngestOut,
-            **problems(
-                409,
-                d409="subject_erased (send recreate_erased) or idempotency_conflict (a key "
-                "replayed with other content).",
-            ),
+            **problems({409: CONFLICTS}),
         },
         summary="Append messages to the subject's log (created on first sight); chunks are queued",
     )

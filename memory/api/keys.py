@@ -98,7 +98,7 @@ class ApiKeyDetailView(_KeyView):
 class ApiKeyRotateView(_KeyView):
     @extend_schema(
         request=None,
-        responses={201: KeyCreatedOut, **problems(409, d409="key_revoked: the key was revoked.")},
+        responses={201: KeyCreatedOut, **problems({409: "key_revoked: the key was revoked."})},
         summary="Replace an API key by a new one with the same name and scopes; the old one is revoked",
         description="409 key_revoked for a revoked key; 403 when the key has a scope the calling key "
         "does not hold.",

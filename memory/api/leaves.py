@@ -87,7 +87,7 @@ def _write_schema(summary: str, description: str, **kwargs):
         responses={
             200: LeafWriteOut,
             202: LeafWriteOut,
-            **problems(409, d409="version_conflict: base_version is not the head (current_version)."),
+            **problems({409: "version_conflict: base_version is not the head (current_version)."}),
         },
         summary=summary,
         description=description,

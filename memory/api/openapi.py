@@ -100,13 +100,10 @@ def _problem_response(status: int | str, description: str | None = None) -> Open
     return OpenApiResponse(ProblemDetail, description=description or PROBLEM_DESCRIPTIONS[status])
 
 
-def problems(*statuses: int, **descriptions: str) -> dict:
+def problems(descriptions: dict[int, str]) -> dict:
     """``responses`` entries of ``extend_schema`` for statuses an operation answers beyond those
-    :class:`ProblemAutoSchema` infers, e.g. ``problems(409, d409="subject_erased, ...")``."""
-    return {
-        (status, PROBLEM_MEDIA_TYPE): _problem_response(status, descriptions.get(f"d{status}"))
-        for status in statuses
-    }
+    :class:`ProblemAutoSchema` infers, e.g. ``problems({409: "subject_erased: ..."})``."""
+    return {(status, PROBLEM_MEDIA_TYPE): _problem_response(status, d) for status, d in descriptions.items()}
 
 
 def _typed_nullable(schema: dict) -> dict:

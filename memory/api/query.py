@@ -217,7 +217,7 @@ class SubjectAnswerView(_QueryView):
         request=QueryIn,
         responses={
             200: AnswerOut,
-            **problems(503, d503="model_unavailable: no responder model can be reached (model mode)."),
+            **problems({503: "model_unavailable: no responder model can be reached (model mode)."}),
         },
         examples=[*REQUEST_EXAMPLES],
         summary="Answer a query over [query, tree, evidence]: quoted and cited, or by the responder model",

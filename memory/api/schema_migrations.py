@@ -189,9 +189,7 @@ class SchemaMigrationListView(_MigrationView):
                 serializers=[StatusOut, DryRunQueuedOut],
                 resource_type_field_name=None,
             ),
-            **problems(
-                409, d409="schema_migration_conflict: the mapping id is stored with another document."
-            ),
+            **problems({409: "schema_migration_conflict: the mapping id is stored with another document."}),
         },
         summary="Dry-run a schema migration, or store it and queue its run",
         description='With ?dry_run=1 or "dry_run": true, 202: the dry run is queued; poll the location '

@@ -154,7 +154,7 @@ class SchemaListView(_SchemaView):
         responses={
             201: TenantSchemaOut,
             200: TenantSchemaOut,
-            **problems(409, d409="schema_conflict: this version is stored with another document."),
+            **problems({409: "schema_conflict: this version is stored with another document."}),
         },
         summary="Upload a version of one of the tenant's schemas",
         description="201 stored; 200 when the identical document is already stored under its version. "
@@ -188,9 +188,7 @@ class SchemaDefaultView(_SchemaView):
         request=SchemaRefIn,
         responses={
             200: SchemaRef,
-            **problems(
-                404, d404="not_found (field schema_id): no schema of the tenant by that id and version."
-            ),
+            **problems({404: "not_found (field schema_id): no schema of the tenant by that id and version."}),
         },
         summary="Choose the schema new subjects are pinned to (existing subjects keep theirs)",
         description="404 not_found (field schema_id) for a schema the tenant cannot pin: unknown, or another "

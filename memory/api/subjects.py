@@ -116,11 +116,11 @@ class SubjectListView(TenantScopedView):
             201: SubjectOut,
             200: SubjectOut,
             **problems(
-                404,
-                409,
-                d404="not_found (field schema_id): no schema of the tenant by that id and version.",
-                d409="subject_erased (send recreate_erased), or schema_conflict: the subject exists "
-                "pinned to another schema.",
+                {
+                    404: "not_found (field schema_id): no schema of the tenant by that id and version.",
+                    409: "subject_erased (send recreate_erased), or schema_conflict: the subject exists "
+                    "pinned to another schema.",
+                }
             ),
         },
         summary="Create a subject pinned to a schema (the tenant's default when none is named)",
@@ -342,7 +342,7 @@ class SubjectDetailView(TenantScopedView):
                     "counts": serializers.DictField(child=serializers.IntegerField()),
                 },
             ),
-            **problems(503, d503="broker_unavailable: the task queue is down; nothing was erased."),
+            **problems({503: "broker_unavailable: the task queue is down; nothing was erased."}),
         },
         summary="Erase the subject (messages, versions, op log, vectors), leaving a tombstone",
         description="503 broker_unavailable (with Retry-After) when the task queue that purges the "
