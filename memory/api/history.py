@@ -10,8 +10,7 @@ from rest_framework.response import Response
 from memory import selectors
 from memory.api.base import TenantScopedView
 from memory.api.fields import MAX_VERSION
-from memory.api.leaves import LEAF_PATH, BaseVersionIn, SubjectLeafView, write_status
-from memory.api.openapi import problems
+from memory.api.leaves import LEAF_PATH, BaseVersionIn, SubjectLeafView, write_schema, write_status
 from memory.api.pagination import paged
 from memory.engine.tree import diff
 from memory.models import OpRecord, Subject
@@ -122,17 +121,12 @@ class RevertOut(serializers.Serializer):
 class VersionRevertView(TenantScopedView):
     required_scopes = ("write",)
 
-    @extend_schema(
+    @write_schema(
+        RevertOut,
+        "Revert to version n: a new version with its tree (through the gate, audited)",
+        "404 not_found for a version the subject does not have; 403 when the revert would change a leaf "
+        "the key may not see; 202 when the tenant's policy holds it for review; 409 version_conflict.",
         request=BaseVersionIn,
-        responses={
-            200: RevertOut,
-            202: RevertOut,
-            **problems({409: "version_conflict: base_version is not the head (current_version)."}),
-        },
-        summary="Revert to version n: a new version with its tree (through the gate, audited)",
-        description="404 not_found for a version the subject does not have; 403 when the revert would "
-        "change a leaf the key may not see; 202 when the tenant's policy holds it for review; 409 "
-        "version_conflict.",
     )
     def post(self, request, external_id: str, number: int):
         subject = self.get_subject(external_id)

@@ -82,17 +82,11 @@ def write_status(outcome: ApplyOutcome) -> tuple[str, int]:
     return ("unchanged" if outcome.version is None else "applied"), 200
 
 
-def _write_schema(summary: str, description: str, **kwargs):
-    return extend_schema(
-        responses={
-            200: LeafWriteOut,
-            202: LeafWriteOut,
-            **problems({409: "version_conflict: base_version is not the head (current_version)."}),
-        },
-        summary=summary,
-        description=description,
-        **kwargs,
-    )
+def write_schema(out: type[serializers.Serializer], summary: str, description: str, **kwargs):
+    """``extend_schema`` of a write: 200 done, 202 held for review, 409 version_conflict."""
+    conflict = problems({409: "version_conflict: base_version is not the head (current_version)."})
+    responses = {200: out, 202: out, **conflict}
+    return extend_schema(responses=responses, summary=summary, description=description, **kwargs)
 
 
 class SubjectLeafView(TenantScopedView):
@@ -141,7 +135,8 @@ class SubjectLeafView(TenantScopedView):
             )
         return Response(LeafOut(self._body(subject, leaf, tree.get(leaf.path), number)).data)
 
-    @_write_schema(
+    @write_schema(
+        LeafWriteOut,
         "Set one leaf (through the gate, audited as this API key)",
         "400 gate_rejected with the gate's reason (OVER_BUDGET, EMPTY_VALUE, ...); 202 when the "
         "tenant's policy holds the edit for review; 409 version_conflict.",
@@ -151,7 +146,8 @@ class SubjectLeafView(TenantScopedView):
     def put(self, request, external_id: str, leaf_path: str):
         return self._write(external_id, leaf_path, LeafIn(data=request.data), leaf_edit)
 
-    @_write_schema(
+    @write_schema(
+        LeafWriteOut,
         "Empty one leaf (through the gate, audited as this API key)",
         "404 leaf_empty when the leaf holds nothing; 202 when the tenant's policy holds the delete "
         "for review; 409 version_conflict.",
