@@ -11,25 +11,22 @@ from memory.services.tree import Actor
 from memory.services.webhooks import webhook_endpoint_delete, webhook_endpoint_update
 
 
-def _set_active(modeladmin, request, queryset, active: bool) -> None:
-    changed = 0
-    for endpoint in queryset.exclude(is_active=active):
-        webhook_endpoint_update(endpoint=endpoint, actor=Actor.for_admin(request.user), is_active=active)
-        changed += 1
-    state = "Activated" if active else "Deactivated"
-    modeladmin.message_user(request, f"{state} {changed} endpoint(s).", messages.SUCCESS)
+def _set_active(active: bool, name: str, description: str):
+    """The list action switching the selected endpoints on (``active``) or off, each through the service."""
+
+    def action(modeladmin, request, queryset):
+        changed = 0
+        for endpoint in queryset.exclude(is_active=active):
+            webhook_endpoint_update(endpoint=endpoint, actor=Actor.for_admin(request.user), is_active=active)
+            changed += 1
+        modeladmin.message_user(request, f"{name.capitalize()}d {changed} endpoint(s).", messages.SUCCESS)
+
+    action.__name__ = name
+    return admin.action(description=description, permissions=["change"])(action)
 
 
-@admin.action(description="Activate selected endpoints", permissions=["change"])
-def activate(modeladmin, request, queryset):
-    _set_active(modeladmin, request, queryset, True)
-
-
-@admin.action(
-    description="Deactivate selected endpoints (nothing more is sent to them)", permissions=["change"]
-)
-def deactivate(modeladmin, request, queryset):
-    _set_active(modeladmin, request, queryset, False)
+activate = _set_active(True, "activate", "Activate selected endpoints")
+deactivate = _set_active(False, "deactivate", "Deactivate selected endpoints (nothing more is sent to them)")
 
 
 @admin.register(WebhookEndpoint)
