@@ -58,8 +58,7 @@ def _f(default: Any, alias: str, help: str, **constraints: Any) -> Any:
 
 
 class ListenerSettings(_Section):
-    """The MemListener client (``workers``, backfill) and its engine; ranges of the engine fields are
-    ``serving.config.EngineConfig``'s own, checked when :func:`listener_client_config` is made."""
+    """The MemListener client and its engine (whose ranges ``serving.config.EngineConfig`` checks)."""
 
     backend: ListenerBackend = _f(
         "extractive",
@@ -332,8 +331,7 @@ def from_environ(environ: Mapping[str, str], *, data_dir: Path, base_dir: Path) 
 
 
 def environment_defaults(raw: dict[str, Any], environ: Mapping[str, str], **defaults: Any) -> None:
-    """An environment's own defaults (``local.py``, ``test.py``, ``production.py``): each key of
-    ``defaults`` takes its value unless its variable is set."""
+    """An environment's own defaults (``local.py``, ...): each key's unless its variable is set."""
     for key, value in defaults.items():
         if key not in raw:
             raise KeyError(f"{key} is not a PersonaTree setting")
@@ -346,8 +344,7 @@ _built: tuple[dict, Settings] | None = None  # (copy of the dict it was built fr
 
 
 def get() -> Settings:
-    """The typed settings (built once per distinct ``settings.PERSONATREE``); :class:`SettingsError`
-    if a value is invalid."""
+    """The typed settings, built once per distinct ``settings.PERSONATREE``; :class:`SettingsError` if bad."""
     global _built
     raw = django_settings.PERSONATREE
     built = _built

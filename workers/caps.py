@@ -16,16 +16,11 @@ logger = logging.getLogger("personatree.dispatcher")
 CUT_MARK = " [...]"  # no count: grounding reads these turns, a number here could "ground" a value
 
 
-def input_caps() -> tuple[int, int]:
-    """``(per-turn, per-chunk)`` character caps of what a job may carry; 0 = no cap."""
-    listener = conf.get().listener
-    return listener.max_turn_chars, listener.max_chunk_chars
-
-
 def bound_turns(turns: list[ListenerTurn]) -> tuple[list[ListenerTurn], str]:
     """Each turn cut to the per-turn cap, then, while the chunk is over its cap, the longest down to an
     equal share of it; a cut keeps the turn's beginning. Returns the turns and a notice ("": no cut)."""
-    turn_cap, chunk_cap = input_caps()
+    listener = conf.get().listener
+    turn_cap, chunk_cap = listener.max_turn_chars, listener.max_chunk_chars  # 0: no cap
     lengths = [len(t.content) for t in turns]
     caps = [min(n, turn_cap) if turn_cap else n for n in lengths]
     if chunk_cap and sum(caps) > chunk_cap:

@@ -169,8 +169,7 @@ def _record_outcome(
 
 
 def apply_batch(claims, jobs, results, *, index: bool, report: RoundReport | None = None) -> RoundReport:
-    """Apply a batch's results with one ``tree_apply_ops_batch`` call; a refused or failing chunk, or a
-    failed model result, is released on its own."""
+    """Apply a batch's results in one ``tree_apply_ops_batch``; a refused or failed chunk is released."""
     report = RoundReport() if report is None else report
     todo = []
     for claim, job, result in zip(claims, jobs, results, strict=True):

@@ -19,8 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 def start(port: int, addr: str):
-    """Start the exporter's HTTP server thread in this process, serving the aggregate of every
-    process that writes to ``PROMETHEUS_MULTIPROC_DIR``; returns ``(server, thread)``."""
+    """Start the exporter's server thread, serving every ``PROMETHEUS_MULTIPROC_DIR`` process's series."""
     import prometheus_client
 
     from personatree_site.ops.gunicorn_conf import clear_multiproc_dir

@@ -54,8 +54,7 @@ def erase_subject_vectors(self, tenant_id: int, subject_id: int) -> int:
 
 @pt_task(name="workers.reconcile_erasures", queue="index", soft_time_limit=120)
 def reconcile_erasures(self, limit: int = 100) -> dict:
-    """Beat task: purge the vectors of erased subjects whose purge is not recorded, oldest first, up to
-    the first unreachable index (the next tick retries)."""
+    """Beat task: purge the vectors of erased subjects, oldest first, until the index is unreachable."""
     if not _enabled():
         return {"purged": 0, "pending": 0}
     from memory.recall.indexing import evidence_erase
@@ -212,8 +211,7 @@ class _SpanBatch:
 
 
 def _open_index() -> None:
-    """Connect to the index (Milvus Lite starts its server) and load the embedder, ahead of the
-    first batch; a failure here is the first batch's to report."""
+    """Connect to the index and load the embedder ahead of the first batch (which reports a failure)."""
     from memory.recall import runtime
 
     try:
@@ -248,8 +246,7 @@ def batched_indexing(size: int = BATCH_SPANS) -> Iterator[_SpanBatch]:
 
 
 def index_spans_expected(spans: list[tuple[int, int, int]]) -> None:
-    """Within :func:`batched_indexing`: embed these spans' units ahead (:meth:`_SpanBatch.expect`);
-    elsewhere nothing."""
+    """Within :func:`batched_indexing`: embed these spans' units ahead; elsewhere nothing."""
     batch = getattr(_batch, "current", None)
     if batch is not None:
         batch.expect(spans)

@@ -59,8 +59,7 @@ def engine_answers(call: Call, job: ListenerJob) -> bool:
 
 
 def settle_lone_job(call: Call, batch: list[tuple[Claim, ListenerJob]], answer, settle: Settle) -> bool:
-    """A batch of one whose result was a retryable error: its own (settled, counted) when the engine
-    answers a probe, else an outage (False, nothing settled)."""
+    """A lone job's retryable error: its own (settled) if the engine answers a probe, else an outage."""
     if not engine_answers(call, batch[0][1]):
         return False
     _own_error(batch, answer, settle)

@@ -41,10 +41,6 @@ class WebhookRetry(Exception):
     """The receiver failed in a way worth another attempt (5xx, timeout, connection error)."""
 
 
-def _max_retries() -> int:
-    return conf.get().webhooks.max_attempts - 1
-
-
 def _attempt(outgoing) -> tuple[int | None, str, bool]:
     """POST once: ``(status code or None, error, retryable)``; never raises but for interpreter exits."""
     try:
@@ -73,7 +69,7 @@ def _attempt(outgoing) -> tuple[int | None, str, bool]:
     name="workers.deliver_webhook",
     queue=QUEUE,
     soft_time_limit=SOFT_TIME_LIMIT_S,
-    max_retries=when_read(_max_retries),  # read when retrying, not at import (see when_read)
+    max_retries=when_read(lambda: conf.get().webhooks.max_attempts - 1),  # read when retrying
     retry_for=(WebhookRetry,),
     backoff=BACKOFF_S,
     backoff_max=BACKOFF_MAX_S,

@@ -49,11 +49,6 @@ class BytesJsonl(JsonlSource):
         return nonblank_lines(self.data)
 
 
-def _line_field(location: str) -> str:
-    """``line:3 messages[0].role`` -> ``line 3 messages[0].role`` (the problem's ``field``)."""
-    return location.replace("line:", "line ", 1)
-
-
 def import_validate(data: bytes, *, label: str) -> tuple[int, int]:
     """Read every line; the first bad one is a 400 naming it. Returns (lines, messages)."""
     lines = messages = 0
@@ -62,20 +57,16 @@ def import_validate(data: bytes, *, label: str) -> tuple[int, int]:
             lines += 1
             messages += len(history.messages)
     except BackfillFormatError as exc:
-        raise ImportLineError(exc.message, field=_line_field(exc.location)) from exc
+        # the problem's field: "line:3 messages[0].role" -> "line 3 messages[0].role"
+        raise ImportLineError(exc.message, field=exc.location.replace("line:", "line ", 1)) from exc
     if not lines:
         raise ImportEmpty("The import holds no lines: send one JSON object per line.", field="body")
     return lines, messages
 
 
-def default_label(data: bytes) -> str:
-    """The same body sent twice derives the same message keys, so its second import adds nothing."""
-    return "import-" + hashlib.sha256(data).hexdigest()[:24]
-
-
 def import_create(*, tenant: Tenant, data: bytes, label: str = "", created_by: str = "") -> Import:
     """Validate and store an import; its task is sent once the row is committed."""
-    label = label or default_label(data)
+    label = label or "import-" + hashlib.sha256(data).hexdigest()[:24]  # a body sent again adds nothing
     lines, messages = import_validate(data, label=label)
     with transaction.atomic():
         row = Import.objects.create(

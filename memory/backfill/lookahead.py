@@ -40,8 +40,7 @@ class Lookahead:
         return self.client.run(jobs)
 
     def ahead(self, subject_ids: Sequence[int]) -> None:
-        """Prepare the next open chunks of ``subject_ids`` (``window`` in all, the first of each
-        subject first)."""
+        """Prepare the next open chunks of ``subject_ids`` (``window`` in all, each subject's first first)."""
         if not subject_ids:
             return
         per_subject = max(1, self.window // len(subject_ids))

@@ -6,7 +6,7 @@ only observes: interrupting it leaves the workers going.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,23 +49,17 @@ class ChunkCounts:
 def backfill_chunk_counts(
     *, tenant_id: int, subject_ids: Sequence[int], since: datetime | None = None
 ) -> ChunkCounts:
-    """Chunk counts by status of ``subject_ids`` (a backfill's subjects) in ``tenant_id``;
-    with ``since``, only the chunks cut from then on (an import's own)."""
-    counts: dict[str, int] = {}
+    """Chunk counts by status of a backfill's subjects (``since``: of the chunks cut from then on)."""
+    counts: Counter[str] = Counter()
     ids = list(dict.fromkeys(subject_ids))
     for start in range(0, len(ids), SUBJECTS_PER_QUERY):
         chunks = Chunk.objects.filter(
             subject__tenant_id=tenant_id, subject_id__in=ids[start : start + SUBJECTS_PER_QUERY]
         )
-        rows = (
-            (chunks.filter(created_at__gte=since) if since is not None else chunks)
-            .values_list("status")
-            .annotate(n=Count("id"))
-            .order_by()
-        )
-        for status, n in rows:
-            counts[status] = counts.get(status, 0) + n
-    return ChunkCounts(**{s: counts.get(s, 0) for s in ("pending", "processing", "applied", "failed")})
+        if since is not None:
+            chunks = chunks.filter(created_at__gte=since)
+        counts.update(dict(chunks.values_list("status").annotate(n=Count("id")).order_by()))
+    return ChunkCounts(**{s: counts[s] for s in ("pending", "processing", "applied", "failed")})
 
 
 class RateEstimator:

@@ -76,13 +76,6 @@ class Pacer:
             self.sleep(ahead)
 
 
-def _dry_run_chunks(tenant: Tenant, history: SubjectHistory) -> int:
-    turns = [
-        {"role": m.role, "content": m.content, "seq": i} for i, m in enumerate(history.messages, start=1)
-    ]
-    return len(chunk_turns(turns, pairs=tenant.chunk_pairs, include_partial=True))
-
-
 def _located(exc: ServiceError, history: SubjectHistory, offset: int = 0) -> BackfillFormatError:
     field = re.sub(r"messages\[(\d+)\]", lambda m: f"messages[{int(m.group(1)) + offset}]", exc.field or "")
     where = f"{history.location} (subject {history.external_id!r})"
@@ -90,8 +83,7 @@ def _located(exc: ServiceError, history: SubjectHistory, offset: int = 0) -> Bac
 
 
 def history_ingest(*, tenant: Tenant, history: SubjectHistory, report: BackfillReport, enqueue: bool) -> None:
-    """Write one history (in slices) and close its last window; bad input is a
-    :class:`BackfillFormatError` naming the history and the message index."""
+    """Write one history in slices and close its last window (bad input: :class:`BackfillFormatError`)."""
     incoming = list(history.messages)
     subject = None
     for offset in range(0, len(incoming), SLICE):
@@ -194,7 +186,11 @@ def backfill_run(
                     messages_validate(history.messages, max_messages=0)
                 except ServiceError as exc:
                     raise _located(exc, history) from exc
-                report.chunks += _dry_run_chunks(tenant, history)
+                turns = [
+                    {"role": m.role, "content": m.content, "seq": i}
+                    for i, m in enumerate(history.messages, 1)
+                ]
+                report.chunks += len(chunk_turns(turns, pairs=tenant.chunk_pairs, include_partial=True))
             else:
                 before, known = report.chunks, len(report.subject_ids)
                 history_ingest(tenant=tenant, history=history, report=report, enqueue=False)

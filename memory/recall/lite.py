@@ -53,8 +53,7 @@ def search(
     output_fields: Sequence[str],
     partitions: Sequence[str] | None = None,
 ) -> list[list[dict]]:
-    """One multi-query search of one vector field, as the gRPC handler runs it (hits as `rows.to_hit`
-    reads pymilvus's)."""
+    """One multi-query search of one vector field, as the gRPC handler runs it."""
     return collection.search(
         query_vectors=list(data),
         top_k=limit,

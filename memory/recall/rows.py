@@ -123,8 +123,7 @@ def to_hit(raw: dict, score: float | None = None) -> Hit:
 
 
 def rrf_fuse(rankings: Sequence[Sequence[Hit]]) -> list[Hit]:
-    """Reciprocal-rank fusion (score: sum of 1 / (RRF_K + rank)), deduplicated by primary key; a hit
-    keeps the queries that found it."""
+    """Reciprocal-rank fusion (sum of 1 / (RRF_K + rank)) by primary key; a hit keeps its queries."""
     fused: dict[str, Hit] = {}
     scores: dict[str, float] = {}
     for ranking in rankings:

@@ -21,8 +21,7 @@ class Span:
 
 
 def span_indexed(*, subject_id: int, start_seq: int, end_seq: int) -> int:
-    """Record that the index holds messages start_seq..end_seq of the subject: every applied chunk
-    inside that span is confirmed. Returns the chunks marked."""
+    """Confirm the applied chunks within messages start_seq..end_seq of the subject; how many."""
     return Chunk.objects.filter(
         subject_id=subject_id,
         status=Chunk.Status.APPLIED,

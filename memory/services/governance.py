@@ -44,10 +44,6 @@ def _grouped(op_ids: Iterable[int]) -> dict[int, list[int]]:
     return groups
 
 
-def _record_op(record: OpRecord) -> Op:
-    return Op(record.op_type, record.path or None, record.new_value, record.confidence)
-
-
 def ops_review_approve(*, op_ids: Iterable[int], user, note: str = "") -> list[ReviewOutcome]:
     """Apply held ops (only those still ``pending_review``); returns one outcome per subject."""
     outcomes = []
@@ -69,7 +65,7 @@ def _approve_locked(locked, records: list[OpRecord], user, note: str) -> ReviewO
     """Apply ``records`` (held, locked, of the locked subject) on top of its current head."""
     schema = selectors.subject_schema(locked)
     tree = selectors.tree_current(locked)
-    ops = [_record_op(r) for r in records]
+    ops = [Op(r.op_type, r.path or None, r.new_value, r.confidence) for r in records]
     result = gate(schema, tree, ops, GatePolicy(lenient=locked.tenant.gate_lenient))
     new_tree, _ = apply(tree, result.accepted)
     version = write_version(

@@ -326,8 +326,7 @@ def subject_flush(*, subject: Subject, enqueue: bool = True) -> list[Chunk]:
 
 
 def subjects_flush_idle(*, now: datetime | None = None, limit: int = 500) -> int:
-    """Flush subjects with an unchunked tail and no message for IDLE_FLUSH_SECONDS, the longest-idle
-    first (so none is starved when more than ``limit`` are idle)."""
+    """Flush subjects with an unchunked tail idle for IDLE_FLUSH_SECONDS, the longest-idle first."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=conf.get().ingest.idle_flush_seconds)
     last_msg = Message.objects.filter(subject=OuterRef("pk")).order_by("-seq")
@@ -359,8 +358,7 @@ def chunks_requeue(*, chunk_ids: Sequence[int], enqueue: bool = True) -> int:
 
 
 def schedule_dispatch(*, tenant_id: int | None = None) -> None:
-    """Announce ``chunks_ready`` after the current transaction commits; it asks for the dispatcher
-    (deduplicated while one is queued, see ``workers.base.send_once``)."""
+    """``chunks_ready`` after commit: it asks for the dispatcher (at most one queued: ``send_once``)."""
     transaction.on_commit(lambda: chunks_ready.send(sender=schedule_dispatch, tenant_id=tenant_id))
 
 

@@ -54,8 +54,7 @@ class ContextResult(ServiceResult):
 
 @dataclass(frozen=True, eq=False)
 class AnswerResult(ContextResult):
-    """:func:`memory.services.query.answer_build`: the context plus the answer (extractive or the
-    responder model's)."""
+    """:func:`memory.services.query.answer_build`: the context plus the answer."""
 
     answer: str
     model: dict[str, Any]  # model_id, prompt_version, prompt_tokens, completion_tokens

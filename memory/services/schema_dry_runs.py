@@ -28,8 +28,7 @@ def _key(tenant_id: int, run_id: str) -> str:
 
 
 def dry_run_start(*, tenant: Tenant, document: Any) -> str:
-    """Validate the mapping (``ServiceError`` as :func:`schema_migration_prepare`) and keep it for
-    the task; returns the dry run's id."""
+    """Validate the mapping (as :func:`schema_migration_prepare`), keep it for the task; the run's id."""
     schema_migration_prepare(tenant=tenant, document=document)
     run_id = uuid.uuid4().hex
     entry = {"status": "queued", "document": dict(document), "created_at": timezone.now().isoformat()}

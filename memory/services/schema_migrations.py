@@ -350,8 +350,7 @@ def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: li
 
 
 def _records(locked: Subject, version, planned: Planned, template: dict, target: Schema) -> list[OpRecord]:
-    """One audit row per op (applied ones, retirements included, then held ones), copied from
-    ``template`` (cheaper than ``Model.__init__`` per row)."""
+    """One audit row per op (applied, retired, held), copied from ``template`` (cheaper than ``__init__``)."""
     subject = {"subject_id": locked.pk, "base_version": locked.head_version, "batch": uuid.uuid4()}
     retired = f"retired: not a leaf of {target.id} v{target.version}"
     records = []

@@ -157,8 +157,7 @@ def _info(schema_id: str, version: int, subjects: int, row: TenantSchema | None 
 
 
 def schema_catalogue(*, tenant: Tenant) -> list[SchemaInfo]:
-    """Every schema the tenant may pin to: the shipped ones, then its own (by id and version), each
-    with how many of its subjects are pinned to it."""
+    """The shipped schemas, then the tenant's own, each with how many of its subjects are pinned to it."""
     rows = Subject.objects.filter(tenant=tenant).values("schema_id", "schema_version").order_by()
     counts = {(r["schema_id"], r["schema_version"]): r["n"] for r in rows.annotate(n=Count("pk"))}
     shipped = [_info(sid, v, counts.get((sid, v), 0)) for sid, v in shipped_schemas()]
@@ -167,8 +166,7 @@ def schema_catalogue(*, tenant: Tenant) -> list[SchemaInfo]:
 
 
 def schema_read(*, tenant: Tenant, schema_id: str, version: int) -> SchemaInfo:
-    """One schema the tenant may pin to, with its document; ``NotFoundError`` alike for a missing
-    one and another tenant's."""
+    """One schema the tenant may pin to, with its document (missing or another tenant's: NotFoundError)."""
     row = None
     if (schema_id, version) not in shipped_schemas():
         row = TenantSchema.objects.filter(tenant=tenant, schema_id=schema_id, version=version).first()

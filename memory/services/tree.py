@@ -365,8 +365,7 @@ class Plan:
 
 
 def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
-    """Gate the request's ops against the locked head (its base, checked by :func:`_refusal`) and build
-    the version and op records (no writes)."""
+    """Gate the request's ops on the locked head and build the version and op records (no writes)."""
     actor, source, chunk_id, created_by = request.actor, request.source, request.chunk_id, request.created_by
     review = actor.reviewable if request.review is None else request.review
     schema = selectors.subject_schema(locked)
@@ -413,7 +412,9 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
     for op in result.accepted:
         fields = {**_op_fields(op, tree), **common}
         if id(op) in held_ids:
-            detail = _review_detail(op, schema, locked.tenant.review_special_tier)
+            leaf = schema.leaf(op.path) if op.path else None
+            special = locked.tenant.review_special_tier and leaf is not None and leaf.tier == REVIEW_TIER
+            detail = f"{'special-tier leaf' if special else 'mass delete'}: held for review"
             pending.append(OpRecord(detail=detail, **held_as, **fields))
         else:
             detail = notes.get(id(op), "") or (source.note if op.type is OpType.NO_OP and source else "")
@@ -500,13 +501,6 @@ def send_signal(signal, **kwargs) -> None:
     for receiver, result in signal.send_robust(sender=Subject, **kwargs):
         if isinstance(result, Exception):
             logger.error("receiver %r of %s failed: %r", receiver, kwargs, result, exc_info=result)
-
-
-def _review_detail(op: Op, schema, special_held: bool) -> str:
-    leaf = schema.leaf(op.path) if op.path else None
-    if special_held and leaf is not None and leaf.tier == REVIEW_TIER:
-        return "special-tier leaf: held for review"
-    return "mass delete: held for review"
 
 
 def _op_fields(op: Op | None, tree: Tree) -> dict:

@@ -121,8 +121,7 @@ def lock_subject(subject: Subject | int, *, chunk_id: int | None = None) -> Subj
 
 
 def write_applies(entries) -> set[int]:
-    """Write ``(locked, version, chunk_id, records)`` entries, a subject once each; returns the chunks
-    found applied meanwhile (their entries wrote nothing)."""
+    """Write ``(locked, version, chunk_id, records)`` entries; returns the chunks found applied meanwhile."""
     return store().write(entries)
 
 

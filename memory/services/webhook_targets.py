@@ -130,8 +130,7 @@ def _lookup(host: str, port: int, timeout_s: float) -> list[str] | None:
 
 
 def target_resolve(url: str, *, resolve: bool = True, timeout_s: float | None = None) -> Target:
-    """Check ``url`` against the policy and pick the address to connect to, else
-    :class:`WebhookUrlRefused`; ``resolve=False`` (registration) accepts a name that does not resolve."""
+    """Check ``url`` and pick the address to connect to (``resolve=False``: a name may not resolve yet)."""
     parsed = _parse(url)
     host = parsed.raw_host.decode("ascii").lower()
     literal = literal_address(host)

@@ -28,15 +28,11 @@ LATENCY = prometheus_client.Histogram(
 )
 
 
-def route_of(request) -> str:
-    match = getattr(request, "resolver_match", None)
-    return (match.route or match.view_name or UNMATCHED) if match is not None else UNMATCHED
-
-
 def record_request(request, status: int, seconds: float) -> None:
     """Count one request and observe its latency."""
     method = request.method if request.method in _METHODS else "other"
-    route = route_of(request)
+    match = getattr(request, "resolver_match", None)
+    route = (match.route or match.view_name or UNMATCHED) if match is not None else UNMATCHED
     REQUESTS.labels(method=method, route=route, status=str(status)).inc()
     LATENCY.labels(route=route).observe(seconds)
 
@@ -45,8 +41,7 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 
 
 def multiprocess_registry(path: str | None = None):
-    """A registry of every process that writes to ``path`` (``PROMETHEUS_MULTIPROC_DIR`` by
-    default): a scrape sums them."""
+    """A registry summing every process that writes to ``path`` (default ``PROMETHEUS_MULTIPROC_DIR``)."""
     registry = prometheus_client.CollectorRegistry()
     MultiProcessCollector(registry, path=path)
     return registry

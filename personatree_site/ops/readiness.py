@@ -99,31 +99,21 @@ def milvus_ping() -> str:
     return "server"
 
 
-def _serve_routes_url(url: str) -> tuple[str, str]:
-    """The Serve proxy's ``/-/routes`` URL and the app's route prefix, from the MemListener URL."""
-    parts = urlsplit(url)
-    route = parts.path.rstrip("/") or "/"
-    return urlunsplit((parts.scheme, parts.netloc, "/-/routes", "", "")), route
-
-
 def memlistener_ping() -> str:
     typed = conf.get()
     backend = typed.listener.backend
-    if backend in IN_PROCESS_BACKENDS:
-        return backend
-    if backend == "local":
-        if not Path(typed.models.model_path).is_file():
-            raise NotReady("model_file_missing")
-        return backend
-    if backend == "openai":
-        if not (typed.models.base_url and typed.models.model):
-            raise NotReady("not_configured")
+    if backend == "local" and not Path(typed.models.model_path).is_file():
+        raise NotReady("model_file_missing")
+    if backend == "openai" and not (typed.models.base_url and typed.models.model):
+        raise NotReady("not_configured")
+    if backend in (*IN_PROCESS_BACKENDS, "local", "openai"):
         return backend
     if backend == "ray":
         import httpx
 
-        routes_url, route = _serve_routes_url(typed.listener.url)
-        resp = httpx.get(routes_url, timeout=_timeout())
+        parts = urlsplit(typed.listener.url)  # the Serve proxy's /-/routes must list the app's route
+        route = parts.path.rstrip("/") or "/"
+        resp = httpx.get(urlunsplit((parts.scheme, parts.netloc, "/-/routes", "", "")), timeout=_timeout())
         if resp.status_code != 200:
             raise NotReady(f"HTTP {resp.status_code}")
         try:

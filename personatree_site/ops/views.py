@@ -48,12 +48,6 @@ def readyz(request) -> HttpResponse:
     return _no_store(JsonResponse(body, status=200 if ready else 503))
 
 
-def _token_ok(request, token: str) -> bool:
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    scheme, _, given = header.partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
-
-
 def metrics(request) -> HttpResponse:
     """Prometheus text exposition of this process (of all workers in multiprocess mode)."""
     if request.method not in _ALLOWED:
@@ -62,7 +56,9 @@ def metrics(request) -> HttpResponse:
     if not ops.metrics_enabled:
         return _error(request, "not_found", "Metrics are disabled (PERSONATREE_METRICS_ENABLED).", 404)
     token = ops.metrics_token
-    if token and not _token_ok(request, token):
+    scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    bearer_ok = scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+    if token and not bearer_ok:
         response = _error(request, "not_authenticated", "A valid metrics bearer token is required.", 401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
