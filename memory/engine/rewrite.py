@@ -311,6 +311,7 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
                 if len(_words_of(text[: m.start()])) >= least
                 and not _in_list(text, m)
                 and not any(start < m.start() < end for start, end in pairs)
+                and not (m.group(0)[:1].isspace() and _PHRASAL_HEAD.search(text, 0, m.start()))
             ]
             for pattern, least in _TAILS
         ]
@@ -331,6 +332,15 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
         return " ".join(tokens[:n]), True
     return text, cut_any
 
+
+# A verb whose particle or preposition is part of it ("look after", "gone through", "deal with"): a
+# cut before the particle leaves "looking" or "who've gone" promising what never comes.
+_PHRASAL_HEAD = re.compile(
+    r"\b(?:look|looks|looked|looking|take|takes|took|taking|taken|go|goes|went|going|gone|been|get|gets|got|"
+    r"getting|come|comes|came|coming|deal|deals|dealt|dealing|care|cares|cared|caring|run|runs|ran|running|"
+    r"carry|carried|carrying|pass|passed|passing|turn|turned|turning|put|putting|make|made|making)$",
+    re.IGNORECASE,
+)
 
 _HALF_PHRASE = re.compile(r"\b(?:in hopes?|in order|so as|as well|such|because)$", re.IGNORECASE)
 

@@ -175,6 +175,15 @@ def test_a_name_set_off_by_commas_is_never_cut_from_its_verb() -> None:
     assert rewrite(clause) == "One of the new volunteers at the farm, Priya, taught them how to milk a goat"
 
 
+def test_no_cut_between_a_verb_and_its_particle() -> None:
+    assert rewrite(
+        "I've learned that taking walks and looking after myself are key for my focus and sleep"
+    ) == ("Has learned that taking walks and looking after themself are key")
+    assert rewrite("when I look after myself, I'm able to better look after my two boys") == (
+        "Is able to better look after their two boys"
+    )
+
+
 def test_no_cut_left_keeps_a_clause_up_to_half_again_the_budget_whole() -> None:
     # no subordinate tail, coordination or prepositional cut fits: a fragment would end on "such"
     clause = "I think having someone who supports you is such a blessing"
