@@ -32,7 +32,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memory.engine.aboutness import ClauseSyntax
+from memory.engine.aboutness import ClauseSyntax, judge
 from serving.lazy import Lazy
 
 __all__ = ["SyntaxStep", "SyntaxUnavailable", "clause_syntax", "import_spacy_without_torch", "load_pipeline"]
@@ -56,6 +56,9 @@ _QUANTIFIERS = frozenset(
     {"one", "some", "all", "both", "most", "many", "each", "few", "several", "two", "none"}
 )
 _REACTION_VERBS = frozenset({"sound", "look", "seem", "feel"})
+# "I can see why ...", "I can imagine ...", "I bet ...": a verb of sympathy over a clause reacts to
+# what the other speaker said ("I saw how it affected us" is the speaker's own experience)
+_EMPATHY = frozenset({"see", "imagine", "understand", "tell"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
 # Nouns for a person or an animal someone has: what "he"/"she" can name.
 _PETS = frozenset("dog cat pet puppy kitten pup horse bird parrot hamster rabbit bunny turtle snake".split())
@@ -361,7 +364,52 @@ def _gerund(token) -> bool:
 
 
 def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
-    """The :class:`ClauseSyntax` of characters ``start:end`` of a parsed turn ``doc``."""
+    """The :class:`ClauseSyntax` of characters ``start:end`` of a parsed turn ``doc``; a clause the
+    judge would drop keeps the one fact of the speaker's inside it, if any (:func:`_salvaged`)."""
+    syntax = _read(doc, start, end)
+    if judge(syntax).keep:
+        return syntax
+    tokens = [t for t in doc if start <= t.idx < end and not t.is_punct and not t.is_space]
+    return _salvaged(tokens) or syntax
+
+
+_BECAUSE = frozenset({"while", "because", "since"})
+_POINTERS = frozenset({"it", "this", "that", "they", "them", "he", "him", "she", "her", "these", "those"})
+
+
+def _salvaged(tokens) -> ClauseSyntax | None:
+    """The speaker's own fact inside a clause that is not one, said alone: a "while/because/since"
+    clause of theirs ("She sleeps on my keyboard while I work from home on Fridays" -> "I work from
+    home on Fridays"), else a name they give someone of theirs in passing ("I'll check it out with my
+    partner Tomás" -> "my partner is Tomás")."""
+    if not tokens:
+        return None
+    inside = {t.i for t in tokens}
+    doc = tokens[0].doc
+    said = doc[tokens[0].i : tokens[-1].i + 1].text
+    for verb in tokens:
+        mark = next((c for c in verb.children if c.dep_ == "mark" and c.lower_ in _BECAUSE), None)
+        if mark is None or verb.dep_ != "advcl":
+            continue
+        subject = _subject(verb, inside)
+        if subject is None or subject.lower_ not in _SPEAKER or not _finite(verb):
+            continue
+        if verb.lemma_ == "be" and verb.tag_ == "VBD":
+            continue  # "since I was a kid": a when, not a fact
+        span = [t for t in doc[mark.i + 1 : verb.right_edge.i + 1] if t.i in inside]
+        if len(span) >= 4 and not any(t.lower_ in _POINTERS for t in span):  # not "while I wait"
+            plain = doc[span[0].i : span[-1].i + 1].text
+            return ClauseSyntax("speaker", True, first_person=True, swaps=((said, plain),))
+    for noun in tokens:
+        poss = _poss(noun)
+        name = _name_beside(noun) if noun.pos_ == "NOUN" and poss is not None else None
+        if name is not None and name.i in inside and poss.lower_ in _SPEAKER_POSS:
+            plain = f"{doc[poss.i : noun.i + 1].text} is {name.text}"
+            return ClauseSyntax("owned", True, first_person=True, swaps=((said, plain),))
+    return None
+
+
+def _read(doc, start: int, end: int) -> ClauseSyntax:
     tokens = [t for t in doc if start <= t.idx < end and not t.is_punct and not t.is_space]
     if not tokens:
         return ClauseSyntax("none", False)
@@ -379,6 +427,12 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
         if made:
             return ClauseSyntax("speaker", finite, first_person=True, swaps=(made,))
         return ClauseSyntax("deictic", finite, modal, first_person=first_person)  # "Here's a pic"
+    if (main.lemma_ == "bet" or (main.lemma_ in _EMPATHY and modal in ("can", "could"))) and any(
+        c.dep_ == "ccomp" and c.i in inside for c in main.children
+    ):
+        return ClauseSyntax(
+            "reaction", finite, modal, first_person=first_person
+        )  # "I can imagine it was hard"
     if subject is None and finite and tokens[0].tag_ == "VBG" and tokens[0].i < main.i:
         return ClauseSyntax(
             "clausal", finite, modal, first_person=first_person

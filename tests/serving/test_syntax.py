@@ -56,6 +56,12 @@ def read(syntax, content):
         ("I reccomend getting a plant for your desk.", "modal_guess"),
         ("Being out on the water, far from the city, was great.", "clausal"),
         ("Here's a picture of the lake.", "deictic"),
+        # nothing of the speaker's to keep alone: a two-word clause, a past "since", a pointer
+        ("He naps on my desk while I wait.", "unresolved_pronoun"),
+        ("He was scared of it since I was a kid.", "unresolved_pronoun"),
+        ("She loves it because it helps me.", "unresolved_pronoun"),
+        ("I can imagine the first week was exhausting.", "reaction"),
+        ("I can see why the quiet helps you focus.", "reaction"),
     ],
 )
 def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
@@ -78,6 +84,8 @@ def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
         "I'm reading a novel about sailors and hoping it inspires me.",
         "I made it to the finals last year.",
         "After that, I moved to Porto.",
+        "I can see the harbour from my kitchen.",
+        "I saw how the flooding changed my town.",
     ],
 )
 def test_the_speakers_facts_are_kept(syntax, content):
@@ -215,3 +223,17 @@ def test_a_clause_is_judged_by_its_own_subject_not_one_a_dash_left_behind(syntax
         syntax, "Crowds of people cheering - it really pushed me to keep running."
     )
     assert text.startswith("it really pushed") and judge(found).reason == "unresolved_pronoun"
+
+
+@pytest.mark.parametrize(
+    ("content", "fact"),
+    [
+        # a clause that is no fact keeps the speaker's own fact inside it
+        ("He naps on my desk while I work from home on Mondays.", "I work from home on Mondays"),
+        ("I'll try it out with my sister Noor on Sunday.", "My sister is Noor"),
+    ],
+)
+def test_the_speakers_fact_inside_a_dropped_clause_is_kept_alone(syntax, content, fact):
+    (text, found), *_ = read(syntax, content)
+    assert judge(found).keep
+    assert resolve(text, found).rstrip(".") == fact
