@@ -57,7 +57,8 @@ _TRAILING_TALK = re.compile(
     r"|\s*,\s*right\b)+"
     r"[\s.!?]*$"
     r"|[\s,]*\.\.\.+\s*$"
-    r"|\s*(?:,|-+|\u2013|\u2014)\s*(?:i\s+)?can(?:'|no)?t\s+wait\b[\s.!]*$",  # "... show next month - can't wait!"
+    r"|\s*(?:,|-+|\u2013|\u2014)\s*(?:i\s+)?can(?:'|no)?t\s+wait\b[\s.!]*$"
+    r"|,?\s+since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?[\s.!]*$",  # "... show next month - can't wait!"
     re.IGNORECASE,
 )
 _FILLER = re.compile(
@@ -342,7 +343,10 @@ _PHRASAL_HEAD = re.compile(
     re.IGNORECASE,
 )
 
-_HALF_PHRASE = re.compile(r"\b(?:in hopes?|in order|so as|as well|such|because)$", re.IGNORECASE)
+_HALF_PHRASE = re.compile(
+    r"\b(?:in hopes?|in order|so as|as well|such|because|a (?:few|couple)|on (?:their|the|my|our) way)$",
+    re.IGNORECASE,
+)
 
 
 def _dangles(kept: str) -> bool:

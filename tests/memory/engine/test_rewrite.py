@@ -78,6 +78,7 @@ from memory.engine.text import folded_words, stem
         ("I just wanted to let you know I got the job", "Got the job"),
         ("Wanted to tell ya that we adopted a puppy", "They adopted a puppy"),
         ("My first exhibition opens in May - can't wait!", "Their first exhibition opens in May"),
+        ("I've been learning the cello since we last talked", "Has been learning the cello"),
         ("What kind of music do you like?", "What kind of music do you like"),
         # evaluative tails
         ("I ran my first marathon, which was awesome", "Ran their first marathon"),
@@ -181,6 +182,12 @@ def test_no_cut_between_a_verb_and_its_particle() -> None:
     ) == ("Has learned that taking walks and looking after themself are key")
     assert rewrite("when I look after myself, I'm able to better look after my two boys") == (
         "Is able to better look after their two boys"
+    )
+
+
+def test_a_cut_never_leaves_a_few_or_on_their_way_hanging() -> None:
+    assert rewrite("My bike got a flat tyre on my way to the office and I had to walk the rest") == (
+        "Their bike got a flat tyre on their way to the office"
     )
 
 
