@@ -29,10 +29,6 @@ def granted_tenants(user):
     return TenantStaff.objects.filter(user_id=user.pk).values("tenant_id")
 
 
-def special_paths(schema: Schema) -> frozenset[str]:
-    return frozenset(leaf.path for leaf in schema.leaves if leaf.tier == SPECIAL_TIER)
-
-
 def is_special(schema: Schema, path: str) -> bool:
     """Is ``path``'s value shown only with the permission: a special-tier leaf, or not a leaf of
     ``schema`` at all (what it was meant for cannot be told)?"""

@@ -15,6 +15,7 @@ from django.urls import path, reverse
 
 from memory import selectors
 from memory.admin.access import (
+    SPECIAL_TIER,
     NoAddAdmin,
     ReadOnlyAdmin,
     TenantScopedAdmin,
@@ -22,7 +23,6 @@ from memory.admin.access import (
     masked_changes,
     masked_tree,
     sees_special,
-    special_paths,
 )
 from memory.admin.erasure import ErasingDeleteMixin
 from memory.admin.tree_view import build_nodes
@@ -85,12 +85,13 @@ class SubjectAdmin(ErasingDeleteMixin, NoAddAdmin, TenantScopedAdmin):  # the AP
         tree = selectors.tree_current(subject)
         context = self._context(request, subject, f"Memory of {subject}")
         mask = not sees_special(request.user)
-        hidden = special_paths(schema) if mask else frozenset()
         context.update(
             nodes=build_nodes(tree, schema, selectors.leaf_last_changes(subject=subject), mask_special=mask),
             leaf_count=len(tree),
             empty_paths=[
-                leaf.path for leaf in schema.leaves if leaf.path not in tree and leaf.path not in hidden
+                leaf.path
+                for leaf in schema.leaves
+                if leaf.path not in tree and not (mask and leaf.tier == SPECIAL_TIER)
             ],
             pending=selectors.ops_pending_review().filter(subject=subject).count(),
         )
