@@ -1,8 +1,6 @@
-"""Tree versions, stored compactly (re-exported by :mod:`memory.models`; docs/ARCHITECTURE.md,
-"Storage"): ``delta`` against the previous version, the whole ``tree`` on checkpoints and on the
-head only. Any other version is one indexed range read from its nearest whole tree, replayed by
-:func:`memory.engine.history.rebuild`. ``TreeVersion.snapshot`` is the whole tree either way;
-assigning it stores the row as a checkpoint.
+"""Tree versions, stored compactly (docs/ARCHITECTURE.md, "Storage"): ``delta`` against the previous
+version, the whole ``tree`` on checkpoints and the head; any other version is one range read replayed
+from its nearest whole tree. Assigning ``TreeVersion.snapshot`` stores the row as a checkpoint.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ from memory.engine.history import rebuild
 
 @cache
 def _range_sql() -> str:
-    """The rows of one subject from the nearest stored whole tree at or below a low number up to a
-    high one, in number order (SQL built once, not a queryset compiled per call)."""
+    """One subject's rows from the nearest whole tree at or below a low number up to a high one."""
     meta, qn = TreeVersion._meta, connection.ops.quote_name
     table = qn(meta.db_table)
     subject, number, tree, delta = (

@@ -127,8 +127,7 @@ def pt_task(
 
 
 def send(task: Task, *args, tenant_id: int | None = None, countdown: float | None = None) -> bool:
-    """Publish now; a broker failure is logged (the database keeps the work, the sweep finds it).
-    Returns whether the task was published (or run, in eager mode)."""
+    """Publish now (a broker failure is logged: the sweep finds the work); whether it was published or run."""
     headers = {TENANT: str(tenant_id)} if tenant_id is not None else {}
     try:
         task.apply_async(

@@ -1,7 +1,6 @@
 """Task and pipeline metrics: a ``personatree.metrics`` log line (DEBUG, every label) and Prometheus,
-without the labels of :data:`NOT_EXPORTED` (a series per tenant would grow with the tenants).
-:data:`BUCKETS` reach past the alerts' thresholds (``docker/prometheus/alerts.yml``): a quantile above
-the highest finite bucket reads as that bucket.
+without :data:`NOT_EXPORTED` (a series per tenant would grow with the tenants); :data:`BUCKETS` reach
+past the alerts' thresholds (a quantile above the highest finite bucket reads as that bucket).
 """
 
 from __future__ import annotations

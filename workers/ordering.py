@@ -98,8 +98,7 @@ COLUMNS = ("id", "subject_id", "status", "attempts", "start_seq", "end_seq")
 
 
 def _claim_skip_locked(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
-    """PostgreSQL: one statement claims the ready head-of-line rows it can lock (re-checked on the
-    locked rows); a second chunk of one subject is released at once, uncounted."""
+    """PostgreSQL: one statement claims the ready head-of-line rows it can lock (re-checked when locked)."""
     params = {
         "now": now,
         "expired": now - timedelta(seconds=lease_seconds()),
@@ -221,8 +220,7 @@ class JobInputs:
 
 
 def job_inputs(claims: Sequence[Claim]) -> dict[int, JobInputs]:
-    """Per claimed subject (an erased one is missing): its :class:`JobInputs`; one query on PostgreSQL
-    (the claims as arrays), two through the ORM elsewhere."""
+    """Each claimed subject's :class:`JobInputs` (an erased one is missing): one query on PostgreSQL."""
     if connection.vendor == "postgresql":
         qn = connection.ops.quote_name
         subject, version, message = (qn(m._meta.db_table) for m in (Subject, TreeVersion, Message))

@@ -20,8 +20,7 @@ Settle = Callable[[list[tuple[Claim, ListenerJob]], list[ListenerResult]], None]
 
 
 def is_outage(results: Sequence[ListenerResult]) -> bool:
-    """Every result of the batch is a retryable error: the MemListener (or the way to it) is down,
-    or a poison job took the engine call down with it. Nothing was learned about any chunk."""
+    """Every result a retryable error: the MemListener (or the way to it) is down, or a poison job took it."""
     return bool(results) and all(not r.ok and r.retryable for r in results)
 
 

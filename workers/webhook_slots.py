@@ -1,7 +1,6 @@
-"""Per-tenant delivery slots: at most ``WEBHOOK_MAX_CONCURRENT_PER_TENANT`` POSTs of one tenant at once,
-so one tenant's slow endpoint cannot hold every webhook worker. A slot is a shared-cache key taken
-with an atomic ``add``, released by its holder only, expiring after ``ttl_s`` (a killed worker's).
-While the shared cache fails the cap is not enforced; with the local-memory cache it is per process.
+"""At most ``WEBHOOK_MAX_CONCURRENT_PER_TENANT`` POSTs of a tenant at once (a slow endpoint cannot hold
+every webhook worker): a slot is a shared-cache key taken by ``add``, freed by its holder or after
+``ttl_s``. While the shared cache fails the cap is off; with a local-memory cache it is per process.
 """
 
 from __future__ import annotations

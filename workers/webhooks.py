@@ -106,8 +106,7 @@ def deliver_webhook(self, delivery_id: int) -> str:
 
 @pt_task(name="workers.sweep_webhooks", queue=QUEUE, soft_time_limit=60)
 def sweep_webhooks(self) -> dict:
-    """Send again the pending deliveries whose task was lost; close those out of attempts. A delivery
-    whose task is alive but waiting for a slot of its tenant is left to it."""
+    """Send again deliveries whose task was lost (not those waiting for a slot); close spent ones."""
     orphans = deliveries.webhook_deliveries_orphaned(idle_s=ORPHAN_AFTER_S)
     alive = waiting([item.delivery_id for item in orphans])
     queued = [item for item in orphans if item.delivery_id not in alive]

@@ -231,8 +231,7 @@ def backfill_run(
 
 
 def _warm_up(client, tenant: Tenant) -> threading.Thread | None:
-    """Load the listener's models in a thread while the messages are stored (an in-process client:
-    its first real batch then waits for them; a remote one has its own)."""
+    """Load the listener's models in a thread while the messages are stored (in-process clients only)."""
     warm = getattr(client, "warm", None)
     if warm is None:
         return None
@@ -249,8 +248,7 @@ def _warm_up(client, tenant: Tenant) -> threading.Thread | None:
 
 
 def _hand_to_workers(tenant: Tenant, report: BackfillReport, *, wait, timeout_s, poll_s, progress) -> None:
-    """Enqueue one dispatcher for the whole import (the workers fan out from there) and, with
-    ``wait``, follow the workers until the run's chunks are applied."""
+    """Enqueue one dispatcher for the import; with ``wait``, follow the workers until its chunks are done."""
     eager = settings.CELERY_TASK_ALWAYS_EAGER
     if (report.chunks or wait) and not eager:
         schedule_dispatch()  # also on a re-run that only waits: pending chunks of a killed run

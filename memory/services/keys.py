@@ -68,8 +68,7 @@ def api_keys_revoke(*, keys: Iterable[ApiKey], actor: Actor) -> int:
 
 
 def api_key_rotate(*, key: ApiKey, scopes: Iterable[str], actor: Actor) -> tuple[ApiKey, str]:
-    """A new key with ``key``'s tenant and name and ``scopes``; ``key`` is revoked in the same
-    transaction. A revoked key cannot be rotated (:class:`KeyRevoked`)."""
+    """A new key like ``key`` with ``scopes``, ``key`` revoked with it (if revoked: :class:`KeyRevoked`)."""
     with transaction.atomic():
         locked = ApiKey.objects.select_for_update().get(pk=key.pk)
         if locked.revoked_at is not None:

@@ -37,8 +37,7 @@ def dry_run_start(*, tenant: Tenant, document: Any) -> str:
 
 
 def dry_run_execute(*, tenant_id: int, run_id: str) -> str:
-    """Run the dry run ``run_id`` of the tenant and store its report; returns its status (``missing``
-    when it expired or never existed). Run again after a redelivery, it does the work again."""
+    """Run the tenant's dry run ``run_id``, store its report; its status (``missing``: expired or unknown)."""
     key = _key(tenant_id, run_id)
     entry = cache.get(key)
     tenant = Tenant.objects.filter(pk=tenant_id).first()

@@ -177,8 +177,7 @@ def schema_read(*, tenant: Tenant, schema_id: str, version: int) -> SchemaInfo:
 
 
 def tenant_default_schema_follow(*, migration: SchemaMigration) -> bool:
-    """Move the tenant's default schema to the migration's target if it is still the source (a run of
-    the migration starting: subjects created from then on are born on the target). True if moved."""
+    """Move the tenant's default from the migration's source to its target; True if moved."""
     return bool(
         Tenant.objects.filter(
             pk=migration.tenant_id,

@@ -1,10 +1,7 @@
-"""The one write path of a subject's tree: :func:`tree_apply_ops_batch` gates and writes every op
-(a model's chunk, an admin edit, a revert: any other write is a batch of one).
-
-Per request, in one transaction: lock the subject (:mod:`memory.services.tree_store`), refuse a
-foreign chunk, a stale base or a moved schema (:func:`_refusal`), gate and hold for review
-(:func:`plan_apply`), write, signal after commit. Ops that change nothing write no version, but
-their op records and the chunk's ``applied`` status are still written.
+"""The one write path of a subject's tree: :func:`tree_apply_ops_batch` (any other write is a batch of
+one) locks the subject, refuses a foreign chunk, a stale base or a moved schema (:func:`_refusal`),
+gates and holds for review (:func:`plan_apply`), writes and signals after commit. Ops that change
+nothing write no version, but their op records and the chunk's ``applied`` status.
 """
 
 from __future__ import annotations

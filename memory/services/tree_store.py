@@ -1,10 +1,6 @@
-"""The store under the tree services: :func:`lock_subjects` (the subject rows ``FOR UPDATE`` in id
-order, with tenant, head, the named chunk's status and, on PostgreSQL, a reserved version id) and
-:func:`write_applies` (only with the subjects locked), implemented by :class:`PostgresStore` or
-:class:`OrmStore` (any database, e.g. SQLite) by the database's vendor.
-
-On PostgreSQL every write of a batch (versions, old heads emptied, heads, chunks, op records) is one
-statement of data-modifying CTEs, each table's rows one ``jsonb_to_recordset`` array.
+"""The store under the tree services: :func:`lock_subjects` and :func:`write_applies`, implemented by
+:class:`PostgresStore` (every write of a batch one statement of data-modifying CTEs, each table's rows
+one ``jsonb_to_recordset`` array) or :class:`OrmStore` (any database, e.g. SQLite) by vendor.
 """
 
 from __future__ import annotations

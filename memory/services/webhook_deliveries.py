@@ -100,8 +100,7 @@ class Outgoing:
 
 
 def webhook_delivery_prepare(*, delivery_id: int, now: int | None = None) -> Outgoing | None:
-    """The request for the delivery's next attempt; None when there is nothing to send (delivered,
-    given up, endpoint deleted or deactivated since: such a delivery is closed as failed)."""
+    """The next attempt's request; None when there is none (a deactivated endpoint fails it)."""
     delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
     if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
         return None

@@ -1,10 +1,7 @@
-"""Which endpoints take which event, without a query per event (every tree version sends one).
-
-:func:`subscribers` answers from a per-process snapshot of the active endpoints, dropped by any
-endpoint save or delete in this process, in others by a version token in the shared cache (renewed
-after such a commit, read before the rows: unlike a TTL it never drops a new endpoint's events),
-and after :data:`MAX_AGE_S`. Inside a transaction, or while the cache fails (:data:`RETRY_S`), the
-rows are read per event.
+"""Which endpoints take which event, without a query per event: a per-process snapshot, dropped by an
+endpoint save or delete here, elsewhere by a version token in the shared cache (renewed after the
+commit: unlike a TTL it never drops a new endpoint's events), and after :data:`MAX_AGE_S`. Inside
+a transaction, or while the cache fails (:data:`RETRY_S`), the rows are read per event.
 """
 
 from __future__ import annotations

@@ -65,8 +65,7 @@ def _audit(endpoint: WebhookEndpoint, action: str, actor: Actor, **detail) -> No
 def webhook_endpoint_create(
     *, tenant, url: str, event_types, actor: Actor, is_active: bool = True, description: str = ""
 ) -> tuple[WebhookEndpoint, str]:
-    """A new endpoint and its secret (the caller shows the secret once); :class:`WebhookEndpointLimit`
-    (409) when the tenant holds ``WEBHOOK_MAX_ENDPOINTS_PER_TENANT`` endpoints already."""
+    """A new endpoint and its secret (shown once); :class:`WebhookEndpointLimit` (409) over the cap."""
     checked_url, chosen = url_check(url), _event_types(event_types)
     cap = conf.get().webhooks.max_endpoints_per_tenant
     with transaction.atomic():
@@ -89,8 +88,7 @@ def webhook_endpoint_create(
 
 
 def webhook_endpoint_update(*, endpoint: WebhookEndpoint, actor: Actor, **changes) -> WebhookEndpoint:
-    """Change ``url``, ``event_types``, ``is_active`` or ``description`` (only those given). The audit
-    row lists the fields changed, with the new ``event_types`` and ``is_active``."""
+    """Change ``url``, ``event_types``, ``is_active`` or ``description`` (those given), audited."""
     allowed = {"url", "event_types", "is_active", "description"}
     unknown = set(changes) - allowed
     if unknown:
@@ -127,8 +125,7 @@ def webhook_endpoint_delete(*, endpoint: WebhookEndpoint, actor: Actor) -> None:
 
 
 def _emit(event_type: str, tenant_id: int, external_id: str, payload: Callable[[], dict]) -> list[Queued]:
-    """The deliveries of one event to the tenant's endpoints that take it (the caller checks the
-    tenant is active); ``payload`` is only built when there is one."""
+    """One event's deliveries to the tenant's endpoints that take it (``payload`` built only if any)."""
     endpoints = subscribers(event_type).get(tenant_id, ())
     if not endpoints:
         return []
@@ -203,8 +200,7 @@ def webhook_event_subject_erased(*, tenant_id: int, external_id: str) -> list[Qu
 
 
 def webhook_event_ingest_failed(*, chunk_id: int) -> list[Queued]:
-    """Deliveries of ``ingest.failed`` for a chunk given up for good: its subject, its message span,
-    attempts and the masked reason (:func:`safe_chunk_error`: never the messages' or the model's text)."""
+    """``ingest.failed`` for a chunk given up for good, its reason masked (:func:`safe_chunk_error`)."""
     if not subscribers("ingest.failed"):
         return []
     chunk = (

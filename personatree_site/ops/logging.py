@@ -31,8 +31,7 @@ access_log = logging.getLogger("personatree.request")
 
 
 def bind(**values) -> list[Token]:
-    """Set context values (``request_id``, ``tenant_id``, ``subject``, ``task``, ``task_id``)
-    for the log lines that follow; :func:`unbind` the tokens to restore the previous ones."""
+    """Set log context values (request_id, tenant_id, subject, task, task_id); :func:`unbind` the tokens."""
     return [_VARS[name].set(None if value is None else str(value)) for name, value in values.items()]
 
 
@@ -64,8 +63,7 @@ def request_id_from(value: str | None) -> str:
 
 
 class ContextFilter(logging.Filter):
-    """Puts the context values (and the trace/span ids of an active span) on every record, and
-    replaces the request path of Django's own request lines by the route pattern."""
+    """The context (and trace ids) on every record; Django's request lines name the route, not the path."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         request = getattr(record, "request", None)

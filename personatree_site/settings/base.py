@@ -14,8 +14,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
 class LiteralEnv(environ.Env):
-    """django-environ without its `$NAME` proxy expansion: a secret starting with `$` is data, not
-    the name of another variable (which would fail and print the secret)."""
+    """django-environ without `$NAME` expansion: a secret starting with `$` is data (expanded, it shows)."""
 
     def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
         raw = self.ENVIRON.get(f"{self.prefix}{var}")
