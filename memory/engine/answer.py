@@ -1,25 +1,12 @@
 """Extractive answers: quote the leaf values and evidence sentences that support a question, cited.
 
-No model call, deterministic, pure Python. The caller (``memory.services.query``) hands in what the
-answer path already built — the visible leaves (path -> value) and the deep-recall evidence — and,
-optionally, MiniLM vectors of the question and of each passage as plain float sequences.
-
-- :func:`passages` cuts the context into quotable passages: each clause of a leaf value (clauses are
-  joined by ``"; "``) cited by its leaf path, and each sentence of an evidence unit cited as
-  ``evidence N`` (its 1-based rank, as the answer prompt numbers it), with the speaker's role and
-  the unit's date; questions are left out (they assert nothing).
-- :func:`subject_names` / :func:`without_names`: the subject's own name (``identity/name/*``) says
-  whom the question is about, not what: it is left out of the question's words and embedding.
-- :func:`passage_texts` gives the text to embed for each passage (a leaf clause is embedded with its
-  path words, so "do for a living" meets ``identity/occupation/current_role``).
-- :func:`extractive_answer` scores every passage by ``COSINE_WEIGHT * cosine + LEXICAL_WEIGHT *
-  overlap`` (overlap: the share of the question's content stems the passage, or its leaf path, holds),
-  keeps the best one and any close runner-up that is not a near-duplicate of it (a leaf clause and
-  the sentence it came from), and returns them quoted with citations —
-  ``Data engineer at a logistics startup [identity/occupation/current_role].`` — or, when nothing scores
-  ``min_score``, says plainly that the memory holds nothing on it (:data:`NOTHING`).
-
-It never writes a negation the context does not hold: the answer is made of the passages only.
+No model call, deterministic, pure Python. The caller (``memory.services.query``) hands in the visible
+leaves (path -> value), the deep-recall evidence and, optionally, MiniLM vectors of the question and of
+each passage. A passage is a clause of a leaf value (cited by its path) or a sentence of an evidence
+unit (cited ``evidence N``, its rank in the answer prompt); each scores ``COSINE_WEIGHT * cosine +
+LEXICAL_WEIGHT * overlap`` and the best one, with any close runner-up that is not a near-duplicate of
+it, is quoted -- or :data:`NOTHING` when none scores ``min_score``. The answer is made of the passages
+only: it never writes a negation the context does not hold.
 """
 
 from __future__ import annotations
@@ -32,21 +19,6 @@ from datetime import datetime
 
 from .clauses import SEPARATOR
 from .text import content_stems, split_sentences
-
-__all__ = [
-    "COSINE_WEIGHT",
-    "LEXICAL_WEIGHT",
-    "MIN_SCORE",
-    "NOTHING",
-    "Passage",
-    "Support",
-    "ExtractiveAnswer",
-    "passages",
-    "passage_texts",
-    "subject_names",
-    "without_names",
-    "extractive_answer",
-]
 
 NOTHING = "The memory holds no information on that."
 COSINE_WEIGHT = 0.6
@@ -167,16 +139,17 @@ def without_names(query: str, names: Collection[str]) -> str:
     return " ".join(re.sub(pattern, " ", query, flags=re.IGNORECASE).split())
 
 
-def _path_words(path: str) -> str:
+def path_words(path: str) -> str:
+    """``identity/occupation/current_role`` -> ``identity occupation current role``."""
     return " ".join(path.replace("_", " ").split("/"))
 
 
 def passage_texts(items: Sequence[Passage]) -> list[str]:
     """What to embed per passage: a leaf clause with its path words, an evidence sentence as is."""
-    return [f"{_path_words(p.cite)}: {p.text}" if p.kind == "leaf" else p.text for p in items]
+    return [f"{path_words(p.cite)}: {p.text}" if p.kind == "leaf" else p.text for p in items]
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=False))
     na = math.sqrt(sum(x * x for x in a))
     nb = math.sqrt(sum(y * y for y in b))
@@ -192,7 +165,7 @@ def _overlap(query_stems: set[str], passage: Passage) -> float:
         return 0.0
     held = content_stems(passage.text)
     if passage.kind == "leaf":
-        held |= content_stems(_path_words(passage.cite))
+        held |= content_stems(path_words(passage.cite))
     return len(query_stems & held) / len(query_stems)
 
 
@@ -239,7 +212,7 @@ def extractive_answer(
     scored: list[Support] = []
     for i, p in enumerate(items):
         overlap = _overlap(stems, p)
-        cos = _cosine(query_vector, vectors[i]) if use_cos and query_vector is not None and vectors else 0.0
+        cos = cosine(query_vector, vectors[i]) if use_cos and query_vector is not None and vectors else 0.0
         score = COSINE_WEIGHT * cos + LEXICAL_WEIGHT * overlap if use_cos else overlap
         if p.kind == "leaf":
             score += LEAF_BONUS

@@ -16,6 +16,7 @@ from datetime import datetime
 from django.db.models import Max
 
 from memory import selectors
+from memory.engine.answer import cosine, path_words
 from memory.engine.text import content_stems
 from memory.models import OpRecord, Subject
 from memory.recall.index import IndexUnavailable, Scope
@@ -48,10 +49,6 @@ def leaf_set_at(subject: Subject, paths: Iterable[str]) -> dict[str, datetime]:
     return {row["path"]: row["at"] for row in rows}
 
 
-def _path_words(path: str) -> str:
-    return " ".join(path.replace("_", " ").split("/"))
-
-
 def _score_leaves(query: str, leaves: dict[str, str], notices: list[str]) -> list[tuple[str, float]]:
     """(path, score) of every leaf, best first (cosine + word overlap; overlap alone without embedder)."""
     from memory.recall import runtime
@@ -60,15 +57,15 @@ def _score_leaves(query: str, leaves: dict[str, str], notices: list[str]) -> lis
         return []
     stems = content_stems(query)
     overlap = {
-        path: len(stems & (content_stems(value) | content_stems(_path_words(path)))) / len(stems)
+        path: len(stems & (content_stems(value) | content_stems(path_words(path)))) / len(stems)
         if stems
         else 0.0
         for path, value in leaves.items()
     }
     try:
-        texts = [f"{_path_words(path)}: {value}" for path, value in leaves.items()]
+        texts = [f"{path_words(path)}: {value}" for path, value in leaves.items()]
         rows = _embed_cached(runtime.configured_embedder(), [query, *texts])
-        cosines = {path: _cosine(rows[0], row) for path, row in zip(leaves, rows[1:], strict=True)}
+        cosines = {path: cosine(rows[0], row) for path, row in zip(leaves, rows[1:], strict=True)}
         weight = COSINE_WEIGHT
     except EmbedderUnavailable as exc:
         logger.warning("search without cosine (embedder unavailable): %s", exc)
@@ -76,13 +73,6 @@ def _score_leaves(query: str, leaves: dict[str, str], notices: list[str]) -> lis
         cosines, weight = {}, 0.0
     scored = [(path, weight * cosines.get(path, 0.0) + (1 - weight) * overlap[path]) for path in leaves]
     return sorted(scored, key=lambda s: (-s[1], s[0]))
-
-
-def _cosine(a, b) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    na = sum(x * x for x in a) ** 0.5
-    nb = sum(y * y for y in b) ** 0.5
-    return dot / (na * nb) if na and nb else 0.0
 
 
 def _evidence(subject: Subject, query: str, since, until, limit: int, notices: list[str]) -> tuple[str, list]:
