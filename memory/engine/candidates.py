@@ -17,16 +17,6 @@ from datetime import datetime
 
 from .text import STOPWORDS, content_stems, fold, words
 
-__all__ = [
-    "UserSentence",
-    "Candidate",
-    "Candidates",
-    "is_self_disclosure",
-    "is_retraction",
-    "leaf_text",
-    "retraction_targets",
-]
-
 FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're",
                           "we've", "our", "ours", "us", "im", "ive"})  # fmt: skip
 # Explicit self-retractions only (issue 23): "I no longer ...", "I don't ... anymore", "I'm not ...

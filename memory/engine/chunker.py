@@ -37,8 +37,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-__all__ = ["Turn", "Chunk", "chunk_turns", "chunk_key"]
-
 Role = Literal["user", "assistant", "system"]
 _ROLES = ("user", "assistant", "system")
 

@@ -29,17 +29,6 @@ from collections.abc import Mapping
 from .candidates import salient
 from .text import content_stems, fold, folded_words, number_tokens, without_dangling_end
 
-__all__ = [
-    "SEPARATOR",
-    "anchored",
-    "clauses_of",
-    "third_person",
-    "trim",
-    "merge_clauses",
-    "duplicate_leaf",
-    "retract",
-]
-
 SEPARATOR = "; "
 _LEAD = re.compile(
     r"^(?:(?:oh|and|also|so|well|yeah|yes|haha|ha|lol|wow|hey|honestly|actually|anyway|but|plus|"

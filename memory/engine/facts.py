@@ -36,19 +36,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = [
-    "LABELS",
-    "KEEP_LABELS",
-    "FEATURES",
-    "DEFAULT_PATH",
-    "FactVerdict",
-    "FactClassifier",
-    "SPECIFIC_FLOOR",
-    "VAGUE_FLOOR",
-    "lexical_features",
-    "specific_statement",
-]
-
 LABELS = ("self", "relation", "third_party", "none")
 KEEP_LABELS = ("self", "relation")
 DEFAULT_PATH = Path(__file__).parent / "models" / "facts.json"

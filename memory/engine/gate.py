@@ -60,18 +60,6 @@ from .ops import Op, OpType
 from .schema import Schema
 from .tree import Tree
 
-__all__ = [
-    "Reason",
-    "GatePolicy",
-    "STRICT",
-    "LENIENT",
-    "Rejection",
-    "Normalisation",
-    "GateResult",
-    "gate",
-    "normalise_value",
-]
-
 
 class Reason(StrEnum):
     UNKNOWN_PATH = "UNKNOWN_PATH"

@@ -27,8 +27,6 @@ from functools import lru_cache
 
 from .text import content_stems, fold, folded_words, number_tokens
 
-__all__ = ["Grounding", "check_grounding", "proper_nouns", "DEFAULT_MIN_SUPPORT"]
-
 DEFAULT_MIN_SUPPORT = 0.5
 _CLAUSE_START = re.compile(r"(?:^|[.;:!?(\"]\s*)$")  # the rule; _clause_initial is its fast form
 _CLAUSE_MARKS = frozenset('.;:!?("')

@@ -20,8 +20,6 @@ from typing import Any
 from .ops import Op, OpType
 from .tree import Tree, TreeError, apply, diff
 
-__all__ = ["CHECKPOINT_EVERY", "Delta", "apply_delta", "delta_of", "is_checkpoint", "rebuild", "stored_form"]
-
 #: Every version whose number is a multiple of this stores its whole tree; reading any version
 #: replays at most ``CHECKPOINT_EVERY - 1`` deltas.
 CHECKPOINT_EVERY = 50

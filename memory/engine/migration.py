@@ -55,16 +55,6 @@ from .ops import Op
 from .schema import Schema, SchemaError, get_schema, load_schema
 from .tree import Tree, changes_to_ops, diff
 
-__all__ = [
-    "MigrationError",
-    "Step",
-    "Migration",
-    "MigrationPlan",
-    "load_migration",
-    "plan_migration",
-    "truncate",
-]
-
 STEP_KINDS = ("rename", "move", "merge", "split", "drop")
 SPLIT_RULES = ("copy", "separator")
 JOIN = "; "

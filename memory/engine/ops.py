@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["OpType", "Op", "OpError"]
-
 
 class OpError(ValueError):
     """An op could not be constructed (bad type, missing path, NO_OP with arguments...)."""

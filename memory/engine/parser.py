@@ -44,8 +44,6 @@ from typing import Any
 
 from .ops import Op, OpError, OpType
 
-__all__ = ["ParseError", "ParseResult", "parse_ops", "format_ops"]
-
 _MAX_LINE = 500
 _OP_TOKEN = re.compile(r"\b(ADD|UPDATE|DELETE|NO_OP|NOOP|NO-OP)\b\s*(\()?")
 _LINE_PREFIX = re.compile(r"\s*(?:[-*+\u2022]\s+|\d+\s*[.):]\s*|#+\s*)?[`*_\"']*\s*")

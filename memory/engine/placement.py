@@ -40,20 +40,6 @@ from typing import Any
 from .candidates import leaf_text
 from .schema import DEFAULT_SCHEMA_ID, DEFAULT_SCHEMA_VERSION, Schema
 
-__all__ = [
-    "Blend",
-    "LeafHead",
-    "LeafPlacer",
-    "LeafVectors",
-    "PRIOR_ONLY",
-    "DESCRIPTIONS_ONLY",
-    "HEAD_FORMAT",
-    "HEAD_PATH",
-    "alias_hits",
-    "lexical_features",
-    "paths_digest",
-]
-
 HEAD_FORMAT = "personatree-leaf-head/1"
 HEAD_PATH = Path(__file__).with_name("models") / "leaf_head.json"
 _WORD = re.compile(r"[a-z0-9]+(?:[-'/][a-z0-9]+)*")

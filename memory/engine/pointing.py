@@ -34,8 +34,6 @@ from .gate import normalise_value
 from .grounding import check_grounding
 from .ops import Op, OpType
 
-__all__ = ["PointerError", "ops_from_pointers"]
-
 
 @dataclass(frozen=True, slots=True)
 class PointerError:

@@ -38,8 +38,6 @@ from typing import Literal
 from .schema import TIERS, Schema
 from .tree import Tree
 
-__all__ = ["Rendered", "render", "count_tokens", "estimate_tokens", "set_token_counter", "token_counter_name"]
-
 _PIECE = re.compile(r"\w+|[^\w\s]")
 _lock = threading.Lock()
 _counter: Callable[[str], int] | None = None

@@ -55,23 +55,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-__all__ = [
-    "Tier",
-    "TIERS",
-    "Leaf",
-    "Schema",
-    "SchemaError",
-    "load_schema",
-    "check_text",
-    "canonical_json",
-    "document_digest",
-    "schema_from_document",
-    "default_schema",
-    "get_schema",
-    "DEFAULT_SCHEMA_ID",
-    "DEFAULT_SCHEMA_VERSION",
-]
-
 Tier = Literal["normal", "personal", "special"]
 TIERS: tuple[str, ...] = get_args(Tier)
 

@@ -67,22 +67,6 @@ from .parser import parse_ops
 from .schema import Schema
 from .tree import Tree
 
-__all__ = [
-    "ScoreReport",
-    "Match",
-    "score",
-    "normalise_text",
-    "token_f1",
-    "EXACT",
-    "MISSING",
-    "REDUNDANT",
-    "DECLINED",
-    "GATE",
-    "PARSE_ERROR",
-    "DECLINED_MATCH",
-    "DEFAULT_POLICY",
-]
-
 EXACT = 1.0
 MISSING = -0.5
 REDUNDANT = -0.5

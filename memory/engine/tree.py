@@ -26,8 +26,6 @@ from typing import Any
 
 from .ops import Op, OpType
 
-__all__ = ["Tree", "TreeError", "Change", "apply", "diff", "replay", "changes_to_ops"]
-
 
 class TreeError(ValueError):
     """A tree value or an op would break the tree invariant (paths -> non-empty strings)."""
