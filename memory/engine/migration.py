@@ -1,43 +1,12 @@
 """Declared schema migrations: move a tree's values from schema A to schema B (pure arithmetic).
 
-A *mapping* goes from schema A ``(id, version)`` to schema B (same id, higher version). It is a
-JSON object::
-
-    {"id": "default-v1-to-v2",
-     "source": {"id": "personatree-default", "version": 1},
-     "target": {"id": "personatree-default", "version": 2},
-     "steps": [
-       {"op": "rename", "from": "a/b", "to": "a/c"},          # "move" is the same step
-       {"op": "merge", "from": ["x/one", "x/two"], "to": "x/both"},
-       {"op": "split", "from": "y/all", "to": ["y/first", "y/rest"], "rule": "separator"},
-       {"op": "drop", "path": "z/old"}]}
-
-Semantics, all deterministic:
-
-- ``rename`` / ``move``: the value goes to the new path.
-- ``merge``: the non-empty source values joined with ``"; "`` in declared order.
-- ``split`` with ``"rule": "copy"``: every target gets the whole value. With ``"rule":
-  "separator"`` (``"separator"`` defaults to ``";"``) the value is cut at the separator into
-  stripped non-empty parts; part *i* goes to target *i*, surplus parts are joined (``"; "``) onto the
-  last target, targets without a part stay empty.
-- ``drop``: the value is discarded (the report gives its length, never the value).
-- Implicit: a leaf of A that no step names keeps its value when B has the same path; when B does
-  not have it, the mapping is refused unless it is dropped (no silent loss). Leaves new in B start
-  empty. Budgets and tiers come from B: a value over B's budget is cut at a word boundary and
-  reported (before/after lengths); a value landing in a ``special``-tier leaf from a non-special one
-  is reported under ``review``, and so is the reverse: a value of a ``special`` leaf landing in a
-  leaf that is not special (a move, a merge, or a kept leaf whose tier was lowered), with the tier it
-  lands in (the service holds those ops for review).
-
-:func:`load_migration` raises :class:`MigrationError` naming the offending step for: a source not
-in A, a target not in B, a source named twice, overlapping targets (two steps, or a step and an
-unchanged leaf, writing one path), an A leaf left unmapped, bad ids/versions. :func:`plan_migration`
-returns a :class:`MigrationPlan` (new values, report, :meth:`MigrationPlan.ops`); the dry run is the
-plan without writing it. A tree already pinned to B is a no-op plan (``already_migrated``).
+The mapping format, the step semantics and what makes a mapping invalid are in docs/SCHEMAS.md
+("Migrations (engine)"). :func:`load_migration` validates a mapping against both schemas
+(:class:`MigrationError` names the offending step or leaf); :func:`plan_migration` plans it for one
+tree without writing anything (the dry run); a tree already pinned to B is a no-op plan.
 
 CLI: ``python -m memory.engine.migration --dry-run MAPPING.json TREE.json [--source A.json]
-[--target B.json]`` prints the report as JSON; without ``--source``/``--target`` the schemas are the
-shipped ones named by the mapping.
+[--target B.json]`` prints the report as JSON (default schemas: the shipped ones the mapping names).
 """
 
 from __future__ import annotations

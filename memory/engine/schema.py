@@ -1,44 +1,9 @@
 """PersonaTree schemas: which leaves exist, what each means, how long it may be, how sensitive it is.
 
-A :class:`Schema` has an ``id``, an integer ``version`` and a tuple of :class:`Leaf` records
-(``path``, one-line ``description`` that goes into the model prompt, ``budget`` = maximum value
-length in characters after whitespace normalisation, sensitivity ``tier``) and optional placement
-metadata: ``aliases`` (short keyword phrases that name the slot, e.g. "dog", "cat" for pets),
-``examples`` (a few short third-person example facts, e.g. "Has a dog named Max") and ``single``
-(the leaf holds one current state that a new value replaces: city, employer, age...). The engine
-works with any valid schema; the default one ships as ``schemas/personatree-default.v1.json``.
-
-Schema file format (JSON object)::
-
-    {
-      "id": "personatree-default", "version": 1,
-      "doc": "free text",                        # optional
-      "budgets": {"short": 80, "medium": 160, "long": 300},   # optional named budgets
-      "default_tier": "normal",                  # optional, default "normal"
-      "tree": {"body": {"appearance": {"height": {"description": "...", "budget": "short",
-                                                  "tier": "personal"}}}}
-    }
-
-or, instead of ``"tree"``, a flat ``"leaves": [{"path": "body/appearance/height", ...}]``.
-In the nested form a node is a *leaf* when it has a ``"description"`` key; every other node is
-an inner node whose keys are child names. ``budget`` is a positive int or a name from
-``"budgets"``. Tiers: ``normal``, ``personal`` (identifying/private but ordinary: names,
-family, location, finances) and ``special`` (GDPR art. 9-like: health, sexuality, religion,
-politics, ethnicity, biometrics).
-
-Validation (:func:`load_schema`) raises :class:`SchemaError` naming the offending path for:
-bad id/version, path segments that are not lower_snake, duplicate paths (also duplicate JSON
-keys in a file), an inner node carrying leaf fields or a leaf that is a prefix of another leaf
-("no value on inner nodes"), unknown leaf fields, an empty description, a non-positive or
-unknown budget, an unknown tier, and ``aliases``/``examples`` that are not lists of short
-non-empty strings (at most :data:`MAX_ALIASES` aliases of :data:`MAX_ALIAS_CHARS` characters, at
-most :data:`MAX_EXAMPLES` examples of :data:`MAX_EXAMPLE_CHARS`) or a ``single`` that is not a bool.
-
-Limits, so that no schema turns into a prompt, a grammar or a row the system cannot handle: a budget
-of at most :data:`MAX_BUDGET` characters, a path of at most :data:`MAX_PATH_CHARS` characters (the op
-log's column) and :data:`MAX_DEPTH` segments, a description of at most :data:`MAX_DESCRIPTION_CHARS`,
-and no NUL character or lone surrogate in any string of the document, keys included
-(:func:`check_text`).
+A :class:`Schema` is an ``id``, an integer ``version`` and a tuple of :class:`Leaf` records. The file
+format, what :func:`load_schema` refuses (a :class:`SchemaError` naming the offending path) and the
+size limits are in docs/SCHEMAS.md ("File format"); the default schema ships as
+``schemas/personatree-default.v1.json``.
 """
 
 from __future__ import annotations

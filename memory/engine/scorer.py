@@ -1,56 +1,19 @@
 """Op scorer: how good is a MemListener prediction for one chunk, as one number in [-1, 1].
 
-:func:`score` compares the ops a model predicted for a chunk with the *gold* ops (what was applied
-or what a moderator approved or wrote) and the *declined* ops (what a moderator refused), after the
-paper's op-level scheme. It is the reward of the training pipeline and a metric; pure and
-deterministic unless a ``similarity`` judge is plugged in. Policy, in the order it is applied:
+:func:`score` compares the predicted ops with the *gold* ops (applied, or approved or written by a
+moderator) and the *declined* ones; it is the training reward and a metric. The rules and their
+weights are the table in docs/TRAINING.md ("Op scorer"); what the table does not say:
 
-1. **Format.** The prediction is a sequence of :class:`Op` or raw model text, read with
-   :func:`memory.engine.parser.parse_ops`. Text yielding no op at all (garbage, empty output) and
-   an empty op list score ``-1`` and nothing else is looked at: a model says "nothing" with
-   ``NO_OP``. Each unreadable line next to readable ops is one predicted item worth
-   ``PARSE_ERROR`` (-0.5).
-2. **Gold.** An empty gold list means ``[NO_OP]``; a ``NO_OP`` next to other gold ops is dropped.
-3. **Declined.** A predicted op with the type and path of a declined op and a value similarity of
-   at least ``DECLINED_MATCH`` (DELETE: same path) is worth ``DECLINED`` (-1) and is not matched
-   against gold.
-4. **Matching**, one-to-one by path (``NO_OP`` has the path ``None``). Pairs of a predicted and a
-   gold op on the same path are taken best first (ties broken by op content, never by position,
-   so the result does not depend on the order of either list). A pair is worth
-   ``EXACT`` (+1) when the types are equal and the normalised values are equal (DELETE and NO_OP
-   pairs: types equal); the value similarity in [0, 1] when only the types are equal
-   (*partial*); 0 when the types differ (the right slot, the wrong kind of op: neither rewarded
-   nor penalised twice).
-5. **Missing and redundant.** Each unmatched gold op is worth ``MISSING`` (-0.5); each unmatched
-   predicted op (no gold op on its path, or a second op on a path already matched) is worth
-   ``REDUNDANT`` (-0.5). A lone predicted ``NO_OP`` and a gold ``NO_OP`` are never penalised for
-   being unmatched: "nothing to record" against a fact costs only the missing fact, and a
-   spurious fact against ``NO_OP`` costs only its redundancy.
-6. **Gate.** The predicted ops are run through :func:`memory.engine.gate.gate` against ``tree``
-   with ``GatePolicy(grounding=True)`` (strict) and ``evidence`` = the contents of the user turns.
-   Each rejection is worth ``GATE`` (-0.5), except ``DUPLICATE_PATH`` / ``NO_OP_NOT_ALONE``
-   (already counted as redundant, rule 5) and rejections of an op that exactly matches a gold op
-   (gold is what a human accepted, even when today's gate, e.g. on a moderator's reworded value,
-   would refuse it). The gate sees the ops in canonical (content) order, so which of two ops on one
-   path is the duplicate does not depend on the prediction's order.
-7. **Total** = sum of the above / ``max(len(gold), len(predicted items), 1)``, clipped to [-1, 1].
-   A perfect prediction scores exactly 1; ``NO_OP`` against gold ``NO_OP`` is 1.
-
-**Values** are normalised as casefolded word tokens (``\\w+``) joined by one space: case,
-punctuation and spacing never make an exact match partial. The default **similarity** is the F1 of
-the two values' token *sets* (precision and recall of shared distinct tokens): symmetric, order-
-insensitive, cheap, and 0 for disjoint values. A ``similarity(predicted, gold) -> float`` callable
-(e.g. an LLM judge) replaces it for partial credit and for the declined match; it is clipped to
-[0, 1] and never consulted for exact matches.
-
-**Speed.** The gate's grounding check tokenises the user turns once per op, which dominates the
-cost. Rule 6 is therefore computed per op with an LRU cache on (schema, op, the leaf's state,
-policy, evidence) on top of one structural pass of the whole batch for the batch-level rules
-(one op per path, NO_OP alone); every other gate rule depends only on the op and its leaf, so the
-result equals one ``gate`` call over the batch. Repeated ops (a GRPO group's samples of one
-prompt) are judged once, and ops that exactly match gold (exempt) are not judged at all. A cold
-call (``bench/bench_training.py``: 6 ops, 4 judged) costs ~0.17 ms, most of it tokenising and
-stemming the user turns once (``grounding._profile``) and each judged value.
+- pairs on one path are taken best first, ties broken by op content, and the gate sees the ops in
+  content order: the score never depends on the order of either list;
+- a lone predicted ``NO_OP`` and a gold ``NO_OP`` are never unmatched: "nothing to record" against
+  a fact costs only the missing fact, a spurious fact against ``NO_OP`` only its redundancy;
+- ``parse_errors`` adds unreadable items of a prediction given as ops (pointer items the pointing
+  map refused), each worth ``PARSE_ERROR`` like an unreadable line of text;
+- the gate verdict (rule "gate") is computed per op with an LRU cache on (schema, op, the leaf's
+  state, policy, evidence) plus one structural pass for the batch rules (one op per path, NO_OP
+  alone), which equals one ``gate`` call over the batch: a GRPO group's repeated ops are judged
+  once, and ops that exactly match gold (exempt) not at all.
 """
 
 from __future__ import annotations
@@ -308,10 +271,7 @@ def score(
 
     ``predicted_ops``: ops, or the raw model text (or pass the text as ``raw_text`` with
     ``predicted_ops=None``). ``tree``: the subject's tree the prediction was made against.
-    ``turns``: the chunk's turns (mappings or objects with ``role`` and ``content``).
-    ``parse_errors``: unreadable items of a prediction given as ops (pointer items the pointing
-    map refused), each worth ``PARSE_ERROR`` like an unreadable line of raw text.
-    """
+    ``turns``: the chunk's turns (mappings or objects with ``role`` and ``content``)."""
     if parse_errors < 0:
         raise ValueError("parse_errors must be >= 0")
     sim = similarity or token_f1
