@@ -318,7 +318,13 @@ def _antecedent(doc, subject, pronoun: str = "") -> str:
     # a thing the speaker just did something to: "I really enjoy the upside-down poses. They make
     # me feel free"; an animal they took in ("We adopted a cat! Her name is Pastel, she's ...");
     # not a person ("I met a guy. He ..."), who is not the speaker's to describe
-    if pronoun in ("it", "they") and earlier and earlier[0].pos_ == "NOUN" and _speakers_object(earlier[0]):
+    if (
+        pronoun in ("it", "they")
+        and earlier
+        and earlier[0].pos_ == "NOUN"
+        and earlier[0].lemma_.lower() not in _EMPTY_NOUNS  # "You had fun! - It was a day at the park"
+        and _speakers_object(earlier[0])
+    ):
         return _phrase(earlier[0], det="the")
     if pronoun in ("he", "she"):
         pet = next((t for t in earlier if t.pos_ == "NOUN"), None)
@@ -609,6 +615,9 @@ def _subordinate(main, tokens) -> bool:
         return False
     return main.dep_ == "ROOT" or main.head.i not in {t.i for t in tokens}
 
+
+# Nouns that name no thing a pronoun could stand for: "had fun", "had a blast", "had a great time".
+_EMPTY_NOUNS = frozenset("fun blast time day experience chance idea way lot thing stuff moment".split())
 
 _TIME_NOUNS = frozenset(
     "time moment day morning afternoon evening night week weekend month year season spring summer autumn "

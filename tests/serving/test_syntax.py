@@ -121,6 +121,8 @@ def test_the_speakers_it_names_what_they_were_asked_about(syntax):
     assert judge(found).keep and resolve(text, found) == "I love pottery!"
     (text, found), *_ = read_reply(syntax, "My sister tried pottery.", "I love it!")
     assert resolve(text, found) == "I love it!"  # the other speaker's own doing is not the speaker's
+    (text, found), *_ = read_reply(syntax, "Looks like you had fun!", "It was a great day at the lake.")
+    assert not judge(found).keep  # "fun" names no thing: not "Fun was a great day at the lake"
 
 
 def test_a_pronoun_names_the_thing_the_speaker_just_did_something_to(syntax):

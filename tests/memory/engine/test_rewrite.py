@@ -79,6 +79,7 @@ from memory.engine.text import folded_words, stem
         ("Wanted to tell ya that we adopted a puppy", "They adopted a puppy"),
         ("My first exhibition opens in May - can't wait!", "Their first exhibition opens in May"),
         ("I've been learning the cello since we last talked", "Has been learning the cello"),
+        ("Besides that, my brother just moved to Oslo", "Their brother moved to Oslo"),
         ("What kind of music do you like?", "What kind of music do you like"),
         # evaluative tails
         ("I ran my first marathon, which was awesome", "Ran their first marathon"),
