@@ -62,23 +62,6 @@ class Chunk:
     system: Turn | None
     partial: bool = False
 
-    @property
-    def pair_count(self) -> int:
-        """User turns answered by an assistant turn (the pairs the window was cut by)."""
-        count, open_user = 0, False
-        for t in self.turns:
-            if t.role == "user":
-                open_user = True
-            elif t.role == "assistant" and open_user:
-                count, open_user = count + 1, False
-        return count
-
-    def messages(self) -> list[dict[str, str]]:
-        """Role/content dicts, system first when attached (the shape chat prompts take)."""
-        out = [] if self.system is None else [{"role": "system", "content": self.system.content}]
-        out.extend({"role": t.role, "content": t.content} for t in self.turns)
-        return out
-
 
 def _to_turn(raw: Turn | Mapping[str, Any], index: int) -> Turn:
     if isinstance(raw, Turn):

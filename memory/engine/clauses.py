@@ -74,12 +74,8 @@ def _conjugate(word: str) -> str:
 
 
 def _swap_pronouns(text: str) -> str:
-    def repl(m: re.Match) -> str:
-        word = m.group(0)
-        out = _OBJECT.get(fold(word), word)
-        return out
-
-    return re.sub(r"\b(?:I'm|I've|I'd|I'll|I|me|my|mine|myself|we're|we've|we|our|ours|us)\b", repl, text)
+    pronoun = r"\b(?:I'm|I've|I'd|I'll|I|me|my|mine|myself|we're|we've|we|our|ours|us)\b"
+    return re.sub(pronoun, lambda m: _OBJECT.get(fold(m.group(0)), m.group(0)), text)
 
 
 def third_person(sentence: str) -> str:

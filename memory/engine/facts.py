@@ -74,22 +74,8 @@ _WE = frozenset({"we", "we're", "we've", "we'd", "we'll", "us", "our", "ours", "
 _WE_SUBJECT = frozenset({"we", "we're", "we've", "we'd", "we'll", "our"})
 _YOU = frozenset({"you", "your", "yours", "you're", "you've", "you'd", "you'll", "yourself", "u", "ya", "ur"})
 _THIRD_PRONOUN = frozenset(
-    {
-        "he",
-        "she",
-        "they",
-        "he's",
-        "she's",
-        "they're",
-        "they've",
-        "he'd",
-        "she'd",
-        "his",
-        "her",
-        "their",
-        "them",
-    }
-)
+    {"he", "she", "they", "he's", "she's", "they're", "they've", "he'd", "she'd", "his", "her", "their", "them"}
+)  # fmt: skip
 _NAME_VERB = frozenset(
     {"is", "was", "has", "had", "and", "loves", "likes", "just", "said", "got", "went", "does", "did", "will",
      "can", "would", "really", "always", "never", "also", "works", "lives", "made", "told", "gave", "took"}

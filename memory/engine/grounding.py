@@ -28,7 +28,6 @@ from functools import lru_cache
 from .text import content_stems, fold, folded_words, number_tokens
 
 DEFAULT_MIN_SUPPORT = 0.5
-_CLAUSE_START = re.compile(r"(?:^|[.;:!?(\"]\s*)$")  # the rule; _clause_initial is its fast form
 _CLAUSE_MARKS = frozenset('.;:!?("')
 _WORD = re.compile(r"[^\W_]+(?:['\u2019\-][^\W_]+)*")
 
@@ -82,9 +81,7 @@ def proper_nouns(value: str) -> list[str]:
 
 
 def _clause_initial(prefix: str) -> bool:
-    """``bool(_CLAUSE_START.search(prefix))`` without the regex scanning every position of the
-    prefix: ``^$`` matches "" and "\\n"; the other branch, a mark followed by whitespace only (``\\s``
-    and ``str.rstrip`` strip the same characters)."""
+    """Does ``prefix`` end a clause: empty (or one newline), or a mark of ``.;:!?("`` then whitespace?"""
     if prefix in ("", "\n"):
         return True
     rest = prefix.rstrip()

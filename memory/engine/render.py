@@ -107,10 +107,6 @@ def count_tokens(text: str) -> int:
     return _active()[0](text) if text else 0
 
 
-def _matches(path: str, prefixes: Collection[str]) -> bool:
-    return any(path == p or path.startswith(p + "/") for p in prefixes)
-
-
 def render(
     tree: Tree,
     schema: Schema,
@@ -137,7 +133,9 @@ def render(
             continue
         if tiers is not None and leaf.tier not in tiers:
             continue
-        if clean_prefixes is not None and not _matches(leaf.path, clean_prefixes):
+        if clean_prefixes is not None and not any(
+            leaf.path == p or leaf.path.startswith(p + "/") for p in clean_prefixes
+        ):
             continue
         shown = " ".join(value.split())
         paths.append(leaf.path)

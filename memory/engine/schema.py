@@ -374,16 +374,12 @@ def parsed_document_digests() -> tuple[str, ...]:
         return tuple(_parsed)
 
 
-def _shipped_file(schema_id: str, version: int) -> Path:
-    return SCHEMA_DIR / f"{schema_id}.v{version}.json"
-
-
 @cache
 def get_schema(schema_id: str, version: int) -> Schema:
     """A schema shipped with the project (``schemas/<id>.v<version>.json``); cached."""
     if not isinstance(schema_id, str) or not _SCHEMA_ID.fullmatch(schema_id):
         raise SchemaError(f"unknown schema {schema_id!r} v{version}")
-    path = _shipped_file(schema_id, version)
+    path = SCHEMA_DIR / f"{schema_id}.v{version}.json"
     if not path.is_file():
         raise SchemaError(f"unknown schema {schema_id!r} v{version} (no {path.name})")
     schema = load_schema(path)
