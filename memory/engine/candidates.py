@@ -1,11 +1,9 @@
 """A chunk's numbered units and candidate leaves, and the sentence rules that pick among them.
 
-- :class:`UserSentence`, :class:`Candidate`, :class:`Candidates`: what a pointing context holds
-  (``serving.facts.FactStep`` fills them: the chunk's clauses, their leaves, ids from 1);
-- :func:`is_self_disclosure` (first person, a statement, at least one content word) and
-  :func:`is_retraction` (an explicit self-retraction): the extractive engine's sentence rules;
-- :func:`retraction_targets`: the filled leaves a retraction names, so a DELETE can reach them;
-- :func:`leaf_text`: what a leaf is embedded as (the leaf placer's prior).
+:class:`UserSentence`, :class:`Candidate` and :class:`Candidates` are what a pointing context holds
+(``serving.facts.FactStep`` fills them); :func:`is_self_disclosure` and :func:`is_retraction` are the
+extractive engine's sentence rules; :func:`retraction_targets` finds the filled leaves a retraction
+names; :func:`leaf_text` is what a leaf is embedded as.
 """
 
 from __future__ import annotations

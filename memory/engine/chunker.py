@@ -1,32 +1,22 @@
 """Cut a conversation into chunks of ``pairs`` user/assistant pairs for the MemListener.
 
-Windows are consecutive and non-overlapping (the paper's best window is w = 3 pairs, the
-default). How pairs are counted, so odd sequences never crash:
+Windows are consecutive and non-overlapping (the paper's best is w = 3 pairs, the default). So that
+odd sequences never crash: a *pair closes* at each assistant turn that follows a user turn since
+the last closed pair (several user turns in a row are one pair); other assistant turns (a leading
+one, a second in a row) stay in the window without counting; a window with ``pairs`` closed pairs
+is emitted when the next user turn arrives (trailing assistant turns stay with their pair) or at the
+end; what remains at the end is a *partial* window, emitted (``partial=True``) only with
+``include_partial=True``: a caller ingesting a growing history leaves it for the next run.
 
-- a *pair closes* at each assistant turn that follows at least one user turn since the last
-  closed pair; several user turns in a row therefore belong to one pair;
-- assistant turns that do not close a pair (a leading assistant turn, or a second assistant
-  turn in a row) stay in the current window without counting;
-- a window is complete once it holds ``pairs`` closed pairs; it is emitted when the next user
-  turn arrives (so trailing assistant turns stay with the pair they follow) or at the end;
-- what remains at the end with fewer closed pairs (including a final unanswered user turn) is a
-  *partial* window, emitted only with ``include_partial=True`` (flagged ``partial=True``); a
-  caller that ingests a growing history leaves it for the next run.
+System turns belong to no window: a chunk's ``system`` is the latest one seen before its last turn
+(a persona message at the start goes with every chunk), None without one or with
+``attach_system=False``. Turns are :class:`Turn` values or mappings (``seq`` defaults to the
+position); a bad role, non-string content or a ``seq`` that does not increase raises ``ValueError``
+naming the turn index.
 
-System turns (``role="system"``, e.g. a persona message) are not part of any window. Each
-chunk's ``system`` is the latest system turn seen before the chunk's last turn (so a persona
-message at the start is re-attached to every chunk); ``None`` when there is none, or when
-``attach_system=False``.
-
-Turns may be :class:`Turn` values or mappings with ``role``/``content`` (and optional ``seq``,
-``ts``, ``session_id``; ``seq`` defaults to the position in the list). ``seq`` must strictly
-increase; a bad role, non-string content or out-of-order ``seq`` raises ``ValueError`` naming
-the turn index.
-
-``chunk_key`` is deterministic: the SHA-256 hex digest of the namespace, the span
-(start/end seq), the system turn's content and every turn's role and content, so re-ingesting
-the same history under the same namespace (e.g. tenant + subject) yields the same keys, and a
-changed message yields a new key.
+:func:`chunk_key` is the SHA-256 of the namespace, the span, the system turn's content and every
+turn's role and content: the same history under the same namespace (tenant + subject) gives the same
+keys, a changed message a new key.
 """
 
 from __future__ import annotations

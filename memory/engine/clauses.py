@@ -1,24 +1,19 @@
 """Leaf values as clauses: the user's sentence as a short third-person clause, merge and retract.
 
-A leaf value is one or more clauses joined by ``"; "``, oldest first. Three rules, used by the
-extractive listener and by the pointing pipeline for every model's ADD/UPDATE/DELETE:
+A leaf value is clauses joined by ``"; "``, oldest first. Used by the extractive listener and the
+pointing pipeline for every model's ADD/UPDATE/DELETE:
 
-- :func:`third_person` turns "I've been vegetarian for ten years." into "Has been vegetarian for
-  ten years": leading discourse markers go ("Oh, and", "By the way,", "Bad news:"), a leading
-  "I" is dropped and its verb takes the third person ("I run" -> "Runs", "I'm a" -> "A", "I've"
-  -> "Has"), other first-person words become "they/them/their"; it only removes or swaps words,
-  so the result stays grounded in the sentence;
-- :func:`merge_clauses` keeps what the old value holds, drops an old clause the new one repeats or
-  supersedes (it shares most of its content words, and the date of a dated one), appends the new
-  clause, and when over budget drops the clause without a date, number or name (:func:`anchored`)
-  that says least first, then the oldest; an already-held clause is a no-change; a ``single`` leaf (one current state: city,
-  employer, job title, relationship status) is replaced by the new clause;
-- :func:`duplicate_leaf` finds the leaf of a whole tree that already holds a clause's fact, so a
-  fact is filed once per subject, not once per leaf;
+- :func:`third_person` ("I've been vegetarian for ten years." -> "Has been vegetarian for ten
+  years") drops discourse markers and a leading "I", conjugates its verb and swaps other
+  first-person words for they/them/their: it only removes or swaps words, so it stays grounded;
+- :func:`merge_clauses` appends the new clause (one already held changes nothing), dropping old
+  ones it supersedes; over budget, see :func:`_victim`; a ``single`` leaf (city, employer...) is
+  replaced instead;
+- :func:`duplicate_leaf` finds the leaf that already holds a clause's fact (one leaf per fact);
 - :func:`retract` removes the clauses a retraction sentence names ("forget the half marathon").
 
-Clauses are compared by their content stems plus their numbers and month names ("Is 32" and "Is
-33", "(May 2023)" and "(June 2023)" differ).
+Clauses are compared by content stems, numbers and month names (:func:`clause_key`: "Is 32" and
+"Is 33", "(May 2023)" and "(June 2023)" differ).
 """
 
 from __future__ import annotations

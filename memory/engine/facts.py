@@ -1,29 +1,21 @@
 """Step 2 of the listener pipeline: is a clause a lasting fact worth storing, and about whom?
 
-:class:`FactClassifier` is a multinomial logistic regression over one clause's MiniLM vector (384
-floats, unit length, computed by the caller) followed by a few hand-made lexical features
-(:data:`FEATURES`, computed here by :func:`lexical_features`). It answers one of :data:`LABELS`:
+:class:`FactClassifier` is a multinomial logistic regression over a clause's unit MiniLM vector (from
+the caller) and the hand-made :func:`lexical_features`. Its :data:`LABELS`: ``self`` (a lasting fact
+about the speaker: job, home, family, hobby, plan, health, preference, an event), ``relation`` (the
+speaker's relation to the other speaker), ``third_party`` (someone else's trait or event) and ``none``
+(small talk, questions, greetings, compliments, captions, platitudes). A clause is kept when
+``p_keep = P(self) + P(relation)`` reaches the artefact's cross-validated threshold; its label is then
+the likelier of ``self``/``relation``, else of ``third_party``/``none``.
 
-- ``self``: a lasting fact about the speaker (job, home, family, hobby, plan, health, preference,
-  an event in their life);
-- ``relation``: the speaker's relation to the other speaker ("we've been friends for 4 years");
-- ``third_party``: a trait or event of someone else ("she is so kind");
-- ``none``: small talk, questions, greetings, compliments, image captions, platitudes.
+One rule overrides a low score: a :func:`specific_statement` (I/we, no "you", no question, something
+specific named) is ``self`` from ``p_keep >= SPECIFIC_FLOOR``. The model, trained on persona
+sentences, under-rates such clauses ("I loved "Becoming Nicole" by Amy Ellis Nutt" 0.17, "We got
+another cat named Bailey too" 0.10), and they are the ones a question asks about. The grammar
+test (``aboutness``) still applies.
 
-The product keeps ``self`` and ``relation``: ``p_keep = P(self) + P(relation)``, and a clause is kept
-when ``p_keep >= threshold`` (chosen by cross-validation on the training data and stored in the
-artefact). The verdict's ``label`` follows that decision: the likelier of ``self``/``relation`` when
-kept, else the likelier of ``third_party``/``none``.
-
-One rule overrides a low score (:func:`specific_statement`): a clause that opens with I/we, speaks
-to no one ("you"), asks nothing and names something specific (a quoted title, a capitalised name, a
-number or a frequency) is ``self`` when ``p_keep >= SPECIFIC_FLOOR``. The model, trained on
-persona sentences, under-rates such clauses ("I loved "Becoming Nicole" by Amy Ellis Nutt" 0.17,
-"We got another cat named Bailey too" 0.10, "We don't go often, usually only once or twice a year"
-0.14), and they are the ones a question asks about. The grammar test (``aboutness``) still applies.
-
-The weights live in ``models/facts.json`` (built by ``python -m evaluation.facts_train``, with the
-provenance of its training data). Inference is pure Python: a handful of dot products per clause.
+The weights live in ``models/facts.json`` (``python -m evaluation.facts_train``, with the provenance
+of its training data); inference is a handful of dot products per clause.
 """
 
 from __future__ import annotations

@@ -1,49 +1,37 @@
 """The safety gate: deterministic, structural checks of a batch of ops against a schema and a tree.
 
-The gate never rewrites meaning; semantic judgement belongs to the model. For each op it
-decides *accept* or *reject* (with a machine-readable :class:`Reason`, the offending op and a
-human-readable detail). Policy, in the order the checks run:
+The gate never rewrites meaning; semantic judgement belongs to the model. Each op is accepted or
+rejected with a :class:`Reason`, the op and a human-readable detail. The rules, in order:
 
-1. ``NO_OP`` only alone. A batch whose only ops are ``NO_OP`` accepts the first and rejects any
-   further ones (``NO_OP_NOT_ALONE``, detail "repeated"). In a batch that also holds other ops,
-   every ``NO_OP`` is rejected ``NO_OP_NOT_ALONE`` and the other ops are judged normally.
-2. Path: must be a leaf of the schema. A path that names an inner node is ``NOT_A_LEAF``; any
-   other unknown path is ``UNKNOWN_PATH``. Paths are matched exactly (the parser already strips
-   surrounding whitespace and quotes).
-3. One op per path per batch: the first op naming a leaf *claims* it, whether or not that op is
-   then accepted; every later op on the same leaf is ``DUPLICATE_PATH``. (A model that writes
-   the same leaf twice in one chunk is confused; we do not guess which op it meant.)
-4. Value. ``DELETE`` must carry no value (``DELETE_WITH_VALUE``). ``ADD``/``UPDATE`` need a
-   value (``None`` is ``EMPTY_VALUE``) that is a string (``VALUE_NOT_STRING``) and non-empty after
-   whitespace normalisation (``EMPTY_VALUE``) and whose normalised length in characters is within the leaf budget
-   (``OVER_BUDGET``; never truncated). Normalisation = strip and collapse every run of
-   whitespace (including newlines) to one space; the accepted op carries the normalised value.
-5. State, judged against the tree *before* the batch (rule 3 makes batch order irrelevant):
-   ``DELETE`` of an empty leaf is ``DELETE_ON_EMPTY``. ``ADD`` on an occupied leaf and
-   ``UPDATE`` on an empty leaf are, in the default **strict** policy, rejected
-   ``ADD_ON_OCCUPIED`` / ``UPDATE_ON_EMPTY``. In **lenient** mode (``GatePolicy(lenient=True)``)
-   they are normalised to ``UPDATE`` / ``ADD`` respectively, accepted, and recorded as a
-   :class:`Normalisation` (original op, resulting op, note) so the caller can audit it.
-
-6. No change: an ``ADD``/``UPDATE`` whose normalised value equals the leaf's current value is
-   ``NO_CHANGE`` (audited, never written as a new version).
-7. Grounding (``GatePolicy(grounding=True)``): the value of an ``ADD``/``UPDATE`` must be
-   supported by the user's words (:func:`memory.engine.grounding.check_grounding`): by the op's
-   cited ``source`` sentences when it has them (one a line; each must itself occur in the
-   ``evidence``, the chunk's user turns, when those are given), else by the ``evidence``; the
-   leaf's old value counts as support too, and so does a date the evidence marks as derived from
-   a message's timestamp (``memory.engine.dates.chunk_evidence``: "yesterday" sent on 8 May 2023
-   grounds "7 May 2023"; nothing else new is accepted). Failing that, or with no user words to check against, it is
-   ``UNGROUNDED``.
-8. Small talk (``GatePolicy(small_talk=True)``, on for the listener and for model writes, off for
-   moderators and migrations): an ``ADD``/``UPDATE`` whose value brings a clause the leaf does not
-   hold yet that has no lasting content (:func:`memory.engine.chatter.small_talk_reason`: a
-   greeting, "how about you?", "I hear ya", an image caption, "It was great", ...) is
-   ``SMALL_TALK``, whatever engine wrote it.
+1. ``NO_OP`` only alone: in a batch of ``NO_OP`` only, the first is accepted and the others are
+   ``NO_OP_NOT_ALONE`` ("repeated"); beside other ops every ``NO_OP`` is, and the others are judged.
+2. The path must be a leaf of the schema, matched exactly: an inner node is ``NOT_A_LEAF``, any
+   other path ``UNKNOWN_PATH``.
+3. One op per leaf per batch: the first op naming a leaf claims it, accepted or not; every later one
+   is ``DUPLICATE_PATH`` (a model writing a leaf twice is confused; we do not guess which it meant).
+4. Value: ``DELETE`` carries none (``DELETE_WITH_VALUE``); ``ADD``/``UPDATE`` need a string
+   (``EMPTY_VALUE``, ``VALUE_NOT_STRING``) that is non-empty once stripped and every whitespace run
+   is one space (``EMPTY_VALUE``) and within the leaf budget (``OVER_BUDGET``, never truncated); the
+   accepted op carries the normalised value.
+5. State, against the tree *before* the batch (rule 3 makes batch order irrelevant): ``DELETE`` of an
+   empty leaf is ``DELETE_ON_EMPTY``; ``ADD`` on an occupied leaf and ``UPDATE`` on an empty one are
+   ``ADD_ON_OCCUPIED`` / ``UPDATE_ON_EMPTY`` in the default **strict** policy, and in **lenient**
+   mode turned into ``UPDATE`` / ``ADD`` and recorded as a :class:`Normalisation` for the audit.
+6. An ``ADD``/``UPDATE`` whose normalised value equals the leaf's is ``NO_CHANGE`` (audited, no
+   new version).
+7. Grounding (``GatePolicy(grounding=True)``): the value must be supported by the user's words
+   (:func:`memory.engine.grounding.check_grounding`): by the op's cited ``source`` sentences (one a
+   line; each must occur in the ``evidence``, the chunk's user turns, when given), else by the
+   ``evidence``. The leaf's old value counts too, and so does a date the evidence marks as derived
+   from a message's timestamp (``memory.engine.dates.chunk_evidence``: "yesterday" sent on 8 May
+   2023 grounds "7 May 2023"). Failing that, or with no user words to check, ``UNGROUNDED``.
+8. Small talk (``GatePolicy(small_talk=True)``: on for the listener and model writes, off for
+   moderators and migrations): a value bringing a clause the leaf does not hold that has no lasting
+   content (:func:`memory.engine.chatter.small_talk_reason`) is ``SMALL_TALK``, whatever wrote it.
 
 ``PARSE_ERROR`` and ``REVIEW_REQUIRED`` are never produced here; callers use them to record
-lines the parser could not read and ops held back for human review in the same shape.
-Accepted ops keep the batch order. The gate is a pure function of (schema, tree, ops, policy).
+unreadable lines and ops held for review in the same shape. Accepted ops keep the batch order. The
+gate is a pure function of (schema, tree, ops, policy, evidence).
 """
 
 from __future__ import annotations
@@ -82,11 +70,7 @@ class Reason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class GatePolicy:
-    """``lenient=False`` (default): ADD on occupied / UPDATE on empty are rejected.
-    ``lenient=True``: they are normalised to UPDATE / ADD and recorded.
-    ``grounding=True``: values must be supported by the user's words (rule 7), at least
-    ``min_support`` of their content words.
-    ``small_talk=True``: values that add small talk are rejected (rule 8)."""
+    """The optional rules: ``lenient`` (rule 5), ``grounding`` with ``min_support`` (7), ``small_talk`` (8)."""
 
     lenient: bool = False
     grounding: bool = False

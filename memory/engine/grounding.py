@@ -1,21 +1,13 @@
 """Grounding: is a value supported by the user's words (or by what the leaf already held)?
 
-A model can write any string; the gate's ``UNGROUNDED`` check (``memory.engine.gate``) calls
-:func:`check_grounding` so that what reaches a tree is traceable to the user. A value is
-*grounded* in its sources (the sentence it cites, or the chunk's user turns, plus the leaf's old
-value for an UPDATE) when
-
-1. every **number** in it appears in a source (digits or small number words, normalised:
-   "ten" == "10", "1,000" == "1000");
-2. every **proper noun** in it appears in a source (accent- and case-insensitive). A proper noun
-   is a capitalised word that does not start the value or a clause, or an all-caps word of two
-   or more letters ("LGBTQ") anywhere;
-3. at least ``min_support`` of its **content words** (non-stopwords, lightly stemmed) appear in a
-   source. A value with no content word passes this part.
-
-The check is deliberately literal: paraphrase beyond light stemming counts against a value, so a
-model that copies or trims the user's clause passes and one that invents does not. It is a pure
-function of its arguments.
+The gate's ``UNGROUNDED`` check calls :func:`check_grounding` so that what reaches a tree is
+traceable to the user. A value is *grounded* in its sources (the sentence it cites or the chunk's
+user turns, plus the leaf's old value) when every **number** in it appears in a source ("ten" ==
+"10", "1,000" == "1000"), every **proper noun** does (accent- and case-insensitive; a capitalised
+word that does not start the value or a clause, or an all-caps word like "LGBTQ"), and at least
+``min_support`` of its **content words** (non-stopwords, lightly stemmed) do; a value with no content
+word passes that part. Deliberately literal: a model that copies or trims the user's clause passes,
+one that paraphrases beyond light stemming or invents does not.
 """
 
 from __future__ import annotations

@@ -1,29 +1,20 @@
 """Atomic tree operations: the write protocol of the PersonaTree.
 
-An :class:`Op` is an immutable value of one of four types (paper section "Ops"):
+An :class:`Op` is immutable: ``ADD(path, "value")`` fills an empty leaf; ``UPDATE(path, "value")``
+replaces a value (the *model* is asked to keep still-valid old content; the engine never does);
+``DELETE(path, None)`` clears a leaf; ``NO_OP()`` says nothing in the chunk belongs in memory.
 
-- ``ADD(path, "value")``    -- the leaf is empty and receives a new value;
-- ``UPDATE(path, "value")`` -- the leaf has a value; the new value replaces it
-  (the *model* is asked to integrate still-valid old content; the engine never does);
-- ``DELETE(path, None)``    -- the leaf is cleared;
-- ``NO_OP()``               -- nothing in the chunk belongs in long-term memory.
+Construction checks only an op's *shape*, so every later stage can rely on it: a non-empty path
+(``NO_OP`` carries neither path nor value), a confidence of None or in [0, 1]. Whether the path
+exists, the value fits the budget or a DELETE wrongly carries a value are *gate* decisions with a
+reason code (:mod:`memory.engine.gate`); a non-string scalar decoded from JSON is kept for the gate
+to reject (``VALUE_NOT_STRING``).
 
-Construction checks only the *shape* of an op, so that every later stage can rely on it:
-``ADD``/``UPDATE``/``DELETE`` need a non-empty ``path`` string; ``NO_OP`` carries neither path
-nor value; ``confidence`` is ``None`` or a number in ``[0, 1]``. Whether the path exists in a
-schema, whether the value fits the leaf budget, or whether a ``DELETE`` wrongly carries a
-value are *gate* decisions (see :mod:`memory.engine.gate`) and are deliberately not refused
-here, so the gate can report them with a reason code. ``value`` is typed ``str | None`` but a
-non-string scalar decoded from JSON is kept as-is for the gate to reject (``VALUE_NOT_STRING``).
-
-Serialisation is lossless in both directions:
-
-- :meth:`Op.to_line` writes the paper's line format. The value is written as a JSON string
-  literal (so quotes, backslashes and newlines are escaped) and an optional confidence is
-  appended as ``confidence=0.8``: ``UPDATE(mind/emotion/baseline_mood, "calm", confidence=0.8)``.
-  :func:`memory.engine.parser.parse_ops` reads it back to an equal op.
-- :meth:`Op.to_dict` / :meth:`Op.from_dict` use ``{"op", "path", "value"[, "confidence"][, "source"]}``;
-  ``source`` (the user sentence a value was taken from) is not part of the line format.
+Serialisation is lossless both ways: :meth:`Op.to_line` writes the paper's line format (the value a
+JSON string literal, an optional ``, confidence=0.8``), which :func:`memory.engine.parser.parse_ops`
+reads back to an equal op; :meth:`Op.to_dict` / :meth:`Op.from_dict` use ``{"op", "path", "value"[,
+"confidence"][, "source"]}``. ``source`` (the user sentence a value was taken from) is not in the
+line format.
 """
 
 from __future__ import annotations

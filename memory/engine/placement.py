@@ -1,25 +1,19 @@
 """Place a clause in a schema leaf: cosine prior, trained leaf head and alias match, blended.
 
-Step 3 of the listener pipeline (issue 23). For each kept clause, :class:`LeafPlacer` scores every
-leaf of the subject's schema with
+Step 3 of the listener pipeline (issue 23). :class:`LeafPlacer` scores every leaf of the subject's
+schema for a clause as ``w_prior * prior + w_head * head + w_alias * alias``:
 
-- **prior**: the best cosine between the clause vector and the leaf's embedded texts (its path and
-  description as :func:`candidates.leaf_text` writes it, and each of the leaf's ``examples``);
-- **head**: the probability a multinomial logistic regression gives the leaf, over the MiniLM
-  clause vector and, when the head file carries a ``lexicon``, the clause's words
-  (:func:`lexical_features`: each word and its lemmas, and each pair of neighbouring words);
-  trained by ``evaluation/placement_train.py`` and shipped as ``models/leaf_head.json`` for the
-  default schema only, keyed by a digest of its paths; other schemas use prior and aliases;
-- **alias**: 1 when the clause holds one of the leaf's ``aliases`` as whole words, word by word
-  compared by lemma ("dogs" -> "dog", "hiking" -> "hike"; "'cause" is not "causes"), else 0. Unlike the old stem bonus it
-  never fires on "new" for ``media/news`` or on "home" for ``location/home``.
+- **prior**: the best cosine between the clause and the leaf's embedded texts (its
+  :func:`candidates.leaf_text` and each of its ``examples``);
+- **head**: a multinomial logistic regression over the MiniLM clause vector and, when the head file
+  has a ``lexicon``, :func:`lexical_features`; trained by ``evaluation/placement_train.py`` and
+  shipped as ``models/leaf_head.json`` for the default schema only (keyed by a digest of its paths);
+- **alias**: 1 when the clause holds one of the leaf's ``aliases`` as whole words, each compared by
+  lemma ("dogs" -> "dog"; "'cause" is not "causes"), so "new" never fires ``media/news``.
 
-``score = w_prior * prior + w_head * head + w_alias * alias``; the weights and the threshold come
-with the head (or :data:`PRIOR_ONLY` without one). When the best score is below the threshold the
-clause is not filed: :meth:`LeafPlacer.rank` returns ``[]``; there is no "next free leaf".
-
-Vectors arrive as plain float sequences (the caller embeds :meth:`LeafPlacer.texts` once per schema
-and each clause once); this module is stdlib only, with ``lemminflect`` used when installed.
+The weights and threshold come with the head (or :data:`PRIOR_ONLY`); a clause whose best score is
+below the threshold is not filed (:meth:`LeafPlacer.rank` returns ``[]``). Vectors are plain float
+sequences embedded by the caller; stdlib only, plus ``lemminflect``.
 """
 
 from __future__ import annotations

