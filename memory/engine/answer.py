@@ -198,9 +198,8 @@ def extractive_answer(
 ) -> ExtractiveAnswer:
     """The best-supported passages for ``query``, quoted and cited; :data:`NOTHING` when none is.
 
-    ``vectors`` (one per passage, any length-consistent floats) and ``query_vector`` add the cosine
-    term; without them the score is the lexical overlap alone (scaled to the same range). ``names``:
-    the subject's own names (:func:`subject_names`), left out of the question's words (embed
+    Without ``vectors`` (one per passage) and ``query_vector`` the score is the overlap alone.
+    ``names`` (:func:`subject_names`) are left out of the question's words (embed
     :func:`without_names` of the question for ``query_vector``)."""
     if vectors is not None and len(vectors) != len(items):
         raise ValueError(f"{len(vectors)} vectors for {len(items)} passages")

@@ -106,9 +106,7 @@ def _elided_subject(tokens: list[str]) -> bool:
 
 
 def is_retraction(text: str) -> bool:
-    """An explicit self-retraction: "I no longer...", "I don't ... anymore", "forget that I...",
-    "please forget...", "I quit my job", "we broke up", "I stopped ...ing" (a question, "I used
-    to...", "don't forget to...", "never stop..." and "I can't stop..." are not)."""
+    """An explicit self-retraction (see ``_RETRACTIONS``; a question is none)."""
     clean = " ".join(text.replace("\u2019", "'").split())
     if not clean or clean.endswith("?"):
         return False

@@ -139,11 +139,8 @@ def _held(new_key: frozenset[str], key: frozenset[str]) -> bool:
 
 
 def merge_clauses(old: str | None, new: str, budget: int, *, single: bool = False) -> str:
-    """Old value + new clause; over ``budget``, the clause without a date, number or name with the
-    fewest content words goes first, then the oldest (see the module docstring and :func:`_victim`).
-
-    ``single``: the leaf holds one current state, so the new clause replaces the value unless the
-    value already holds it."""
+    """Old value + new clause, within ``budget`` (:func:`_victim`); ``single``: the new clause replaces
+    the value unless the value already holds it."""
     new = trim(" ".join(new.split()).strip(" ;"), budget)
     kept = []
     new_key = clause_key(new)
@@ -205,11 +202,8 @@ def _victim(older: list[str]) -> int:
 
 
 def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:
-    """The path of a leaf of ``tree`` that already holds ``clause``'s fact, or None.
-
-    A held clause holds it when the clause's key is a subset of the held clause's key, or when the
-    two keys share at least :data:`DUPLICATE_OVERLAP` of the smaller one and the clause brings at
-    most one new word; the first such leaf in ``tree`` order is returned."""
+    """The first leaf of ``tree`` holding a clause whose key contains ``clause``'s, or shares
+    :data:`DUPLICATE_OVERLAP` of the smaller key with at most one new word; None if none does."""
     new_key = clause_key(clause)
     if not new_key:
         return None
@@ -224,10 +218,8 @@ def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:
 
 
 def retract(old: str | None, sentence: str) -> str | None:
-    """``old`` without the clauses ``sentence`` names; None when nothing would remain.
-
-    When no clause shares a salient word with the sentence, the whole value goes (the caller
-    asked for a DELETE of this leaf)."""
+    """``old`` without the clauses ``sentence`` names; None when nothing remains or none is named
+    (the caller asked for a DELETE of this leaf)."""
     names = salient(sentence)
     clauses = clauses_of(old)
     kept = [c for c in clauses if not (names & content_stems(c))]

@@ -48,15 +48,13 @@ def _size(entries: Mapping[str, str | None]) -> int:
 
 
 def is_checkpoint(number: int, delta: Mapping[str, str | None], tree: Tree) -> bool:
-    """Store version ``number`` whole: every :data:`CHECKPOINT_EVERY`-th one, or when its delta is
-    not smaller than the tree (sizes as their JSON would roughly take)."""
+    """Store version ``number`` whole (see the module docstring; sizes roughly as JSON)."""
     return number % CHECKPOINT_EVERY == 0 or _size(delta) >= _size(tree)
 
 
 def stored_form(number: int, parent: Tree, tree: Tree) -> tuple[dict[str, str], Delta | None]:
-    """``(tree, delta)`` to store for version ``number`` written on top of ``parent``: the whole tree
-    (a new version is the head, whose tree is kept whole until the next version) and its delta, or
-    None for a checkpoint."""
+    """``(tree, delta)`` to store for a new head version: its whole tree (kept until the next
+    version) and its delta against ``parent``, None for a checkpoint."""
     delta = delta_of(parent, tree)
     return tree.to_dict(), None if is_checkpoint(number, delta, tree) else delta
 

@@ -136,10 +136,7 @@ def _claim(
 def load_migration(
     data: str | Path | Mapping[str, Any], source: Schema | None = None, target: Schema | None = None
 ) -> Migration:
-    """Load and validate a mapping against schema A (``source``) and B (``target``).
-
-    Missing schemas are the shipped ones the mapping names (:func:`memory.engine.schema.get_schema`).
-    """
+    """Load and validate a mapping against schema A and B (default: the shipped ones it names)."""
     if not isinstance(data, Mapping):
         data = _load_json(data, "mapping ")
     if not isinstance(data, Mapping):
@@ -222,11 +219,8 @@ class MigrationPlan:
     report: dict[str, Any]
 
     def ops(self) -> tuple[Op, ...]:
-        """Engine ops turning the A tree into the planned B tree (``apply(before, ops) == after``).
-
-        ``DELETE`` ops of paths B does not have retire A's leaves; every other op names a leaf of B,
-        is within its budget and passes B's gate against ``before``.
-        """
+        """Ops with ``apply(before, ops) == after``: DELETEs retire A's leaves B lacks, every other op
+        names a leaf of B, fits its budget and passes B's gate against ``before``."""
         return changes_to_ops(diff(self.before, self.after))
 
     def to_dict(self) -> dict[str, Any]:
@@ -246,12 +240,8 @@ def _empty_report(migration: Migration) -> dict[str, Any]:
 def plan_migration(
     tree_values: Mapping[str, str], migration: Migration, *, pinned: tuple[str, int] | None = None
 ) -> MigrationPlan:
-    """Plan ``migration`` for one tree (pure; nothing is written).
-
-    ``pinned`` is the (schema id, version) the tree is stored under, when the caller knows it: the
-    target version gives a no-op plan (idempotent re-runs), any other than the source is refused.
-    Without it every path of the tree must be a leaf of A.
-    """
+    """Plan ``migration`` for one tree (nothing is written). ``pinned``: the (id, version) the tree
+    is stored under, when known: B gives a no-op plan, any other than A is refused."""
     a, b = migration.source, migration.target
     before = tree_values if isinstance(tree_values, Tree) else Tree.from_dict(tree_values)
     report = _empty_report(migration)

@@ -11,19 +11,17 @@ Line format (one op per line; several per line also work)::
     DELETE(identity/relationships/partner, None)
     NO_OP()
 
-Tolerated: markdown fences (lines starting with three backticks are skipped), list numbering
-and bullets (``1.``, ``2)``, ``-``, ``*``), bold/backtick wrapping, commentary before or after an
-op on the same line, lines of commentary (skipped, reported in ``ignored``), escaped quotes
-(``\\"``) and JSON escapes in values, unescaped inner quotes when the closing quote is still
-recognisable (a quote followed by ``)``, ``, confidence``, or end of line), single or curly
-quotes, ``None``/``null`` for DELETE, a missing final ``)`` after a closed value, a bare
-unquoted value (taken verbatim up to the closing parenthesis), a bare ``NO_OP`` at the start of
-a line, and ``NOOP``/``NO-OP`` spellings. Op names must be upper case, so prose like
-"add (more)" is not mistaken for an op; ``ADD``/``UPDATE``/``DELETE`` count only when
-followed by ``(``. Reported as errors: a line with an op name and ``(`` whose arguments cannot
-be read (missing path, ADD/UPDATE without value, unterminated string, junk before ``)``, bad
-confidence). If non-empty output yields neither ops nor errors, one error with ``line_no=0``
-("no op found") is reported so that garbage is never mistaken for "nothing to do".
+Tolerated: markdown fences (skipped), list numbering and bullets, bold/backtick wrapping,
+commentary before or after an op on its line, lines of commentary (skipped, reported in
+``ignored``), escaped quotes (``\\"``) and JSON escapes in values, unescaped inner quotes when the
+closing quote is still recognisable (followed by ``)``, ``, confidence`` or the line's end), single
+or curly quotes, ``None``/``null`` for DELETE, a missing final ``)`` after a closed value, a bare
+value (verbatim up to the closing parenthesis), a bare ``NO_OP`` starting a line, and
+``NOOP``/``NO-OP``. Op names are upper case and ``ADD``/``UPDATE``/``DELETE`` count only before
+``(``, so prose like "add (more)" is no op. Errors: an op name and ``(`` whose arguments cannot be
+read (no path, ADD/UPDATE without value, unterminated string, junk before ``)``, bad confidence);
+non-empty output with neither ops nor errors gets one error at ``line_no=0`` ("no op found"), so
+garbage is never mistaken for "nothing to do".
 
 JSON form: the whole output (fences removed) may be a list of op objects
 ``[{"op": "ADD", "path": ..., "value": ...}]``, an object ``{"ops": [...]}``, or a single op

@@ -175,8 +175,7 @@ def _tokens(text: str) -> list[frozenset[str]]:
 
 
 def _alias_parts(alias: str) -> list[frozenset[str]]:
-    """An alias's words as written: a clause word matches when it is the word or inflects to it
-    ("dogs" matches "dog"), never the other way round ("'cause" does not match "causes")."""
+    """An alias's words as written: "dogs" in a clause matches "dog", "'cause" not "causes"."""
     return [frozenset({w}) for w in _words(alias)]
 
 
@@ -223,8 +222,7 @@ class LeafPlacer:
         return cls(schema, head)
 
     def texts(self) -> list[tuple[str, str]]:
-        """``(path, text)`` to embed once per schema: each leaf's path and description, then every
-        example. Embed them in this order and hand the vectors to :meth:`vectors` or :meth:`rank`."""
+        """``(path, text)`` to embed once per schema, in order: each leaf's text, then every example."""
         return list(self._texts)
 
     def vectors(self, embedded: Sequence[Sequence[float]]) -> LeafVectors:
@@ -260,8 +258,7 @@ class LeafPlacer:
         *,
         top: int = 3,
     ) -> list[tuple[str, float]]:
-        """The ``top`` leaves at or above the blend's threshold, best first, as ``(path, score)``;
-        ``[]`` when no leaf reaches it (the clause is not filed)."""
+        """The ``top`` ``(path, score)`` at or above the threshold, best first (``[]``: not filed)."""
         b = self.blend
         scored = [
             (path, b.prior * s["prior"] + b.head * s["head"] + b.alias * s["alias"])

@@ -141,9 +141,7 @@ def _ancestors_and_self(path: str) -> list[str]:
 
 
 def check_text(value: Any, where: str = "schema") -> None:
-    """Refuse (``SchemaError``) a NUL character or a lone surrogate in any string of ``value``
-    (keys included, nested containers walked without recursion): neither can be stored in
-    PostgreSQL or encoded as UTF-8."""
+    """``SchemaError`` for a NUL or a lone surrogate in any string or key (PostgreSQL stores neither)."""
     stack: list[tuple[str, Any]] = [(where, value)]
     while stack:
         at, item = stack.pop()
@@ -272,9 +270,7 @@ def _walk(node: Mapping[str, Any], prefix: str, out: list[tuple[str, Any]], dept
 
 
 def load_schema(source: str | Path | Mapping[str, Any], *, limits: bool = True) -> Schema:
-    """Load and validate a schema from a file path or an already-decoded mapping. ``limits=False``
-    skips the size limits (budget, description, path length and depth) for a document stored before
-    they existed; everything else is checked either way."""
+    """Load and validate a schema from a file or a mapping (``limits=False``: a stored document)."""
     data = source if isinstance(source, Mapping) else _read(source)
     check_text(data)
     token = _LIMITS.set(limits)
@@ -340,8 +336,7 @@ def canonical_json(document: object) -> str:
 
 
 def document_digest(document: object) -> str:
-    """SHA-256 of :func:`canonical_json`: what identifies a schema document that is not shipped (a
-    tenant's own; ids are per tenant, so id and version alone do not)."""
+    """SHA-256 of :func:`canonical_json`: identifies a tenant's document (its id is per tenant)."""
     return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
 
 
@@ -352,8 +347,7 @@ _parsed_lock = threading.Lock()
 
 
 def schema_from_document(document: Mapping[str, Any]) -> tuple[Schema, str]:
-    """``(schema, digest)`` of a schema document, parsed once per digest and cached (thread-safe).
-    Raises ``SchemaError`` as :func:`load_schema` does."""
+    """``(schema, digest)`` of a schema document, parsed once per digest (LRU, thread-safe)."""
     digest = document_digest(document)
     with _parsed_lock:
         schema = _parsed.get(digest)

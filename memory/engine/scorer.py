@@ -168,9 +168,7 @@ def _gate_reasons(
     evidence: tuple[str, ...],
     skip: frozenset[int] = frozenset(),
 ) -> dict[int, str]:
-    """``{index in ops: reason}`` for rejected ops; equal to one ``gate`` call over ``ops``.
-
-    Ops whose index is in ``skip`` (exact gold matches: exempt anyway) are not judged one by one."""
+    """``{index in ops: reason}`` as one ``gate`` call gives it; ops in ``skip`` (exempt) not judged."""
     if len({id(op) for op in ops}) != len(ops):  # rejections are told apart by object identity
         ops = [replace(op) for op in ops]
     structural = gate(schema, tree, ops, GatePolicy(lenient=policy.lenient))
@@ -219,8 +217,7 @@ def _pair_credit(pred: Op, gold: Op, similarity: Similarity) -> tuple[str, float
 
 
 def _hits_declined(op: Op, declined: Sequence[Op], similarity: Similarity) -> bool:
-    """Rule 3: a declined op of the same type and path that the op matches exactly, or partially with
-    a similarity of at least ``DECLINED_MATCH`` (the pair credit of rule 4)."""
+    """A declined op of the op's type and path that it matches exactly or by ``DECLINED_MATCH``."""
     for d in declined:
         if d.type is op.type and d.path == op.path:
             kind, credit = _pair_credit(op, d, similarity)
