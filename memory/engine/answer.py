@@ -160,13 +160,15 @@ def _query_stems(query: str) -> set[str]:
     return {s for s in content_stems(query) if s not in _QUESTION_WORDS}
 
 
-def _overlap(query_stems: set[str], passage: Passage) -> float:
+def overlap(query_stems: set[str], text: str, path: str = "") -> float:
+    """The share of ``query_stems`` that ``text``, or the words of its leaf ``path``, holds."""
     if not query_stems:
         return 0.0
-    held = content_stems(passage.text)
-    if passage.kind == "leaf":
-        held |= content_stems(path_words(passage.cite))
-    return len(query_stems & held) / len(query_stems)
+    return len(query_stems & (content_stems(text) | content_stems(path_words(path)))) / len(query_stems)
+
+
+def _overlap(query_stems: set[str], passage: Passage) -> float:
+    return overlap(query_stems, passage.text, passage.cite if passage.kind == "leaf" else "")
 
 
 def _same(a: Passage, b: Passage) -> bool:

@@ -148,6 +148,17 @@ def _tokens(clause: str) -> list[str]:
     return _WORD.findall(clause.replace("\u2019", "'"))
 
 
+def _names_after_first(raw: list[str], vocative: str | None = None) -> bool:
+    """A capitalised word after the first that is not I/my..., a stop word or ``vocative``."""
+    return any(
+        t[:1].isupper()
+        and t.lower() not in _FIRST_SINGULAR
+        and t.lower() not in _STOP_CAPITAL
+        and t != vocative
+        for t in raw[1:]
+    )
+
+
 def lexical_features(clause: str) -> list[float]:
     """The hand-made features of one clause, in :data:`FEATURES` order, each in [0, 1]."""
     raw = _tokens(clause)
@@ -162,10 +173,6 @@ def lexical_features(clause: str) -> list[float]:
         raw and raw[0][:1].isupper() and "'" not in first and first not in _STOP_CAPITAL
         and first not in _FIRST_SUBJECT and first not in _DEICTIC and second in _NAME_VERB
     )  # fmt: skip
-    proper_mid = any(
-        t[:1].isupper() and t.lower() not in _FIRST_SINGULAR and t.lower() not in _STOP_CAPITAL
-        for t in raw[1:]
-    )
     pairs = list(zip(low, low[1:], strict=False))
     values = {
         "first_subject": first in _FIRST_SUBJECT,
@@ -179,7 +186,7 @@ def lexical_features(clause: str) -> list[float]:
         "words": min(n, 30) / 30,
         "short": n < 4,
         "has_number": bool(_DIGIT.search(clause)) or bool(lowset & _NUMBER_WORDS),
-        "proper_mid": proper_mid,
+        "proper_mid": _names_after_first(raw),
         "greeting": bool(lowset & _GREETING),
         "future": bool(lowset & _FUTURE) or any(a == "going" and b == "to" for a, b in pairs),
         "past": bool(lowset & _PAST) or any(_PAST_ED.match(t) for t in low),
@@ -211,14 +218,7 @@ def specific_statement(clause: str) -> bool:
     if _QUOTED.search(clause) or _DIGIT.search(clause) or set(low) & _SPECIFIC_WORDS:
         return True
     trailing = re.search(r",\s*([A-Z][\w'-]*)[\s.!]*$", clause)
-    vocative = trailing.group(1) if trailing else None
-    return any(
-        t[:1].isupper()
-        and t.lower() not in _FIRST_SINGULAR
-        and t.lower() not in _STOP_CAPITAL
-        and t != vocative
-        for t in raw[1:]
-    )
+    return _names_after_first(raw, trailing.group(1) if trailing else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from datetime import datetime
 from django.db.models import Max
 
 from memory import selectors
-from memory.engine.answer import cosine, path_words
+from memory.engine.answer import cosine, overlap, path_words
 from memory.engine.text import content_stems
 from memory.models import OpRecord, Subject
 from memory.recall.index import IndexUnavailable, Scope
@@ -56,12 +56,7 @@ def _score_leaves(query: str, leaves: dict[str, str], notices: list[str]) -> lis
     if not leaves:
         return []
     stems = content_stems(query)
-    overlap = {
-        path: len(stems & (content_stems(value) | content_stems(path_words(path)))) / len(stems)
-        if stems
-        else 0.0
-        for path, value in leaves.items()
-    }
+    overlaps = {path: overlap(stems, value, path) for path, value in leaves.items()}
     try:
         texts = [f"{path_words(path)}: {value}" for path, value in leaves.items()]
         rows = _embed_cached(runtime.configured_embedder(), [query, *texts])
@@ -71,7 +66,7 @@ def _score_leaves(query: str, leaves: dict[str, str], notices: list[str]) -> lis
         logger.warning("search without cosine (embedder unavailable): %s", exc)
         notices.append("embedder unavailable: leaves ranked by word overlap only")
         cosines, weight = {}, 0.0
-    scored = [(path, weight * cosines.get(path, 0.0) + (1 - weight) * overlap[path]) for path in leaves]
+    scored = [(path, weight * cosines.get(path, 0.0) + (1 - weight) * overlaps[path]) for path in leaves]
     return sorted(scored, key=lambda s: (-s[1], s[0]))
 
 
