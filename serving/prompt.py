@@ -47,16 +47,10 @@ Use "value": null for DELETE, and {"op": "NO_OP", "path": null, "value": null} f
 
 @functools.lru_cache(maxsize=32)
 def static_prefix(schema: Schema) -> str:
-    """Rules + every leaf of ``schema`` with its description. Cached per schema.
-
-    Budgets are not listed: small models copied the numbers into values ("height: 170" for a
-    160-character budget). Rule 6 asks for notes within the smallest budget of the default
-    schema; the gate still enforces each leaf's own budget.
-    """
-    lines = [RULES, f"\nSlots of schema {schema.id} v{schema.version} (path: meaning):"]
-    for leaf in schema.leaves:
-        lines.append(f"{leaf.path}: {leaf.description}")
-    return "\n".join(lines) + "\n"
+    """Rules + every leaf of ``schema`` with its description. No budgets: small models copied the
+    numbers into values ("height: 170"); rule 6 asks for the default schema's smallest one."""
+    lines = [f"{leaf.path}: {leaf.description}" for leaf in schema.leaves]
+    return "\n".join([RULES, f"\nSlots of schema {schema.id} v{schema.version} (path: meaning):", *lines, ""])
 
 
 def _render_turns(turns: Sequence[Mapping]) -> str:
@@ -71,15 +65,13 @@ def per_call_part(tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]) -
     )
 
 
-def build_prompt(schema: Schema, tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]) -> Prompt:
+def _prompt(static: str, dynamic: str, version: str, tree: Mapping[str, str], turns, pointing=None) -> Prompt:
     plain_turns = tuple({"role": t["role"], "content": t["content"]} for t in turns)
-    return Prompt(
-        static=static_prefix(schema),
-        dynamic=per_call_part(tree, plain_turns),
-        prompt_version=PROMPT_VERSION,
-        turns=plain_turns,
-        tree=dict(tree),
-    )
+    return Prompt(static, dynamic, version, turns=plain_turns, tree=dict(tree), pointing=pointing)
+
+
+def build_prompt(schema: Schema, tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]) -> Prompt:
+    return _prompt(static_prefix(schema), per_call_part(tree, turns), PROMPT_VERSION, tree, turns)
 
 
 # The pointing prompt (prompt_mode="pointing"): the model sees only this chunk's numbered user
@@ -138,8 +130,7 @@ def _session_date(turns: Sequence[Mapping]) -> str:
 
 
 def pointing_per_call(context, turns: Sequence[Mapping] = ()) -> str:
-    """The chunk for a pointing prompt: its date, the whole dialogue (the other speaker's turns
-    are context, never a source), the user's numbered sentences and the candidate slots."""
+    """The chunk's date, the whole dialogue (context, never a source), its numbered user sentences and slots."""
     sentences = "\n".join(f"{s.id}. {s.text}" for s in context.sentences)
     slots = "\n".join(
         f"{c.id}. {c.path} -- now: {c.value if c.value is not None else '(empty)'}"
@@ -152,12 +143,5 @@ def pointing_per_call(context, turns: Sequence[Mapping] = ()) -> str:
 
 
 def build_pointing_prompt(context, tree: Mapping[str, str], turns: Sequence[Mapping[str, str]]) -> Prompt:
-    plain_turns = tuple({"role": t["role"], "content": t["content"]} for t in turns)
-    return Prompt(
-        static=POINTING_RULES,
-        dynamic=pointing_per_call(context, [t for t in turns if t.get("role") != "system"]),
-        prompt_version=POINTING_PROMPT_VERSION,
-        turns=plain_turns,
-        tree=dict(tree),
-        pointing=context,
-    )
+    dynamic = pointing_per_call(context, [t for t in turns if t.get("role") != "system"])
+    return _prompt(POINTING_RULES, dynamic, POINTING_PROMPT_VERSION, tree, turns, context)

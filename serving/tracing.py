@@ -1,9 +1,6 @@
-"""OpenTelemetry in the MemListener deployment: off unless ``PERSONATREE_OTEL`` is on (docs/DEPLOY.md).
-
-:func:`server_span` continues the caller's ``traceparent`` in the Serve deployment; :func:`client_span`
-wraps calls no library instrumentation covers (the evidence index's Milvus calls);
-:func:`default_provider` builds the tracer provider from the ``OTEL_*`` variables, for the Django side
-too. Without the flag or the ``otel`` extra nothing imports OpenTelemetry. No Django here.
+"""OpenTelemetry spans, off unless ``PERSONATREE_OTEL`` is on (docs/DEPLOY.md): :func:`server_span`
+continues a caller's ``traceparent`` in the Serve deployment, :func:`client_span` wraps the Milvus
+calls; :func:`default_provider` serves the Django side too. No Django, no OpenTelemetry import when off.
 """
 
 from __future__ import annotations
@@ -70,28 +67,25 @@ def uninstall() -> None:
 
 
 @contextmanager
-def client_span(name: str, **attributes: Any) -> Iterator[Any]:
-    """A client span (a call this process makes, e.g. to Milvus) in the current trace, or ``None``."""
-    if _tracer is None:
-        yield None
-        return
-    from opentelemetry.trace import SpanKind
-
-    with _tracer.start_as_current_span(name, kind=SpanKind.CLIENT, attributes=attributes) as span:
-        yield span
-
-
-@contextmanager
-def server_span(headers: Mapping[str, str], name: str, **attributes: Any) -> Iterator[Any]:
-    """A server span continuing the caller's trace (``traceparent`` in ``headers``), or ``None``."""
+def _span(name: str, kind: str, headers: Mapping[str, str] | None, attributes: dict) -> Iterator[Any]:
     if _tracer is None:
         yield None
         return
     from opentelemetry.propagate import extract
     from opentelemetry.trace import SpanKind
 
-    context = extract({k.lower(): v for k, v in headers.items()})
+    context = None if headers is None else extract({k.lower(): v for k, v in headers.items()})
     with _tracer.start_as_current_span(
-        name, context=context, kind=SpanKind.SERVER, attributes=attributes
+        name, context=context, kind=SpanKind[kind], attributes=attributes
     ) as span:
         yield span
+
+
+def client_span(name: str, **attributes: Any):
+    """A client span (a call this process makes, e.g. to Milvus) in the current trace, or ``None``."""
+    return _span(name, "CLIENT", None, attributes)
+
+
+def server_span(headers: Mapping[str, str], name: str, **attributes: Any):
+    """A server span continuing the caller's trace (``traceparent`` in ``headers``), or ``None``."""
+    return _span(name, "SERVER", headers, attributes)

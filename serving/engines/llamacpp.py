@@ -24,19 +24,13 @@ from serving.engines.base import EngineError, EngineUnavailable, Generation, Pro
 _LOAD_LOCK = threading.Lock()
 
 
-def load_llama(*, extra_buffer_types: bool = False, **kwargs: Any):
-    """``llama_cpp.Llama(**kwargs)``, optionally with llama.cpp's extra CPU buffer types off.
-
-    On our CPUs (AVX-512 + AMX) llama-cpp-python 0.3.36 segfaults in the first ``decode`` when the
-    weights go to the extra buffer types (runtime repacking / AMX); with ``use_extra_bufts=False``
-    it runs. ``Llama`` exposes no argument for that field, so the default-params factory is
-    swapped for the duration of the constructor (under a lock; restored afterwards).
-    """
+def load_llama(**kwargs: Any):
+    """``llama_cpp.Llama(**kwargs)`` with llama.cpp's extra CPU buffer types off: on AVX-512 + AMX,
+    llama-cpp-python 0.3.36 segfaults in the first ``decode`` with them. ``Llama`` takes no argument
+    for it, so the default-params factory is swapped during the constructor (under a lock)."""
     import llama_cpp.llama as llama_mod
     from llama_cpp import Llama
 
-    if extra_buffer_types:
-        return Llama(**kwargs)
     lib = llama_mod.llama_cpp
     with _LOAD_LOCK:
         original = lib.llama_model_default_params
@@ -71,12 +65,9 @@ def chat_messages(prompt: Prompt, chat_format: str | None) -> list[dict[str, str
 
 
 def registered_identity(path: Path) -> tuple[str | None, str, str | None]:
-    """(model id, version, chat format) the audit log records for a GGUF file.
-
-    A pinned packaged model is named by its size (``make model`` verified its SHA-256). A trained
-    checkpoint is named by the card ``python -m evaluation.training.gguf to-gguf`` writes beside it
-    (``<file>.json``: ``model_id``, ``version``). Otherwise ``(None, "", None)``: the file name.
-    """
+    """(model id, version, chat format) of a GGUF file for the audit log: a pinned model's by its size
+    (``make model`` verified its SHA-256), a trained checkpoint's from its card ``<file>.json``
+    (``python -m evaluation.training.gguf to-gguf``), else ``(None, "", None)``: the file name."""
     from serving.models import MODELS
 
     size = path.stat().st_size if path.is_file() else -1
@@ -106,7 +97,6 @@ class LlamaCppEngine:
         max_tokens: int = 256,
         temperature: float = 0.0,
         seed: int = 0,
-        extra_buffer_types: bool = False,
         prompt_cache_dir: str | Path | None = None,
     ) -> None:
         try:
@@ -117,7 +107,6 @@ class LlamaCppEngine:
         if not path.is_file():
             raise EngineUnavailable(f"local model file not found: {path} (run `make model`)")
         self._llm = load_llama(
-            extra_buffer_types=extra_buffer_types,
             model_path=str(path),
             n_ctx=n_ctx,
             n_threads=n_threads,

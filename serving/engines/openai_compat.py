@@ -1,12 +1,8 @@
 """Any OpenAI-compatible chat endpoint (a vLLM server, a hosted API) via the ``openai`` client.
 
-- Timeouts and retries: the client's own ``timeout`` and ``max_retries`` (exponential backoff
-  with jitter, honouring ``Retry-After``) cover connection errors, timeouts, 408/409/429 and 5xx.
-- Errors after retries become per-job results: auth/permission failures and exhausted quota are
-  non-retryable (a human must fix the key or the plan); rate limits, timeouts, connection errors
-  and 5xx are retryable; a 400 (prompt or schema refused) is non-retryable.
-- Constrained output through ``response_format={"type": "json_schema", ...}`` (vLLM's server
-  and OpenAI's structured outputs both accept it).
+Retries are the client's (backoff honouring ``Retry-After``); errors after them are per-job results,
+retryable unless a human must act (credentials, exhausted quota) or the request was refused (a 400).
+Constrained output through ``response_format={"type": "json_schema", ...}``.
 """
 
 from __future__ import annotations
@@ -20,6 +16,8 @@ import openai
 
 from serving.config import EngineConfig
 from serving.engines.base import EngineUnavailable, Generation, Prompt
+
+MAX_CONCURRENCY = 8  # requests in flight per generate call
 
 
 def classify_error(exc: Exception) -> tuple[str, bool]:
@@ -58,7 +56,6 @@ class OpenAICompatEngine:
         max_retries: int = 3,
         max_tokens: int = 256,
         temperature: float = 0.0,
-        max_concurrency: int = 8,
     ) -> None:
         if not base_url or not model:
             raise ValueError("openai engine needs base_url and model (PERSONATREE_OPENAI_BASE_URL / _MODEL)")
@@ -69,7 +66,6 @@ class OpenAICompatEngine:
         self.model_id = f"openai:{model}"
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self.max_concurrency = max_concurrency
         self._closed = False
 
     @classmethod
@@ -116,7 +112,7 @@ class OpenAICompatEngine:
         self.check_health()
         if len(prompts) == 1:
             return [self._one(prompts[0], json_schema)]
-        with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as pool:
+        with ThreadPoolExecutor(max_workers=min(MAX_CONCURRENCY, len(prompts))) as pool:
             return list(pool.map(lambda p: self._one(p, json_schema), prompts))
 
     def check_health(self) -> None:

@@ -27,8 +27,7 @@ def _schema_paths_and_cap(json_schema: dict[str, Any] | None) -> tuple[list[str]
         enum = props.get("path", {}).get("enum")
         if enum and not paths:
             paths = [p for p in enum if p is not None]
-        max_len = props.get("value", {}).get("maxLength")
-        if max_len:
+        if max_len := props.get("value", {}).get("maxLength"):
             cap = int(max_len)
     return paths, cap
 
@@ -57,8 +56,5 @@ class StandInEngine(InProcessEngine):
         if self.latency_ms:
             time.sleep(self.latency_ms / 1000)
         paths, cap = _schema_paths_and_cap(json_schema)
-        out = []
-        for prompt in prompts:
-            text = NO_OP_TEXT if self.mode == "no_op" else self._derive(prompt, paths, cap)
-            out.append(Generation(text=text, model_id=self.model_id, latency_ms=self.latency_ms))
-        return out
+        texts = (NO_OP_TEXT if self.mode == "no_op" else self._derive(p, paths, cap) for p in prompts)
+        return [Generation(text=t, model_id=self.model_id, latency_ms=self.latency_ms) for t in texts]

@@ -10,7 +10,7 @@ import asyncio
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -71,12 +71,12 @@ class EngineLoop:
 
 @dataclass
 class StatsSnapshot:
-    steps: int
-    running: int
-    waiting: int
-    peak_running: int
-    prefix_cache_queries: int
-    prefix_cache_hits: int
+    steps: int = 0
+    running: int = 0
+    waiting: int = 0
+    peak_running: int = 0
+    prefix_cache_queries: int = 0
+    prefix_cache_hits: int = 0
 
     @property
     def prefix_cache_hit_rate(self) -> float | None:
@@ -99,45 +99,33 @@ class SchedulerStats:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._steps = self._running = self._waiting = self._peak = 0
-        self._queries = self._hits = 0
+        self._now = StatsSnapshot()
 
     def record(self, scheduler_stats: Any) -> None:
         if scheduler_stats is None:
             return
         running = int(getattr(scheduler_stats, "num_running_reqs", 0) or 0)
-        waiting = int(getattr(scheduler_stats, "num_waiting_reqs", 0) or 0)
         prefix = getattr(scheduler_stats, "prefix_cache_stats", None)
         with self._lock:
-            self._steps += 1
-            self._running, self._waiting = running, waiting
-            self._peak = max(self._peak, running)
-            if prefix is not None:
-                self._queries += int(getattr(prefix, "queries", 0) or 0)
-                self._hits += int(getattr(prefix, "hits", 0) or 0)
+            now = self._now
+            now.steps += 1
+            now.running, now.waiting = running, int(getattr(scheduler_stats, "num_waiting_reqs", 0) or 0)
+            now.peak_running = max(now.peak_running, running)
+            now.prefix_cache_queries += int(getattr(prefix, "queries", 0) or 0)
+            now.prefix_cache_hits += int(getattr(prefix, "hits", 0) or 0)
 
     def snapshot(self) -> StatsSnapshot:
         with self._lock:
-            return StatsSnapshot(
-                steps=self._steps,
-                running=self._running,
-                waiting=self._waiting,
-                peak_running=self._peak,
-                prefix_cache_queries=self._queries,
-                prefix_cache_hits=self._hits,
-            )
+            return replace(self._now)
 
     def reset(self) -> None:
-        """Zero everything (a benchmark or a test measures from here; the next step refills it)."""
+        """Zero everything (a benchmark or a test measures from here)."""
         with self._lock:
-            self._steps = self._running = self._waiting = self._peak = self._queries = self._hits = 0
+            self._now = StatsSnapshot()
 
 
 def stat_logger_factory(stats: SchedulerStats) -> Any:
-    """A vLLM per-engine stat-logger factory ``(vllm_config, engine_index) -> logger`` feeding ``stats``.
-
-    Imports vLLM: call it only where vLLM is installed.
-    """
+    """A vLLM stat-logger factory ``(vllm_config, engine_index) -> logger`` feeding ``stats`` (imports vLLM)."""
     from vllm.v1.metrics.loggers import StatLoggerBase
 
     class _Recorder(StatLoggerBase):
