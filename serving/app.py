@@ -1,10 +1,8 @@
-"""Ray Serve application of the MemListener (docs/MEMLISTENER.md).
+"""Ray Serve application of the MemListener (docs/MEMLISTENER.md), configured by ``AppConfig``.
 
-``MemListenerDeployment`` feeds every job of every request (HTTP ``ListenerBatch`` or
-``handle.run.remote``) into one ``@serve.batch`` queue and returns one ``ListenerResult`` per job;
-nothing raises past it (a bad body is a 422). Configured by ``serving.config.AppConfig`` as the
-application args, so no Django. The model loads in the constructor under a lock, never in
-``check_health`` (a minutes-long load outlived Serve's health-check timeout).
+Every job of every request (HTTP ``ListenerBatch`` or ``handle.run.remote``) goes through one
+``@serve.batch`` queue, one ``ListenerResult`` each; a bad body is a 422. The model loads in the
+constructor, never in ``check_health`` (a minutes-long load outlived Serve's health-check timeout).
 ``POST <route>/v1/chat/completions`` answers OpenAI chat requests with the same engine.
 """
 
@@ -49,7 +47,7 @@ class MemListenerDeployment:
         self._load()  # the model load: here, so the replica takes traffic only once it is loaded
 
     def _load(self) -> None:
-        """Build the engine and listener once (the lock: concurrent callers wait, never load twice)."""
+        """Build the engine and listener once (concurrent callers wait)."""
         with self._load_lock:
             if self._listener is not None or self._start_error is not None:
                 return
@@ -62,15 +60,12 @@ class MemListenerDeployment:
                 log.exception("memlistener engine failed to start")
                 self._start_error = exc
                 return
-            # One factory for every path: max_ops, the prompt mode and the leaf vectors' directory of
-            # the YAML's engine config all reach the listener.
             self._listener = build_listener(self.config.engine, engine, lenient=self.config.lenient_gate)
 
     async def start(self) -> None:
         await asyncio.to_thread(self._load)
 
     def _submit(self, job: ListenerJob):
-        """Queue one job in the batcher that suits the engine."""
         engine = self._listener.engine if self._listener is not None else None
         if getattr(engine, "concurrent_generate", False):
             return self._run_batch_concurrent(job)
@@ -87,12 +82,13 @@ class MemListenerDeployment:
     async def _run_group(self, jobs: list[ListenerJob]) -> list[ListenerResult]:
         await self.start()
         if self._listener is None:
-            msg = f"memlistener engine unavailable: {self._start_error}"
-            return ListenerResult.failed(jobs, msg, retryable=True)
+            return ListenerResult.failed(
+                jobs, f"memlistener engine unavailable: {self._start_error}", retryable=True
+            )
         return await asyncio.to_thread(self._listener.run, jobs)
 
     async def run(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Handle entry point: plain dicts in and out (only plain data crosses the RPC boundary)."""
+        """Handle entry point: plain dicts in and out."""
         parsed = ListenerBatch.model_validate({"jobs": jobs}).jobs
         results = await asyncio.gather(*(self._submit(j) for j in parsed))
         return [r.model_dump(mode="json") for r in results]

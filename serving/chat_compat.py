@@ -1,13 +1,8 @@
-"""An OpenAI-compatible ``POST .../v1/chat/completions`` on the MemListener deployment's engine.
-
-The web tier's responder (query expansion, ``/answer``) speaks the OpenAI chat API
-(``PERSONATREE_RESPONDER_BACKEND=openai``, ``serving/engines/openai_compat.py``). Pointing it at
-``http://<serve>/memlistener/v1`` answers with the model the deployment already holds, so a
-deployment whose web image carries no model (docker/compose.yaml, the Kubernetes manifests) still
-answers. Only what that client sends is accepted: ``messages`` (system / user / assistant text),
-``response_format`` of type ``json_schema`` (constrained output), ``max_tokens`` and
-``temperature`` are read or ignored as the engine allows (the engine's own limits apply).
-Anything else malformed is a 400 in OpenAI's error shape; an engine failure a 503 or 500.
+"""An OpenAI-compatible ``POST .../v1/chat/completions`` on the MemListener deployment's engine, so
+the web tier's responder (``PERSONATREE_RESPONDER_BACKEND=openai``) answers with the deployment's
+model when the web image has none. Only what that client sends is read (``messages``, a
+``json_schema`` ``response_format``; the engine's own limits apply); anything malformed is a 400
+in OpenAI's error shape, an engine failure a 503 or 500.
 """
 
 from __future__ import annotations
@@ -53,10 +48,9 @@ class ChatRequest(BaseModel):
         turns = [m for m in self.messages if m.role != "system"]
         if not turns:
             raise ValueError("messages has no user message")
-        if len(turns) == 1:
-            dynamic = turns[0].content
-        else:
-            dynamic = "\n\n".join(f"{m.role}: {m.content}" for m in turns)
+        dynamic = (
+            turns[0].content if len(turns) == 1 else "\n\n".join(f"{m.role}: {m.content}" for m in turns)
+        )
         return Prompt(static=system, dynamic=dynamic, prompt_version=PROMPT_VERSION)
 
 

@@ -1,8 +1,5 @@
-"""Configuration of the MemListener engines and of the Ray Serve app, as pydantic models.
-
-Validated at the edge (settings reader, YAML of ``serve deploy``); passed explicitly to the
-Ray deployment so nothing in ``serving.app`` needs Django.
-"""
+"""Configuration of the MemListener engines and of the Ray Serve app, validated at the edge (settings,
+``serve deploy`` YAML) and handed in, so nothing in ``serving`` needs Django."""
 
 from __future__ import annotations
 
@@ -23,11 +20,8 @@ class EngineConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     constrained: bool = True  # send the JSON schema (path enum) to engines that support it
     max_ops: int = Field(default=12, ge=1, le=64)  # maxItems of the constrained op list
-    # What the model is asked: "pointing" (the fact pipeline's numbered clauses + the candidate
-    # leaves it placed them under; ops cite a clause id and a leaf id) or "full_enum" (every leaf of
-    # the schema, paths as an enum; for large GPU models). See docs/MEMLISTENER.md.
-    # None: the engine kind's own default (``prompt_mode_for``): full_enum for the stand-in and
-    # recorded engines (their outputs/recordings are full-enum JSON), pointing for every other.
+    # "pointing" (ops cite the fact pipeline's numbered clauses and candidate leaves) or "full_enum"
+    # (every leaf path as an enum; large GPU models); None: the kind's default (``prompt_mode_for``).
     prompt_mode: PromptMode | None = None
     # Directory of the fact pipeline's embedded leaf texts per schema and embedder ("": off).
     leaf_vectors_dir: str = ""
@@ -58,8 +52,6 @@ class EngineConfig(BaseModel):
 
 
 class Autoscaling(BaseModel):
-    """Ray Serve's ``autoscaling_config`` of the deployment (the fields this app sets)."""
-
     model_config = ConfigDict(extra="forbid")
 
     min_replicas: int = Field(default=1, ge=0)
@@ -101,13 +93,13 @@ class AppConfig(BaseModel):
         return self
 
     def replica_options(self) -> dict[str, Any]:
-        """``num_replicas`` or ``autoscaling_config`` for ``Deployment.options`` (Serve takes one)."""
         if self.autoscaling is None:
             return {"num_replicas": self.num_replicas}
         return {"autoscaling_config": self.autoscaling.model_dump()}
 
 
 def prompt_mode_for(config: EngineConfig) -> PromptMode:
+    """The stand-in's outputs and the recordings are full-enum JSON; every other kind points."""
     if config.prompt_mode is not None:
         return config.prompt_mode
     return "full_enum" if config.kind in ("standin", "recorded") else "pointing"

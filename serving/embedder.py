@@ -39,7 +39,7 @@ class Embedder(Protocol):
 
 
 class _FlagEmbedder:
-    """Shared lazy-loading and locking; subclasses build the model and encode."""
+    """Lazy loading, an encode lock and unit-length output; subclasses build the model and encode."""
 
     name = "abstract"
 
@@ -56,12 +56,6 @@ class _FlagEmbedder:
 
     def _encode(self, model, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
-
-    def _encode_locked(self, model, texts: list[str]) -> np.ndarray:
-        # FlagEmbedding models are not documented as thread-safe; agentic recall
-        # embeds all its queries in one call, so a lock costs nothing there.
-        with self._lock:
-            return self._encode(model, texts)
 
     def _load_offline(self):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -85,7 +79,7 @@ class _FlagEmbedder:
         items = [t if t.strip() else " " for t in texts]
         if not items:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        vecs = np.asarray(self._encode_locked(self.model, items), dtype=np.float32)
+        vecs = np.asarray(self._encode(self.model, items), dtype=np.float32)
         if vecs.ndim == 1:
             vecs = vecs[None, :]
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -93,13 +87,9 @@ class _FlagEmbedder:
 
 
 class MiniLMEmbedder(_FlagEmbedder):
-    """all-MiniLM-L6-v2 (no FlagEmbedding: the `bge` extra is optional), on ONNX Runtime when it is
-    installed (`serving/minilm_onnx.py`: the graph torch exports from these weights, no torch in
-    the process), else on transformers and torch (``backend`` "auto"; "onnx" or "torch" insist).
-
-    Mean pooling over the attention mask, then unit length: what FlagModel(pooling_method="mean")
-    computes, in one padded forward pass per batch (texts sorted by length so padding stays small).
-    """
+    """all-MiniLM-L6-v2 on ONNX Runtime (`serving/minilm_onnx.py`), else on transformers and torch
+    (``backend`` "auto"; "onnx" or "torch" insist): FlagModel's mean pooling, then unit length, one
+    padded forward pass per batch of texts of similar length."""
 
     name = "all-MiniLM-L6-v2"
 
@@ -125,14 +115,9 @@ class MiniLMEmbedder(_FlagEmbedder):
                 logger.warning("MiniLM runs on torch: %s", exc)
         return _TorchMiniLM(self.path, self.max_length)
 
-    def _encode_locked(self, model, texts: list[str]) -> np.ndarray:
-        """Only the tokenizer is locked: a fast tokenizer used from two threads at once can fail
-        ("Already borrowed"), while a forward pass (torch's or an ONNX Runtime session's) is safe
-        to run concurrently. So the listener's clauses and a backfill's evidence, embedded in two
-        threads, each get a core instead of waiting for the other's whole batch."""
-        return self._encode(model, texts)
-
     def _encode(self, model, texts: list[str]) -> np.ndarray:
+        # Only the tokenizer is locked (used from two threads it fails: "Already borrowed"); forward
+        # passes run concurrently, so the listener and a backfill embedding in two threads each get a core.
         with self._lock:
             rows = model.tokenize(texts)
         lengths = [len(ids) for ids in rows["input_ids"]]
@@ -148,7 +133,7 @@ class MiniLMEmbedder(_FlagEmbedder):
 
 
 class _TorchMiniLM:
-    """The transformers tokenizer and model (the fallback where onnxruntime is not installed)."""
+    """The transformers tokenizer and model (the fallback where there is no ONNX graph)."""
 
     def __init__(self, path: str, max_length: int) -> None:
         _without_sklearn_in_transformers()
@@ -180,9 +165,8 @@ BATCH_LENGTH_RATIO = 0.9
 
 
 def length_batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
-    """``order`` (longest first) cut into batches of at most ``size`` whose texts have similar
-    lengths: every text of a batch is padded to its longest, and padding is computed like any other
-    token (a batch of spans 20 to 190 tokens long did twice the work its tokens need)."""
+    """``order`` (longest first) in batches of at most ``size`` texts of similar length (padding costs
+    like any token: a batch of spans 20 to 190 tokens long did twice the work its tokens need)."""
     batches: list[list[int]] = []
     for i in order:
         batch = batches[-1] if batches else None
@@ -206,17 +190,12 @@ def _padded(rows: dict[str, list[list[int]]], batch: list[int], pad_id: int) -> 
 
 
 def _without_sklearn_in_transformers() -> None:
-    """transformers' generation module, imported with every model class, imports scikit-learn (and
-    so SciPy) for one feature of assisted decoding: ~2 s of CPU in a process that only embeds (a
-    backfill loads MiniLM in a thread, holding the GIL the listener needs meanwhile). Unless
-    scikit-learn is loaded already, transformers is told it is absent before that module loads, so
-    that feature stays off in this process; nothing in it decodes with transformers."""
+    """Tell transformers scikit-learn is absent (unless loaded already): its generation module, imported
+    with every model class, imports it (and SciPy) for assisted decoding, ~2 s of CPU under the GIL."""
     if "sklearn" in sys.modules or "transformers.generation.candidate_generator" in sys.modules:
         return
-    try:
-        from transformers.utils import import_utils
-    except ImportError:
-        return
+    from transformers.utils import import_utils
+
     if hasattr(import_utils, "_sklearn_available"):
         import_utils._sklearn_available = False
 
@@ -230,14 +209,15 @@ class BGEM3Embedder(_FlagEmbedder):
         return BGEM3FlagModel(self.path, use_fp16=False, devices="cpu", batch_size=self.batch_size)
 
     def _encode(self, model, texts: list[str]) -> np.ndarray:
-        out = model.encode(
-            texts,
-            batch_size=self.batch_size,
-            max_length=self.max_length,
-            return_dense=True,
-            return_sparse=False,
-            return_colbert_vecs=False,
-        )
+        with self._lock:  # FlagEmbedding models are not documented as thread-safe
+            out = model.encode(
+                texts,
+                batch_size=self.batch_size,
+                max_length=self.max_length,
+                return_dense=True,
+                return_sparse=False,
+                return_colbert_vecs=False,
+            )
         return out["dense_vecs"]
 
 
@@ -254,8 +234,7 @@ def build_embedder(kind: str, path: str = "") -> Embedder:
 
 @lru_cache(maxsize=8)
 def embedder_identity(kind: str = "minilm", path: str = "") -> str:
-    """What a vector computed by ``get_embedder(kind, path)`` depends on, as a string (for caches
-    kept on disk): the kind, the weights' directory and the installed package's version."""
+    """What a vector of ``get_embedder(kind, path)`` depends on (kind, weights, package version), for disk caches."""
     from importlib import metadata
 
     if kind == "minilm" and not path:
@@ -289,16 +268,10 @@ def default_embed(kind: str = "minilm", path: str = "") -> Embed:
 
 @contextmanager
 def one_intraop_thread() -> Iterator[None]:
-    """Run MiniLM's forward passes in this thread on one intra-op thread (torch's count is restored
-    on the way out; ONNX Runtime's one-thread session is used meanwhile, `minilm_onnx.narrow`).
-
-    A query batch is a few short texts: a second intra-op thread saves little on an idle host,
-    and on a busy one the two wait for each other (a 2-core host at load ~5, 4 MiniLM queries,
-    separate processes: 236-293 ms with two threads, 18-63 ms with one; `bench/bench_query.py`).
-    With torch's OpenMP backend the count set from the main thread is the process default and
-    the one set from another thread is that thread's own; without torch loaded (the ONNX Runtime
-    path, test doubles) torch is left alone.
-    """
+    """MiniLM's forward passes in this thread on one intra-op thread (ONNX Runtime's one-thread session;
+    torch's count, if torch is loaded, restored on the way out). A query batch is a few short texts:
+    on a busy 2-core host two threads wait for each other (4 queries: 236-293 ms with two threads,
+    18-63 ms with one; `bench/bench_query.py`)."""
     from serving.minilm_onnx import narrow
 
     with narrow():

@@ -1,13 +1,9 @@
-"""MemListener: jobs in, typed ops out, for any engine; :class:`InProcessClient` runs one in this
-process (the in-process backends of ``serving.client``).
+"""MemListener: jobs in, typed ops out, for any engine; :class:`InProcessClient` runs one in process.
 
-For each job: build the prompt, let the engine generate (one batched call), read its output (the
-raw text, JSON or the paper's line format, or the items an engine hands over typed), pre-check
-every op with the engine's gate against the job's tree (for metrics only) and return a
-ListenerResult holding every op read. ``run`` never raises: a bad job, a dead engine or garbage
-output all become results (``error`` + ``retryable`` for the first two, parse errors for the
-last). Gating, recording and applying the ops is the store's job
-(``memory.services.tree.tree_apply_ops_batch``): its verdict is the one recorded.
+Per job: prompt, one batched generate, read the output (JSON, the paper's line format, or items the
+engine hands over), pre-check every op with the gate (metrics only: the store's verdict is the one
+recorded) and return every op read. ``run`` never raises: a bad job or a dead engine is a result
+with ``error`` and ``retryable``, garbage output one with parse errors.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from memory.engine.dates import chunk_evidence
 from memory.engine.gate import GatePolicy, gate
@@ -47,28 +43,20 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _json_safe(text: str) -> str:
-    """Constrained decoders (xgrammar in vLLM) can put raw control characters inside JSON strings,
-    which strict JSON forbids; in JSON output they become spaces (the gate normalises whitespace
-    anyway). The line format is left alone: its newlines separate ops."""
+    """Raw control characters (xgrammar writes them inside JSON strings) as spaces; the line format,
+    whose newlines separate ops, is left alone."""
     return _RAW_CONTROL.sub(" ", text) if text.lstrip().startswith(("{", "[")) else text
 
 
 def storable(text: str) -> str:
-    """``text`` as PostgreSQL can keep it: NUL becomes a space (the gate collapses whitespace), a
-    surrogate pair spelt as two code points is joined, a lone surrogate becomes U+FFFD. Anything
-    else is kept as the model wrote it.
-
-    Model output is not validated like the API's input: a model (or a JSON escape in its output,
-    ``\\u0000``, ``\\ud800``) can produce either, and PostgreSQL refuses NUL in text and json, and
-    anything that does not encode as UTF-8, so such an op failed the chunk's write on every retry.
-    """
+    """``text`` as PostgreSQL can keep it (a model's NUL or lone surrogate failed every retry of the
+    chunk's write): NUL as a space, a surrogate pair joined, a lone surrogate as U+FFFD."""
     if _SURROGATE.search(text):
         text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text.replace("\x00", " ")
 
 
 def storable_data(value):
-    """:func:`storable` applied to every string (keys included) of a JSON-like value."""
     if isinstance(value, str):
         return storable(value)
     if isinstance(value, dict):
@@ -79,25 +67,20 @@ def storable_data(value):
 
 
 def _storable_op(op: Op) -> Op:
-    path, value, source = (storable(v) if isinstance(v, str) else v for v in (op.path, op.value, op.source))
-    if (path, value, source) == (op.path, op.value, op.source):
-        return op
-    return replace(op, path=path, value=value, source=source)
+    fields: dict[str, Any] = {
+        k: storable(v) for k in ("path", "value", "source") if isinstance(v := getattr(op, k), str)
+    }
+    return replace(op, **fields)
 
 
 def storable_result(result: ListenerResult) -> ListenerResult:
-    """Every string of ``result`` made :func:`storable`: what leaves the listener can be written."""
     data = result.model_dump()
     clean = storable_data(data)
     return result if clean == data else ListenerResult.model_validate(clean)
 
 
 def salvage_items(text: str) -> list | None:
-    """Complete op objects of a JSON op list cut off by the token limit, as raw items; else None.
-
-    Constrained output that hits ``max_tokens`` ends mid-object (``{"ops": [{...}, {"op": "AD``);
-    the objects before the cut are whole and still deserve judging by the gate.
-    """
+    """The complete op objects of a JSON op list cut off by ``max_tokens``, as raw items; else None."""
     start = text.find("[")
     if start < 0 or not text.lstrip().startswith(("{", "[")):
         return None
@@ -124,8 +107,7 @@ def read_pointer_items(text: str) -> list:
 
 
 def pointer_ops(items: list, context: PointingContext, tree: Tree) -> tuple[list[Op], list[dict]]:
-    """(ops, errors) of a pointing reply's items (:func:`memory.engine.pointing.ops_from_pointers`
-    against the chunk's context); errors in the parser's ``{line_no, line, message}`` shape."""
+    """(ops, errors) of a pointing reply's items, errors in the parser's ``{line_no, line, message}``."""
     ops, errors = ops_from_pointers(
         items, context.sentences, context.candidates, tree.to_dict(), context.budgets, context.singles
     )
@@ -133,8 +115,7 @@ def pointer_ops(items: list, context: PointingContext, tree: Tree) -> tuple[list
 
 
 def pointer_items(text: str) -> tuple[list | None, list[dict]]:
-    """``(items, notes)`` of a JSON pointer reply, keeping the complete items before a cut-off (a
-    note says so); ``(None, [parse error])`` when it is no JSON op list."""
+    """``(items, notes)`` of a pointer reply (a cut-off salvaged and noted); ``(None, [error])`` if no list."""
     try:
         return read_pointer_items(text), []
     except ValueError as exc:  # JSON errors are ValueErrors too
@@ -145,8 +126,7 @@ def pointer_items(text: str) -> tuple[list | None, list[dict]]:
 
 
 class ContextStep(Protocol):
-    """What builds a chunk's pointing context: ``serving.facts.FactStep`` (the product's); the
-    training prompt rebuild and tests hand in their own (``evaluation.training.cosine``)."""
+    """What builds a chunk's pointing context: ``serving.facts.FactStep``, or the training rebuild's."""
 
     def prepare(
         self, schema: Schema, tree: Tree, turns: Sequence[Mapping], *, digest: str | None = None
@@ -158,15 +138,10 @@ class ContextStep(Protocol):
 
 
 class MemListener:
-    """``pointing`` set: the pointing pipeline (the step's candidate leaves and ids, no model call
-    when nothing fits); None: the full-enum prompt. ``grounding``: the gate's UNGROUNDED check
-    against the chunk's user turns (on by default).
-
-    A job's schema: ``schema_document`` when the job carries one (a tenant's own schema, parsed
-    once per digest of its canonical JSON by the engine's ``schema_from_document``), else ``schema_resolver(id, version)``
-    (the shipped schemas). Everything cached per schema (the enum output schema's group, the
-    pointing leaf index) is keyed by id, version *and* that digest: ids are per tenant, so two
-    tenants may send the same id and version with different leaves."""
+    """``pointing``: the pointing pipeline (no model call when no leaf fits); None: the full-enum
+    prompt. A job's schema is its ``schema_document`` (a tenant's) or ``schema_resolver(id, version)``;
+    what is cached per schema is keyed by id, version *and* the document's digest (ids are per
+    tenant: two tenants may send one id and version with different leaves)."""
 
     def __init__(
         self,
@@ -190,9 +165,8 @@ class MemListener:
         self.pointing = pointing
 
     def job_schema(self, job: ListenerJob) -> tuple[Schema, str]:
-        """``(schema, digest)`` of the job; ``digest`` is "" for a shipped schema (named by id and
-        version alone). Raises ``SchemaError`` for a document that is invalid or names another
-        schema than the job does (the caller turns it into that job's error)."""
+        """``(schema, digest)`` of the job (digest "" for a shipped schema); ``SchemaError`` for a
+        document that is invalid or names another schema than the job."""
         if job.schema_document is None:
             return self.schema_resolver(job.schema_id, job.schema_version), ""
         schema, digest = schema_from_document(job.schema_document)
@@ -224,8 +198,7 @@ class MemListener:
         )
 
     def _parse(self, prompt: Prompt, tree: Tree, gen: Generation, text: str):
-        """(ops, parse errors) of the engine's output, keeping complete ops before a cut-off: its
-        pointer items when it handed them over, else its raw ``text``."""
+        """(ops, parse errors) of the engine's items or ``text``, keeping complete ops before a cut-off."""
         if prompt.pointing is not None:
             items, notes = (gen.items, []) if gen.items is not None else pointer_items(text)
             if items is None:
@@ -269,8 +242,7 @@ class MemListener:
     def _prompt(
         self, job: ListenerJob, schema: Schema, tree: Tree, digest: str = ""
     ) -> tuple[Prompt | None, str, object]:
-        """(prompt, skip reason, output-schema key) for one job. The enum key holds the schema's
-        digest: jobs of two documents under one id and version never share an output schema."""
+        """(prompt, skip reason, output-schema key); the enum key holds the schema's digest."""
         turns = [t.model_dump() for t in job.turns]
         if self.pointing is None:
             enum_key = ("enum", schema.id, schema.version, digest)
@@ -291,8 +263,7 @@ class MemListener:
             return None
         if key[0] == "enum":
             return op_list_schema(schema, max_ops=self.max_ops)
-        _, n_sentences, n_leaves, max_len = key  # the pointing output does not depend on the schema
-        return pointer_list_schema(n_sentences, n_leaves, max_ops=self.max_ops, max_len=max_len)
+        return pointer_list_schema(*key[1:3], max_ops=self.max_ops, max_len=key[3])  # not the schema's
 
     def run(self, jobs: Sequence[ListenerJob]) -> list[ListenerResult]:
         results: dict[int, ListenerResult] = {}
@@ -344,8 +315,7 @@ class MemListener:
 def build_listener(
     config: EngineConfig, engine: Engine | None = None, *, lenient: bool = False
 ) -> MemListener:
-    """The one MemListener factory (in-process clients and the Ray app); the engine is built from
-    ``config`` unless given."""
+    """The one MemListener factory (in-process clients and the Ray app)."""
     from serving.engines import build_engine
 
     check_engine_config(config)
@@ -366,8 +336,7 @@ _WARM_UP_TEXT = "I moved to Lisbon last week and I work as a nurse at the childr
 
 
 class InProcessClient:
-    """Runs a MemListener in this process (``serving.client`` picks it for every backend but
-    ``ray``). The listener is built on first use (model load is slow); one call at a time."""
+    """A MemListener in this process (every backend but ``ray``), built on first use; one call at a time."""
 
     def __init__(self, engine_config: EngineConfig) -> None:
         self.engine_config = engine_config
@@ -379,9 +348,7 @@ class InProcessClient:
         return self._listener.get()
 
     def warm(self, schema_id: str, schema_version: int) -> None:
-        """Load what the first real job would (engine, embedder, classifier, the schema's leaf vectors,
-        the rewriter's tables) with one throw-away job: a caller with other work to do first (a
-        backfill storing its messages) runs this in a thread, and its first ``run`` waits for it."""
+        """Load what the first real job would, with a throw-away job (a backfill runs it in a thread)."""
         turns = [
             ListenerTurn(role="user", content=_WARM_UP_TEXT, ts=datetime(2024, 1, 19, tzinfo=UTC)),
             ListenerTurn(role="assistant", content="That sounds like a big change."),
@@ -390,10 +357,8 @@ class InProcessClient:
                               schema_version=schema_version, tree={}, turns=turns)])  # fmt: skip
 
     def prefetch(self, jobs: Sequence[ListenerJob]) -> int:
-        """Do ahead, for many jobs at once, what the listener's context step does for each job
-        without its tree (clauses, parse, embeddings, verdicts, leaves); a later ``run`` of the same
-        turns picks it up. For a caller that knows its next chunks (a backfill). Returns the chunks
-        analysed; 0 when the listener has no fact pipeline or the engine cannot start."""
+        """Run the context step's tree-free work for many jobs at once, for a later ``run`` (a backfill's
+        next chunks). Returns the chunks analysed; 0 without a fact pipeline or engine."""
         try:
             listener = self.listener
         except Exception:  # noqa: BLE001 - the real run reports it

@@ -1,9 +1,5 @@
-"""Plain-data messages that cross the MemListener boundary (process, Ray RPC or HTTP).
-
-Only JSON-able pydantic models live here: no Django, no Ray, no model engine (only the pure-Python
-``memory.engine`` for the op and gate types), so the ingestion workers, the Ray Serve deployment
-and the HTTP client all share one shape.
-"""
+"""The JSON-able messages that cross the MemListener boundary (process, Ray RPC or HTTP): no Django,
+no Ray, no engine, only the pure ``memory.engine`` for the op and gate types."""
 
 from __future__ import annotations
 
@@ -24,17 +20,12 @@ class ListenerTurn(BaseModel):
 
     role: Literal["user", "assistant", "system"]
     content: str
-    #: When the turn was said: the message's ``ts`` (or, unknown, when it was received). The pipeline
-    #: turns "yesterday" into a date from it (``memory.engine.dates``); None = no date to resolve against.
+    #: When it was said (else received): "yesterday" is dated from it; None: no date to resolve against.
     ts: datetime | None = None
 
 
 class ListenerJob(BaseModel):
-    """One chunk of one subject to turn into tree ops.
-
-    ``tree`` is the subject's snapshot at ``base_version`` (path -> value, non-empty leaves only);
-    the caller applies the returned ops with a compare-and-swap on ``base_version``.
-    """
+    """One chunk of one subject; ``tree`` is its non-empty leaves at ``base_version``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -43,20 +34,16 @@ class ListenerJob(BaseModel):
     base_version: int = Field(ge=0)
     schema_id: str = Field(min_length=1)
     schema_version: int = Field(ge=1)
-    #: The schema document when it is not one shipped with the engine (a tenant's own schema,
-    #: ``memory/schema_models.py``); None: ``(schema_id, schema_version)`` names a shipped schema.
+    #: A tenant's own schema document; None: ``(schema_id, schema_version)`` names a shipped one.
     schema_document: dict[str, Any] | None = None
     tree: dict[str, str] = Field(default_factory=dict)
     turns: list[ListenerTurn] = Field(min_length=1)
 
 
 class ListenerOp(BaseModel):
-    """One op of the model's output as it was written: the engine's :class:`Op` in a form that
-    crosses the boundary (a non-string ``value`` is kept for the store's gate to reject).
-
-    ``precheck`` is the listener's own gate verdict, for its metrics: None when it would accept
-    the op, else the reason it would reject it (``detail`` says why). It decides nothing: the
-    store gates every op again under the subject's tenant policy and records that verdict."""
+    """One op of the model's output as written (a non-string ``value`` kept for the store's gate).
+    ``precheck``: the listener's gate verdict, for metrics only (None: accepted; else the reason,
+    ``detail`` says why); the store gates every op again and records its own."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -90,17 +77,10 @@ class ListenerOp(BaseModel):
 
 
 class ListenerResult(BaseModel):
-    """What the MemListener made of one job.
-
-    ``ops`` are every op read from the model's output, in its order (:class:`ListenerOp`, each
-    with the listener's pre-check); the caller hands them to the store as they are, whose gate
-    decides and records every rejection. ``parse_errors`` carry ``{"line_no", "line", "message"}``
-    (lines or items that are no op; the store records them too). ``error`` is set when no model
-    output could be obtained at all (engine down, timeout, auth, unknown recording); then
-    ``retryable`` tells the caller whether trying the same job later can help. ``model_id``,
-    ``model_version`` and ``prompt_version`` go into the audit log with every applied op;
-    ``raw_text`` is what the model wrote (recordings and diagnostics).
-    """
+    """What the MemListener made of one job: every op read, in order, for the store to gate;
+    ``parse_errors`` (``{"line_no", "line", "message"}``) for what was no op; ``error`` when no output
+    was had at all (``retryable``: whether a later try can help). The model and prompt versions go
+    into the audit log with every applied op."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -126,22 +106,19 @@ class ListenerResult(BaseModel):
 
     @property
     def accepted(self) -> list[ListenerOp]:
-        """The ops the listener's pre-check would accept."""
         return [o for o in self.ops if o.precheck is None]
 
     @property
     def rejected(self) -> list[ListenerOp]:
-        """The ops the listener's pre-check would reject (``precheck`` holds the reason)."""
         return [o for o in self.ops if o.precheck is not None]
 
     @classmethod
     def failed(cls, jobs: Sequence[ListenerJob], message: str, *, retryable: bool) -> list[ListenerResult]:
-        """One error result per job: no output could be had for any of them."""
         return [cls(job_id=j.job_id, error=message, retryable=retryable) for j in jobs]
 
 
 class ListenerBatch(BaseModel):
-    """HTTP body of the Ray Serve endpoint: a list of jobs."""
+    """HTTP body of the Ray Serve endpoint."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,8 +1,5 @@
-"""The one interface every MemListener engine implements.
-
-An engine turns prompts into raw model text. It knows nothing about trees or the gate:
-parsing and gating happen in ``serving.listener`` for every engine alike.
-"""
+"""The one interface every MemListener engine implements: prompts in, raw model text out (parsing
+and gating happen in ``serving.listener`` for every engine alike)."""
 
 from __future__ import annotations
 
@@ -25,21 +22,15 @@ def turns_key(turns: Sequence[Mapping[str, str]]) -> str:
 
 @dataclass(frozen=True)
 class Prompt:
-    """A MemListener prompt split in a shared static prefix and a per-call suffix.
-
-    ``static`` (rules + schema leaves) is identical for every call with the same schema and prompt
-    version, so engines with prefix caching (vLLM, llama.cpp's KV reuse) compute it once.
-    ``dynamic`` holds the non-empty leaves and the chunk. ``tree`` and ``turns`` are carried
-    for engines that need the structured job (the stand-in); model engines read only the text.
-    """
+    """A shared ``static`` prefix (computed once by engines with prefix caching) and a per-call
+    ``dynamic`` part; ``turns``, ``tree`` and ``pointing`` (``serving.facts.PointingContext``) are
+    the structured job, for engines that work on it (stand-in, extractive)."""
 
     static: str
     dynamic: str
     prompt_version: str
     turns: tuple[Mapping[str, str], ...] = ()
     tree: Mapping[str, str] = field(default_factory=dict)
-    # Pointing prompts: the numbered sentences, candidate leaves and leaf budgets of the chunk
-    # (``serving.facts.PointingContext``), for engines that work on the structure (extractive).
     pointing: Any = None
 
     @property
@@ -56,17 +47,13 @@ class Prompt:
         return turns_key(self.turns)
 
     def messages(self) -> list[dict[str, str]]:
-        """Chat form: static part as the system message, per-call part as the user message."""
         return [{"role": "system", "content": self.static}, {"role": "user", "content": self.dynamic}]
 
 
 @dataclass(frozen=True)
 class Generation:
-    """Raw output for one prompt, or an error when no output could be obtained.
-
-    ``items``: an engine that builds the pointing reply's op items itself (extractive) hands them
-    over here and the listener uses them as they are; ``text`` is then the same reply written out,
-    for recordings (``evaluation.record``, ``evaluation.counting``) and never parsed back."""
+    """Raw output for one prompt, or an error. ``items``: the pointing reply's op items built by the
+    engine (extractive), used as they are; ``text`` is then that reply written out for recordings."""
 
     text: str = ""
     model_id: str = ""
@@ -110,8 +97,7 @@ class Engine(Protocol):
 
 
 class InProcessEngine:
-    """What an engine with nothing to load or connect to shares: it is always healthy and has
-    nothing to close (the extractive, recorded and stand-in engines)."""
+    """An engine with nothing to load or connect to: always healthy, nothing to close."""
 
     def check_health(self) -> None:
         return None
