@@ -82,9 +82,8 @@ class MemListenerDeployment:
     async def _run_group(self, jobs: list[ListenerJob]) -> list[ListenerResult]:
         await self.start()
         if self._listener is None:
-            return ListenerResult.failed(
-                jobs, f"memlistener engine unavailable: {self._start_error}", retryable=True
-            )
+            msg = f"memlistener engine unavailable: {self._start_error}"
+            return ListenerResult.failed(jobs, msg, retryable=True)
         return await asyncio.to_thread(self._listener.run, jobs)
 
     async def run(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,10 +1,6 @@
-"""JSON schema of the MemListener's output, for constrained decoding.
-
-``path`` is an enum of the schema's leaves, so a constrained engine cannot emit an unknown path. The
-op list is capped (``MAX_OPS``) and values at the largest leaf budget, never above
-``MAX_VALUE_CHARS`` (a grammar grows with ``maxLength`` and one MemListener serves every tenant);
-the gate still checks each leaf's budget. The root is an object because several structured-output
-implementations refuse array roots.
+"""JSON schemas of the MemListener's output for constrained decoding: paths or ids as enums, the op
+list capped (``MAX_OPS``), values at the largest budget up to ``MAX_VALUE_CHARS`` (a grammar grows
+with ``maxLength``); an object root, as several implementations refuse array roots.
 """
 
 from __future__ import annotations
@@ -15,14 +11,12 @@ from typing import Any
 from memory.engine.schema import Schema
 
 MAX_OPS = 12
-#: Largest ``maxLength`` of a value in any generated output schema (the default schema's largest
-#: budget is 300; a value over its leaf's budget is refused by the gate anyway).
+#: Largest ``maxLength`` of a value (the default schema's largest budget is 300; the gate checks each).
 MAX_VALUE_CHARS = 400
 
 
 def _closed(**properties: dict[str, Any]) -> dict[str, Any]:
-    """An object of exactly ``properties``, every one required, in this order (the order a
-    grammar-constrained engine emits them in)."""
+    """An object of exactly ``properties``, all required, in the order a grammar emits them."""
     return {
         "type": "object",
         "properties": properties,
@@ -60,10 +54,8 @@ def op_list_schema(schema: Schema, *, max_ops: int = MAX_OPS) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=256)
 def pointer_list_schema(n_sentences: int, n_leaves: int, *, max_ops: int = MAX_OPS, max_len: int = 160):
-    """The pointing prompt's output: ops that name a sentence id and a candidate-leaf id of this
-    chunk only (integer enums), so a constrained engine cannot point outside the chunk.
-    Property order matters: grammar-constrained engines emit properties in schema order, and
-    ``op`` comes first in every variant, as models write it."""
+    """The pointing output: ops naming this chunk's sentence and candidate-leaf ids (integer enums),
+    ``op`` first in every variant as models write it (grammars emit properties in schema order)."""
     max_len = max(1, min(max_len, MAX_VALUE_CHARS))
     sentence = {"type": "integer", "enum": list(range(1, n_sentences + 1))}
     leaf = {"type": "integer", "enum": list(range(1, n_leaves + 1))}

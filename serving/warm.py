@@ -1,9 +1,5 @@
-"""What a new machine computes once, before the first process needs it (`make venv` runs this):
-MiniLM's ONNX graph and the default schema's embedded leaf texts, both in the machine's cache
-(`serving.minilm_onnx.cache_dir`), where the local settings look for them.
-
-    python -m serving.warm
-"""
+"""``python -m serving.warm`` (`make venv`): MiniLM's ONNX graph and the default schema's embedded
+leaf texts, computed once into the machine's cache (`serving.minilm_onnx.cache_dir`)."""
 
 from __future__ import annotations
 

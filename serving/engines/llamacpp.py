@@ -1,10 +1,7 @@
 """llama.cpp engine (llama-cpp-python): the embedded CPU default, running a local GGUF.
 
-Constrained output: the op-list JSON schema is compiled once into a ``LlamaGrammar`` and passed
-to every chat completion, so the model can only emit schema-valid JSON with known leaf paths.
-Prompts are evaluated one after another (llama.cpp is single-sequence here); llama-cpp-python
-keeps the KV cache of the previous prompt and re-evaluates only the part after the longest
-common prefix, so the static prefix (rules + schema) is computed once per process.
+The output JSON schema is compiled once into a ``LlamaGrammar``. Prompts run one after another; the
+KV cache of the previous one is reused up to the common prefix, so the static part is computed once.
 """
 
 from __future__ import annotations

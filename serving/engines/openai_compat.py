@@ -70,15 +70,8 @@ class OpenAICompatEngine:
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> OpenAICompatEngine:
-        return cls(
-            base_url=config.base_url,
-            model=config.model,
-            api_key=config.api_key,
-            timeout_s=config.timeout_s,
-            max_retries=config.max_retries,
-            max_tokens=config.max_tokens,
-            temperature=config.temperature,
-        )
+        fields = {"base_url", "model", "api_key", "timeout_s", "max_retries", "max_tokens", "temperature"}
+        return cls(**config.model_dump(include=fields))
 
     def _one(self, prompt: Prompt, json_schema: dict[str, Any] | None) -> Generation:
         kwargs: dict[str, Any] = {}

