@@ -107,6 +107,9 @@ _PAST_OR_PRESENT = frozenset(
 _PARTICIPLE = frozenset("been gone done seen had made taken given known got gotten".split())
 _SUBJECT = re.compile(r"^(i am|i have|i will|i would|i'm|im|i've|ive|i'd|i'll|i|we're|we've|we'd|we'll|we)(?![\w'])",
                       re.IGNORECASE)  # fmt: skip
+_TOGETHER = re.compile(
+    r"^(?:all|both)\b|\b(?:each other|one another|together|met|meet|friends)\b", re.IGNORECASE
+)
 _LEAD_FORMS = {"i'm": "is", "im": "is", "i am": "is", "i've": "has", "ive": "has", "i have": "has",
                "i'll": "will", "i will": "will", "i would": "would",
                "we": "they", "we're": "they're", "we've": "they've", "we'd": "they'd", "we'll": "they'll"}  # fmt: skip
@@ -216,7 +219,12 @@ def _lead(text: str) -> tuple[str, bool]:
     form = fold(m.group(1))
     rest = text[m.end() :].lstrip()
     if form in ("we", "we're", "we've", "we'd", "we'll"):
-        return f"{_LEAD_FORMS[form]} {rest}", False
+        if _TOGETHER.search(rest):  # "We've known each other since college": a pair, not the person
+            return f"{_LEAD_FORMS[form]} {rest}", False
+        # "We went biking" is the person's doing as much as "I went biking": said the same way
+        form = {"we": "i", "we're": "i'm", "we've": "i've", "we'd": "i'd", "we'll": "i'll"}[form]
+        if form == "i" and rest.split(" ", 1)[0].lower() == "were":
+            rest = "was" + rest[4:]
     if form in _LEAD_FORMS:
         return f"{_LEAD_FORMS[form]} {rest}".strip(), True
     tokens = rest.split(" ")

@@ -93,13 +93,13 @@ def test_the_word_budget_does_not_cut_off_a_date_or_a_name() -> None:
 
 def test_just_done_is_dated_the_day_it_was_said() -> None:
     clause = "We just moved to Lisbon!"
-    assert state_fact(clause, MONDAY, clause) == "They moved to Lisbon (17 July 2023)"
+    assert state_fact(clause, MONDAY, clause) == "Moved to Lisbon (17 July 2023)"
     clause = "Oh, on another note, I just adopted a cute pup from a shelter last week."  # the week wins
     assert (
         state_fact(clause, MONDAY, clause) == "Adopted a cute pup from a shelter (week before 17 July 2023)"
     )
     assert state_fact("I just love my dog.", MONDAY) == "Loves their dog"  # not an event
-    assert state_fact("We just moved to Lisbon!") == "They moved to Lisbon"  # no timestamp, no date
+    assert state_fact("We just moved to Lisbon!") == "Moved to Lisbon"  # no timestamp, no date
 
 
 def test_extractive_pointers_one_per_leaf_and_no_op():
