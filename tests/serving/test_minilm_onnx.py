@@ -158,7 +158,7 @@ def test_the_graph_is_named_after_the_weights_and_the_exporting_packages(tmp_pat
     weights.write_bytes(b"other weights")
     assert minilm_onnx.graph_path(str(weights.parent), tmp_path) != first
     second = minilm_onnx.graph_path(str(weights.parent), tmp_path)
-    monkeypatch.setattr(minilm_onnx, "_version", lambda name: "9.9" if name == "torch" else "1.0")
+    monkeypatch.setattr(minilm_onnx, "package_version", lambda name: "9.9" if name == "torch" else "1.0")
     assert minilm_onnx.graph_path(str(weights.parent), tmp_path) != second
 
 
