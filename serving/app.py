@@ -3,8 +3,7 @@
 Every job of every request (HTTP ``ListenerBatch`` or ``handle.run.remote``) goes through one
 ``@serve.batch`` queue, one ``ListenerResult`` each; a bad body is a 422. The model loads in the
 constructor, never in ``check_health`` (a minutes-long load outlived Serve's health-check timeout).
-``POST <route>/v1/chat/completions`` answers OpenAI chat requests with the same engine.
-"""
+``POST <route>/v1/chat/completions`` answers OpenAI chat requests with the same engine."""
 
 from __future__ import annotations
 

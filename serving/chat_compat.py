@@ -2,8 +2,7 @@
 the web tier's responder (``PERSONATREE_RESPONDER_BACKEND=openai``) answers with the deployment's
 model when the web image has none. Only what that client sends is read (``messages``, a
 ``json_schema`` ``response_format``; the engine's own limits apply); anything malformed is a 400
-in OpenAI's error shape, an engine failure a 503 or 500.
-"""
+in OpenAI's error shape, an engine failure a 503 or 500."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """How the rest of the project calls the MemListener: ``get_listener_client(config).run(jobs)``, with
 ``serving.listener.InProcessClient`` for every backend but ``ray`` (the Serve app's HTTP client, here).
-No Django: the config is handed in.
-"""
+No Django: the config is handed in."""
 
 from __future__ import annotations
 

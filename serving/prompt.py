@@ -1,9 +1,5 @@
-"""The MemListener prompt: our rules text + schema leaves (static prefix), then the per-call part.
-
-The static part comes first so that prefix caching computes it once (``serving.engines.base.Prompt``).
-The rules restate the paper's update procedure in our own words. ``PROMPT_VERSION`` travels with
-every result into the audit log; bump it whenever the text below changes.
-"""
+"""The MemListener prompts: a static part first (rules, schema leaves; prefix caching computes it
+once), then the per-call part. The versions go into the audit log: bump them when the text changes."""
 
 from __future__ import annotations
 

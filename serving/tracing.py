@@ -1,7 +1,6 @@
 """OpenTelemetry spans, off unless ``PERSONATREE_OTEL`` is on (docs/DEPLOY.md): :func:`server_span`
 continues a caller's ``traceparent`` in the Serve deployment, :func:`client_span` wraps the Milvus
-calls; :func:`default_provider` serves the Django side too. No Django, no OpenTelemetry import when off.
-"""
+calls; :func:`default_provider` serves the Django side too. No Django, no OpenTelemetry import when off."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """llama.cpp engine (llama-cpp-python): the embedded CPU default, running a local GGUF.
 
 The output JSON schema is compiled once into a ``LlamaGrammar``. Prompts run one after another; the
-KV cache of the previous one is reused up to the common prefix, so the static part is computed once.
-"""
+KV cache of the previous one is reused up to the common prefix, so the static part is computed once."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Retries are the client's (backoff honouring ``Retry-After``); errors after them are per-job results,
 retryable unless a human must act (credentials, exhausted quota) or the request was refused (a 400).
-Constrained output through ``response_format={"type": "json_schema", ...}``.
-"""
+Constrained output through ``response_format={"type": "json_schema", ...}``."""
 
 from __future__ import annotations
 

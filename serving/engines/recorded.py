@@ -2,8 +2,7 @@
 
 A recording is JSONL of :func:`recording_entry` lines (``python -m evaluation.record``), keyed by
 ``Prompt.key``, else by ``Prompt.turns_key`` (which survives prompt rewording); an unknown key is a
-non-retryable error.
-"""
+non-retryable error."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """StandInEngine: a model stand-in for backend benchmarks, never a default. ``"no_op"`` answers NO_OP;
 ``"derived"`` one op on a leaf of the ``path`` enum picked by a hash of the turns, valued with the last
-user turn's first words. ``latency_ms`` sleeps per call to emulate a model's cost.
-"""
+user turn's first words. ``latency_ms`` sleeps per call to emulate a model's cost."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Plumbing of the async vLLM engine that needs no vLLM: its event-loop thread and its scheduler stats.
 
 ``EngineLoop`` runs one asyncio loop in a daemon thread, where ``AsyncLLM`` lives; Ray Serve's
-worker threads submit coroutines to it, so their sequences share the scheduler's batches.
-"""
+worker threads submit coroutines to it, so their sequences share the scheduler's batches."""
 
 from __future__ import annotations
 
@@ -90,12 +89,8 @@ class StatsSnapshot:
 
 
 class SchedulerStats:
-    """Totals of the scheduler's per-step reports; thread-safe (written on the engine loop, read anywhere).
-
-    ``record`` takes the fields of vLLM's ``SchedulerStats`` (``num_running_reqs``,
-    ``num_waiting_reqs``, ``prefix_cache_stats.queries/hits``), read by attribute so a renamed
-    field shows as zero rather than breaking generation.
-    """
+    """Totals of vLLM's per-step ``SchedulerStats``, thread-safe; fields read by attribute, so a renamed
+    one shows as zero rather than breaking generation."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

