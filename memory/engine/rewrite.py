@@ -57,8 +57,9 @@ _TRAILING_TALK = re.compile(
     r"|\s*,\s*right\b)+"
     r"[\s.!?]*$"
     r"|[\s,]*\.\.\.+\s*$"
-    r"|\s*(?:,|-+|\u2013|\u2014)\s*(?:i\s+)?can(?:'|no)?t\s+wait\b[\s.!]*$"
-    r"|,?\s+since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?[\s.!]*$",  # "... show next month - can't wait!"
+    r"|\s*(?:,|-+|\u2013|\u2014)\s*(?:i\s+)?can(?:'|no)?t\s+wait\b[\s.!]*$"  # "... show next month - can't wait!"
+    r"|,?\s+since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?[\s.!]*$"
+    r"|,?\s+(?:after that|afterwards|since then)[\s.!]*$",  # the chat's then, not a date
     re.IGNORECASE,
 )
 _FILLER = re.compile(
@@ -108,7 +109,10 @@ _PARTICIPLE = frozenset("been gone done seen had made taken given known got gott
 _SUBJECT = re.compile(r"^(i am|i have|i will|i would|i'm|im|i've|ive|i'd|i'll|i|we're|we've|we'd|we'll|we)(?![\w'])",
                       re.IGNORECASE)  # fmt: skip
 _TOGETHER = re.compile(
-    r"^(?:all|both)\b|\b(?:each other|one another|together|met|meet|friends)\b", re.IGNORECASE
+    r"^(?:all|both)\b|\b(?:each other|one another|together|met|meet|friends)\b"
+    r"|^(?:were|are|been|became|become)\s+(?:\w+\s+){0,2}?\w*(?:mates|partners|neighbou?rs|colleagues|siblings|"
+    r"cousins|twins|buddies|members|parents|kids)\b",  # "We were teammates": a pair's fact, said plural
+    re.IGNORECASE,
 )
 _LEAD_FORMS = {"i'm": "is", "im": "is", "i am": "is", "i've": "has", "ive": "has", "i have": "has",
                "i'll": "will", "i will": "will", "i would": "would",
@@ -241,6 +245,10 @@ def _lead(text: str) -> tuple[str, bool]:
         k += 1
     if tokens and tokens[0]:
         tokens[k] = third_person_verb(tokens[k])
+        if k + 2 < len(tokens) and fold(tokens[k + 1]) in ("and", "or") and tokens[k + 2].isalpha():
+            second = third_person_verb(tokens[k + 2])  # "I practice and train" -> "Practices and trains"
+            if "VERB" in getAllLemmas(tokens[k + 2].lower()) and second != tokens[k + 2]:
+                tokens[k + 2] = second
     return " ".join(tokens), True
 
 
@@ -353,7 +361,8 @@ _PHRASAL_HEAD = re.compile(
 )
 
 _HALF_PHRASE = re.compile(
-    r"\b(?:in hopes?|in order|so as|as well|such|because|a (?:few|couple)|on (?:their|the|my|our) way)$",
+    r"\b(?:in hopes?|in order|so as|as well|such|because|a (?:few|couple|ton|lot|bunch|bit)|on (?:their|the|my|our) way)$"
+    r"|,\s*(?:both|either|neither)$",
     re.IGNORECASE,
 )
 

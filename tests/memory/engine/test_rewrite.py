@@ -83,6 +83,10 @@ from memory.engine.text import folded_words, stem
         # "we" is the person's doing too, unless the clause is about the pair
         ("We were at the lake all weekend", "Was at the lake all weekend"),
         ("We've known each other since college", "They've known each other since college"),
+        ("We were teammates for four years", "They were teammates for four years"),
+        ("We practice and train every day", "Practices and trains every day"),
+        ("I need rest and water", "Needs rest and water"),
+        ("We celebrated at a diner after that", "Celebrated at a diner"),
         ("What kind of music do you like?", "What kind of music do you like"),
         # evaluative tails
         ("I ran my first marathon, which was awesome", "Ran their first marathon"),
