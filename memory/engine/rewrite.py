@@ -264,7 +264,7 @@ _FRONT = re.compile(
 _CATCH_UP = re.compile(
     r"(?:since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up|met|saw each other)|since (?:then|last time)"
     r"|in the meantime|meanwhile|on (?:another|a different|a side|that|a related) note"
-    r"|(?:besides|other than|apart from|aside from) (?:that|this|all that))\W*$",
+    r"|(?:besides|other than|apart from|aside from) (?:that|this|all that)|after that|afterwards|then)\W*$",
     re.IGNORECASE,
 )
 

@@ -87,6 +87,7 @@ from memory.engine.text import folded_words, stem
         ("We practice and train every day", "Practices and trains every day"),
         ("I need rest and water", "Needs rest and water"),
         ("We celebrated at a diner after that", "Celebrated at a diner"),
+        ("After that, we celebrated at a diner", "Celebrated at a diner"),
         ("What kind of music do you like?", "What kind of music do you like"),
         # evaluative tails
         ("I ran my first marathon, which was awesome", "Ran their first marathon"),
