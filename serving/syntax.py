@@ -21,6 +21,8 @@ How a clause is read:
   enjoy the upside-down poses. They ..."); an "it" standing for a clause ("It's great to see") never;
 - a subject outside the span (a stripped vocative) gives way to its apposition; "Max and I" is I.
 
+Whose a noun is and what a pronoun names are :mod:`serving.naming`'s; this module reads the clause.
+
 Parsing costs about 3 ms a turn on one core (~300 turns/s).
 """
 
@@ -34,6 +36,22 @@ from dataclasses import replace
 
 from memory.engine.aboutness import ClauseSyntax, judge
 from serving.lazy import Lazy
+from serving.naming import (
+    ADDRESSEE,
+    OBJECT_PRONOUNS,
+    PRONOUNS,
+    QUANTIFIERS,
+    SPEAKER,
+    SPEAKER_FROM,
+    SPEAKER_POSS,
+    antecedent_of,
+    extraposed,
+    name_beside,
+    noun_kind,
+    owner_of,
+    possessive_of,
+    pronouns_named,
+)
 
 __all__ = ["SyntaxStep", "SyntaxUnavailable", "clause_syntax", "import_spacy_without_torch", "load_pipeline"]
 
@@ -46,30 +64,13 @@ class SyntaxUnavailable(RuntimeError):
 
 _SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})
 _FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
-_SPEAKER = frozenset({"i", "we"})
-_SPEAKER_POSS = frozenset({"my", "our"})
-_ADDRESSEE = frozenset({"you", "your", "yours", "u", "ya", "ur"})
-_PRONOUNS = frozenset({"he", "she", "they", "it"})
 _THIRD_POSS = {"his": "he", "her": "she", "its": "it", "their": "they"}  # possessive -> its pronoun
 _DEICTIC = frozenset({"this", "that", "these", "those", "which", "what", "who"})
-_QUANTIFIERS = frozenset(
-    {"one", "some", "all", "both", "most", "many", "each", "few", "several", "two", "none"}
-)
 _REACTION_VERBS = frozenset({"sound", "look", "seem", "feel"})
 # "I can see why ...", "I can imagine ...", "I bet ...": a verb of sympathy over a clause reacts to
 # what the other speaker said ("I saw how it affected us" is the speaker's own experience)
 _EMPATHY = frozenset({"see", "imagine", "understand", "tell"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
-# Nouns for a person or an animal someone has: what "he"/"she" can name.
-_PETS = frozenset("dog cat pet puppy kitten pup horse bird parrot hamster rabbit bunny turtle snake".split())
-_ANIMATE = _PETS | frozenset(
-    """
-mom mother mum dad father parent brother sister son daughter kid child baby husband wife partner
-boyfriend girlfriend fiance fiancee spouse grandma grandmother grandpa grandfather aunt uncle cousin
-niece nephew friend buddy bestie boss manager coworker colleague teammate coach mentor teacher
-neighbor neighbour roommate student client guy girl boy man woman lady
-""".split()
-)
 
 
 def import_spacy_without_torch() -> None:
@@ -125,18 +126,12 @@ class SyntaxStep:
         ]
         out = []
         for doc, (_content, spans, before) in zip(self.nlp.pipe(texts), turns, strict=True):
-            doc.user_data[_SPEAKER_FROM] = offset = len(before) + len(_TURN_BREAK) if before else 0
+            doc.user_data[SPEAKER_FROM] = offset = len(before) + len(_TURN_BREAK) if before else 0
             out.append([clause_syntax(doc, start + offset, end + offset) for start, end in spans])
         return out
 
 
 _TURN_BREAK = "\n\n"
-_SPEAKER_FROM = "speaker_from"  # doc.user_data key: where the speaker's own turn starts
-
-
-def _speakers(token) -> bool:
-    """Is ``token`` in the speaker's turn (not in the other speaker's turn parsed before it)?"""
-    return token.idx >= token.doc.user_data.get(_SPEAKER_FROM, 0)
 
 
 def _depth(token) -> int:
@@ -205,162 +200,6 @@ def _modal(main) -> str:
     return ""
 
 
-def _poss(token):
-    return next((c for c in token.children if c.dep_ == "poss"), None)
-
-
-def _owner_of(token) -> str:
-    """ "speaker" / "addressee" / "other" / "" for a noun's possessive."""
-    poss = _poss(token)
-    if poss is None:
-        return ""
-    low = poss.lower_
-    mine, yours = ("speaker", "addressee") if _speakers(token) else ("other", "speaker")
-    if low in _SPEAKER_POSS:
-        return mine
-    if low in _ADDRESSEE:
-        return yours
-    return "other"
-
-
-def _owned_nouns(doc, before: int) -> dict[str, object]:
-    """Lemma -> token of every noun the speaker called theirs before token ``before``; a name
-    standing beside such a noun ("my cat Luna", "my sister, Ana") counts too, keyed by its text."""
-    out: dict[str, object] = {}
-    for token in doc[:before]:
-        if token.pos_ not in ("NOUN", "PROPN") or _owner_of(token) != "speaker":
-            continue
-        out[token.lemma_.lower()] = token
-        name = _name_beside(token)
-        if name is not None:
-            out[name.lower_] = token
-        if token.dep_ == "compound" and token.head.pos_ == "PROPN":  # "my cat Luna" parsed the other way
-            out[token.head.lower_] = token
-    return out
-
-
-def _name_beside(token):
-    """The name given to a noun right after it: "my cat Luna", "my sister, Ana" (however parsed)."""
-    doc = token.doc
-    at = token.i + 1
-    if at < len(doc) and doc[at].text == ",":
-        at += 1
-    if at < len(doc) and doc[at].pos_ == "PROPN" and doc[at].ent_type_ not in ("GPE", "LOC", "ORG", "DATE"):
-        return doc[at]
-    return None
-
-
-def _phrase(token, *, det: str = "") -> str:
-    """The noun phrase of an owned noun: its possessive, modifiers, the noun and a name beside it,
-    said as the speaker would ("your turtles" in the other speaker's turn is "my turtles"); with
-    ``det`` its article too, said as ``det`` ("the upside-down poses", "our cat")."""
-    deps = ("poss", "amod", "compound", "nummod", "det") if det else ("poss", "amod", "compound", "nummod")
-    parts = [c for c in token.children if c.dep_ in deps and c.i < token.i]
-    first = min([c.left_edge.i for c in parts if c.dep_ != "poss"] + [p.i for p in parts] + [token.i])
-    name = _name_beside(token)
-    words = [t for t in token.doc[first : token.i + 1] if not t.is_punct or t.text == "-"]
-    mine = {"your": "my", "yours": "mine", "ur": "my"}  # said by the other speaker
-    said = [
-        det if t.dep_ == "det" and t.lower_ in ("a", "an", "the")
-        else mine.get(t.lower_, t.text) if t.dep_ == "poss" and not _speakers(t) else t.text
-        for t in words
-    ]  # fmt: skip
-    text = "".join(w + (t.whitespace_ if t.i < token.i else "") for w, t in zip(said, words, strict=True))
-    return f"{text} {name.text}" if name is not None else text
-
-
-def _speaker_subject(verb) -> bool:
-    """Is ``verb`` done by the speaker: its subject is I/we (you, in the other speaker's turn), or it
-    has none as the first verb of a chat statement ("Checked out the library")?"""
-    for _ in range(4):
-        subject = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
-        if subject is not None:
-            return subject.lower_ in (_SPEAKER if _speakers(subject) else _ADDRESSEE)
-        if verb.dep_ != "conj" or verb.head.i == verb.i:
-            elided = verb.dep_ == "ROOT" and verb.pos_ == "VERB" and verb.tag_ in ("VBD", "VBN")
-            return elided and _speakers(verb)
-        verb = verb.head
-    return False
-
-
-def _speakers_object(token) -> bool:
-    """Is ``token`` the direct object of something the speaker did ("I love this series")?"""
-    while token.dep_ == "conj" and token.head.i != token.i:
-        token = token.head
-    return token.dep_ == "dobj" and token.head.pos_ in ("VERB", "AUX") and _speaker_subject(token.head)
-
-
-def _agrees(pronoun: str, token) -> bool:
-    plural = token.tag_ in ("NNS", "NNPS")
-    animate = token.lemma_.lower() in _ANIMATE or token.pos_ == "PROPN" or token.ent_type_ == "PERSON"
-    if pronoun == "they":
-        return plural
-    if pronoun == "it":
-        return not plural and not animate
-    return not plural and animate
-
-
-def _antecedent(doc, subject, pronoun: str = "") -> str:
-    """The speaker's noun phrase a pronoun subject (or ``pronoun``, an object) names, or "" (see
-    the module doc)."""
-    pronoun = pronoun or subject.lower_
-    owned = _owned_nouns(doc, subject.i)
-    earlier = [t for t in reversed(doc[: subject.i]) if t.pos_ in ("NOUN", "PROPN") and _agrees(pronoun, t)]
-    subjects = [t for t in earlier if t.dep_ in ("nsubj", "nsubjpass")]
-    for token in subjects[:1] or earlier[:1]:  # an earlier subject first: "The kids ate. They ..."
-        if token.dep_ in ("compound", "appos") and token.head.pos_ in ("NOUN", "PROPN"):
-            token = token.head if token.head.i < subject.i else token
-        owner = owned.get(token.lemma_.lower()) or owned.get(token.lower_)
-        if owner is None and token.dep_ == "appos":
-            owner = owned.get(token.head.lemma_.lower())
-        if owner is not None:
-            return _phrase(owner)
-    # a thing the speaker just did something to: "I really enjoy the upside-down poses. They make
-    # me feel free"; an animal they took in ("We adopted a cat! Her name is Pastel, she's ...");
-    # not a person ("I met a guy. He ..."), who is not the speaker's to describe
-    if (
-        pronoun in ("it", "they")
-        and earlier
-        and earlier[0].pos_ == "NOUN"
-        and earlier[0].lemma_.lower() not in _EMPTY_NOUNS  # "You had fun! - It was a day at the park"
-        and _speakers_object(earlier[0])
-    ):
-        return _phrase(earlier[0], det="the")
-    if pronoun in ("he", "she"):
-        pet = next((t for t in earlier if t.pos_ == "NOUN"), None)
-        if pet is not None and pet.lemma_.lower() in _PETS and _speakers_object(pet):
-            doer = next((c.lower_ for c in pet.head.children if c.dep_ == "nsubj"), "")
-            return _phrase(pet, det="our" if doer == "we" else "my")  # the speaker's own now
-    return ""
-
-
-def _extraposed(main, pronoun: str) -> bool:
-    """ "It's amazing what they can do", "It was great to see them": an "it" standing for the
-    clause after it, not for a thing the speaker named."""
-    deps = {c.dep_ for c in main.children if c.i > main.i}
-    return pronoun == "it" and bool(deps & {"acomp", "attr"}) and bool(deps & {"ccomp", "xcomp", "csubj"})
-
-
-def _noun_kind(subject, doc) -> str:
-    if subject.lower_ in _QUANTIFIERS:  # "one of my friends" is read as "my friends"
-        of = next((c for c in subject.children if c.dep_ == "prep" and c.lower_ == "of"), None)
-        obj = next((c for c in of.children if c.dep_ == "pobj"), None) if of is not None else None
-        if obj is not None:
-            subject = obj
-    owner = _owner_of(subject)
-    if owner == "speaker":
-        return "owned"
-    if owner:
-        return owner
-    owned = _owned_nouns(doc, subject.i)
-    if subject.pos_ == "PROPN":
-        return "owned" if subject.lower_ in owned else "other"
-    determiner = next((c.lower_ for c in subject.children if c.dep_ == "det"), "")
-    if determiner == "the" and subject.lemma_.lower() in owned:
-        return "owned"
-    return "generic"
-
-
 def _gerund(token) -> bool:
     """ "Volunteering at a shelter ..." tagged as a noun: an -ing word with no determiner or owner."""
     return (
@@ -372,10 +211,10 @@ def _gerund(token) -> bool:
 def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     """The :class:`ClauseSyntax` of characters ``start:end`` of a parsed turn ``doc``; a clause the
     judge would drop keeps the one fact of the speaker's inside it, if any (:func:`_salvaged`)."""
-    syntax = _read(doc, start, end)
+    tokens = [t for t in doc if start <= t.idx < end and not t.is_punct and not t.is_space]
+    syntax = _read(doc, tokens)
     if judge(syntax).keep:
         return syntax
-    tokens = [t for t in doc if start <= t.idx < end and not t.is_punct and not t.is_space]
     return _salvaged(tokens) or syntax
 
 
@@ -398,7 +237,7 @@ def _salvaged(tokens) -> ClauseSyntax | None:
         if mark is None or verb.dep_ != "advcl":
             continue
         subject = _subject(verb, inside)
-        if subject is None or subject.lower_ not in _SPEAKER or not _finite(verb):
+        if subject is None or subject.lower_ not in SPEAKER or not _finite(verb):
             continue
         if verb.lemma_ == "be" and verb.tag_ == "VBD":
             continue  # "since I was a kid": a when, not a fact
@@ -407,16 +246,15 @@ def _salvaged(tokens) -> ClauseSyntax | None:
             plain = doc[span[0].i : span[-1].i + 1].text
             return ClauseSyntax("speaker", True, first_person=True, swaps=((said, plain),))
     for noun in tokens:
-        poss = _poss(noun)
-        name = _name_beside(noun) if noun.pos_ == "NOUN" and poss is not None else None
-        if name is not None and name.i in inside and poss.lower_ in _SPEAKER_POSS:
+        poss = possessive_of(noun)
+        name = name_beside(noun) if noun.pos_ == "NOUN" and poss is not None else None
+        if name is not None and name.i in inside and poss.lower_ in SPEAKER_POSS:
             plain = f"{doc[poss.i : noun.i + 1].text} is {name.text}"
             return ClauseSyntax("owned", True, first_person=True, swaps=((said, plain),))
     return None
 
 
-def _read(doc, start: int, end: int) -> ClauseSyntax:
-    tokens = [t for t in doc if start <= t.idx < end and not t.is_punct and not t.is_space]
+def _read(doc, tokens) -> ClauseSyntax:
     if not tokens:
         return ClauseSyntax("none", False)
     first_person = any(t.lower_ in _FIRST_PERSON for t in tokens)
@@ -456,28 +294,28 @@ def _read(doc, start: int, end: int) -> ClauseSyntax:
     if subject.i not in inside:  # "Hey Nate, my favourite treat is ...": the vocative is not it
         subject = next((c for c in subject.children if c.dep_ == "appos" and c.i in inside), subject)
     low = subject.lower_
-    if any(c.dep_ == "conj" and c.lower_ in _SPEAKER for c in subject.children):
+    if any(c.dep_ == "conj" and c.lower_ in SPEAKER for c in subject.children):
         low = "i"  # "Max and I had a blast": the speaker is among the subjects
     if subject.dep_ in ("csubj", "csubjpass") or subject.tag_ == "VBG" or _gerund(subject):
         kind = "clausal"
     elif subject.dep_ == "expl":
         kind = "expletive"
-    elif low in _SPEAKER:
+    elif low in SPEAKER:
         kind = "speaker"
-    elif low in _ADDRESSEE:
+    elif low in ADDRESSEE:
         kind = "addressee"
-    elif low in _PRONOUNS:
-        antecedent = "" if _extraposed(main, low) else _antecedent(doc, subject)
-        dangling = bool(_pronouns_named(tokens, main))  # "She made it": two to name, one slot
+    elif low in PRONOUNS:
+        antecedent = "" if extraposed(main, low) else antecedent_of(doc, subject)
+        dangling = bool(pronouns_named(tokens, main))  # "She made it": two to name, one slot
         return ClauseSyntax("pronoun", finite, modal, subject.text, antecedent, first_person, dangling)
     elif low in _DEICTIC:
         kind = "deictic"
-    elif subject.pos_ in ("NOUN", "PROPN", "NUM") or low in _QUANTIFIERS:
-        kind = _noun_kind(subject, doc)
-        poss = _poss(subject)
+    elif subject.pos_ in ("NOUN", "PROPN", "NUM") or low in QUANTIFIERS:
+        kind = noun_kind(subject, doc)
+        poss = possessive_of(subject)
         if kind == "other" and poss is not None and poss.lower_ in _THIRD_POSS:
             # "Her name is Pastel" after "We adopted a cat": the cat's name, the speaker's to tell
-            antecedent = _antecedent(doc, poss, _THIRD_POSS[poss.lower_])
+            antecedent = antecedent_of(doc, poss, _THIRD_POSS[poss.lower_])
             if antecedent:
                 return ClauseSyntax("pronoun", finite, modal, poss.text, f"{antecedent}'s", first_person)
     else:
@@ -492,7 +330,7 @@ def _shown_made(tokens, shown, inside: set[int]) -> tuple[str, str] | None:
         return None
     verb = next((c for c in shown.children if c.dep_ == "relcl" and c.i in inside), None)
     subject = _subject(verb, inside) if verb is not None else None
-    if verb is None or subject is None or subject.lower_ not in _SPEAKER or subject.i > verb.i:
+    if verb is None or subject is None or subject.lower_ not in SPEAKER or subject.i > verb.i:
         return None
     doc = shown.doc
     relative = set(range(verb.left_edge.i, verb.right_edge.i + 1))
@@ -505,50 +343,6 @@ def _shown_made(tokens, shown, inside: set[int]) -> tuple[str, str] | None:
     return said, " ".join(t.text for t in words if not t.is_punct or t.text == "-").replace(" - ", "-")
 
 
-_OBJECT_PRONOUNS = {
-    "it": "it",
-    "them": "they",
-    "him": "he",
-    "her": "she",
-    "this": "",
-    "that": "",
-    "these": "",
-    "those": "",
-}
-_REPORTED_PRONOUNS = frozenset({"it", "they", "he", "she", "him", "her", "them", "this", "that"})
-_REPORTED_DEPS = frozenset({"ccomp", "xcomp", "advcl"})
-_ARRIVED = frozenset({"to", "through", "into", "past", "across", "out", "home", "back", "here", "there"})
-_TIME_PREPS = frozenset({"after", "before", "since", "besides", "despite"})  # "after that": when, not what
-
-
-def _pronouns_named(tokens, main) -> list:
-    """The pronouns of a clause that stand for something it does not say: an object ("Made it in
-    pottery class", "helping her move"), or the subject of a clause it reports ("I think it's
-    great"); not a relative pronoun, "made it to the finals" or "after that"."""
-    out = []
-    for t in tokens:
-        if _another_one(t):  # "Started writing another one", "sold the old one"
-            out.append(t)
-            continue
-        if t.lower_ not in _OBJECT_PRONOUNS and t.lower_ not in _REPORTED_PRONOUNS:
-            continue
-        if t.tag_ == "PRP$" or t.head.dep_ == "relcl" or t.dep_ == "det":
-            continue
-        if any(u.i < t.i and _may_name(t.lower_, u) for u in tokens):
-            continue  # named in the clause itself: "helping the community and making it better"
-        head = t.head
-        if t.dep_ in ("dobj", "dative", "pobj") and t.lower_ in _OBJECT_PRONOUNS:
-            if t.dep_ == "pobj" and head.lower_ in _TIME_PREPS:
-                continue
-            if head.lemma_ == "make" and any(c.i > t.i and c.lower_ in _ARRIVED for c in head.children):
-                continue  # "made it to the finals", "made it home"
-            out.append(t)
-        elif t.dep_ in ("nsubj", "nsubjpass") and t.lower_ in _REPORTED_PRONOUNS and head.i > main.i:
-            if head.dep_ in _REPORTED_DEPS and not _extraposed(head, t.lower_):
-                out.append(t)
-    return out
-
-
 def _tail(tokens, main):
     """(the first word, the text to its verb) of a clause joined to the main one with a subject of
     its own that is not the speaker ("... walks and it's made a big impact"), or None."""
@@ -559,46 +353,17 @@ def _tail(tokens, main):
         subject = next((c for c in verb.children if c.dep_ in _SUBJECT_DEPS), None)
         if (
             subject is None
-            or subject.lower_ in _SPEAKER
+            or subject.lower_ in SPEAKER
             or subject.i < main.i
-            or _owner_of(subject) == "speaker"
+            or owner_of(subject) == "speaker"
         ):
             continue
-        if subject.lower_ in _PRONOUNS and _antecedent(subject.doc, subject):
+        if subject.lower_ in PRONOUNS and antecedent_of(subject.doc, subject):
             continue  # "We adopted a cat and she sleeps all day": still the speaker's to tell
         ccs = [c for c in main.children if c.dep_ == "cc" and main.i < c.i < subject.i and c.i in inside]
         start = ccs[-1] if ccs else subject
         return start, verb.doc.text[start.idx : verb.idx + len(verb.text)]
     return None
-
-
-def _another_one(token) -> bool:
-    """ "one" standing for a noun said before: "another one", "the first one", "a new one" (not
-    "one of my friends", "one day", "the one thing")."""
-    if token.lower_ not in ("one", "ones") or token.dep_ not in (
-        "dobj",
-        "pobj",
-        "nsubj",
-        "nsubjpass",
-        "attr",
-    ):
-        return False
-    kids = {c.dep_ for c in token.children}
-    return "prep" not in kids and bool(kids & {"det", "amod"})
-
-
-def _may_name(pronoun: str, token) -> bool:
-    """Can ``token``, a word before ``pronoun`` in the same clause, be what it names?"""
-    if token.pos_ not in ("NOUN", "PROPN"):
-        return False
-    kind = _OBJECT_PRONOUNS.get(pronoun) or (pronoun if pronoun in _PRONOUNS else "")
-    if kind == "it":  # "reading "The Lean Startup" and hoping it'll ...": a title is a thing
-        return (
-            token.tag_ in ("NN", "NNP")
-            and token.ent_type_ != "PERSON"
-            and token.lemma_.lower() not in _ANIMATE
-        )
-    return bool(kind) and _agrees(kind, token)
 
 
 _MARKS = frozenset(
@@ -615,9 +380,6 @@ def _subordinate(main, tokens) -> bool:
         return False
     return main.dep_ == "ROOT" or main.head.i not in {t.i for t in tokens}
 
-
-# Nouns that name no thing a pronoun could stand for: "had fun", "had a blast", "had a great time".
-_EMPTY_NOUNS = frozenset("fun blast time day experience chance idea way lot thing stuff moment".split())
 
 _TIME_NOUNS = frozenset(
     "time moment day morning afternoon evening night week weekend month year season spring summer autumn "
@@ -657,14 +419,14 @@ def _named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     if tail is not None:  # what the joined clause says is not kept, so it needs no naming
         syntax = replace(syntax, tail=tail[1])
         tokens = [t for t in tokens if t.i < tail[0].i]
-    pronouns = _pronouns_named(tokens, main)
+    pronouns = pronouns_named(tokens, main)
     if not pronouns:
         return syntax
     t = pronouns[0]
     # only what the speaker did something to is named: "Have you tried pottery?" - "I love it!"
     if len(pronouns) == 1 and t.dep_ == "dobj" and t.head.i == main.i and t.lower_ in ("it", "them"):
         if syntax.subject in ("speaker", "elided"):
-            antecedent = _antecedent(t.doc, t, _OBJECT_PRONOUNS[t.lower_])
+            antecedent = antecedent_of(t.doc, t, OBJECT_PRONOUNS[t.lower_])
             if antecedent:
                 later = sum(1 for u in tokens if u.i > t.i and u.lower_ == t.lower_)
                 return replace(syntax, pronoun=t.text, antecedent=antecedent, later=later)

@@ -1,0 +1,268 @@
+"""What a clause's words name, read from a spaCy parse of one turn: whose a noun is (the speaker's,
+the other speaker's, someone else's), the speaker's noun phrase a pronoun stands for, and the
+pronouns a clause leaves unnamed. :mod:`serving.syntax` asks these questions of each clause.
+
+A turn is parsed after the other speaker's turn before it (:data:`SPEAKER_FROM` marks where the
+speaker's own words start): there "your X" is the speaker's.
+"""
+
+from __future__ import annotations
+
+SPEAKER = frozenset({"i", "we"})
+SPEAKER_POSS = frozenset({"my", "our"})
+ADDRESSEE = frozenset({"you", "your", "yours", "u", "ya", "ur"})
+PRONOUNS = frozenset({"he", "she", "they", "it"})
+QUANTIFIERS = frozenset(
+    {"one", "some", "all", "both", "most", "many", "each", "few", "several", "two", "none"}
+)
+# Nouns for a person or an animal someone has: what "he"/"she" can name.
+_PETS = frozenset("dog cat pet puppy kitten pup horse bird parrot hamster rabbit bunny turtle snake".split())
+_ANIMATE = _PETS | frozenset(
+    """
+mom mother mum dad father parent brother sister son daughter kid child baby husband wife partner
+boyfriend girlfriend fiance fiancee spouse grandma grandmother grandpa grandfather aunt uncle cousin
+niece nephew friend buddy bestie boss manager coworker colleague teammate coach mentor teacher
+neighbor neighbour roommate student client guy girl boy man woman lady
+""".split()
+)
+SPEAKER_FROM = "speaker_from"  # doc.user_data key: where the speaker's own turn starts
+# Nouns that name no thing a pronoun could stand for: "had fun", "had a blast", "had a great time".
+_EMPTY_NOUNS = frozenset("fun blast time day experience chance idea way lot thing stuff moment".split())
+
+
+def speakers(token) -> bool:
+    """Is ``token`` in the speaker's turn (not in the other speaker's turn parsed before it)?"""
+    return token.idx >= token.doc.user_data.get(SPEAKER_FROM, 0)
+
+
+def possessive_of(token):
+    return next((c for c in token.children if c.dep_ == "poss"), None)
+
+
+def owner_of(token) -> str:
+    """ "speaker" / "addressee" / "other" / "" for a noun's possessive."""
+    poss = possessive_of(token)
+    if poss is None:
+        return ""
+    low = poss.lower_
+    mine, yours = ("speaker", "addressee") if speakers(token) else ("other", "speaker")
+    if low in SPEAKER_POSS:
+        return mine
+    if low in ADDRESSEE:
+        return yours
+    return "other"
+
+
+def _owned_nouns(doc, before: int) -> dict[str, object]:
+    """Lemma -> token of every noun the speaker called theirs before token ``before``; a name
+    standing beside such a noun ("my cat Luna", "my sister, Ana") counts too, keyed by its text."""
+    out: dict[str, object] = {}
+    for token in doc[:before]:
+        if token.pos_ not in ("NOUN", "PROPN") or owner_of(token) != "speaker":
+            continue
+        out[token.lemma_.lower()] = token
+        name = name_beside(token)
+        if name is not None:
+            out[name.lower_] = token
+        if token.dep_ == "compound" and token.head.pos_ == "PROPN":  # "my cat Luna" parsed the other way
+            out[token.head.lower_] = token
+    return out
+
+
+def name_beside(token):
+    """The name given to a noun right after it: "my cat Luna", "my sister, Ana" (however parsed)."""
+    doc = token.doc
+    at = token.i + 1
+    if at < len(doc) and doc[at].text == ",":
+        at += 1
+    if at < len(doc) and doc[at].pos_ == "PROPN" and doc[at].ent_type_ not in ("GPE", "LOC", "ORG", "DATE"):
+        return doc[at]
+    return None
+
+
+def _phrase(token, *, det: str = "") -> str:
+    """The noun phrase of an owned noun: its possessive, modifiers, the noun and a name beside it,
+    said as the speaker would ("your turtles" in the other speaker's turn is "my turtles"); with
+    ``det`` its article too, said as ``det`` ("the upside-down poses", "our cat")."""
+    deps = ("poss", "amod", "compound", "nummod", "det") if det else ("poss", "amod", "compound", "nummod")
+    parts = [c for c in token.children if c.dep_ in deps and c.i < token.i]
+    first = min([c.left_edge.i for c in parts if c.dep_ != "poss"] + [p.i for p in parts] + [token.i])
+    name = name_beside(token)
+    words = [t for t in token.doc[first : token.i + 1] if not t.is_punct or t.text == "-"]
+    mine = {"your": "my", "yours": "mine", "ur": "my"}  # said by the other speaker
+    said = [
+        det if t.dep_ == "det" and t.lower_ in ("a", "an", "the")
+        else mine.get(t.lower_, t.text) if t.dep_ == "poss" and not speakers(t) else t.text
+        for t in words
+    ]  # fmt: skip
+    text = "".join(w + (t.whitespace_ if t.i < token.i else "") for w, t in zip(said, words, strict=True))
+    return f"{text} {name.text}" if name is not None else text
+
+
+def _speaker_subject(verb) -> bool:
+    """Is ``verb`` done by the speaker: its subject is I/we (you, in the other speaker's turn), or it
+    has none as the first verb of a chat statement ("Checked out the library")?"""
+    for _ in range(4):
+        subject = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subject is not None:
+            return subject.lower_ in (SPEAKER if speakers(subject) else ADDRESSEE)
+        if verb.dep_ != "conj" or verb.head.i == verb.i:
+            elided = verb.dep_ == "ROOT" and verb.pos_ == "VERB" and verb.tag_ in ("VBD", "VBN")
+            return elided and speakers(verb)
+        verb = verb.head
+    return False
+
+
+def _speakers_object(token) -> bool:
+    """Is ``token`` the direct object of something the speaker did ("I love this series")?"""
+    while token.dep_ == "conj" and token.head.i != token.i:
+        token = token.head
+    return token.dep_ == "dobj" and token.head.pos_ in ("VERB", "AUX") and _speaker_subject(token.head)
+
+
+def _agrees(pronoun: str, token) -> bool:
+    plural = token.tag_ in ("NNS", "NNPS")
+    animate = token.lemma_.lower() in _ANIMATE or token.pos_ == "PROPN" or token.ent_type_ == "PERSON"
+    if pronoun == "they":
+        return plural
+    if pronoun == "it":
+        return not plural and not animate
+    return not plural and animate
+
+
+def antecedent_of(doc, subject, pronoun: str = "") -> str:
+    """The speaker's noun phrase a pronoun subject (or ``pronoun``, an object) names, or "" (see
+    the module doc)."""
+    pronoun = pronoun or subject.lower_
+    owned = _owned_nouns(doc, subject.i)
+    earlier = [t for t in reversed(doc[: subject.i]) if t.pos_ in ("NOUN", "PROPN") and _agrees(pronoun, t)]
+    subjects = [t for t in earlier if t.dep_ in ("nsubj", "nsubjpass")]
+    for token in subjects[:1] or earlier[:1]:  # an earlier subject first: "The kids ate. They ..."
+        if token.dep_ in ("compound", "appos") and token.head.pos_ in ("NOUN", "PROPN"):
+            token = token.head if token.head.i < subject.i else token
+        owner = owned.get(token.lemma_.lower()) or owned.get(token.lower_)
+        if owner is None and token.dep_ == "appos":
+            owner = owned.get(token.head.lemma_.lower())
+        if owner is not None:
+            return _phrase(owner)
+    # a thing the speaker just did something to: "I really enjoy the upside-down poses. They make
+    # me feel free"; an animal they took in ("We adopted a cat! Her name is Pastel, she's ...");
+    # not a person ("I met a guy. He ..."), who is not the speaker's to describe
+    if (
+        pronoun in ("it", "they")
+        and earlier
+        and earlier[0].pos_ == "NOUN"
+        and earlier[0].lemma_.lower() not in _EMPTY_NOUNS  # "You had fun! - It was a day at the park"
+        and _speakers_object(earlier[0])
+    ):
+        return _phrase(earlier[0], det="the")
+    if pronoun in ("he", "she"):
+        pet = next((t for t in earlier if t.pos_ == "NOUN"), None)
+        if pet is not None and pet.lemma_.lower() in _PETS and _speakers_object(pet):
+            doer = next((c.lower_ for c in pet.head.children if c.dep_ == "nsubj"), "")
+            return _phrase(pet, det="our" if doer == "we" else "my")  # the speaker's own now
+    return ""
+
+
+def extraposed(main, pronoun: str) -> bool:
+    """ "It's amazing what they can do", "It was great to see them": an "it" standing for the
+    clause after it, not for a thing the speaker named."""
+    deps = {c.dep_ for c in main.children if c.i > main.i}
+    return pronoun == "it" and bool(deps & {"acomp", "attr"}) and bool(deps & {"ccomp", "xcomp", "csubj"})
+
+
+def noun_kind(subject, doc) -> str:
+    if subject.lower_ in QUANTIFIERS:  # "one of my friends" is read as "my friends"
+        of = next((c for c in subject.children if c.dep_ == "prep" and c.lower_ == "of"), None)
+        obj = next((c for c in of.children if c.dep_ == "pobj"), None) if of is not None else None
+        if obj is not None:
+            subject = obj
+    owner = owner_of(subject)
+    if owner == "speaker":
+        return "owned"
+    if owner:
+        return owner
+    owned = _owned_nouns(doc, subject.i)
+    if subject.pos_ == "PROPN":
+        return "owned" if subject.lower_ in owned else "other"
+    determiner = next((c.lower_ for c in subject.children if c.dep_ == "det"), "")
+    if determiner == "the" and subject.lemma_.lower() in owned:
+        return "owned"
+    return "generic"
+
+
+OBJECT_PRONOUNS = {
+    "it": "it",
+    "them": "they",
+    "him": "he",
+    "her": "she",
+    "this": "",
+    "that": "",
+    "these": "",
+    "those": "",
+}
+_REPORTED_PRONOUNS = frozenset({"it", "they", "he", "she", "him", "her", "them", "this", "that"})
+
+
+_REPORTED_DEPS = frozenset({"ccomp", "xcomp", "advcl"})
+_ARRIVED = frozenset({"to", "through", "into", "past", "across", "out", "home", "back", "here", "there"})
+
+
+_TIME_PREPS = frozenset({"after", "before", "since", "besides", "despite"})  # "after that": when, not what
+
+
+def pronouns_named(tokens, main) -> list:
+    """The pronouns of a clause that stand for something it does not say: an object ("Made it in
+    pottery class", "helping her move"), or the subject of a clause it reports ("I think it's
+    great"); not a relative pronoun, "made it to the finals" or "after that"."""
+    out = []
+    for t in tokens:
+        if _another_one(t):  # "Started writing another one", "sold the old one"
+            out.append(t)
+            continue
+        if t.lower_ not in OBJECT_PRONOUNS and t.lower_ not in _REPORTED_PRONOUNS:
+            continue
+        if t.tag_ == "PRP$" or t.head.dep_ == "relcl" or t.dep_ == "det":
+            continue
+        if any(u.i < t.i and _may_name(t.lower_, u) for u in tokens):
+            continue  # named in the clause itself: "helping the community and making it better"
+        head = t.head
+        if t.dep_ in ("dobj", "dative", "pobj") and t.lower_ in OBJECT_PRONOUNS:
+            if t.dep_ == "pobj" and head.lower_ in _TIME_PREPS:
+                continue
+            if head.lemma_ == "make" and any(c.i > t.i and c.lower_ in _ARRIVED for c in head.children):
+                continue  # "made it to the finals", "made it home"
+            out.append(t)
+        elif t.dep_ in ("nsubj", "nsubjpass") and t.lower_ in _REPORTED_PRONOUNS and head.i > main.i:
+            if head.dep_ in _REPORTED_DEPS and not extraposed(head, t.lower_):
+                out.append(t)
+    return out
+
+
+def _another_one(token) -> bool:
+    """ "one" standing for a noun said before: "another one", "the first one", "a new one" (not
+    "one of my friends", "one day", "the one thing")."""
+    if token.lower_ not in ("one", "ones") or token.dep_ not in (
+        "dobj",
+        "pobj",
+        "nsubj",
+        "nsubjpass",
+        "attr",
+    ):
+        return False
+    kids = {c.dep_ for c in token.children}
+    return "prep" not in kids and bool(kids & {"det", "amod"})
+
+
+def _may_name(pronoun: str, token) -> bool:
+    """Can ``token``, a word before ``pronoun`` in the same clause, be what it names?"""
+    if token.pos_ not in ("NOUN", "PROPN"):
+        return False
+    kind = OBJECT_PRONOUNS.get(pronoun) or (pronoun if pronoun in PRONOUNS else "")
+    if kind == "it":  # "reading "The Lean Startup" and hoping it'll ...": a title is a thing
+        return (
+            token.tag_ in ("NN", "NNP")
+            and token.ent_type_ != "PERSON"
+            and token.lemma_.lower() not in _ANIMATE
+        )
+    return bool(kind) and _agrees(kind, token)
