@@ -84,7 +84,8 @@ _SO = re.compile(
 )
 
 _BE_HAVE = {"am": "is", "'m": "is", "have": "has", "do": "does", "don't": "doesn't", "haven't": "hasn't",
-            "dont": "doesn't", "are": "is", "aren't": "isn't", "was": "was", "wasn't": "wasn't"}  # fmt: skip
+            "dont": "doesn't", "are": "is", "aren't": "isn't", "was": "was", "wasn't": "wasn't",
+            "were": "was", "weren't": "wasn't"}  # fmt: skip
 _KEEP_AFTER_I = frozenset(
     "can can't cannot could couldn't will won't would wouldn't should shouldn't must might may did didn't "
     "was wasn't had hadn't used never also always often usually sometimes still recently finally even "
@@ -227,8 +228,6 @@ def _lead(text: str) -> tuple[str, bool]:
             return f"{_LEAD_FORMS[form]} {rest}", False
         # "We went biking" is the person's doing as much as "I went biking": said the same way
         form = {"we": "i", "we're": "i'm", "we've": "i've", "we'd": "i'd", "we'll": "i'll"}[form]
-        if form == "i" and rest.split(" ", 1)[0].lower() == "were":
-            rest = "was" + rest[4:]
     if form in _LEAD_FORMS:
         return f"{_LEAD_FORMS[form]} {rest}".strip(), True
     tokens = rest.split(" ")
@@ -246,9 +245,7 @@ def _lead(text: str) -> tuple[str, bool]:
     if tokens and tokens[0]:
         tokens[k] = third_person_verb(tokens[k])
         if k + 2 < len(tokens) and fold(tokens[k + 1]) in ("and", "or") and tokens[k + 2].isalpha():
-            second = third_person_verb(tokens[k + 2])  # "I practice and train" -> "Practices and trains"
-            if "VERB" in getAllLemmas(tokens[k + 2].lower()) and second != tokens[k + 2]:
-                tokens[k + 2] = second
+            tokens[k + 2] = third_person_verb(tokens[k + 2])  # "I practice and train" -> "... and trains"
     return " ".join(tokens), True
 
 
