@@ -356,9 +356,8 @@ def _phrases(text: str, today: date, tense: str | None, both: bool = False) -> l
             absolute = _resolve(match, today, reading)
             if absolute is None:
                 continue
-            before = _ON_BEFORE.search(text, 0, start)
-            if match.group("num") or match.group("few"):
-                before = _HEDGE_BEFORE.search(text, 0, start)
+            taken = _HEDGE_BEFORE if match.group("num") or match.group("few") else _ON_BEFORE
+            before = taken.search(text, 0, start)
             if before is not None and not match.group("bwd"):
                 start = before.start()  # "on last Friday", "about a year ago" -> the whole of it goes
             found.append(DatePhrase(start, end, text[start:end], absolute))
@@ -393,22 +392,22 @@ def with_dates(fact: str, ts: datetime | None, *, context: str | None = None) ->
     if not phrases:
         return fact
     first = phrases[0]
-    if not fact[: first.start].strip(" ,") and fact[first.end :].strip(" ,"):
-        # "Yesterday, we joined a church" -> "We joined a church (7 May 2023)": the fact comes first
-        rest = with_dates(
-            fact[first.end :].lstrip(" ,"), ts, context=context if context is not None else fact
-        )
-        return f"{rest[:1].upper()}{rest[1:]} ({first.absolute})"
+    # "Yesterday, we joined a church" -> "We joined a church (7 May 2023)": the fact comes first
+    lead = not fact[: first.start].strip(" ,") and bool(fact[first.end :].strip(" ,"))
     parts: list[str] = []
-    cursor = 0
-    for phrase in phrases:
+    cursor = first.end if lead else 0
+    for phrase in phrases[1:] if lead else phrases:
         if phrase.start < cursor:
             continue
         parts.append(fact[cursor : phrase.start])
         parts.append(f"({phrase.absolute})")
         cursor = phrase.end
     parts.append(fact[cursor:])
-    return "".join(parts)
+    out = "".join(parts)
+    if lead:
+        out = out.lstrip(" ,")
+        return f"{out[:1].upper()}{out[1:]} ({first.absolute})"
+    return out
 
 
 def grounding_dates(text: str, ts: datetime | None) -> list[str]:
