@@ -76,11 +76,32 @@ def test_worker_killed_mid_batch_then_restarted_applies_every_chunk_once(
     assert_each_chunk_applied_once_in_order(6, 4)
 
 
+# kombu's Redis transport can lose its connection info while closing a channel the broker dropped
+# (celery/kombu#582): the worker's consumer then dies with this error and consumes nothing more. A
+# third-party race, not a lost chunk: the scenario runs once more, from nothing, when that is the cause.
+KOMBU_CLOSE_RACE = "'NoneType' object has no attribute 'hostname'"
+
+
 def test_redis_restart_loses_nothing(listener_url, producer, tmp_path, tenant, make_api_client):
-    redis_server = RedisServer(tmp_path).start()
+    from memory.models import Subject
+
+    for attempt in (1, 2):
+        try:
+            _redis_restart(listener_url, producer, tmp_path / f"attempt-{attempt}", tenant, make_api_client)
+            break
+        except AssertionError as exc:
+            if attempt == 2 or KOMBU_CLOSE_RACE not in str(exc):
+                raise
+            Subject.objects.all().delete()  # its chunks, messages and versions go with it
+    assert_each_chunk_applied_once_in_order(4, 4)
+
+
+def _redis_restart(listener_url, producer, workdir, tenant, make_api_client):
+    workdir.mkdir()
+    redis_server = RedisServer(workdir).start()
     producer(redis_server.url)
     client, _ = make_api_client(tenant)
-    worker = CeleryWorker(broker_url=redis_server.url, listener_url=listener_url, workdir=tmp_path).start()
+    worker = CeleryWorker(broker_url=redis_server.url, listener_url=listener_url, workdir=workdir).start()
     try:
         for i in range(4):
             post_pairs(client, f"r{i}", 6)
@@ -105,4 +126,3 @@ def test_redis_restart_loses_nothing(listener_url, producer, tmp_path, tenant, m
     finally:
         worker.stop()
         redis_server.stop()
-    assert_each_chunk_applied_once_in_order(4, 4)
