@@ -61,6 +61,7 @@ class PlacedFact:
 
     verdict: FactVerdict
     leaves: tuple[tuple[str, float], ...]
+    concrete: bool = False  # the grammar's reading: the clause does something to a thing it names
 
 
 @dataclass(frozen=True)
@@ -297,7 +298,7 @@ class FactStep:
         if not busy:
             return out
         reads = _read_syntax_many(self.syntax, [(turns_list[i], spanned_list[i]) for i in busy])
-        all_units, all_about = [], []
+        all_units, all_reads = [], []
         for i, read in zip(busy, reads, strict=True):
             # a pronoun subject the speaker named before is written out: "My cat Luna sleeps on ..."
             all_units.append(
@@ -306,15 +307,15 @@ class FactStep:
                     for (u, _span), r in zip(spanned_list[i], read, strict=True)
                 )
             )
-            all_about.append([judge(r) for r in read])
+            all_reads.append(read)
         # Only a clause the grammar keeps can be kept, so only those are embedded and classified
         # (about a third of a conversation's clauses): a clause's vector and verdict are its own,
         # whatever else is in the call.
         candidates = [
-            (i, unit) for i, units, about in zip(busy, all_units, all_about, strict=True)
-            for unit, whose in zip(units, about, strict=True) if whose.keep
+            (i, unit, r.concrete) for i, units, read in zip(busy, all_units, all_reads, strict=True)
+            for unit, r in zip(units, read, strict=True) if judge(r).keep
         ]  # fmt: skip
-        texts = [unit.text for _i, unit in candidates]
+        texts = [unit.text for _i, unit, _c in candidates]
         for i, units in zip(busy, all_units, strict=True):
             out[i] = (units, {})
         if not texts:
@@ -324,12 +325,12 @@ class FactStep:
         rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
         verdicts = self.classifier.classify(texts, rows)
         placer, leaf_vectors = self.placer(schema, digest)
-        for (i, unit), row, verdict in zip(candidates, rows, verdicts, strict=True):
+        for (i, unit, concrete), row, verdict in zip(candidates, rows, verdicts, strict=True):
             if verdict.label not in KEEP_LABELS:
                 continue
             ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
             if ranked:
-                out[i][1][unit.id] = PlacedFact(verdict, ranked)
+                out[i][1][unit.id] = PlacedFact(verdict, ranked, concrete)
         return out
 
 

@@ -27,7 +27,8 @@ neighbor neighbour roommate student client guy girl boy man woman lady
 )
 SPEAKER_FROM = "speaker_from"  # doc.user_data key: where the speaker's own turn starts
 # Nouns that name no thing a pronoun could stand for: "had fun", "had a blast", "had a great time".
-_EMPTY_NOUNS = frozenset("fun blast time day experience chance idea way lot thing stuff moment".split())
+#: Nouns that name no thing: never an antecedent, never what makes a clause concrete.
+EMPTY_NOUNS = frozenset("fun blast time day experience chance idea way lot thing stuff moment".split())
 
 
 def speakers(token) -> bool:
@@ -152,7 +153,7 @@ def antecedent_of(doc, subject, pronoun: str = "") -> str:
         pronoun in ("it", "they")
         and earlier
         and earlier[0].pos_ == "NOUN"
-        and earlier[0].lemma_.lower() not in _EMPTY_NOUNS  # "You had fun! - It was a day at the park"
+        and earlier[0].lemma_.lower() not in EMPTY_NOUNS  # "You had fun! - It was a day at the park"
         and _speakers_object(earlier[0])
     ):
         return _phrase(earlier[0], det="the")

@@ -38,6 +38,7 @@ from memory.engine.aboutness import ClauseSyntax, judge
 from serving.lazy import Lazy
 from serving.naming import (
     ADDRESSEE,
+    EMPTY_NOUNS,
     OBJECT_PRONOUNS,
     PRONOUNS,
     QUANTIFIERS,
@@ -200,6 +201,20 @@ def _modal(main) -> str:
     return ""
 
 
+def _progressive_fragment(tokens) -> bool:
+    """An answer that leaves off "I'm": after the other speaker asked something, a clause that opens
+    with an -ing verb and has no finite verb ("What are your plans?" - "Researching adoption
+    agencies"); three words at least, so "Loving it" stays a reaction. Unasked, such a fragment may
+    describe a picture ("Watching the sunrise over the lake")."""
+    first = tokens[0]
+    doc = first.doc
+    asked = "?" in doc.text[: doc.user_data.get(SPEAKER_FROM, 0)]
+    return (
+        asked and first.tag_ == "VBG" and first.pos_ == "VERB"
+        and len([t for t in tokens if not t.is_punct]) >= 3 and not any(t.tag_ in _FINITE_TAGS for t in tokens)
+    )  # fmt: skip
+
+
 def _gerund(token) -> bool:
     """ "Volunteering at a shelter ..." tagged as a noun: an -ing word with no determiner or owner."""
     return (
@@ -284,6 +299,8 @@ def _read(doc, tokens) -> ClauseSyntax:
     if subject is None:
         if main.tag_ == "VB" and not modal and main.dep_ == "ROOT" and not _past_form(main):
             kind = "imperative"
+        elif not finite and _progressive_fragment(tokens):  # "Researching adoption agencies"
+            return _named(ClauseSyntax("elided", True, first_person=first_person), tokens, tokens[0])
         elif not finite:
             kind = "none"
         elif main.lemma_.lower() in _REACTION_VERBS:
@@ -408,6 +425,29 @@ def _swaps(tokens, main) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+_STATE_VERBS = frozenset({"feel", "seem", "look", "sound", "become", "stay", "remain"})
+_THING_DEPS = frozenset({"dobj", "pobj", "attr", "conj", "oprd", "compound"})
+_VAGUE_NOUNS = EMPTY_NOUNS | frozenset(
+    "feeling emotion life people everyone break joy happiness part kind sort bit best reminder "
+    "rollercoaster journey mind heart".split()
+)
+
+
+def _concrete(tokens, main) -> bool:
+    """Does the main verb do something to a thing the clause names ("I play clarinet", "Applied to
+    adoption agencies"), or say what the subject is ("I'm a nurse")? A feeling ("I feel proud of my
+    kids"), a state ("I'm grateful for my friends") or an empty noun ("I had a blast") is not."""
+    if main.lemma_ in _STATE_VERBS:
+        return False
+    deps = ("attr",) if main.lemma_ == "be" else _THING_DEPS
+    return any(
+        t.pos_ in ("NOUN", "PROPN") and t.dep_ in deps and t.lemma_.lower() not in _VAGUE_NOUNS
+        and (main.lemma_ != "be" or t.head.i == main.i)
+        for t in tokens
+        if t.i > main.i
+    )  # fmt: skip
+
+
 def _named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     """``syntax`` with its one unnamed pronoun written out when the turn names it ("Have you tried
     pottery?" - "I love it!"), else marked ``dangling`` when it has any; pointing determiners said
@@ -419,6 +459,8 @@ def _named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     if tail is not None:  # what the joined clause says is not kept, so it needs no naming
         syntax = replace(syntax, tail=tail[1])
         tokens = [t for t in tokens if t.i < tail[0].i]
+    if _concrete(tokens, main):
+        syntax = replace(syntax, concrete=True)
     pronouns = pronouns_named(tokens, main)
     if not pronouns:
         return syntax

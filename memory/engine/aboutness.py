@@ -91,6 +91,8 @@ class ClauseSyntax:
     later: int = 0  # an object ``pronoun``: how many times the same word comes after it in the clause
     tail: str = ""  # where a joined clause about something else starts: "... walks and it's made"
     swaps: tuple[tuple[str, str], ...] = ()  # pointing words said plainly: ("this tree", "a tree")
+    concrete: bool = False  # the verb does something to a thing it names: "I play clarinet", "I'm a
+    # nurse"; not a state or a feeling ("I'm grateful for my friends", "I had a blast")
 
     def __post_init__(self) -> None:
         if self.subject not in SUBJECTS:

@@ -205,7 +205,7 @@ def fact_pointers(
         fact = state_fact(unit.text, unit.ts, unit.origin)
         if (
             not fact
-            or (placed.verdict.p_keep < VAGUE_FLOOR and not anchored(fact))  # type: ignore[attr-defined]
+            or (placed.verdict.p_keep < VAGUE_FLOOR and not (placed.concrete or anchored(fact)))  # type: ignore[attr-defined]
             or is_small_talk(fact)
             or _ADDRESSED.search(fact)
             or duplicate_leaf(fact, values) is not None

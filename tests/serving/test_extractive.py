@@ -17,6 +17,7 @@ MONDAY = datetime(2023, 7, 17, 14, 31, tzinfo=UTC)
 class Placed:
     leaves: tuple[tuple[str, float], ...]
     verdict: FactVerdict = FactVerdict("self", 0.9)
+    concrete: bool = False
 
 
 FULL = "Went to Porto (7 May 2023); Ran 10 km (9 May 2023); Met Ana (12 June 2023)"
@@ -55,8 +56,8 @@ def test_a_fact_naming_nothing_needs_a_surer_classifier() -> None:
     leaves = (Candidate(1, "life/recent", 0.9, None),)
     candidates = Candidates(leaves, {1: RANKED[0]}, {1: RANKED[:1]})
 
-    def filed(text: str, p_keep: float) -> bool:
-        placed = Placed(RANKED[:1], FactVerdict("self", p_keep))
+    def filed(text: str, p_keep: float, concrete: bool = False) -> bool:
+        placed = Placed(RANKED[:1], FactVerdict("self", p_keep), concrete)
         unit = UserSentence(1, text, 0, ts=MONDAY)
         (item,) = fact_pointers([unit], {1: placed}, candidates, {}, {"life/recent": 80})
         return item["op"] == "ADD"
@@ -67,6 +68,9 @@ def test_a_fact_naming_nothing_needs_a_surer_classifier() -> None:
     # a date, a number or a name is what a question asks for: filed at any kept score
     assert filed("I ran a half marathon yesterday", unsure)
     assert filed("I've been painting with Ana", unsure)
+    # so is a clause whose verb does something to a thing it names (the grammar's reading)
+    assert filed("I play clarinet", unsure, concrete=True)
+    assert not filed("I play clarinet", unsure)
 
 
 def test_a_fact_that_speaks_to_the_other_person_is_not_filed() -> None:

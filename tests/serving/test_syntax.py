@@ -239,3 +239,33 @@ def test_the_speakers_fact_inside_a_dropped_clause_is_kept_alone(syntax, content
     (text, found), *_ = read(syntax, content)
     assert judge(found).keep
     assert resolve(text, found).rstrip(".") == fact
+
+
+def test_an_answer_that_leaves_off_im_is_the_speakers(syntax):
+    (text, found), *_ = read_reply(
+        syntax, "What are your plans for the summer?", "Researching adoption agencies."
+    )
+    assert found.subject == "elided" and judge(found).keep, found
+    (_text, found), *_ = read_reply(syntax, "What's new?", "Loving it!")
+    assert not judge(found).keep  # two words: a reaction
+    # unasked, an -ing fragment may describe a picture
+    (_text, found), *_ = read_reply(syntax, "Nice pic!", "Watching the sunrise over the lake.")
+    assert judge(found).reason == "no_finite_verb"
+
+
+@pytest.mark.parametrize(
+    ("content", "concrete"),
+    [
+        ("I play clarinet!", True),
+        ("I applied to adoption agencies.", True),
+        ("I'm a nurse at the children's hospital.", True),
+        ("Contacted my mentor for adoption advice.", True),
+        ("I'm grateful for my supportive friends.", False),  # a state
+        ("I feel proud of my kids.", False),  # a feeling
+        ("I had a blast.", False),  # a noun that names no thing
+        ("I'm feeling good and ready to give it my best.", False),
+    ],
+)
+def test_a_clause_is_concrete_when_its_verb_does_something_to_a_thing(syntax, content, concrete):
+    (_text, found), *_ = read(syntax, content)
+    assert found.concrete is concrete, found
