@@ -325,8 +325,10 @@ def _read(doc, tokens) -> ClauseSyntax:
         antecedent = "" if extraposed(main, low) else antecedent_of(doc, subject)
         dangling = bool(pronouns_named(tokens, main))  # "She made it": two to name, one slot
         return ClauseSyntax("pronoun", finite, modal, subject.text, antecedent, first_person, dangling)
-    elif low in _DEICTIC:
-        kind = "deictic"
+    elif low in _DEICTIC or (
+        subject.lemma_.lower() in EMPTY_NOUNS and any(c.lower_ in _DEICTIC for c in subject.children)
+    ):
+        kind = "deictic"  # "That's ...", "Those moments make me love it"
     elif subject.pos_ in ("NOUN", "PROPN", "NUM") or low in QUANTIFIERS:
         kind = noun_kind(subject, doc)
         poss = possessive_of(subject)

@@ -51,6 +51,7 @@ class Clause:
 _ABBREVIATIONS = frozenset(
     {"dr", "mr", "mrs", "ms", "st", "e.g", "i.e", "etc", "vs", "approx", "jr", "sr", "no"}
 )
+_INITIALS = re.compile(r"(?:[a-z]\.)*[a-z]")  # "J." or "J.K." before a surname
 _SENTENCE_END = re.compile(r"[.!?\u2026]+[\"'\u2019\u201d)\]]*(?=\s)|\n")
 
 _EMOJI = re.compile(
@@ -187,7 +188,7 @@ def _sentence_spans(content: str) -> list[tuple[int, int]]:
         if m.group(0).startswith("."):
             before = content[pos : m.start()].rsplit(None, 1)
             last = before[-1].lower().lstrip("(\"'") if before else ""
-            if m.group(0) == "." and (last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())):
+            if m.group(0) == "." and (last in _ABBREVIATIONS or _INITIALS.fullmatch(last)):
                 continue
         spans.append((pos, m.end()))
         pos = m.end()
@@ -246,6 +247,13 @@ def _strip_edges(content: str, start: int, end: int, names: set[str]) -> tuple[i
             continue
         if (start, end) == before:
             break
+    text = content[start:end]
+    if (text.count('"') % 2 and content[end : end + 1] == '"') or (
+        "\u201c" in text and "\u201d" not in text and content[end : end + 1] == "\u201d"
+    ):
+        end += 1  # a title or quotation the clause opens keeps its closing mark: 'I watched "Up"'
+    elif content[start:end].count('"') % 2 and start > 0 and content[start - 1] == '"':
+        start -= 1  # and one it closes, its opening mark: '"Up" is my favourite film'
     return start, end, mark
 
 
@@ -266,6 +274,9 @@ def _vocative(word: str, names: set[str], after: str = "") -> bool:
     return not after.strip() or (bool(following) and following[0] in _SENTENCE_START)
 
 
+_QUOTE = re.compile(r"\"[^\"\n]+\"|\u201c[^\u201d\n]+\u201d")
+
+
 def _stands_alone(text: str) -> bool:
     return text.rstrip().endswith("?") or (len(words(text)) >= 3 and bool(content_stems(text)))
 
@@ -276,10 +287,13 @@ def _pieces(content: str, start: int, end: int) -> list[tuple[int, int]]:
     pos = start
     cuts = [(m.start(), m.end(), False) for m in _CUT.finditer(content, start, end)]
     cuts += [(m.start(), m.end(), True) for m in _SPLICE.finditer(content, start, end)]
+    quoted = [m.span() for m in _QUOTE.finditer(content)]  # the closing mark may lie past ``end``
     for cut_start, cut_end, splice in sorted(cuts):
         left = content[pos:cut_start]
         if cut_start < pos or (splice and (not _LEFT_SUBJECT.search(left) or _SUBORDINATE.match(left))):
             continue
+        if any(q_start < cut_start < q_end for q_start, q_end in quoted):
+            continue  # a quotation is someone's words, not a clause of the speaker's
         raw.append((pos, cut_start))
         pos = cut_end
     raw.append((pos, end))

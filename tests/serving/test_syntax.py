@@ -56,6 +56,7 @@ def read(syntax, content):
         ("I reccomend getting a plant for your desk.", "modal_guess"),
         ("Being out on the water, far from the city, was great.", "clausal"),
         ("Here's a picture of the lake.", "deictic"),
+        ("Those moments make me love football so much.", "deictic"),  # an empty noun pointed at
         # nothing of the speaker's to keep alone: a two-word clause, a past "since", a pointer
         ("He naps on my desk while I wait.", "unresolved_pronoun"),
         ("He was scared of it since I was a kid.", "unresolved_pronoun"),

@@ -173,3 +173,18 @@ def test_small_talk_pieces_are_dropped_and_emoji_stripped() -> None:
     assert [c.text for c in segment("I love my new job")] == ["I love my new job"]
     assert strip_emoji("Nice 😀 day :-) <3") == "Nice day"
     assert strip_emoji("see https://x.org/a:b") == "see https://x.org/a:b"
+
+
+def test_a_quotation_is_never_cut_and_keeps_its_marks() -> None:
+    quote = (
+        'There\'s a line by J.K. Rowling I like: "Turn on the light - hope hides in the dark." It helps me.'
+    )
+    assert texts(quote) == [
+        'There\'s a line by J.K. Rowling I like: "Turn on the light - hope hides in the dark."',
+        "It helps me.",
+    ]
+    assert texts('I watched "Little Women" - it made me cry') == [
+        'I watched "Little Women"',
+        "it made me cry",
+    ]
+    assert texts('"Up" is my favourite film.') == ['"Up" is my favourite film.']
