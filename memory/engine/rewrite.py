@@ -159,6 +159,8 @@ _TAILS = (
 # A comma inside an enumeration ("roast marshmallows, tell stories and sing", "coconut milk, sugar,
 # and salt"): the items are the fact, so a cut there is no tail cut (the "and" before the last item
 # still is, as a coordination).
+_ONE_WORD_AFTER_DET = re.compile(r"\b(?:a|an|the|my|their|his|her|our|your|this|that|such)\s+[\w'-]+$", re.I)
+_DET_NEXT = re.compile(r"(?:a|an|the|my|their|his|her|our|your|some|and|or|but)\b", re.I)
 _LIST_GOES_ON = re.compile(
     r",\s+[^,.;:!?]{1,40}?(?:,\s+[^,.;:!?]{1,40}?)*,?\s+(?:and|or)\s+\w", re.IGNORECASE
 )
@@ -371,8 +373,15 @@ def _dangles(kept: str) -> bool:
 
 
 def _in_list(text: str, cut: re.Match[str]) -> bool:
-    """Is ``cut`` a bare comma between two items of an enumeration?"""
-    return cut.group(0).strip() == "," and _LIST_GOES_ON.match(text, cut.start()) is not None
+    """Is ``cut`` a bare comma between two items of an enumeration, or between two adjectives of one
+    noun ("a safe, loving home": a cut would keep "a safe")?"""
+    if cut.group(0).strip() != ",":
+        return False
+    if _LIST_GOES_ON.match(text, cut.start()) is not None:
+        return True
+    return _ONE_WORD_AFTER_DET.search(text, 0, cut.start()) is not None and not _DET_NEXT.match(
+        text, cut.end()
+    )
 
 
 _LAST_CONJUNCTION = re.compile(r"\s(?:and|or|but)\s+((?:\S+\s+){0,1}\S+)$", re.IGNORECASE)

@@ -200,6 +200,18 @@ def test_a_cut_never_leaves_a_few_or_on_their_way_hanging() -> None:
     )
 
 
+def test_no_cut_between_two_adjectives_of_one_noun() -> None:
+    # the comma of "a warm, welcoming space" is no cut: "... building a warm" promised a noun
+    clause = "I'm so passionate about building a warm, welcoming space where people can try pottery together"
+    assert (
+        rewrite(clause)
+        == "Is passionate about building a warm, welcoming space where people can try pottery together"
+    )
+    assert rewrite("I met a tall, quiet man at the climbing gym, and we talked about routes for hours") == (
+        "Met a tall, quiet man at the climbing gym"
+    )
+
+
 def test_no_cut_left_keeps_a_clause_up_to_half_again_the_budget_whole() -> None:
     # no subordinate tail, coordination or prepositional cut fits: a fragment would end on "such"
     clause = "I think having someone who supports you is such a blessing"
