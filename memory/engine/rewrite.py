@@ -268,7 +268,20 @@ _CATCH_UP = re.compile(
 )
 
 
+# The same without a comma, for a few words only: "For me I love ...", "Now I'm ..."
+_BARE_FRONT = re.compile(
+    r"^(?P<lead>for me|personally|honestly|now|lately|recently|currently|these days|nowadays)\s+"
+    r"(?P<rest>(?:I|I'm|I've|I'd|I'll|we|we're|we've)\s.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_SAID_FOR_ME = frozenset({"for me", "personally", "honestly"})
+
+
 def _front_adjunct(text: str) -> str:
+    bare = _BARE_FRONT.match(text)
+    if bare is not None:
+        lead, rest = bare.group("lead").lower(), bare.group("rest").rstrip(" .!?")
+        return rest if lead in _SAID_FOR_ME else f"{rest} {lead}"
     m = _FRONT.match(text)
     if m is None or _SUBJECT.match(m.group("lead")) or fold(m.group("lead").split()[0]) in FIRST_PERSON_WORDS:
         return text  # "I went home, I was tired" and "My kids, my husband and I ..." stay as said

@@ -277,3 +277,10 @@ def test_only_removes_or_swaps_words() -> None:
 )
 def test_a_leading_adverbial_never_becomes_the_fact(clause: str, expected: str) -> None:
     assert rewrite(clause) == expected
+
+
+def test_a_bare_lead_before_the_speaker_goes_or_moves_behind() -> None:
+    assert rewrite("For me I unwind by baking bread on Sundays") == "Unwinds by baking bread on Sundays"
+    assert rewrite("Now I'm studying to become a paramedic") == "Is studying to become a paramedic now"
+    assert rewrite("Lately I've been painting landscapes") == "Has been painting landscapes lately"
+    assert rewrite("Now that I think of it I like tea") == "Now that they think of it they like tea"
