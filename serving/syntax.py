@@ -237,9 +237,14 @@ _BECAUSE = frozenset({"while", "because", "since"})
 _POINTERS = frozenset({"it", "this", "that", "they", "them", "he", "him", "she", "her", "these", "those"})
 
 
+def _now_that(mark) -> bool:
+    """ "now that I'm a manager": parsed as a complement, said as a because."""
+    return mark.lower_ == "that" and mark.i > 0 and mark.doc[mark.i - 1].lower_ == "now"
+
+
 def _salvaged(tokens) -> ClauseSyntax | None:
-    """The speaker's own fact inside a clause that is not one, said alone: a "while/because/since"
-    clause of theirs ("She sleeps on my keyboard while I work from home on Fridays" -> "I work from
+    """The speaker's own fact inside a clause that is not one, said alone: a "while/because/since/now
+    that" clause of theirs ("She sleeps on my keyboard while I work from home on Fridays" -> "I work from
     home on Fridays"), else a name they give someone of theirs in passing ("I'll check it out with my
     partner Tomás" -> "my partner is Tomás")."""
     if not tokens:
@@ -248,8 +253,10 @@ def _salvaged(tokens) -> ClauseSyntax | None:
     doc = tokens[0].doc
     said = doc[tokens[0].i : tokens[-1].i + 1].text
     for verb in tokens:
-        mark = next((c for c in verb.children if c.dep_ == "mark" and c.lower_ in _BECAUSE), None)
-        if mark is None or verb.dep_ != "advcl":
+        mark = next(
+            (c for c in verb.children if c.dep_ == "mark" and (c.lower_ in _BECAUSE or _now_that(c))), None
+        )
+        if mark is None or (verb.dep_ != "advcl" and not _now_that(mark)):  # its parse varies
             continue
         subject = _subject(verb, inside)
         if subject is None or subject.lower_ not in SPEAKER or not _finite(verb):
