@@ -97,24 +97,8 @@ def tree_at(subject: Subject, as_of: int | datetime | None = None) -> tuple[int,
     return number, Tree.from_dict(stored)
 
 
-def versions_trees(versions: Iterable[TreeVersion]) -> list[TreeVersion]:
-    """``versions`` of one subject (e.g. a page) with their ``snapshot`` loaded in one query."""
-    return TreeVersion.objects.load_snapshots(versions)
-
-
 def versions_list(*, subject: Subject) -> QuerySet[TreeVersion]:
     return TreeVersion.objects.filter(subject=subject).order_by("-number")
-
-
-def ops_list(*, subject: Subject) -> QuerySet[OpRecord]:
-    return OpRecord.objects.filter(subject=subject).order_by("created_at", "id")
-
-
-def ops_pending_review(*, tenant: Tenant | None = None) -> QuerySet[OpRecord]:
-    qs = OpRecord.objects.filter(status=OpRecord.Status.PENDING_REVIEW).select_related("subject")
-    if tenant is not None:
-        qs = qs.filter(subject__tenant=tenant)
-    return qs.order_by("created_at", "id")
 
 
 def leaf_last_changes(*, subject: Subject) -> dict[str, OpRecord]:

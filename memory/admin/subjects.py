@@ -27,7 +27,7 @@ from memory.admin.access import (
 from memory.admin.erasure import ErasingDeleteMixin
 from memory.admin.tree_view import build_nodes
 from memory.engine.tree import diff
-from memory.models import Subject, TreeVersion
+from memory.models import OpRecord, Subject, TreeVersion
 from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, leaf_delete, leaf_edit, tree_revert
 
@@ -93,7 +93,7 @@ class SubjectAdmin(ErasingDeleteMixin, NoAddAdmin, TenantScopedAdmin):  # the AP
                 for leaf in schema.leaves
                 if leaf.path not in tree and not (mask and leaf.tier == SPECIAL_TIER)
             ],
-            pending=selectors.ops_pending_review().filter(subject=subject).count(),
+            pending=subject.op_records.filter(status=OpRecord.Status.PENDING_REVIEW).count(),
         )
         return TemplateResponse(request, "admin/memory/subject_tree.html", context)
 

@@ -78,9 +78,9 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
 class HasScope(permissions.BasePermission):
     """Grants access when the key holds every scope in ``view.required_scopes``: a tuple, or a dict
-    by HTTP method (``"*"`` for the rest). HEAD needs GET's scopes; OPTIONS is answered only to a
-    key that may call one of the endpoint's methods. A served method the dict does not list is a
-    configuration error, never an open door."""
+    by HTTP method. HEAD needs GET's scopes; OPTIONS is answered only to a key that may call one
+    of the endpoint's methods. A served method the dict does not list is a configuration error,
+    never an open door."""
 
     message = "This API key lacks a required scope."
 
@@ -112,8 +112,6 @@ def required_scopes_for(view, method: str) -> tuple[str, ...]:
     if isinstance(required, dict):
         if method in required:
             return tuple(required[method])
-        if "*" in required:
-            return tuple(required["*"])
         served = method.lower() in getattr(view, "http_method_names", ()) and hasattr(view, method.lower())
         if served:  # a handler inherited but cut off by http_method_names is not served: a 405
             raise ImproperlyConfigured(f"{type(view).__name__}.required_scopes does not list {method}.")

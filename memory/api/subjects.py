@@ -15,15 +15,12 @@ from memory.api.openapi import problems
 from memory.api.pagination import Pager, paged
 from memory.engine.schema import SchemaError
 from memory.engine.tree import Tree
-from memory.models import Subject
+from memory.models import OpRecord, Subject, TreeVersion
 from memory.services import NotFoundError, ServiceError
 from memory.services.ingest import external_id_validate
 from memory.services.schemas import SchemaConflict
 from memory.services.subjects import op_record_masked, subject_erase, subject_get_or_create
 from personatree_site.ops.readiness import erasure_broker_problem
-
-#: Seconds an erasure refused for a broker outage tells the client to wait (``Retry-After``).
-BROKER_RETRY_AFTER_S = 30
 
 
 class TreeParams(serializers.Serializer):
@@ -286,7 +283,7 @@ class SubjectExportView(TenantScopedView):
         )
         ops, more_ops = pager.take(
             selectors.ops_visible(
-                selectors.ops_list(subject=subject), visible.paths, tiers=visible.tiers
+                OpRecord.objects.filter(subject=subject), visible.paths, tiers=visible.tiers
             ).select_related("version"),
             "id",
             key="op",
@@ -302,23 +299,11 @@ class SubjectExportView(TenantScopedView):
                 "head_version": subject.head_version,
                 "tree": visible.tree(subject.head.snapshot if subject.head_id else {}),
                 "versions": ExportVersionOut(
-                    selectors.versions_trees(versions), many=True, context={"visible": visible}
+                    TreeVersion.objects.load_snapshots(versions), many=True, context={"visible": visible}
                 ).data,
                 "ops": ExportOpOut([op_record_masked(op) for op in ops], many=True).data,
                 "next": pager.next_link(position if more_versions or more_ops else None),
             }
-        )
-
-
-def broker_check() -> None:
-    """503 ``broker_unavailable`` (``Retry-After``) when an erasure could not queue its vector purge
-    now (:func:`~personatree_site.ops.readiness.erasure_broker_problem`): nothing is erased."""
-    problem = erasure_broker_problem()
-    if problem is not None:
-        raise ServiceUnavailable(
-            f"broker unreachable before an erasure ({problem})",
-            code="broker_unavailable",
-            retry_after_s=BROKER_RETRY_AFTER_S,
         )
 
 
@@ -350,7 +335,11 @@ class SubjectDetailView(TenantScopedView):
     )
     def delete(self, request, external_id: str):
         subject = self.get_subject(external_id)
-        broker_check()
+        problem = erasure_broker_problem()  # the vectors' purge cannot be queued: nothing is erased
+        if problem is not None:
+            raise ServiceUnavailable(
+                f"broker unreachable before an erasure ({problem})", code="broker_unavailable"
+            )
         tombstone = subject_erase(subject=subject, erased_by=f"api_key:{self.api_key.prefix}")
         return Response(
             {"erased": True, "tombstone_id": tombstone.pk, "counts": tombstone.counts}, status=200

@@ -18,8 +18,6 @@ from django.db import connections
 
 from memory import conf
 
-IN_PROCESS_BACKENDS = ("extractive", "standin", "recorded")
-
 
 class NotReady(Exception):
     """A check failed without an exception of its own; the message is a short, safe code."""
@@ -106,24 +104,22 @@ def memlistener_ping() -> str:
         raise NotReady("model_file_missing")
     if backend == "openai" and not (typed.models.base_url and typed.models.model):
         raise NotReady("not_configured")
-    if backend in (*IN_PROCESS_BACKENDS, "local", "openai"):
+    if backend != "ray":  # in process, or a local file / an OpenAI endpoint checked above
         return backend
-    if backend == "ray":
-        import httpx
+    import httpx
 
-        parts = urlsplit(typed.listener.url)  # the Serve proxy's /-/routes must list the app's route
-        route = parts.path.rstrip("/") or "/"
-        resp = httpx.get(urlunsplit((parts.scheme, parts.netloc, "/-/routes", "", "")), timeout=_timeout())
-        if resp.status_code != 200:
-            raise NotReady(f"HTTP {resp.status_code}")
-        try:
-            routes = resp.json()
-        except ValueError as exc:
-            raise NotReady("bad_reply") from exc
-        if not isinstance(routes, dict) or route not in routes:
-            raise NotReady("route_missing")
-        return backend
-    raise NotReady("unknown_backend")
+    parts = urlsplit(typed.listener.url)  # the Serve proxy's /-/routes must list the app's route
+    route = parts.path.rstrip("/") or "/"
+    resp = httpx.get(urlunsplit((parts.scheme, parts.netloc, "/-/routes", "", "")), timeout=_timeout())
+    if resp.status_code != 200:
+        raise NotReady(f"HTTP {resp.status_code}")
+    try:
+        routes = resp.json()
+    except ValueError as exc:
+        raise NotReady("bad_reply") from exc
+    if not isinstance(routes, dict) or route not in routes:
+        raise NotReady("route_missing")
+    return backend
 
 
 def erasure_broker_problem() -> str | None:
