@@ -160,12 +160,9 @@ class SubjectLeafView(TenantScopedView):
         """Run ``service`` (leaf_edit / leaf_delete) on the leaf with the validated ``data``."""
         subject, leaf = self._subject_leaf(external_id, leaf_path)
         data.is_valid(raise_exception=True)
-        outcome = service(
+        outcome: ApplyOutcome = service(
             subject=subject, path=leaf.path, actor=Actor.for_api_key(self.api_key), **data.validated_data
         )
-        return self._written(subject, leaf, outcome)
-
-    def _written(self, subject: Subject, leaf: Leaf, outcome: ApplyOutcome) -> Response:
         (record,) = outcome.records  # one op in, one audit row out
         if outcome.rejected and record.reason_code == Reason.DELETE_ON_EMPTY:
             raise GateRejected(

@@ -47,15 +47,6 @@ TITLES = {
 }
 
 
-def problem_title(code: str, status: int) -> str:
-    if code in TITLES:
-        return TITLES[code]
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "Error"
-
-
 def problem(
     code: str,
     detail: str,
@@ -71,7 +62,7 @@ def problem(
     members = {"instance": instance or None, "code": code, "field": field or None, "errors": errors or None}
     return {
         "type": TYPE_BASE + code,
-        "title": problem_title(code, status),
+        "title": TITLES.get(code) or HTTPStatus(status).phrase,
         "status": status,
         "detail": detail,
         **{k: v for k, v in {**members, **extensions}.items() if v is not None},

@@ -3,6 +3,7 @@ import by :mod:`memory.backfill.service` (formats and resume guarantees: docs/BA
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -32,11 +33,10 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--process",
-            action="store_true",
+            action=argparse.BooleanOptionalAction,
             default=False,
             help="Also run the MemListener here, synchronously (default: leave chunks to the workers).",
         )
-        parser.add_argument("--no-process", dest="process", action="store_false")
         parser.add_argument(
             "--source-id", default=None, help="Label for derived idempotency keys (default: the file name)."
         )
