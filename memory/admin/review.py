@@ -160,8 +160,7 @@ class ReviewQueueAdmin(OpRecordAdmin):
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        record = self._item(request, object_id)
-        return self._page(request, record, posted=None)
+        return self._page(request, self._item(request, object_id), posted=None)
 
     def _page(self, request, record, posted):
         filters = request.GET.get(FILTERS) or request.POST.get(FILTERS, "")
@@ -204,8 +203,7 @@ class ReviewQueueAdmin(OpRecordAdmin):
                 f"The tree changed meanwhile (now v{exc.current_version}); nothing decided. "
                 "Check the current value and decide again.",
             )
-            record = self._item(request, object_id)
-            return self._page(request, record, posted=request.POST)
+            return self._page(request, self._item(request, object_id), posted=request.POST)
         except ServiceError as exc:
             messages.error(request, exc.message)
             return self._page(request, record, posted=request.POST)

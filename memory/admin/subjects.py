@@ -29,7 +29,7 @@ from memory.admin.tree_view import build_nodes
 from memory.engine.tree import diff
 from memory.models import OpRecord, Subject, TreeVersion
 from memory.services import ServiceError, VersionConflict
-from memory.services.tree import Actor, ApplyOutcome, leaf_delete, leaf_edit, tree_revert
+from memory.services.tree import Actor, leaf_delete, leaf_edit, tree_revert
 
 
 class LeafForm(forms.Form):
@@ -119,11 +119,19 @@ class SubjectAdmin(ErasingDeleteMixin, NoAddAdmin, TenantScopedAdmin):  # the AP
             messages.error(
                 request, f"The tree changed meanwhile (now v{exc.current_version}); nothing saved."
             )
-            return HttpResponseRedirect(back)
         except ServiceError as exc:
             messages.error(request, exc.message)
-            return HttpResponseRedirect(back)
-        _report(request, outcome, data["path"])
+        else:
+            where = data["path"]
+            if outcome.rejected:
+                record = outcome.rejected[0]
+                messages.error(request, f"Rejected {where}: {record.reason_code} — {record.detail}")
+            elif outcome.pending_review:
+                messages.warning(request, f"{where} is waiting for review.")
+            elif outcome.version is not None:
+                messages.success(request, f"Saved {where} as v{outcome.version.number}.")
+            else:
+                messages.info(request, f"{where}: no change.")
         return HttpResponseRedirect(back)
 
     def history_diff_view(self, request, object_id):
@@ -177,18 +185,6 @@ class SubjectAdmin(ErasingDeleteMixin, NoAddAdmin, TenantScopedAdmin):  # the AP
         changes = diff(selectors.tree_current(subject), target)
         context.update(number=number, changes=self._shown(request, subject, changes))
         return TemplateResponse(request, "admin/memory/subject_revert_confirm.html", context)
-
-
-def _report(request, outcome: ApplyOutcome, path: str) -> None:
-    if outcome.rejected:
-        record = outcome.rejected[0]
-        messages.error(request, f"Rejected {path}: {record.reason_code} — {record.detail}")
-    elif outcome.pending_review:
-        messages.warning(request, f"{path} is waiting for review.")
-    elif outcome.version is not None:
-        messages.success(request, f"Saved {path} as v{outcome.version.number}.")
-    else:
-        messages.info(request, f"{path}: no change.")
 
 
 @admin.register(TreeVersion)

@@ -4,6 +4,7 @@ Secrets have no defaults: a missing one, or a secret key that is no real secret,
 
 import os
 
+from django.core.checks.security import base as deploy_checks
 from django.core.exceptions import ImproperlyConfigured
 
 from memory.conf import environment_defaults
@@ -12,22 +13,20 @@ from personatree_site.ops.logging import logging_config
 from .base import *  # noqa: F401,F403
 from .base import INSECURE_LOCAL_KEY, MIDDLEWARE, PERSONATREE, env
 
-# Django's own bar for a key (`check --deploy`, security.W009), enforced here at start-up.
-_SECRET_KEY_MIN_LENGTH = 50
-_SECRET_KEY_MIN_UNIQUE_CHARACTERS = 5
-
 
 def _refuse_weak_secret_key(key: str) -> str:
+    """Django's own bar for a key (`check --deploy`, security.W009), enforced here at start-up."""
     weak = (
-        len(key) < _SECRET_KEY_MIN_LENGTH
-        or len(set(key)) < _SECRET_KEY_MIN_UNIQUE_CHARACTERS
+        len(key) < deploy_checks.SECRET_KEY_MIN_LENGTH
+        or len(set(key)) < deploy_checks.SECRET_KEY_MIN_UNIQUE_CHARACTERS
         or key == INSECURE_LOCAL_KEY
         or key.startswith("django-insecure")
     )
     if weak:  # the value itself is never echoed
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY is not a real secret (empty, the development key, a django-insecure key, "
-            f"under {_SECRET_KEY_MIN_LENGTH} characters or under {_SECRET_KEY_MIN_UNIQUE_CHARACTERS} "
+            f"under {deploy_checks.SECRET_KEY_MIN_LENGTH} characters or under "
+            f"{deploy_checks.SECRET_KEY_MIN_UNIQUE_CHARACTERS} "
             'distinct ones); production refuses to start. Generate one with: python -c "from '
             'django.core.management.utils import get_random_secret_key as g; print(g())"'
         )
