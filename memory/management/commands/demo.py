@@ -76,11 +76,10 @@ class Command(BaseCommand):
         from personatree_client import PersonaTreeError
 
         self.client, self.remote = client_for(raw_key, url), bool(url)
-        self.wait = wait
-        self.subject = external_id
+        self.wait, self.tenant, self.subject = wait, tenant, external_id
         try:
             with self.client:
-                self.ingest(data, tenant, external_id)
+                self.ingest(data)
                 self.ask(data.get("questions", []), answers=not no_answers)
         except PersonaTreeError as exc:
             raise CommandError(f"the API refused a demo call: {exc}") from exc
@@ -91,9 +90,9 @@ class Command(BaseCommand):
             f"this subject's tree: GET /v1/subjects/{external_id}/tree with an API key (manage.py create_tenant)",
         )
 
-    def ingest(self, data: dict, tenant: Tenant, external_id: str) -> None:
+    def ingest(self, data: dict) -> None:
         last_op = OpRecord.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
-        pairs_per_chunk = tenant.chunk_pairs or conf.get().ingest.chunk_pairs
+        pairs_per_chunk = self.tenant.chunk_pairs or conf.get().ingest.chunk_pairs
         for session in data["sessions"]:
             batch: list[dict] = []
             for i, msg in enumerate(session["messages"]):
@@ -108,14 +107,14 @@ class Command(BaseCommand):
                 )
                 pairs = sum(1 for m in batch if m["role"] == "assistant")
                 if pairs == pairs_per_chunk or i == len(session["messages"]) - 1:
-                    last_op = self.post_batch(batch, tenant, external_id, last_op)
+                    last_op = self.post_batch(batch, last_op)
                     batch = []
         self.stdout.write(self.style.HTTP_INFO("\n-> flushing the last partial window"))
         started = time.perf_counter()
         self.client.flush(self.subject)
         self.wait_idle()
-        self.report_changes(tenant, external_id, last_op, time.perf_counter() - started)
-        subject = Subject.objects.get(tenant=tenant, external_id=external_id)
+        self.report_changes(last_op, time.perf_counter() - started)
+        subject = Subject.objects.get(tenant=self.tenant, external_id=self.subject)
         status = self.client.ingest_status(self.subject)
         self.say(f"Final tree (version {subject.head_version}, as the API returns it to a read key)")
         tree = self.client.tree(self.subject)
@@ -126,7 +125,7 @@ class Command(BaseCommand):
                 self.stdout.write(f'      <- "{sentence}"')
         self.stdout.write(f"ingest status: {json.dumps(status.chunks)}")
 
-    def post_batch(self, batch, tenant, external_id, last_op) -> int:
+    def post_batch(self, batch, last_op) -> int:
         started = time.perf_counter()
         first = batch[0]["content"][:60]
         self.stdout.write(
@@ -144,12 +143,12 @@ class Command(BaseCommand):
         self.stdout.write(
             f"   {len(result.accepted)} accepted, {result.chunks_created} chunk(s) closed, cursor {result.cursor}"
         )
-        return self.report_changes(tenant, external_id, last_op, time.perf_counter() - started)
+        return self.report_changes(last_op, time.perf_counter() - started)
 
-    def report_changes(self, tenant, external_id, last_op: int, seconds: float) -> int:
+    def report_changes(self, last_op: int, seconds: float) -> int:
         records = list(
             OpRecord.objects.filter(
-                subject__tenant=tenant, subject__external_id=external_id, pk__gt=last_op
+                subject__tenant=self.tenant, subject__external_id=self.subject, pk__gt=last_op
             ).select_related("version")
         )
         for r in records:
