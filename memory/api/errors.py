@@ -51,34 +51,24 @@ def _join(path: str, sub: str) -> str:
     return f"{path}{sub}" if sub.startswith("[") else f"{path}.{sub}"
 
 
-def _empty(detail) -> bool:
-    return detail in ({}, [], None, "")
-
-
 def iter_errors(detail) -> Iterator[tuple[str, str, str]]:
     """Every ``(field, message, code)`` of a DRF error tree (``exc.detail`` or a serializer's
     ``errors``), in order. ``field`` reads like the API's error fields: ``messages[3].ts`` (list
     items by index, ``non_field_errors`` left out); ``""`` when the error names no field."""
-    if isinstance(detail, dict):
-        for name, sub in detail.items():
-            if _empty(sub):
-                continue
-            if name == api_settings.NON_FIELD_ERRORS_KEY:
-                name = ""
-            prefix = f"[{name}]" if isinstance(name, int) else str(name)
-            for field, message, code in iter_errors(sub):
-                yield _join(prefix, field), message, code
-    elif isinstance(detail, list):
-        for i, sub in enumerate(detail):
-            if _empty(sub):
-                continue
-            if isinstance(sub, dict | list):  # many=True: one entry per item, by position
-                for field, message, code in iter_errors(sub):
-                    yield _join(f"[{i}]", field), message, code
-            else:
-                yield "", str(sub), getattr(sub, "code", None) or "invalid"
-    else:
+    if not isinstance(detail, dict | list):
         yield "", str(detail), getattr(detail, "code", None) or "invalid"
+        return
+    for key, sub in detail.items() if isinstance(detail, dict) else enumerate(detail):
+        if sub in ({}, [], None, ""):
+            continue
+        if isinstance(detail, list) and not isinstance(sub, dict | list):
+            yield from iter_errors(sub)  # a message of the list's own field
+            continue
+        if key == api_settings.NON_FIELD_ERRORS_KEY:
+            key = ""
+        prefix = f"[{key}]" if isinstance(key, int) else str(key)  # many=True: one entry per item
+        for field, message, code in iter_errors(sub):
+            yield _join(prefix, field), message, code
 
 
 def first_error(detail) -> tuple[str, str, str]:
