@@ -110,11 +110,12 @@ _PARTICIPLE = frozenset("been gone done seen had made taken given known got gott
 _SUBJECT = re.compile(r"^(i am|i have|i will|i would|i'm|im|i've|ive|i'd|i'll|i|we're|we've|we'd|we'll|we)(?![\w'])",
                       re.IGNORECASE)  # fmt: skip
 _TOGETHER = re.compile(
-    r"^(?:all|both)\b|\b(?:each other|one another|together|met|meet|friends)\b"
+    r"\b(?:each other|one another|together|met|meet)\b|(?<!our )(?<!my )(?<!with )(?<!their )friends\b"
     r"|^(?:were|are|been|became|become)\s+(?:\w+\s+){0,2}?\w*(?:mates|partners|neighbou?rs|colleagues|siblings|"
     r"cousins|twins|buddies|members|parents|kids)\b",  # "We were teammates": a pair's fact, said plural
     re.IGNORECASE,
 )
+_WE_ALL = re.compile(r"^(?:all|both)\s+(?=\w)", re.IGNORECASE)
 _LEAD_FORMS = {"i'm": "is", "im": "is", "i am": "is", "i've": "has", "ive": "has", "i have": "has",
                "i'll": "will", "i will": "will", "i would": "would",
                "we": "they", "we're": "they're", "we've": "they've", "we'd": "they'd", "we'll": "they'll"}  # fmt: skip
@@ -226,6 +227,7 @@ def _lead(text: str) -> tuple[str, bool]:
     form = fold(m.group(1))
     rest = text[m.end() :].lstrip()
     if form in ("we", "we're", "we've", "we'd", "we'll"):
+        rest = _WE_ALL.sub("", rest)  # "We all made our own pots": each of them did, the person too
         if _TOGETHER.search(rest):  # "We've known each other since college": a pair, not the person
             return f"{_LEAD_FORMS[form]} {rest}", False
         # "We went biking" is the person's doing as much as "I went biking": said the same way

@@ -84,6 +84,9 @@ from memory.engine.text import folded_words, stem
         ("We were at the lake all weekend", "Was at the lake all weekend"),
         ("We've known each other since college", "They've known each other since college"),
         ("We were teammates for four years", "They were teammates for four years"),
+        ("We're best friends", "They're best friends"),
+        ("We all made our own pots", "Made their own pots"),  # each of them did, the person too
+        ("We love movie nights with our friends", "Loves movie nights with their friends"),
         ("We practice and train every day", "Practices and trains every day"),
         ("I need rest and water", "Needs rest and water"),
         ("We celebrated at a diner after that", "Celebrated at a diner"),
