@@ -9,7 +9,7 @@ from pathlib import Path
 from memory.backfill.jsonl import JsonlSource
 from memory.backfill.locomo import LocomoSource
 from memory.backfill.personamem import PersonamemSource
-from memory.backfill.records import BackfillFormatError, BackfillMessage, BackfillSource, SubjectHistory
+from memory.backfill.records import BackfillFormatError, BackfillSource
 
 FORMATS = ("jsonl", "locomo", "personamem")
 
@@ -27,14 +27,4 @@ def source_open(
     raise ValueError(f"unknown backfill format {format!r}; use one of {', '.join(FORMATS)}")
 
 
-__all__ = [
-    "FORMATS",
-    "BackfillFormatError",
-    "BackfillMessage",
-    "BackfillSource",
-    "JsonlSource",
-    "LocomoSource",
-    "PersonamemSource",
-    "SubjectHistory",
-    "source_open",
-]
+__all__ = ["FORMATS", "BackfillFormatError", "JsonlSource", "LocomoSource", "PersonamemSource", "source_open"]

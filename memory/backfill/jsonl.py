@@ -60,8 +60,6 @@ def _message(raw: object, *, where: str, label: str, line_no: int, index: int) -
 
 
 class JsonlSource:
-    format = "jsonl"
-
     def __init__(self, path: str | Path, *, label: str | None = None):
         self.path = Path(path)
         self.label = source_label(self.path, label)

@@ -49,8 +49,6 @@ def _sessions(conversation: dict) -> list[tuple[int, list]]:
 class LocomoSource:
     """``speakers``: names (or ``"a"``/``"b"`` for speaker_a/speaker_b) to build trees for; None = both."""
 
-    format = "locomo"
-
     def __init__(self, path: str | Path, *, speakers: list[str] | None = None, label: str | None = None):
         self.path = Path(path)
         self.label = source_label(self.path, label)

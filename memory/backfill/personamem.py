@@ -20,8 +20,6 @@ from memory.backfill.records import (
 
 
 class PersonamemSource:
-    format = "personamem"
-
     def __init__(
         self,
         path: str | Path,

@@ -25,22 +25,11 @@ from .rows import (
     Hit,
     Scope,
     clip_text,
-    evidence_pk,
     hybrid_candidates,
     rrf_fuse,
     to_hit,
     typed_int,
 )
-
-__all__ = [
-    "EvidenceIndex",
-    "EvidenceRow",
-    "Hit",
-    "IndexUnavailable",
-    "Scope",
-    "evidence_pk",
-    "hybrid_candidates",
-]
 
 logger = logging.getLogger(__name__)
 

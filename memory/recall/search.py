@@ -14,8 +14,6 @@ from serving.embedder import Embedder, one_intraop_thread
 from .index import EvidenceIndex, Hit, Scope, hybrid_candidates
 from .rows import rrf_fuse
 
-__all__ = ["METHODS", "STRATEGIES", "rrf_fuse", "search_many"]
-
 Method = Literal["dense", "bm25", "hybrid"]
 METHODS: tuple[str, ...] = ("dense", "bm25", "hybrid")
 Strategy = Literal["batch", "threads", "overlap"]

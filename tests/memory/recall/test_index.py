@@ -5,7 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from memory.recall.index import EvidenceIndex, EvidenceRow, IndexUnavailable, Scope, evidence_pk
+from memory.recall.index import EvidenceIndex, EvidenceRow, IndexUnavailable, Scope
+from memory.recall.rows import evidence_pk
 from memory.recall.search import rrf_fuse, search_many
 
 pytestmark = pytest.mark.integration

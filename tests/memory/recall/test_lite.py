@@ -3,7 +3,8 @@
 import pytest
 
 from memory.recall import lite
-from memory.recall.index import EvidenceIndex, EvidenceRow, Scope, evidence_pk
+from memory.recall.index import EvidenceIndex, EvidenceRow, Scope
+from memory.recall.rows import evidence_pk
 from memory.recall.search import search_many
 
 pytestmark = pytest.mark.integration
