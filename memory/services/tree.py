@@ -374,9 +374,7 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
         small_talk=actor.kind == "model",  # models may not file chit-chat; moderators write what they like
     )
     result: GateResult = gate(schema, tree, tuple(request.ops), policy, evidence)
-    apply_now, held = (
-        split_for_review(locked, schema, result.accepted) if review else (list(result.accepted), [])
-    )
+    apply_now, held = split_for_review(locked, schema, result.accepted) if review else (result.accepted, {})
     new_tree, _changes = apply(tree, apply_now)
     if created_by is None:
         created_by = (
@@ -402,17 +400,13 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
         **actor.record_fields(),
     }
     notes = {id(n.result): n.note for n in result.normalised}
-    held_ids = {id(op) for op in held}
     applied: list[OpRecord] = []
     pending: list[OpRecord] = []
     held_as = {"status": OpRecord.Status.PENDING_REVIEW, "reason_code": str(Reason.REVIEW_REQUIRED)}
     for op in result.accepted:
         fields = {**_op_fields(op, tree), **common}
-        if id(op) in held_ids:
-            leaf = schema.leaf(op.path) if op.path else None
-            special = locked.tenant.review_special_tier and leaf is not None and leaf.tier == REVIEW_TIER
-            detail = f"{'special-tier leaf' if special else 'mass delete'}: held for review"
-            pending.append(OpRecord(detail=detail, **held_as, **fields))
+        if id(op) in held:
+            pending.append(OpRecord(detail=held[id(op)], **held_as, **fields))
         else:
             detail = notes.get(id(op), "") or (source.note if op.type is OpType.NO_OP and source else "")
             applied.append(OpRecord(version=version, status=OpRecord.Status.APPLIED, detail=detail, **fields))
@@ -423,8 +417,8 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
             OpRecord(status=OpRecord.Status.REJECTED, reason_code=str(r.reason), detail=r.detail, **fields)
         )
     for err in request.parse_errors:
-        detail = f"line {_err_attr(err, 'line_no')}: {_err_attr(err, 'message')}"
-        parse = {"op_type": "", "new_value": _err_attr(err, "line"), "reason_code": str(Reason.PARSE_ERROR)}
+        detail = f"line {err.get('line_no')}: {err.get('message')}"
+        parse = {"op_type": "", "new_value": err.get("line"), "reason_code": str(Reason.PARSE_ERROR)}
         rejected.append(OpRecord(status=OpRecord.Status.REJECTED, detail=detail, **parse, **common))
     for position, record in enumerate(applied + rejected + pending):
         record.position = position
@@ -467,17 +461,18 @@ def replayed(locked: Subject, chunk_id: int) -> ApplyOutcome:
     )
 
 
-def split_for_review(locked: Subject, schema, accepted: Sequence[Op]) -> tuple[list[Op], list[Op]]:
-    """``(apply_now, hold)``: special-tier leaves and mass deletes (more deletes than the tenant's
-    threshold, every tier counted) are held."""
+def split_for_review(locked: Subject, schema, accepted: Sequence[Op]) -> tuple[list[Op], dict[int, str]]:
+    """``(apply_now, {id(op): why it is held})``: special-tier leaves and mass deletes (more deletes
+    than the tenant's threshold, every tier counted) are held."""
     tenant = locked.tenant
     mass_delete = sum(op.type is OpType.DELETE for op in accepted) > tenant.mass_delete_threshold
-    now, held = [], []
+    now, held = [], {}
     for op in accepted:
         leaf = schema.leaf(op.path) if op.path else None
-        special = tenant.review_special_tier and leaf is not None and leaf.tier == REVIEW_TIER
-        if special or (mass_delete and op.type is OpType.DELETE):
-            held.append(op)
+        if tenant.review_special_tier and leaf is not None and leaf.tier == REVIEW_TIER:
+            held[id(op)] = "special-tier leaf: held for review"
+        elif mass_delete and op.type is OpType.DELETE:
+            held[id(op)] = "mass delete: held for review"
         else:
             now.append(op)
     return now, held
@@ -512,7 +507,3 @@ def _op_fields(op: Op | None, tree: Tree) -> dict:
         "confidence": op.confidence,
         "source_text": op.source or "",
     }
-
-
-def _err_attr(err, name: str):
-    return err.get(name) if isinstance(err, dict) else getattr(err, name, None)
