@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.db import OperationalError, transaction
 
@@ -208,9 +209,7 @@ def _settle_outage_like(client, claims, jobs, results, *, index: bool) -> RoundR
     def settle(part, answers):
         apply_batch([c for c, _ in part], [j for _, j in part], answers, index=index, report=report)
 
-    def call(part_jobs):
-        return call_listener(client, part_jobs)
-
+    call = partial(call_listener, client)
     if len(batch) > 1:
         answered = split_batch(call, batch, settle)
     else:

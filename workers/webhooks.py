@@ -46,7 +46,7 @@ def _attempt(outgoing) -> tuple[int | None, str, bool]:
     try:
         target = target_resolve(outgoing.url, resolve=True)
         status_code = webhook_http.post(
-            target, body=outgoing.body, headers=outgoing.headers, timeout_s=deliveries.timeout_s()
+            target, body=outgoing.body, headers=outgoing.headers, timeout_s=conf.get().webhooks.timeout_s
         )
     except WebhookUrlRefused as exc:
         return None, f"refused: {exc.message}", False

@@ -114,11 +114,9 @@ def subject_erase(*, subject: Subject, erased_by: str = "") -> Tombstone:
             raise ServiceError("Subject was already erased.", code="not_found")
         counts = {name: model.objects.filter(subject_id=subject_id).count() for name, model in _OWNED.items()}
         # Admin history rows name objects by their repr, which may hold the subject's text.
-        LogEntry.objects.filter(
-            content_type=ContentType.objects.get_for_model(Subject), object_id=str(subject_id)
-        ).delete()
-        for model in _OWNED.values():
-            ids = model.objects.filter(subject_id=subject_id).values_list("pk", flat=True)
+        for model in (Subject, *_OWNED.values()):
+            owner = "pk" if model is Subject else "subject_id"
+            ids = model.objects.filter(**{owner: subject_id}).values_list("pk", flat=True)
             LogEntry.objects.filter(
                 content_type=ContentType.objects.get_for_model(model), object_id__in=[str(i) for i in ids]
             ).delete()

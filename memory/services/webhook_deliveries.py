@@ -35,14 +35,6 @@ class Queued:
     tenant_id: int
 
 
-def max_attempts() -> int:
-    return conf.get().webhooks.max_attempts
-
-
-def timeout_s() -> float:
-    return conf.get().webhooks.timeout_s
-
-
 def signature(secret: str, timestamp: int, body: bytes) -> str:
     """``PersonaTree-Signature``: ``t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>." + body>``."""
     mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
@@ -99,7 +91,7 @@ class Outgoing:
     tenant_id: int
 
 
-def webhook_delivery_prepare(*, delivery_id: int, now: int | None = None) -> Outgoing | None:
+def webhook_delivery_prepare(*, delivery_id: int) -> Outgoing | None:
     """The next attempt's request; None when there is none (a deactivated endpoint fails it)."""
     delivery = WebhookDelivery.objects.select_related("endpoint").filter(pk=delivery_id).first()
     if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
@@ -108,7 +100,7 @@ def webhook_delivery_prepare(*, delivery_id: int, now: int | None = None) -> Out
         _finish(delivery.pk, WebhookDelivery.Status.FAILED, error="endpoint deactivated")
         return None
     body = event_body(delivery)
-    headers = signed_headers(delivery, body, int(now if now is not None else timezone.now().timestamp()))
+    headers = signed_headers(delivery, body, int(timezone.now().timestamp()))
     return Outgoing(delivery.endpoint.url, body, headers, delivery.endpoint.tenant_id)
 
 
@@ -142,7 +134,7 @@ def webhook_attempt_record(
         ok = status_code is not None and 200 <= status_code < 300
         if ok:
             outcome = WebhookDelivery.Status.DELIVERED
-        elif retryable and number < max_attempts():
+        elif retryable and number < conf.get().webhooks.max_attempts:
             outcome = "retry"
         else:
             outcome = WebhookDelivery.Status.FAILED
@@ -172,7 +164,7 @@ def webhook_deliveries_orphaned(*, idle_s: float, limit: int = 500) -> list[Queu
     )
     resend: list[Queued] = []
     for pk, attempts, tenant_id in stale:
-        if attempts >= max_attempts():
+        if attempts >= conf.get().webhooks.max_attempts:
             _finish(pk, WebhookDelivery.Status.FAILED, error="gave up: out of attempts (task lost)")
         else:
             resend.append(Queued(pk, tenant_id))
