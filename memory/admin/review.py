@@ -104,11 +104,7 @@ class ReviewQueueAdmin(OpRecordAdmin):
     date_hierarchy = None
     list_per_page = 50
     show_full_result_count = False
-
-    def get_list_display(self, request):
-        if sees_special(request.user):
-            return self.list_display
-        return [("masked_preview" if c == "preview" else c) for c in self.list_display]
+    MASKED_COLUMNS = {"preview": "masked_preview"}  # OpRecordAdmin.get_list_display
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(status=OpRecord.Status.PENDING_REVIEW)
