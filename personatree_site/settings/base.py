@@ -149,22 +149,21 @@ CELERY_TASK_ROUTES = ["workers.base.route_task"]
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 
-def _every(task: str, seconds_key: str, queue: str) -> dict:
-    """A beat entry: ``task`` sent to ``queue`` every ``PERSONATREE[seconds_key]`` seconds."""
-    return {"task": task, "schedule": PERSONATREE[seconds_key], "options": {"queue": queue}}
-
-
-# Run by beat (or `celery worker -B`); the tasks' modules (workers/) say what each one does.
+# Run by beat (or `celery worker -B`): personatree-<task> sends workers.<task> to its queue every
+# PERSONATREE[<key>] seconds; the tasks' modules (workers/) say what each one does.
 CELERY_BEAT_SCHEDULE = {
-    "personatree-sweep": _every("workers.sweep", "SWEEP_SECONDS", "ingest"),
-    "personatree-flush-evidence": _every("workers.flush_evidence", "EVIDENCE_FLUSH_SECONDS", "index"),
-    "personatree-reconcile-erasures": _every(
-        "workers.reconcile_erasures", "ERASURE_RECONCILE_SECONDS", "index"
-    ),
-    "personatree-sweep-webhooks": _every("workers.sweep_webhooks", "WEBHOOK_SWEEP_SECONDS", "webhooks"),
-    "personatree-reconcile-indexing": _every(
-        "workers.reconcile_indexing", "INDEX_RECONCILE_SECONDS", "index"
-    ),
+    "personatree-" + task.replace("_", "-"): {
+        "task": f"workers.{task}",
+        "schedule": PERSONATREE[seconds_key],
+        "options": {"queue": queue},
+    }
+    for task, seconds_key, queue in (
+        ("sweep", "SWEEP_SECONDS", "ingest"),
+        ("flush_evidence", "EVIDENCE_FLUSH_SECONDS", "index"),
+        ("reconcile_erasures", "ERASURE_RECONCILE_SECONDS", "index"),
+        ("sweep_webhooks", "WEBHOOK_SWEEP_SECONDS", "webhooks"),
+        ("reconcile_indexing", "INDEX_RECONCILE_SECONDS", "index"),
+    )
 }
 
 
