@@ -184,8 +184,6 @@ def _clear_queued_mark(task: Task) -> None:
             logger.warning("could not clear the queued mark of %s", task.name, exc_info=True)
 
 
-def enqueue_on_commit(
-    task: Task, *args, tenant_id: int | None = None, countdown: float | None = None
-) -> None:
+def enqueue_on_commit(task: Task, *args, tenant_id: int | None = None) -> None:
     """Send ``task(*args)`` once the current transaction commits (at once outside a transaction)."""
-    transaction.on_commit(lambda: send(task, *args, tenant_id=tenant_id, countdown=countdown))
+    transaction.on_commit(lambda: send(task, *args, tenant_id=tenant_id))

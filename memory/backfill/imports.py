@@ -9,7 +9,6 @@ import hashlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -156,11 +155,10 @@ class ImportProgress:
     eta_s: float | None
 
 
-def import_progress(row: Import, *, now: datetime | None = None) -> ImportProgress:
+def import_progress(row: Import) -> ImportProgress:
     counts = import_counts(row)
     import_settle(row, counts)
-    now = now or timezone.now()
-    end = row.finished_at or now
+    end = row.finished_at or timezone.now()
     elapsed = (end - row.started_at).total_seconds() if row.started_at else 0.0
     rate = counts.done / elapsed if counts.done and elapsed > 0 else None
     # A failed chunk holds its subject's later chunks back until it is re-queued: no ETA then.

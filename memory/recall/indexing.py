@@ -78,9 +78,8 @@ def _exists(subject_id: int) -> bool:
     return Subject.objects.filter(pk=subject_id).exists()
 
 
-def evidence_erase(*, tenant_id: int, subject_id: int, index=None) -> int:
+def evidence_erase(*, tenant_id: int, subject_id: int) -> int:
     """Delete every evidence row of the subject (after erasure)."""
     from memory.recall import runtime
 
-    index = index or runtime.configured_index()
-    return index.delete_subject(tenant_id, subject_id)
+    return runtime.configured_index().delete_subject(tenant_id, subject_id)

@@ -110,7 +110,7 @@ def _approve_locked(locked, records: list[OpRecord], user, note: str) -> ReviewO
 
 
 def op_review_approve(
-    *, op_id: int, user, base_version: int, path: str | None = None, value: str | None = None, note: str = ""
+    *, op_id: int, user, base_version: int, path: str | None = None, value: str | None = None
 ) -> ReviewOutcome:
     """Approve one held op as the moderator saw it on ``base_version`` (else :class:`VersionConflict`),
     optionally moved to ``path`` and/or set to ``value`` first (an ADD on an empty leaf, an UPDATE on a
@@ -129,7 +129,7 @@ def op_review_approve(
         value = record.new_value if value is None else value.strip()
         if (path, value) != (record.path, record.new_value):
             _correct(record, path, value, selectors.tree_current(locked), user)
-        outcome = _approve_locked(locked, [record], user, note or "approved in the admin")
+        outcome = _approve_locked(locked, [record], user, "approved in the admin")
         if outcome.rejected:
             refused = outcome.rejected[0]
             raise ServiceError(f"Not approved: {refused.reason_code}: {refused.detail}", field="value")

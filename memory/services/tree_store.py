@@ -107,10 +107,10 @@ def lock_subjects(chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
     return store().lock(chunk_ids)
 
 
-def lock_subject(subject: Subject | int, *, chunk_id: int | None = None) -> Subject:
+def lock_subject(subject: Subject | int) -> Subject:
     """:func:`lock_subjects` for one subject; :class:`NotFoundError` when it does not exist."""
     pk = subject.pk if isinstance(subject, Subject) else subject
-    locked = lock_subjects({pk: chunk_id}).get(pk)
+    locked = lock_subjects({pk: None}).get(pk)
     if locked is None:
         raise NotFoundError("Subject not found.")
     return locked

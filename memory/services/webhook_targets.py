@@ -129,7 +129,7 @@ def _lookup(host: str, port: int, timeout_s: float) -> list[str] | None:
     return list(found) if not thread.is_alive() and found else None
 
 
-def target_resolve(url: str, *, resolve: bool = True, timeout_s: float | None = None) -> Target:
+def target_resolve(url: str, *, resolve: bool = True) -> Target:
     """Check ``url`` and pick the address to connect to (``resolve=False``: a name may not resolve yet)."""
     parsed = _parse(url)
     host = parsed.raw_host.decode("ascii").lower()
@@ -146,7 +146,7 @@ def target_resolve(url: str, *, resolve: bool = True, timeout_s: float | None = 
     if name == "localhost" or name.endswith(_LOCAL_SUFFIXES) or "." not in name:
         raise WebhookUrlRefused(NOT_PUBLIC)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    wait = timeout_s if timeout_s is not None else conf.get().webhooks.timeout_s
+    wait = conf.get().webhooks.timeout_s
     addresses = _lookup(host, port, wait if resolve else min(wait, REGISTRATION_LOOKUP_S))
     if not addresses:
         if resolve:
