@@ -66,12 +66,7 @@ class Evidence(Span):
     def to_dict(self) -> dict:
         return {
             "id": self.pk,
-            "source": {
-                "start_seq": self.start_seq,
-                "end_seq": self.end_seq,
-                "ts_ms": self.ts_ms or None,
-                "session": self.session or None,
-            },
+            "source": self.source(),
             "text": self.text,
             "score": round(self.score, 6),
             "fused_score": round(self.fused_score, 6),

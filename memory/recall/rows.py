@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from numbers import Integral
 
 from .layout import TEXT_MAX_BYTES
@@ -80,6 +81,16 @@ class Span:
     session: str
     text: str
     score: float
+
+    def source(self) -> dict:
+        """Where the span is in the dialogue, as the API shows it (``ts``: ISO 8601, or None)."""
+        ts = datetime.fromtimestamp(self.ts_ms / 1000, tz=UTC).isoformat() if self.ts_ms else None
+        return {
+            "start_seq": self.start_seq,
+            "end_seq": self.end_seq,
+            "ts": ts,
+            "session": self.session or None,
+        }
 
 
 @dataclass

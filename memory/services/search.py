@@ -21,7 +21,7 @@ from memory.engine.text import content_stems
 from memory.models import OpRecord, Subject
 from memory.recall.index import IndexUnavailable, Scope
 from memory.services import ServiceError, new_error_id
-from memory.services.query import EVIDENCE_TIER, MAX_QUERY_CHARS, _embed_cached, _iso, _rendered
+from memory.services.query import EVIDENCE_TIER, MAX_QUERY_CHARS, _embed_cached, _rendered
 from serving.embedder import EmbedderUnavailable
 
 logger = logging.getLogger(__name__)
@@ -87,17 +87,7 @@ def _evidence(subject: Subject, query: str, since, until, limit: int, notices: l
         notices.append(f"evidence search unavailable ({type(exc).__name__}, error id {error_id})")
         return "unavailable", []
     return "ok", [
-        {
-            "id": hit.pk,
-            "source": {
-                "start_seq": hit.start_seq,
-                "end_seq": hit.end_seq,
-                "ts": _iso(hit.ts_ms),
-                "session": hit.session or None,
-            },
-            "text": hit.text,
-            "score": round(float(hit.score), 6),
-        }
+        {"id": hit.pk, "source": hit.source(), "text": hit.text, "score": round(float(hit.score), 6)}
         for hit in hits
     ]
 
