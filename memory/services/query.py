@@ -11,8 +11,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from types import MappingProxyType
+from typing import Any
 
 from django.db.models import Max
 
@@ -89,8 +90,34 @@ def evidence_cutoff(subject: Subject, version: int) -> int:
 # RENDER_CACHE_TTL_S.
 RENDER_CACHE_MAX = 4096
 RENDER_CACHE_TTL_S = 300.0
-_render_cache: OrderedDict[tuple, tuple[float, Mapping[str, str], Rendered]] = OrderedDict()
-_render_lock = threading.Lock()
+
+
+class _Lru:
+    """A thread-safe mapping of at most ``size`` entries, least recently used out first, each kept
+    ``ttl_s`` seconds (None: until pushed out)."""
+
+    def __init__(self, size: int, ttl_s: float | None = None) -> None:
+        self.size, self.ttl_s, self.lock = size, ttl_s, threading.Lock()
+        self.items: OrderedDict[tuple, tuple[float, Any]] = OrderedDict()
+
+    def get(self, key: tuple) -> Any:
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is None or hit[0] <= time.monotonic():
+                return None
+            self.items.move_to_end(key)
+            return hit[1]
+
+    def put(self, key: tuple, value: Any) -> None:
+        expires = time.monotonic() + self.ttl_s if self.ttl_s is not None else float("inf")
+        with self.lock:
+            self.items[key] = (expires, value)
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
+_render_cache = _Lru(RENDER_CACHE_MAX, RENDER_CACHE_TTL_S)
 
 
 def _visible_rendered(tree, schema, tiers) -> tuple[Mapping[str, str], Rendered]:
@@ -111,29 +138,18 @@ def _rendered(subject: Subject, schema, tiers) -> tuple[Mapping[str, str], Rende
         tiers_key,
         token_counter_name(),
     )
-    now = time.monotonic()
-    with _render_lock:
-        hit = _render_cache.get(key)
-        if hit is not None and hit[0] > now:
-            _render_cache.move_to_end(key)
-            return hit[1], hit[2]
-    leaves, rendered = _visible_rendered(selectors.tree_current(subject), schema, tiers_key)
-    with _render_lock:
-        _render_cache[key] = (now + RENDER_CACHE_TTL_S, leaves, rendered)
-        _render_cache.move_to_end(key)
-        while len(_render_cache) > RENDER_CACHE_MAX:
-            _render_cache.popitem(last=False)
-    return leaves, rendered
+    hit = _render_cache.get(key)
+    if hit is None:
+        hit = _visible_rendered(selectors.tree_current(subject), schema, tiers_key)
+        _render_cache.put(key, hit)
+    return hit
 
 
 def render_cache_clear(subject_id: int | None = None) -> None:
     """Drop cached renderings (of one subject, or all)."""
-    with _render_lock:
-        if subject_id is None:
-            _render_cache.clear()
-        else:
-            for key in [k for k in _render_cache if k[0] == subject_id]:
-                del _render_cache[key]
+    with _render_cache.lock:
+        for key in [k for k in _render_cache.items if subject_id is None or k[0] == subject_id]:
+            del _render_cache.items[key]
 
 
 def _on_subject_erased(sender, subject_id: int, **kwargs) -> None:
@@ -141,10 +157,6 @@ def _on_subject_erased(sender, subject_id: int, **kwargs) -> None:
 
 
 subject_erased.connect(_on_subject_erased, dispatch_uid="memory.services.query.render_cache")
-
-
-def _iso(ts_ms: int) -> str | None:
-    return datetime.fromtimestamp(ts_ms / 1000, tz=UTC).isoformat() if ts_ms else None
 
 
 def context_build(
@@ -264,12 +276,7 @@ def _deep(
             detail = f"expansion model unavailable (error id {error_id}); original query only"
         expansion = {**expansion, "detail": detail}
         notices.append(f"query expansion skipped: {detail}")
-    evidence = []
-    for ev in result.evidence:
-        d = ev.to_dict()
-        d["source"]["ts"] = _iso(ev.ts_ms)
-        d["source"].pop("ts_ms", None)
-        evidence.append(d)
+    evidence = [ev.to_dict() for ev in result.evidence]
     info = {
         "status": "ok",
         "queries": result.queries,
@@ -316,32 +323,19 @@ def answer_build(
 # Passage vectors of extractive answers: a subject's leaf clauses and evidence sentences recur from one
 # question to the next, so each text is embedded once per process (per embedder), LRU-bounded.
 EMBED_CACHE_MAX = 20000
-_embed_cache: OrderedDict[tuple[str, str, str], list[float]] = OrderedDict()
-_embed_lock = threading.Lock()
+_embed_cache = _Lru(EMBED_CACHE_MAX)
 
 
 def _embed_cached(embedder, texts: list[str]) -> list[list[float]]:
     kind = type(embedder)
     key = (f"{kind.__module__}.{kind.__qualname__}", str(getattr(embedder, "path", "")))
-    with _embed_lock:
-        missing = list(dict.fromkeys(t for t in texts if (*key, t) not in _embed_cache))
+    known = {t: _embed_cache.get((*key, t)) for t in dict.fromkeys(texts)}
+    missing = [t for t, row in known.items() if row is None]
     if missing:
-        fresh = [[float(x) for x in row] for row in embedder.embed(missing)]
-        with _embed_lock:
-            for text, row in zip(missing, fresh, strict=True):
-                _embed_cache[(*key, text)] = row
-            while len(_embed_cache) > EMBED_CACHE_MAX:
-                _embed_cache.popitem(last=False)
-    with _embed_lock:
-        out: list[list[float]] = []
-        for t in texts:
-            cached = _embed_cache.get((*key, t))
-            if cached is None:  # evicted meanwhile by another thread: embed it alone
-                cached = [float(x) for x in embedder.embed([t])[0]]
-            else:
-                _embed_cache.move_to_end((*key, t))
-            out.append(cached)
-    return out
+        for text, row in zip(missing, embedder.embed(missing), strict=True):
+            known[text] = [float(x) for x in row]
+            _embed_cache.put((*key, text), known[text])
+    return [known[t] for t in texts]
 
 
 def extractive_build(ctx: ContextResult, leaves: Mapping[str, str]) -> AnswerResult:

@@ -214,7 +214,7 @@ def test_erased_subject_leaves_no_trace_in_any_store(
         )
         assert answer.status_code == 200, answer.content
         assert canary in json.dumps(answer.json()), mode
-    assert any(key[0] == subject_pk for key in query_service._render_cache)
+    assert any(key[0] == subject_pk for key in query_service._render_cache.items)
     for needle in (canary, keeper_canary):  # the scanners see what is there
         assert scan_db(needle), needle
         assert scan_milvus(needle), needle
@@ -234,7 +234,7 @@ def test_erased_subject_leaves_no_trace_in_any_store(
     assert scan_redis(prefix, canary)[1] == []
     assert scan_milvus(canary) == []
     assert scan_files(data_dir, canary) == []
-    assert not any(key[0] == subject_pk for key in query_service._render_cache)  # this process's cache
+    assert not any(key[0] == subject_pk for key in query_service._render_cache.items)  # this process's cache
     assert {r.name.split(".")[0] for r in caplog.records} & {"workers", "personatree"}, "logs were captured"
     assert scan_logs(caplog.records, canary) == []
     assert reader.get(reverse("subject-tree", kwargs={"external_id": external_id})).status_code == 404
