@@ -276,11 +276,11 @@ class EvidenceIndex:
         metric, expr = ("COSINE" if field == "dense" else "BM25"), scope.expr()
         local = lite.local_collection(self.uri, name) if self.direct_reads else None
         if local is not None:
+            kw = {"anns_field": field, "expr": expr, "metric_type": metric, "top_k": limit}
             parts = lite.subject_partitions(local, scope.subject_id)
             res = self._call(
-                "search", lite.search, local, data, limit=limit, field=field, metric=metric, expr=expr,
-                output_fields=OUTPUT_FIELDS, partitions=parts,
-            )  # fmt: skip
+                "search", local.search, data, partition_names=parts, output_fields=OUTPUT_FIELDS, **kw
+            )
         else:
             kw = {"anns_field": field, "filter": expr, "search_params": {"metric_type": metric}}
             res = self._call(

@@ -1,6 +1,6 @@
 """Searches of an embedded Milvus Lite served by this process, without the loop-back gRPC hop
-(protobuf both ways, a thread hand-over per query): `search` calls the `Collection.search` Lite's
-Search handler calls, on the same rows. Writes stay on pymilvus, and so does a search when the
+(protobuf both ways, a thread hand-over per query): `EvidenceIndex` calls the `Collection.search`
+Lite's Search handler calls, on the same rows. Writes stay on pymilvus, and so does a search when the
 file's server is not in this process (`local_collection` is None).
 """
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
 
 
 def local_collection(uri: str, name: str):
@@ -40,26 +39,3 @@ def subject_partitions(collection, subject_id: int) -> list[str] | None:
     h = int(hashlib.md5(str(subject_id).encode()).hexdigest(), 16) % buckets  # noqa: S324 - Lite's rule
     name = f"{PARTITION_KEY_BUCKET_PREFIX}{h}"
     return [name] if collection.has_partition(name) else None
-
-
-def search(
-    collection,
-    data: Sequence,
-    *,
-    field: str,
-    metric: str,
-    limit: int,
-    expr: str,
-    output_fields: Sequence[str],
-    partitions: Sequence[str] | None = None,
-) -> list[list[dict]]:
-    """One multi-query search of one vector field, as the gRPC handler runs it."""
-    return collection.search(
-        query_vectors=list(data),
-        top_k=limit,
-        metric_type=metric,
-        partition_names=list(partitions) if partitions else None,
-        expr=expr,
-        output_fields=list(output_fields),
-        anns_field=field,
-    )

@@ -21,8 +21,6 @@ from memory.services import NotFoundError
 class OrmStore:
     """Any database (SQLite, the embedded default): ORM queries, one subject at a time."""
 
-    vendor = "orm"
-
     def lock(self, chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
         """Lock each subject row (id order: two lockers never deadlock) with tenant and head, then
         read the named chunks' statuses in a statement of their own, started after every lock was
@@ -66,10 +64,24 @@ class OrmStore:
 class PostgresStore:
     """PostgreSQL: one locking query for any number of subjects, one write statement for all."""
 
-    vendor = "postgresql"
-
     def lock(self, chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
-        return _lock_rows(chunk_ids)
+        """One locking query (:func:`_lock_sql`); ``next_version_id`` is reserved so all writes
+        of an apply fit in one statement (an unused id is a harmless gap)."""
+        sql, layout = _lock_sql()
+        named = {sid: cid for sid, cid in chunk_ids.items() if cid is not None}
+        with connection.cursor() as cursor:
+            cursor.execute(sql, (list(named), list(named.values()), list(chunk_ids)))
+            rows = cursor.fetchall()
+        locked_by_id = {}
+        for row in rows:
+            subject, tenant, head = (
+                _from_row(model, row, start, stop, conv) for model, start, stop, conv in layout
+            )
+            Subject.tenant.field.set_cached_value(subject, tenant)
+            Subject.head.field.set_cached_value(subject, head if subject.head_id is not None else None)
+            subject.source_chunk_status, subject.next_version_id = row[-2], row[-1]
+            locked_by_id[subject.pk] = subject
+        return locked_by_id
 
     def write(self, entries) -> set[int]:
         """Returns the source chunks found already ``applied`` *by this statement*; their entries
@@ -279,26 +291,6 @@ def _update_layout(model, columns: tuple[str, ...], constants: tuple[str, ...]) 
     rowset = f"(SELECT * FROM {_recordset(fields)} LIMIT ?) AS r"
     sql = f"UPDATE {table} SET {', '.join(assignments)} FROM {rowset} WHERE {table}.{pk_col} = r.{pk_col}"
     return fields, constant_fields, sql
-
-
-def _lock_rows(chunk_ids: Mapping[int, int | None]) -> dict[int, Subject]:
-    """PostgreSQL's lock, one query (:func:`_lock_sql`); ``next_version_id`` is reserved so all writes
-    of an apply fit in one statement (an unused id is a harmless gap)."""
-    sql, layout = _lock_sql()
-    named = {sid: cid for sid, cid in chunk_ids.items() if cid is not None}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, (list(named), list(named.values()), list(chunk_ids)))
-        rows = cursor.fetchall()
-    locked_by_id = {}
-    for row in rows:
-        subject, tenant, head = (
-            _from_row(model, row, start, stop, conv) for model, start, stop, conv in layout
-        )
-        Subject.tenant.field.set_cached_value(subject, tenant)
-        Subject.head.field.set_cached_value(subject, head if subject.head_id is not None else None)
-        subject.source_chunk_status, subject.next_version_id = row[-2], row[-1]
-        locked_by_id[subject.pk] = subject
-    return locked_by_id
 
 
 def _from_row(model, row, start: int, stop: int, converters):
