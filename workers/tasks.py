@@ -13,8 +13,6 @@ from workers.dispatcher import dispatch
 from workers.ordering import ready_chunks
 from workers.schema_migrations import schema_migrate  # noqa: F401  (registers workers.schema_migrate)
 
-__all__ = ["dispatch", "sweep"]
-
 
 @pt_task(name="workers.sweep", queue="ingest", soft_time_limit=120, retry_for=(OperationalError,))
 def sweep(self) -> dict:

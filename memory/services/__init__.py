@@ -45,6 +45,3 @@ class VersionConflict(ServiceError):
 def new_error_id() -> str:
     """A short id that ties a generic error shown to a client to the log line holding its cause."""
     return uuid.uuid4().hex[:16]
-
-
-__all__ = ["NotFoundError", "ServiceError", "VersionConflict", "new_error_id"]

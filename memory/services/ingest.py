@@ -83,8 +83,9 @@ def _unknown(item: dict, allowed: Sequence[str], where: str) -> None:
         )
 
 
-def _text(item: dict, name: str, field: str, *, default: str | None = None) -> str:
+def _text(item: dict, name: str, where: str, *, default: str | None = None) -> str:
     """A string member (a number is taken as its text); ``default`` when absent (None: required)."""
+    field = where + name
     if name not in item:
         if default is None:
             raise ServiceError("This field is required.", field=field, code="required")
@@ -133,15 +134,10 @@ def ingest_body_parse(data) -> tuple[list[IncomingMessage], bool]:
     messages = []
     for i, item in enumerate(data["messages"]):
         where = f"messages[{i}]."
-        messages.append(
-            IncomingMessage(
-                role=_text(item, "role", where + "role"),
-                content=_text(item, "content", where + "content"),
-                idempotency_key=_text(item, "idempotency_key", where + "idempotency_key"),
-                ts=_timestamp(item.get("ts"), where + "ts"),
-                session_id=_text(item, "session_id", where + "session_id", default="").strip(),
-            )
-        )
+        texts = {name: _text(item, name, where) for name in ("role", "content", "idempotency_key")}
+        ts = _timestamp(item.get("ts"), where + "ts")
+        session_id = _text(item, "session_id", where, default="").strip()
+        messages.append(IncomingMessage(**texts, ts=ts, session_id=session_id))
     return messages, recreate_erased
 
 
