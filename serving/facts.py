@@ -42,7 +42,7 @@ import numpy as np
 
 from memory.engine.aboutness import ClauseSyntax, judge, resolve
 from memory.engine.candidates import Candidate, Candidates, UserSentence, retraction_targets
-from memory.engine.facts import KEEP_LABELS, FactClassifier, FactVerdict
+from memory.engine.facts import KEEP_LABELS, SPECIFIC_FLOOR, FactClassifier, FactVerdict
 from memory.engine.placement import LeafPlacer, LeafVectors
 from memory.engine.schema import Schema, document_digest
 from memory.engine.segment import segment
@@ -312,7 +312,7 @@ class FactStep:
         # (about a third of a conversation's clauses): a clause's vector and verdict are its own,
         # whatever else is in the call.
         candidates = [
-            (i, unit, r.concrete) for i, units, read in zip(busy, all_units, all_reads, strict=True)
+            (i, unit, r) for i, units, read in zip(busy, all_units, all_reads, strict=True)
             for unit, r in zip(units, read, strict=True) if judge(r).keep
         ]  # fmt: skip
         texts = [unit.text for _i, unit, _c in candidates]
@@ -325,12 +325,14 @@ class FactStep:
         rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
         verdicts = self.classifier.classify(texts, rows)
         placer, leaf_vectors = self.placer(schema, digest)
-        for (i, unit, concrete), row, verdict in zip(candidates, rows, verdicts, strict=True):
+        for (i, unit, read), row, verdict in zip(candidates, rows, verdicts, strict=True):
+            if read.mine and verdict.label not in KEEP_LABELS and verdict.p_keep >= SPECIFIC_FLOOR:
+                verdict = FactVerdict("self", verdict.p_keep)  # the grammar read "X is my favourite Y"
             if verdict.label not in KEEP_LABELS:
                 continue
             ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
             if ranked:
-                out[i][1][unit.id] = PlacedFact(verdict, ranked, concrete)
+                out[i][1][unit.id] = PlacedFact(verdict, ranked, read.concrete)
         return out
 
 

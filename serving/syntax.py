@@ -237,6 +237,23 @@ _BECAUSE = frozenset({"while", "because", "since"})
 _POINTERS = frozenset({"it", "this", "that", "they", "them", "he", "him", "she", "her", "these", "those"})
 
 
+def _called_mine(main, inside: set[int]) -> bool:
+    """Does a copula say what its subject is to the speaker: "... is my favourite food", "... has
+    always been a favourite of mine", "... is my brother"?"""
+    if main.lemma_ != "be":
+        return False
+    for attr in (c for c in main.children if c.dep_ == "attr" and c.i in inside):
+        if attr.lemma_.lower() in _VAGUE_NOUNS:
+            continue  # "The sunset was my favourite part": of a day, not of the person
+        poss = possessive_of(attr)
+        if poss is not None and poss.lower_ in SPEAKER_POSS:
+            return True
+        of = next((c for c in attr.children if c.dep_ == "prep" and c.lower_ == "of"), None)
+        if of is not None and any(c.lower_ in ("mine", "ours") for c in of.children):
+            return True
+    return False
+
+
 def _now_that(mark) -> bool:
     """ "now that I'm a manager": parsed as a complement, said as a because."""
     return mark.lower_ == "that" and mark.i > 0 and mark.doc[mark.i - 1].lower_ == "now"
@@ -344,6 +361,10 @@ def _read(doc, tokens) -> ClauseSyntax:
             antecedent = antecedent_of(doc, poss, _THIRD_POSS[poss.lower_])
             if antecedent:
                 return ClauseSyntax("pronoun", finite, modal, poss.text, f"{antecedent}'s", first_person)
+        if kind in ("other", "generic") and _called_mine(main, inside):
+            # "Pizza is my favourite food", "Spider-Man is a favourite of mine": said by the speaker
+            # about what is theirs, whatever a classifier trained on "I ..." sentences thinks
+            return _named(ClauseSyntax("owned", finite, modal, first_person=True, mine=True), tokens, main)
     else:
         kind = "generic"  # everyone, nobody, someone ...
     return _named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
@@ -468,7 +489,7 @@ def _named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     if tail is not None:  # what the joined clause says is not kept, so it needs no naming
         syntax = replace(syntax, tail=tail[1])
         tokens = [t for t in tokens if t.i < tail[0].i]
-    if _concrete(tokens, main):
+    if syntax.mine or _concrete(tokens, main):
         syntax = replace(syntax, concrete=True)
     pronouns = pronouns_named(tokens, main)
     if not pronouns:

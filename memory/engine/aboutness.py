@@ -93,6 +93,7 @@ class ClauseSyntax:
     swaps: tuple[tuple[str, str], ...] = ()  # pointing words said plainly: ("this tree", "a tree")
     concrete: bool = False  # the verb does something to a thing it names: "I play clarinet", "I'm a
     # nurse"; not a state or a feeling ("I'm grateful for my friends", "I had a blast")
+    mine: bool = False  # a copula says what the subject is to the speaker: "Pizza is my favourite food"
 
     def __post_init__(self) -> None:
         if self.subject not in SUBJECTS:

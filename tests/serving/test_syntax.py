@@ -271,3 +271,17 @@ def test_an_answer_that_leaves_off_im_is_the_speakers(syntax):
 def test_a_clause_is_concrete_when_its_verb_does_something_to_a_thing(syntax, content, concrete):
     (_text, found), *_ = read(syntax, content)
     assert found.concrete is concrete, found
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["Pizza is my favourite food.", "Spider-Man has always been a favourite of mine.", "Ana is my sister."],
+)
+def test_what_a_thing_is_to_the_speaker_is_theirs(syntax, content):
+    (_text, found), *_ = read(syntax, content)
+    assert found.subject == "owned" and found.mine and judge(found).keep, found
+
+
+def test_a_favourite_part_of_a_day_is_not_the_persons(syntax):
+    (_text, found), *_ = read(syntax, "The sunset was my favourite part.")
+    assert not found.mine
