@@ -258,14 +258,11 @@ def _run(requests: list[ApplyRequest], *, savepoint: bool) -> list[ApplyOutcome 
     waiting = list(range(len(requests)))
     with transaction.atomic(savepoint=savepoint):
         while waiting:  # one round per request of each subject, in request order
-            wave: list[int] = []
-            later: list[int] = []
-            seen: set[int] = set()
+            first: dict[int, int] = {}  # subject -> its first waiting request
             for i in waiting:
-                (later if requests[i].subject_id in seen else wave).append(i)
-                seen.add(requests[i].subject_id)
-            _apply_round(requests, wave, results)
-            waiting = later
+                first.setdefault(requests[i].subject_id, i)
+            _apply_round(requests, list(first.values()), results)
+            waiting = [i for i in waiting if first[requests[i].subject_id] != i]
     return cast(list[ApplyOutcome | Exception], results)  # every request has its entry now
 
 
@@ -376,14 +373,10 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
     result: GateResult = gate(schema, tree, tuple(request.ops), policy, evidence)
     apply_now, held = split_for_review(locked, schema, result.accepted) if review else (result.accepted, {})
     new_tree, _changes = apply(tree, apply_now)
-    if created_by is None:
-        created_by = (
-            TreeVersion.CreatedBy.CHUNK
-            if chunk_id is not None
-            else TreeVersion.CreatedBy.ADMIN
-            if actor.kind == "admin"
-            else TreeVersion.CreatedBy.IMPORT
-        )
+    by = TreeVersion.CreatedBy
+    created_by = created_by or (
+        by.CHUNK if chunk_id is not None else by.ADMIN if actor.kind == "admin" else by.IMPORT
+    )
     version = None
     if new_tree != tree:
         version = next_version(
