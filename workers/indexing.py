@@ -83,8 +83,8 @@ def reconcile_indexing(self, limit: int = 200, older_than_s: float = INDEX_GRACE
         return 0
     spans = evidence.unindexed_spans(older_than_s=float(older_than_s), limit=int(limit))
     queued = 0
-    for span in spans:
-        if not send(index_messages, span.subject_id, span.start_seq, span.end_seq, tenant_id=span.tenant_id):
+    for tenant_id, subject_id, start_seq, end_seq in spans:
+        if not send(index_messages, subject_id, start_seq, end_seq, tenant_id=tenant_id):
             break  # broker down (logged by send): the next tick retries
         queued += 1
     if queued:

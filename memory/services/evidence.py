@@ -4,20 +4,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.utils import timezone
 
 from memory.models import Chunk
-
-
-@dataclass(frozen=True)
-class Span:
-    tenant_id: int
-    subject_id: int
-    start_seq: int
-    end_seq: int
 
 
 def span_indexed(*, subject_id: int, start_seq: int, end_seq: int) -> int:
@@ -31,13 +22,14 @@ def span_indexed(*, subject_id: int, start_seq: int, end_seq: int) -> int:
     ).update(indexed_at=timezone.now())
 
 
-def unindexed_spans(*, older_than_s: float, limit: int = 200) -> list[Span]:
-    """Applied chunks not confirmed in the index, untouched for ``older_than_s`` (their own on-commit
-    task has had its chance), oldest first (the partial index ``chunk_unindexed``)."""
+def unindexed_spans(*, older_than_s: float, limit: int = 200) -> list[tuple[int, int, int, int]]:
+    """``(tenant_id, subject_id, start_seq, end_seq)`` of applied chunks not confirmed in the index,
+    untouched for ``older_than_s`` (their own on-commit task has had its chance), oldest first (the
+    partial index ``chunk_unindexed``)."""
     cutoff = timezone.now() - timedelta(seconds=older_than_s)
     rows = (
         Chunk.objects.filter(status=Chunk.Status.APPLIED, indexed_at__isnull=True, updated_at__lt=cutoff)
         .order_by("updated_at", "pk")
         .values_list("subject__tenant_id", "subject_id", "start_seq", "end_seq")[:limit]
     )
-    return [Span(int(t), int(s), int(a), int(b)) for t, s, a, b in rows]
+    return [(int(t), int(s), int(a), int(b)) for t, s, a, b in rows]

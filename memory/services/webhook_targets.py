@@ -52,10 +52,6 @@ class Target:
     address: str | None
 
 
-def allow_private_targets() -> bool:
-    return conf.get().webhooks.allow_private_targets
-
-
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
@@ -136,7 +132,7 @@ def target_resolve(url: str, *, resolve: bool = True) -> Target:
     literal = literal_address(host)
     if literal is None and not _HOST_NAME.fullmatch(host):
         raise WebhookUrlRefused("The webhook URL's host is not a valid host name.")
-    if allow_private_targets():
+    if conf.get().webhooks.allow_private_targets:
         return Target(parsed, host, None)
     if literal is not None:
         if not address_is_public(literal):
