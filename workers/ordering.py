@@ -83,17 +83,6 @@ def chunks_claim(
     return _claim_cas(limit=limit, exclude_subjects=exclude_subjects, tenant_id=tenant_id, now=now)
 
 
-def _one_per_subject(rows, limit: int, exclude_subjects: Collection[int]) -> list[tuple]:
-    chosen, seen = [], set(exclude_subjects)
-    for row in rows:
-        if row[1] not in seen:
-            seen.add(row[1])
-            chosen.append(row)
-            if len(chosen) >= limit:
-                break
-    return chosen
-
-
 COLUMNS = ("id", "subject_id", "status", "attempts", "start_seq", "end_seq")
 
 
@@ -109,10 +98,15 @@ def _claim_skip_locked(*, limit, exclude_subjects, tenant_id, now) -> list[Claim
     with connection.cursor() as cursor:  # one statement: its own transaction outside a caller's
         cursor.execute(_claim_sql(), params)
         rows = sorted(cursor.fetchall())
-    chosen = _one_per_subject(rows, limit, exclude_subjects)
-    claims = [Claim(r[0], r[1], r[3], r[4], r[5]) for r in chosen]
-    for extra in (r for r in rows if r not in chosen):
-        chunk_release(Claim(extra[0], extra[1], extra[3], extra[4], extra[5]), count_attempt=False)
+    claims: list[Claim] = []
+    seen = set(exclude_subjects)
+    for chunk_id, subject_id, _status, token, start_seq, end_seq in rows:
+        claim = Claim(chunk_id, subject_id, token, start_seq, end_seq)
+        if subject_id in seen or len(claims) >= limit:  # a second of its subject, or one too many
+            chunk_release(claim, count_attempt=False)
+        else:
+            seen.add(subject_id)
+            claims.append(claim)
     return claims
 
 

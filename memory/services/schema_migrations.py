@@ -331,9 +331,7 @@ def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: li
                 entries.append((locked, version, None, records))
             moved.append(pk)
             counts["migrated" if version is not None else "unchanged"] += 1
-            if planned.held:
-                counts["held"] += 1
-                counts["held_ops"] += len(planned.held)
+            counts.update(held=bool(planned.held), held_ops=len(planned.held))
         write_applies(entries)
         if moved:
             Subject.objects.filter(pk__in=moved).update(
