@@ -325,14 +325,14 @@ class FactStep:
         rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
         verdicts = self.classifier.classify(texts, rows)
         placer, leaf_vectors = self.placer(schema, digest)
-        for (i, unit, read), row, verdict in zip(candidates, rows, verdicts, strict=True):
-            if read.mine and verdict.label not in KEEP_LABELS and verdict.p_keep >= SPECIFIC_FLOOR:
+        for (i, unit, grammar), row, verdict in zip(candidates, rows, verdicts, strict=True):
+            if grammar.mine and verdict.label not in KEEP_LABELS and verdict.p_keep >= SPECIFIC_FLOOR:
                 verdict = FactVerdict("self", verdict.p_keep)  # the grammar read "X is my favourite Y"
             if verdict.label not in KEEP_LABELS:
                 continue
             ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
             if ranked:
-                out[i][1][unit.id] = PlacedFact(verdict, ranked, read.concrete)
+                out[i][1][unit.id] = PlacedFact(verdict, ranked, grammar.concrete)
         return out
 
 
