@@ -12,7 +12,6 @@ from pathlib import Path
 
 from memory.backfill.records import (
     BackfillFormatError,
-    BackfillMessage,
     SubjectHistory,
     derive_key,
     nonblank_lines,
@@ -20,6 +19,7 @@ from memory.backfill.records import (
     source_label,
     unknown_keys,
 )
+from memory.messages import IncomingMessage
 
 LINE_KEYS = {"subject", "messages"}
 MESSAGE_KEYS = {"role", "content", "ts", "session_id", "id"}
@@ -38,7 +38,7 @@ def parse_ts(value: object, where: str) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _message(raw: object, *, where: str, label: str, line_no: int, index: int) -> BackfillMessage:
+def _message(raw: object, *, where: str, label: str, line_no: int, index: int) -> IncomingMessage:
     if not isinstance(raw, dict):
         raise BackfillFormatError(where, "a message must be an object")
     unknown_keys(raw, MESSAGE_KEYS, where)
@@ -50,7 +50,7 @@ def _message(raw: object, *, where: str, label: str, line_no: int, index: int) -
     if given is not None and (not isinstance(given, str) or not given.strip()):
         raise BackfillFormatError(f"{where}.id", "id must be a non-empty string")
     key = given if given is not None else derive_key(label, line_no, index)
-    return BackfillMessage(
+    return IncomingMessage(
         role=role,
         content=content,
         idempotency_key=key,

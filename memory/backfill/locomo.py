@@ -10,11 +10,11 @@ from pathlib import Path
 
 from memory.backfill.records import (
     BackfillFormatError,
-    BackfillMessage,
     SubjectHistory,
     derive_key,
     source_label,
 )
+from memory.messages import IncomingMessage
 
 SESSION_KEY = re.compile(r"^session_(\d+)$")
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
@@ -109,7 +109,7 @@ class LocomoSource:
                     continue  # an empty turn carries nothing to remember
                 position = turn.get("dia_id") or f"S{number}:{j}"
                 messages.append(
-                    BackfillMessage(
+                    IncomingMessage(
                         role="user" if turn["speaker"] == speaker else "assistant",
                         content=content,
                         idempotency_key=derive_key(self.label, sample_id, position),

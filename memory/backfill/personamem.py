@@ -10,13 +10,13 @@ from pathlib import Path
 
 from memory.backfill.records import (
     BackfillFormatError,
-    BackfillMessage,
     SubjectHistory,
     derive_key,
     nonblank_lines,
     role_and_content,
     source_label,
 )
+from memory.messages import IncomingMessage
 
 
 class PersonamemSource:
@@ -62,7 +62,7 @@ class PersonamemSource:
             if not content.strip():
                 continue
             messages.append(
-                BackfillMessage(
+                IncomingMessage(
                     role=role, content=content, idempotency_key=derive_key(self.label, context_id, i)
                 )
             )

@@ -25,16 +25,12 @@ class BackfillFormatError(ValueError):
         self.message = message
 
 
-# Readers yield the same record the ingest API builds, so the backfill service hands it over as is.
-BackfillMessage = IncomingMessage
-
-
 @dataclass(frozen=True)
 class SubjectHistory:
     """All messages of one subject from one source, in conversation order."""
 
     external_id: str
-    messages: tuple[BackfillMessage, ...]
+    messages: tuple[IncomingMessage, ...]  # the ingest API's record: handed over as is
     location: str = ""
     meta: dict = field(default_factory=dict, compare=False)
 

@@ -10,8 +10,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from memory.backfill import BackfillFormatError, JsonlSource, LocomoSource, PersonamemSource
-from memory.backfill.records import BackfillMessage, SubjectHistory
+from memory.backfill.records import SubjectHistory
 from memory.backfill.service import Pacer, backfill_run
+from memory.messages import IncomingMessage
 from memory.models import Chunk, Message, OpRecord, Subject, TreeVersion
 from tests.workers.helpers import WatchingClient
 
@@ -100,7 +101,7 @@ def test_interrupted_run_resumes_to_the_same_state_as_a_clean_run(tenant, other_
         SubjectHistory(
             f"r{i}",
             tuple(
-                BackfillMessage(role, f"{role} {i}.{j}", f"key-{i}-{j}-{role}")
+                IncomingMessage(role, f"{role} {i}.{j}", f"key-{i}-{j}-{role}")
                 for j in range(7)
                 for role in ("user", "assistant")
             ),
@@ -143,7 +144,7 @@ def test_restart_takes_back_only_its_own_subjects_chunks(tenant):
         return SubjectHistory(
             name,
             tuple(
-                BackfillMessage(role, f"{role} {name} {j}", f"{name}-{j}-{role}")
+                IncomingMessage(role, f"{role} {name} {j}", f"{name}-{j}-{role}")
                 for j in range(6)
                 for role in ("user", "assistant")
             ),
