@@ -125,7 +125,7 @@ class EvidenceIndex:
 
     def collection_names(self) -> list[str]:
         """Every collection of this index's layout (existing or not)."""
-        return layout.collection_names(self.collection, self.shards)
+        return [layout.collection_of(self.collection, self.shards, k) for k in range(self.shards)]
 
     def collection_of(self, subject_id: int) -> str:
         """The collection holding the subject's rows."""

@@ -26,10 +26,6 @@ def is_lite(client) -> bool:
     return str(client.get_server_version()).lower().startswith("milvus_lite")
 
 
-def collection_names(base: str, shards: int) -> list[str]:
-    return [f"{base}_v{LAYOUT}" + (f"_{k}of{shards}" if shards > 1 else "") for k in range(shards)]
-
-
 def collection_of(base: str, shards: int, subject_id: int) -> str:
     return f"{base}_v{LAYOUT}" + (f"_{subject_id % shards}of{shards}" if shards > 1 else "")
 
@@ -57,22 +53,18 @@ def schema(client, dim: int):
     return s
 
 
-def index_params(client):
-    """Dense (AUTOINDEX, cosine) and BM25 indexes, INVERTED on every filtered field."""
+def create(client, name: str, dim: int) -> None:
+    """Create one layout-2 collection (loaded) with its dense (AUTOINDEX, cosine) and BM25 indexes,
+    INVERTED on every filtered field."""
+    client.create_collection(name, schema=schema(client, dim), num_partitions=NUM_PARTITIONS)
     ip = client.prepare_index_params()
     ip.add_index("dense", index_type="AUTOINDEX", metric_type="COSINE")
     ip.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-    for name in SCALAR_INDEXED:
-        ip.add_index(name, index_type="INVERTED")
-    return ip
-
-
-def create(client, name: str, dim: int) -> None:
-    """Create one layout-2 collection with its vector, BM25 and scalar indexes (loaded)."""
-    client.create_collection(name, schema=schema(client, dim), num_partitions=NUM_PARTITIONS)
+    for field in SCALAR_INDEXED:
+        ip.add_index(field, index_type="INVERTED")
     # The collection is empty, so nothing waits on a build: sync=False skips pymilvus's 0.5 s poll
     # per index.
-    client.create_index(name, index_params(client), sync=False)
+    client.create_index(name, ip, sync=False)
     client.load_collection(name)
     logger.info("created evidence collection %s (layout %d, dim %d)", name, LAYOUT, dim)
 
