@@ -308,7 +308,7 @@ def _read(doc, tokens) -> ClauseSyntax:
         shown = subject or next((c for c in main.children if c.dep_ == "attr" and c.i in inside), None)
         made = _shown_made(tokens, shown, inside)  # "Here are some bowls I made" -> "I made some bowls"
         if made:
-            return ClauseSyntax("speaker", finite, first_person=True, swaps=(made,))
+            return ClauseSyntax("speaker", finite, first_person=True, swaps=(made,), concrete=True)
         return ClauseSyntax("deictic", finite, modal, first_person=first_person)  # "Here's a pic"
     if (main.lemma_ == "bet" or (main.lemma_ in _EMPATHY and modal in ("can", "could"))) and any(
         c.dep_ == "ccomp" and c.i in inside for c in main.children
@@ -370,12 +370,23 @@ def _read(doc, tokens) -> ClauseSyntax:
     return _named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
 
 
+_PICTURES = frozenset({"photo", "pic", "picture", "image", "shot", "snap", "snapshot", "peek", "look"})
+
+
 def _shown_made(tokens, shown, inside: set[int]) -> tuple[str, str] | None:
     """ "Here are some bowls (that) I made": (the clause as said, "I made some bowls"); None when
     what is shown is not the speaker's doing."""
     if shown is None:
         return None
     verb = next((c for c in shown.children if c.dep_ == "relcl" and c.i in inside), None)
+    if shown.lemma_.lower() in _PICTURES:  # "a photo of my horse painting I did": the painting
+        of = next((c for c in shown.children if c.dep_ == "prep" and c.lower_ == "of"), None)
+        inner = next((c for c in of.children if c.dep_ == "pobj"), None) if of is not None else None
+        if inner is None:
+            return None
+        if verb is not None and verb.lemma_ in ("take", "snap", "shoot"):
+            verb = None  # "a photo I took of the lake": the photo is what they made, not the lake
+        shown, verb = inner, next((c for c in inner.children if c.dep_ == "relcl" and c.i in inside), verb)
     subject = _subject(verb, inside) if verb is not None else None
     if verb is None or subject is None or subject.lower_ not in SPEAKER or subject.i > verb.i:
         return None

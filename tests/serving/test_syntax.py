@@ -219,6 +219,9 @@ def test_a_thing_shown_that_the_speaker_made_is_said_as_made(syntax):
     (text, found), *_ = read(syntax, content)
     assert judge(found).keep
     assert resolve(text, found) == "I baked some lemon tarts for the fair."
+    # a picture of it: what the picture shows is what they made
+    (text, found), *_ = read(syntax, "Here's a photo of my quilt I made last winter.")
+    assert judge(found).keep and resolve(text, found) == "I made my quilt last winter.", found
 
 
 def test_a_clause_is_judged_by_its_own_subject_not_one_a_dash_left_behind(syntax):
