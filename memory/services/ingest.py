@@ -60,8 +60,7 @@ def _text_problem(value: str) -> str | None:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         return f"is not valid Unicode text (unpaired surrogate at character {exc.start})"
-    bad = CONTROL_CHARS.search(value)
-    if bad:
+    if bad := CONTROL_CHARS.search(value):
         return f"contains the control character U+{ord(bad.group()):04X} at character {bad.start()}"
     return None
 
@@ -70,14 +69,12 @@ def external_id_validate(external_id: str) -> None:
     """A subject id from a URL or a file: 1-255 characters of text without control characters."""
     if not isinstance(external_id, str) or not external_id.strip() or len(external_id) > 255:
         raise ServiceError("external_id must be 1-255 characters.", field="external_id")
-    problem = _text_problem(external_id)
-    if problem:
+    if problem := _text_problem(external_id):
         raise ServiceError(f"external_id {problem}.", field="external_id", code="invalid_text")
 
 
 def _unknown(item: dict, allowed: Sequence[str], where: str) -> None:
-    unknown = sorted(set(item) - set(allowed))
-    if unknown:
+    if unknown := sorted(set(item) - set(allowed)):
         raise ServiceError(
             f"Unknown field(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}.", field=where + unknown[0]
         )
@@ -180,8 +177,7 @@ def messages_validate(messages: Sequence[IncomingMessage], *, max_messages: int 
             ("idempotency_key", key),
             ("session_id", msg.session_id),
         ):
-            problem = _text_problem(value or "")
-            if problem:
+            if problem := _text_problem(value or ""):
                 raise ServiceError(f"{name} {problem}.", field=f"{where}.{name}", code="invalid_text")
         if key in seen:
             raise ServiceError(
@@ -379,10 +375,9 @@ def ingest_status(*, subject: Subject) -> IngestStatus:
     failures = list(
         troubled.order_by("start_seq").values("status", "start_seq", "end_seq", "attempts", **shown)[:50]
     )
-    last_seq = msg["last"] or 0
     chunked = chunks["chunked"] or 0
     return IngestStatus(
-        cursor=last_seq,
+        cursor=msg["last"] or 0,
         chunked_through_seq=chunked,
         applied_through_seq=chunks["applied"] or 0,
         unchunked_messages=Message.objects.filter(subject=subject, seq__gt=chunked).count(),

@@ -226,14 +226,12 @@ def _from_head(subject: Subject, actor: Actor, base_version: int | None, make_op
         return _one(subject, request)
 
 
-def write_version(
-    locked: Subject, new_tree: Tree, *, created_by: str, chunk_id: int | None = None, note: str = ""
-) -> TreeVersion | None:
+def write_version(locked: Subject, new_tree: Tree, *, created_by: str, note: str = "") -> TreeVersion | None:
     """Write the next version if ``new_tree`` differs from the head; move the head. Subject must be locked."""
     tree = selectors.tree_current(locked)
     if new_tree == tree:
         return None
-    version = next_version(locked, tree, new_tree, created_by=created_by, chunk_id=chunk_id, note=note)
+    version = next_version(locked, tree, new_tree, created_by=created_by, chunk_id=None, note=note)
     write_applies([(locked, version, None, ())])
     return version
 
