@@ -247,8 +247,7 @@ def batched_indexing(size: int = BATCH_SPANS) -> Iterator[_SpanBatch]:
 
 def index_spans_expected(spans: list[tuple[int, int, int]]) -> None:
     """Within :func:`batched_indexing`: embed these spans' units ahead; elsewhere nothing."""
-    batch = getattr(_batch, "current", None)
-    if batch is not None:
+    if (batch := getattr(_batch, "current", None)) is not None:
         batch.expect(spans)
 
 
@@ -256,8 +255,7 @@ def index_span_soon(subject_id: int, start_seq: int, end_seq: int, tenant_id: in
     """Index an applied chunk's messages: into this thread's batch, else as an ``index_messages`` task."""
     if not _enabled():
         return
-    batch = getattr(_batch, "current", None)
-    if batch is not None:
+    if (batch := getattr(_batch, "current", None)) is not None:
         batch.add(subject_id, start_seq, end_seq, tenant_id)
     else:
         send(index_messages, subject_id, start_seq, end_seq, tenant_id=tenant_id)

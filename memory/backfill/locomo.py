@@ -31,8 +31,7 @@ def parse_locomo_date(value: object) -> datetime | None:
 
 def turn_text(turn: dict) -> str:
     text = str(turn.get("text") or "").strip()
-    caption = str(turn.get("blip_caption") or "").strip()
-    if caption:
+    if caption := str(turn.get("blip_caption") or "").strip():
         return f"{text} [shares an image: {caption}]".strip()
     return text
 

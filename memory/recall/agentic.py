@@ -89,8 +89,7 @@ class RecallResult:
 
 def _parse_expansions(text: str, original: str, n: int) -> list[str]:
     raw: list = []
-    match = re.search(r"\{.*\}", text, flags=re.S)
-    if match:
+    if match := re.search(r"\{.*\}", text, flags=re.S):
         try:
             obj = json.loads(match.group(0))
             raw = obj.get("queries", []) if isinstance(obj, dict) else []

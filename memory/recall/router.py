@@ -100,8 +100,7 @@ def relevant_paths(query: str, tree: Mapping[str, str], *, limit: int = 12) -> l
     for path, value in tree.items():
         if not value:
             continue
-        n = len(qw & tree_words([(path, value)]))
-        if n:
+        if n := len(qw & tree_words([(path, value)])):
             scored.append((-n, path))
     return [p for _, p in sorted(scored)[:limit]]
 

@@ -35,8 +35,7 @@ def api_key_create(
 ) -> tuple[ApiKey, str]:
     """Create a key; returns ``(api_key, raw_key)``. The raw key is never stored and cannot be shown again."""
     scopes = sorted(set(scopes))
-    unknown = sorted(set(scopes) - set(ApiKey.SCOPES))
-    if unknown:
+    if unknown := sorted(set(scopes) - set(ApiKey.SCOPES)):
         raise ServiceError(
             f"Unknown scope(s): {', '.join(unknown)}; known: {', '.join(ApiKey.SCOPES)}.", field="scopes"
         )

@@ -169,8 +169,7 @@ def plan_subject(tree: Tree, pinned: tuple[str, int], migration: Migration, *, r
     on_target = [op for op in ops if target.is_leaf(op.path or "")]
     retire = [op for op in ops if not target.is_leaf(op.path or "")]
     result = gate(target, tree, on_target, STRICT)
-    refused = [r for r in result.rejected if r.reason is not Reason.NO_CHANGE]
-    if refused:
+    if refused := [r for r in result.rejected if r.reason is not Reason.NO_CHANGE]:
         return Planned(plan, tree, tree, failure=str(refused[0].reason), detail=refused[0].detail)
     held = [op for op in result.accepted if op.type is not OpType.DELETE and op.path in to_review]
     held += [Op(OpType.ADD, p, tree[p]) for p in kept]
@@ -326,8 +325,7 @@ def _run_batch(row: SchemaMigration, migration: Migration, actor: Actor, ids: li
                 version = next_version(
                     locked, planned.before, planned.new_tree, created_by=BY, chunk_id=None, note=note
                 )
-            records = _records(locked, version, planned, template, migration.target)
-            if records:
+            if records := _records(locked, version, planned, template, migration.target):
                 entries.append((locked, version, None, records))
             moved.append(pk)
             counts["migrated" if version is not None else "unchanged"] += 1

@@ -131,8 +131,7 @@ def webhook_attempt_record(
         if delivery.status != WebhookDelivery.Status.PENDING:
             WebhookDelivery.objects.filter(pk=delivery.pk).update(attempts=number)
             return str(delivery.status)
-        ok = status_code is not None and 200 <= status_code < 300
-        if ok:
+        if status_code is not None and 200 <= status_code < 300:
             outcome = WebhookDelivery.Status.DELIVERED
         elif retryable and number < conf.get().webhooks.max_attempts:
             outcome = "retry"

@@ -66,8 +66,7 @@ def address_is_public(address: str) -> bool:
     """Whether ``address`` (IPv4 or IPv6, a zone id allowed) is a public unicast address."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
     if isinstance(ip, ipaddress.IPv6Address):
-        embedded = _embedded_ipv4(ip)
-        if embedded is not None:
+        if (embedded := _embedded_ipv4(ip)) is not None:
             return address_is_public(str(embedded))
     return ip.is_global and not (ip.is_multicast or ip.is_reserved)
 

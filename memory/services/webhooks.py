@@ -89,9 +89,7 @@ def webhook_endpoint_create(
 
 def webhook_endpoint_update(*, endpoint: WebhookEndpoint, actor: Actor, **changes) -> WebhookEndpoint:
     """Change ``url``, ``event_types``, ``is_active`` or ``description`` (those given), audited."""
-    allowed = {"url", "event_types", "is_active", "description"}
-    unknown = set(changes) - allowed
-    if unknown:
+    if unknown := set(changes) - {"url", "event_types", "is_active", "description"}:
         raise ServiceError(f"Cannot change {', '.join(sorted(unknown))}.")
     if "url" in changes:
         changes["url"] = url_check(changes["url"])
