@@ -8,12 +8,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memory.backfill.records import (
-    BackfillFormatError,
-    SubjectHistory,
-    derive_key,
-    source_label,
-)
+from memory.backfill.records import BackfillFormatError, SubjectHistory, derive_key, source_label
 from memory.messages import IncomingMessage
 
 SESSION_KEY = re.compile(r"^session_(\d+)$")

@@ -292,12 +292,7 @@ class EvidenceIndex:
         return [[to_hit(r, abs(float(r["distance"]))) for r in hits] for hits in res]
 
     def search_hybrid(
-        self,
-        vectors: Sequence[Sequence[float]],
-        texts: Sequence[str],
-        scope: Scope,
-        *,
-        limit: int,
+        self, vectors: Sequence[Sequence[float]], texts: Sequence[str], scope: Scope, *, limit: int
     ) -> list[list[Hit]]:
         """Dense + BM25 fused with RRF, per query (vectors[i] pairs with texts[i]); in-process Lite: the
         two sub-searches its HybridSearch handler runs, fused by the same rule (`rows.rrf_fuse`)."""

@@ -172,12 +172,8 @@ def messages_validate(messages: Sequence[IncomingMessage], *, max_messages: int 
             )
         if len(msg.session_id or "") > 255:
             raise ServiceError("session_id must be at most 255 characters.", field=f"{where}.session_id")
-        for name, value in (
-            ("content", msg.content),
-            ("idempotency_key", key),
-            ("session_id", msg.session_id),
-        ):
-            if problem := _text_problem(value or ""):
+        for name in ("content", "idempotency_key", "session_id"):
+            if problem := _text_problem(getattr(msg, name) or ""):
                 raise ServiceError(f"{name} {problem}.", field=f"{where}.{name}", code="invalid_text")
         if key in seen:
             raise ServiceError(

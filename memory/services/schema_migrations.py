@@ -137,9 +137,7 @@ def schema_migration_get(*, tenant: Tenant, mapping_id: str) -> SchemaMigration 
 def pending_subjects(migration: SchemaMigration) -> QuerySet[Subject]:
     """The tenant's subjects still pinned to the mapping's source."""
     return Subject.objects.filter(
-        tenant_id=migration.tenant_id,
-        schema_id=migration.source_id,
-        schema_version=migration.source_version,
+        tenant_id=migration.tenant_id, schema_id=migration.source_id, schema_version=migration.source_version
     )
 
 
