@@ -267,25 +267,26 @@ def _run(requests: list[ApplyRequest], *, savepoint: bool) -> list[ApplyOutcome 
 def _apply_round(requests: list[ApplyRequest], wave: list[int], results: list) -> None:
     """Lock the subjects of ``wave`` (one request each), plan every request, write all at once."""
     locked_by_id = lock_subjects({requests[i].subject_id: requests[i].chunk_id for i in wave})
-    plans = []
+    planned = []
     for i in wave:
         request = requests[i]
         results[i] = _refusal(request, locked_by_id.get(request.subject_id))
         if results[i] is not None:
             continue
+        locked = locked_by_id[request.subject_id]
         try:
-            plan = plan_apply(locked_by_id[request.subject_id], request)
+            planned.append((i, locked, request.chunk_id, plan_apply(locked, request)))
         except Exception as exc:  # one request's failure (nothing written yet) must not sink the batch
             logger.exception("apply of subject %s (chunk %s) failed", request.subject_id, request.chunk_id)
             results[i] = exc
-            continue
-        plans.append((i, plan))
-    skipped = write_applies([plan.write_entry for _, plan in plans])
-    for i, plan in plans:
-        if plan.chunk_id in skipped:  # applied meanwhile by another holder of the chunk
-            results[i] = replayed(plan.locked, plan.chunk_id)
+    skipped = write_applies([(locked, o.version, chunk_id, o.records) for _, locked, chunk_id, o in planned])
+    for i, locked, chunk_id, outcome in planned:
+        if chunk_id in skipped:  # applied meanwhile by another holder of the chunk
+            results[i] = replayed(locked, chunk_id)
         else:
-            results[i] = plan.written()
+            held = [r.pk for r in outcome.pending_review]
+            schedule_follow_up(locked.pk, outcome.version, chunk_id, held)
+            results[i] = outcome
 
 
 def _refusal(request: ApplyRequest, locked: Subject | None) -> ServiceError | ApplyOutcome | None:
@@ -328,36 +329,9 @@ def _one(subject: Subject | int, request: ApplyRequest) -> ApplyOutcome:
     return outcome
 
 
-@dataclass
-class Plan:
-    """What one apply will write (nothing is written yet); see :func:`plan_apply`."""
-
-    locked: Subject
-    version: TreeVersion | None
-    chunk_id: int | None
-    applied: list[OpRecord]
-    rejected: list[OpRecord]
-    pending: list[OpRecord]
-
-    @property
-    def write_entry(self) -> tuple:
-        return (self.locked, self.version, self.chunk_id, self.applied + self.rejected + self.pending)
-
-    def written(self) -> ApplyOutcome:
-        """After the writes: schedule the follow-up signals and return the outcome."""
-        schedule_follow_up(self.locked.pk, self.version, self.chunk_id, [r.pk for r in self.pending])
-        return ApplyOutcome(
-            version=self.version,
-            head_version=self.locked.head_version,
-            applied=tuple(self.applied),
-            rejected=tuple(self.rejected),
-            pending_review=tuple(self.pending),
-            created=True,
-        )
-
-
-def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
-    """Gate the request's ops on the locked head and build the version and op records (no writes)."""
+def plan_apply(locked: Subject, request: ApplyRequest) -> ApplyOutcome:
+    """Gate the request's ops on the locked head and build the version and op records: the outcome
+    once they are written (nothing is written here)."""
     actor, source, chunk_id, created_by = request.actor, request.source, request.chunk_id, request.created_by
     review = actor.reviewable if request.review is None else request.review
     schema = selectors.subject_schema(locked)
@@ -413,7 +387,8 @@ def plan_apply(locked: Subject, request: ApplyRequest) -> Plan:
         rejected.append(OpRecord(status=OpRecord.Status.REJECTED, detail=detail, **parse, **common))
     for position, record in enumerate(applied + rejected + pending):
         record.position = position
-    return Plan(locked, version, chunk_id, applied, rejected, pending)
+    head = version.number if version is not None else locked.head_version
+    return ApplyOutcome(version, head, tuple(applied), tuple(rejected), tuple(pending), created=True)
 
 
 def next_version(
@@ -440,15 +415,11 @@ def replayed(locked: Subject, chunk_id: int) -> ApplyOutcome:
     """The stored outcome of an applied chunk (``created=False``)."""
     chunk = Chunk.objects.select_related("produced_version").get(pk=chunk_id)
     records = tuple(OpRecord.objects.filter(chunk=chunk).order_by("position", "id"))
+    status = OpRecord.Status
+    kinds = ((status.APPLIED, status.APPROVED), (status.REJECTED, status.DECLINED), (status.PENDING_REVIEW,))
+    applied, rejected, pending = (tuple(r for r in records if r.status in kind) for kind in kinds)
     return ApplyOutcome(
-        version=chunk.produced_version,
-        head_version=locked.head_version,
-        applied=tuple(r for r in records if r.status in (OpRecord.Status.APPLIED, OpRecord.Status.APPROVED)),
-        rejected=tuple(
-            r for r in records if r.status in (OpRecord.Status.REJECTED, OpRecord.Status.DECLINED)
-        ),
-        pending_review=tuple(r for r in records if r.status == OpRecord.Status.PENDING_REVIEW),
-        created=False,
+        chunk.produced_version, locked.head_version, applied, rejected, pending, created=False
     )
 
 
