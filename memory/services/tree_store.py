@@ -151,9 +151,8 @@ def _write_statement(entries, versions, records, now) -> tuple[list[int], set[in
             (chunk_ids, Chunk.Status.APPLIED.value),  # type: ignore[attr-defined]  # TextChoices (no Django stubs)
         )
     ]
-    fresh = "(r.chunk_id IS NULL OR r.chunk_id NOT IN (SELECT id FROM applied))"
     if versions:
-        sql, params = _insert_sql(TreeVersion, versions, with_pk=True, where=fresh, returning=True)
+        sql, params = _insert_sql(TreeVersion, versions)
         ctes.append(("versions", sql, params))
         # The old heads keep only their deltas (a checkpoint, delta NULL, keeps its whole tree).
         pk, tree, delta, parent = (
@@ -190,7 +189,7 @@ def _write_statement(entries, versions, records, now) -> tuple[list[int], set[in
         ctes.append(("chunks", sql, params))
     ops = "NULL::bigint[]"
     if records:
-        sql, params = _insert_sql(OpRecord, records, where=fresh, returning=True)
+        sql, params = _insert_sql(OpRecord, records)
         ctes.append(("ops", sql, params))
         ops = "(SELECT array_agg(id ORDER BY id) FROM ops)"  # ids come from a sequence: insert order
     statement = (
@@ -229,38 +228,31 @@ def _json_value(value):
 
 
 @cache
-def _insert_layout(model, with_pk: bool) -> tuple[list, str]:
-    qn = connection.ops.quote_name
-    fields = [f for f in model._meta.concrete_fields if with_pk or not f.primary_key]
+def _insert_layout(model) -> tuple[list, str]:
+    """``INSERT ... SELECT FROM jsonb_to_recordset`` of the rows not of an applied chunk, returning
+    their ids; a version keeps its reserved id and also returns its parent (for the old-head update)."""
+    meta, qn = model._meta, connection.ops.quote_name
+    version = model is TreeVersion
+    fields = [f for f in meta.concrete_fields if version or not f.primary_key]
     columns = ", ".join(qn(f.column) for f in fields)
-    sql = f"INSERT INTO {qn(model._meta.db_table)} ({columns}) SELECT {columns} FROM {_recordset(fields)}"
+    returned = ", ".join(
+        qn(f.column) for f in ([meta.pk, meta.get_field("parent")] if version else [meta.pk])
+    )
+    sql = (
+        f"INSERT INTO {qn(meta.db_table)} ({columns}) SELECT {columns} FROM {_recordset(fields)} "
+        f"WHERE (r.chunk_id IS NULL OR r.chunk_id NOT IN (SELECT id FROM applied)) RETURNING {returned}"
+    )
     return fields, sql
 
 
-def _insert_sql(
-    model, objs, *, with_pk: bool = False, where: str = "", returning: bool = False
-) -> tuple[str, tuple]:
-    """``INSERT ... SELECT FROM jsonb_to_recordset`` of ``objs`` in order (``where`` filters rows of
-    alias ``r``), each value as Django's insert compiler takes it (``pre_save``: ``auto_now_add``
-    is set on the object too)."""
-    fields, sql = _insert_layout(model, with_pk)
-    rows = [[f.pre_save(obj, True) for f in fields] for obj in objs]
-    if where:
-        sql += f" WHERE {where}"
-    if returning:
-        sql += _returning(model)
-    return sql, (_rows_json(fields, rows),)
+def _insert_sql(model, objs) -> tuple[str, tuple]:
+    """:func:`_insert_layout`'s statement and its parameter: ``objs`` in order, each value as Django's
+    insert compiler takes it (``pre_save``: ``auto_now_add`` is set on the object too)."""
+    fields, sql = _insert_layout(model)
+    return sql, (_rows_json(fields, [[f.pre_save(obj, True) for f in fields] for obj in objs]),)
 
 
 _OLD_HEAD = ("tree", "delta", "parent")
-
-
-@cache
-def _returning(model) -> str:
-    """What an INSERT returns: the primary key (and a version's parent, for the old-head update)."""
-    meta = model._meta
-    returned = [meta.pk, meta.get_field("parent")] if model is TreeVersion else [meta.pk]
-    return f" RETURNING {', '.join(connection.ops.quote_name(f.column) for f in returned)}"
 
 
 def _update_rows_sql(model, columns, rows, *, where: str = "", **constants) -> tuple[str, tuple]:
