@@ -123,8 +123,7 @@ def schema_migration_create(
         return row, False
     with transaction.atomic():
         Tenant.objects.select_for_update().filter(pk=tenant.pk).first()  # one create per tenant at a time
-        again = SchemaMigration.objects.filter(tenant=tenant, mapping_id=row.mapping_id).first()
-        if again is not None:  # created meanwhile
+        if SchemaMigration.objects.filter(tenant=tenant, mapping_id=row.mapping_id).exists():  # meanwhile
             return schema_migration_prepare(tenant=tenant, document=document), False
         row.save(force_insert=True)
     return row, True

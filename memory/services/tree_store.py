@@ -255,15 +255,13 @@ def _insert_sql(model, objs) -> tuple[str, tuple]:
 _OLD_HEAD = ("tree", "delta", "parent")
 
 
-def _update_rows_sql(model, columns, rows, *, where: str = "", **constants) -> tuple[str, tuple]:
+def _update_rows_sql(model, columns, rows, *, where: str, **constants) -> tuple[str, tuple]:
     """``UPDATE <table> SET <columns> = r.<columns>, <constants> FROM (jsonb_to_recordset(...)) r
-    WHERE pk = r.pk``; ``rows`` are ``(pk, *values)``."""
+    WHERE pk = r.pk AND <where>``; ``rows`` are ``(pk, *values)``."""
     fields, constant_fields, sql = _update_layout(model, tuple(columns), tuple(constants))
     # LIMIT <n>: the planner then knows how many rows come (it assumes 100 for a function) and joins
     # them to the table by primary-key index instead of hashing a scan of the whole table.
-    sql = sql.replace("LIMIT ?", f"LIMIT {len(rows)}", 1)
-    if where:
-        sql += f" AND {where}"
+    sql = sql.replace("LIMIT ?", f"LIMIT {len(rows)}", 1) + f" AND {where}"
     params = [
         f.get_db_prep_save(v, connection) for f, v in zip(constant_fields, constants.values(), strict=True)
     ]
