@@ -172,14 +172,9 @@ class _SpanBatch:
         except Exception as exc:  # noqa: BLE001 - see _fallback
             self._fallback(spans, exc)
             return
-        futures: list[Future] = []
-        new = []  # texts not embedded ahead (not expected, or their messages changed)
-        for text in texts:
-            future = self.ahead.pop(text, None)
-            if future is None:
-                new.append(text)
-            elif future not in futures:
-                futures.append(future)
+        ahead = [self.ahead.pop(text, None) for text in texts]
+        futures: list[Future] = list(dict.fromkeys(f for f in ahead if f is not None))
+        new = [t for t, f in zip(texts, ahead, strict=True) if f is None]  # not expected, or changed since
         if new:
             futures.append(self._pool.submit(_embed_in_one_thread, new))
         self.pending.append((spans, futures))
