@@ -74,30 +74,22 @@ def _approve_locked(locked, records: list[OpRecord], user, note: str) -> ReviewO
         created_by=TreeVersion.CreatedBy.REVIEW,
         note=f"review approved by {user.get_username()}",
     )
-    by_op = {id(op): r for op, r in zip(ops, records, strict=True)}
-    rejected_by_record = {id(by_op[id(rej.op)]): rej for rej in result.rejected if id(rej.op) in by_op}
-    now = timezone.now()
-    approved, refused = [], []
-    for record in records:
-        record.decided_by = user
-        record.decided_at = now
-        record.decision_note = note
-        rej = rejected_by_record.get(id(record))
-        if rej is None:
-            record.status = OpRecord.Status.APPROVED
-            record.version = version
-            record.old_value = tree.get(record.path) if record.path else None
-            approved.append(record)
-        else:
-            record.status = OpRecord.Status.REJECTED
-            record.reason_code = str(rej.reason)
-            record.detail = f"approved, but re-gated against v{locked.head_version}: {rej.detail}"
-            refused.append(record)
+    rejected_by_op = {id(rej.op): rej for rej in result.rejected}
     # Value-normalised accepted ops are different objects than the records' ops: map by path.
     accepted_values = {op.path: op.value for op in result.accepted}
-    for record in approved:
-        if record.path in accepted_values:
-            record.new_value = accepted_values[record.path]
+    now = timezone.now()
+    approved, refused = [], []
+    for op, record in zip(ops, records, strict=True):
+        record.decided_by, record.decided_at, record.decision_note = user, now, note
+        if (rej := rejected_by_op.get(id(op))) is None:
+            record.status, record.version = OpRecord.Status.APPROVED, version
+            record.old_value = tree.get(record.path) if record.path else None
+            record.new_value = accepted_values.get(record.path, record.new_value)
+            approved.append(record)
+        else:
+            record.status, record.reason_code = OpRecord.Status.REJECTED, str(rej.reason)
+            record.detail = f"approved, but re-gated against v{locked.head_version}: {rej.detail}"
+            refused.append(record)
     OpRecord.objects.bulk_update(
         records,
         ["status", "version", "op_type", "path", "old_value", "new_value", "reason_code", "detail"]
