@@ -31,15 +31,11 @@ class Reranker:
         except Exception as exc:  # noqa: BLE001
             raise RerankerUnavailable(f"cannot load reranker from {self.path}: {exc}") from exc
 
-    @property
-    def model(self):
-        return self._model.get()
-
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """Relevance in [0, 1] (sigmoid of the cross-encoder logit) for each text, same order."""
         if not texts:
             return []
-        model = self.model
+        model = self._model.get()
         with self._lock:
             scores = model.compute_score(
                 [(query, t) for t in texts],
