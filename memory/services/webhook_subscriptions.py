@@ -40,8 +40,7 @@ def subscribers(event_type: str) -> Subscribers:
         return _load().get(event_type, {})
     current = _snapshot
     if current is None or current[0] != token or time.monotonic() - current[1] > MAX_AGE_S:
-        loaded = time.monotonic()
-        current = (token, loaded, _load())
+        current = (token, time.monotonic(), _load())
         with _lock:
             _snapshot = current
     return current[2].get(event_type, {})
