@@ -232,16 +232,9 @@ def messages_ingest(
             and now - last["created_at"] >= timedelta(seconds=conf.get().ingest.idle_flush_seconds)
         ):
             built += len(_build_locked(locked, include_partial=True))  # the old window went idle
+        # an IncomingMessage's fields are the Message row's (role, content, idempotency_key, ts, session_id)
         rows = [
-            Message(
-                subject=locked,
-                seq=cursor + n,
-                role=m.role,
-                content=m.content,
-                session_id=m.session_id or "",
-                ts=m.ts,
-                idempotency_key=m.idempotency_key,
-            )
+            Message(subject=locked, seq=cursor + n, **{**vars(m), "session_id": m.session_id or ""})
             for n, m in enumerate(fresh, start=1)
         ]
         Message.objects.bulk_create(rows)
@@ -297,10 +290,9 @@ def _build_locked(subject: Subject, *, include_partial: bool) -> list[Chunk]:
         namespace=f"{subject.tenant_id}:{subject.pk}",
         include_partial=include_partial,
     )
-    rows = [
-        Chunk(subject=subject, chunk_key=c.chunk_key, start_seq=c.start_seq, end_seq=c.end_seq) for c in cut
-    ]
-    return Chunk.objects.bulk_create(rows)
+    return Chunk.objects.bulk_create(
+        [Chunk(subject=subject, chunk_key=c.chunk_key, start_seq=c.start_seq, end_seq=c.end_seq) for c in cut]
+    )
 
 
 def subject_flush(*, subject: Subject, enqueue: bool = True) -> list[Chunk]:
