@@ -49,17 +49,8 @@ def evidence_index_span(*, subject_id: int, start_seq: int, end_seq: int, index=
     index = index or runtime.configured_index()
     vectors = embedder.embed([u.text for u in units])
     rows = [
-        EvidenceRow(
-            tenant_id=subject.tenant_id,
-            subject_id=subject.pk,
-            start_seq=u.start_seq,
-            end_seq=u.end_seq,
-            text=u.text,
-            dense=vectors[i],
-            ts_ms=u.ts_ms,
-            session=u.session,
-        )
-        for i, u in enumerate(units)
+        EvidenceRow(subject.tenant_id, subject.pk, u.start_seq, u.end_seq, u.text, vector, u.ts_ms, u.session)
+        for u, vector in zip(units, vectors, strict=True)
     ]
     # Erasure wins every race: erased while embedding, nothing is written; erased during the upsert
     # (its purge may have run before the rows landed), they are deleted again.
