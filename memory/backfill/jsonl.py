@@ -50,13 +50,7 @@ def _message(raw: object, *, where: str, label: str, line_no: int, index: int) -
     if given is not None and (not isinstance(given, str) or not given.strip()):
         raise BackfillFormatError(f"{where}.id", "id must be a non-empty string")
     key = given if given is not None else derive_key(label, line_no, index)
-    return IncomingMessage(
-        role=role,
-        content=content,
-        idempotency_key=key,
-        ts=parse_ts(raw.get("ts"), f"{where}.ts"),
-        session_id=session_id,
-    )
+    return IncomingMessage(role, content, key, parse_ts(raw.get("ts"), f"{where}.ts"), session_id)
 
 
 class JsonlSource:

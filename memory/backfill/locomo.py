@@ -101,16 +101,9 @@ class LocomoSource:
                 content = turn_text(turn)
                 if not content:
                     continue  # an empty turn carries nothing to remember
-                position = turn.get("dia_id") or f"S{number}:{j}"
-                messages.append(
-                    IncomingMessage(
-                        role="user" if turn["speaker"] == speaker else "assistant",
-                        content=content,
-                        idempotency_key=derive_key(self.label, sample_id, position),
-                        ts=ts,
-                        session_id=f"session_{number}",
-                    )
-                )
+                role = "user" if turn["speaker"] == speaker else "assistant"
+                key = derive_key(self.label, sample_id, turn.get("dia_id") or f"S{number}:{j}")
+                messages.append(IncomingMessage(role, content, key, ts, f"session_{number}"))
         return SubjectHistory(
             external_id=f"{sample_id}:{speaker}",
             messages=tuple(messages),

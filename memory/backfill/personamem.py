@@ -61,11 +61,7 @@ class PersonamemSource:
             role, content = role_and_content(turn, turn_where)
             if not content.strip():
                 continue
-            messages.append(
-                IncomingMessage(
-                    role=role, content=content, idempotency_key=derive_key(self.label, context_id, i)
-                )
-            )
+            messages.append(IncomingMessage(role, content, derive_key(self.label, context_id, i)))
         return SubjectHistory(
             external_id=f"{self.prefix}{context_id}",
             messages=tuple(messages),
