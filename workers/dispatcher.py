@@ -124,6 +124,7 @@ def release_outage(claims: list[Claim], results: list[ListenerResult], report: R
 
 
 def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> ApplyRequest:
+    evidence = tuple(chunk_evidence(t.model_dump() for t in job.turns))
     return ApplyRequest(
         subject_id=claim.subject_id,
         base_version=job.base_version,  # the head the job saw: a moved head is a VersionConflict
@@ -134,13 +135,7 @@ def _apply_request(claim: Claim, job: ListenerJob, result: ListenerResult) -> Ap
             model_version=result.model_version,
             prompt_version=result.prompt_version,
         ),
-        source=Source(
-            chunk_id=claim.chunk_id,
-            start_seq=claim.start_seq,
-            end_seq=claim.end_seq,
-            evidence=tuple(chunk_evidence(t.model_dump() for t in job.turns)),
-            note=result.note,
-        ),
+        source=Source(claim.chunk_id, claim.start_seq, claim.end_seq, evidence, result.note),
         parse_errors=tuple(result.parse_errors),
     )
 

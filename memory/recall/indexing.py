@@ -20,14 +20,7 @@ def _turns(subject_id: int, start_seq: int, end_seq: int) -> list[UnitTurn]:
         .values_list("seq", "role", "content", "ts", "session_id")
     )
     return [
-        UnitTurn(
-            turn_id=str(seq),
-            role=role,
-            content=content,
-            seq=seq,
-            ts_ms=int(ts.timestamp() * 1000) if ts else 0,
-            session=session or "",
-        )
+        UnitTurn(str(seq), role, content, seq, int(ts.timestamp() * 1000) if ts else 0, session or "")
         for seq, role, content, ts, session in rows
     ]
 

@@ -159,15 +159,9 @@ def tree_apply_ops(
     """Gate and apply ``ops`` on top of ``base_version`` (a batch of one). No savepoint inside a
     caller's transaction: a refusal (raised before any write) leaves it usable, a database error
     while writing dooms it."""
+    pk = subject.pk if isinstance(subject, Subject) else subject
     request = ApplyRequest(
-        subject_id=subject.pk if isinstance(subject, Subject) else subject,
-        base_version=base_version,
-        ops=tuple(ops),
-        actor=actor,
-        source=source,
-        parse_errors=tuple(parse_errors),
-        created_by=created_by,
-        note=note,
+        pk, base_version, tuple(ops), actor, source, tuple(parse_errors), created_by=created_by, note=note
     )
     return _one(subject, request)
 
