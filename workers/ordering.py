@@ -75,12 +75,10 @@ def chunks_claim(
     now: datetime | None = None,
 ) -> list[Claim]:
     """Claim up to ``limit`` chunks, at most one per subject, in :func:`fair_order`."""
-    now = now or timezone.now()
-    if connection.features.has_select_for_update_skip_locked:
-        return _claim_skip_locked(
-            limit=limit, exclude_subjects=exclude_subjects, tenant_id=tenant_id, now=now
-        )
-    return _claim_cas(limit=limit, exclude_subjects=exclude_subjects, tenant_id=tenant_id, now=now)
+    claim = _claim_skip_locked if connection.features.has_select_for_update_skip_locked else _claim_cas
+    return claim(
+        limit=limit, exclude_subjects=exclude_subjects, tenant_id=tenant_id, now=now or timezone.now()
+    )
 
 
 COLUMNS = ("id", "subject_id", "status", "attempts", "start_seq", "end_seq")
