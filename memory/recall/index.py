@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 # Bulk writes of at least this many rows are flushed: Milvus searches unsealed (growing) segments
 # by brute force (on Lite with 20k rows, ~15x slower than after a flush).
 FLUSH_AT_ROWS = 1000
+UPSERT_BATCH = 1000  # rows per upsert request
 # Smaller writes are flushed once the writing process has been idle this long.
 FLUSH_IDLE_S = 10.0
 
@@ -151,9 +152,7 @@ class EvidenceIndex:
     def _existing(self) -> list[str]:
         return [name for name in self.collection_names() if self._open(name, create=False)]
 
-    def upsert(
-        self, rows: Iterable[EvidenceRow], *, batch_size: int = 1000, flush: bool | None = None
-    ) -> int:
+    def upsert(self, rows: Iterable[EvidenceRow], *, flush: bool | None = None) -> int:
         by_collection: dict[str, list[dict]] = {}
         for r in rows:
             vec = np.asarray(r.dense, dtype=np.float32)
@@ -177,8 +176,8 @@ class EvidenceIndex:
         for name, payload in by_collection.items():
             self._open(name, create=True)
             rows_in += len(payload)
-            for i in range(0, len(payload), batch_size):
-                res = self._call("upsert", self.client.upsert, name, payload[i : i + batch_size])
+            for i in range(0, len(payload), UPSERT_BATCH):
+                res = self._call("upsert", self.client.upsert, name, payload[i : i + UPSERT_BATCH])
                 total += int(res.get("upsert_count", 0))
         if flush or (flush is None and rows_in >= FLUSH_AT_ROWS):
             self._flush_names(list(by_collection))
