@@ -124,11 +124,10 @@ def memories_search(
             and (since is None or set_at[path] >= since)
             and (until is None or set_at[path] <= until)
         }
-    tier_of = {path: getattr(schema.leaf(path), "tier", None) for path in leaves}
     leaf_hits = [
         {
             "path": path,
-            "tier": tier_of[path],
+            "tier": getattr(schema.leaf(path), "tier", None),
             "value": leaves[path],
             "score": round(score, 4),
             "set_at": set_at[path].isoformat() if path in set_at else None,
