@@ -161,7 +161,6 @@ _TAILS = (
 # and salt"): the items are the fact, so a cut there is no tail cut (the "and" before the last item
 # still is, as a coordination).
 _ONE_WORD_AFTER_DET = re.compile(r"\b(?:a|an|the|my|their|his|her|our|your|this|that|such)\s+[\w'-]+$", re.I)
-_DET_NEXT = re.compile(r"(?:a|an|the|my|their|his|her|our|your|some|and|or|but)\b", re.I)
 _LIST_GOES_ON = re.compile(
     r",\s+[^,.;:!?]{1,40}?(?:,\s+[^,.;:!?]{1,40}?)*,?\s+(?:and|or)\s+\w", re.IGNORECASE
 )
@@ -294,10 +293,10 @@ def _front_adjunct(text: str) -> str:
     first = fold(words[0])
     if first.endswith("ing") and not any(w[:1].isupper() or w[:1].isdigit() for w in words[1:]):
         return rest  # "Speaking of trips," "Looking back,": a discourse marker, nothing to keep
-    if first in STOPWORDS or first.endswith(("ing", "ly")):
-        lead = f"{words[0].lower()} {' '.join(words[1:])}".strip()
-    elif len(words) == 1:
+    if len(words) == 1 and not (first in STOPWORDS or first.endswith(("ing", "ly"))):
         return text  # one capitalised word may be a name or a place: leave it to the rest
+    if words[0][1:].islower() and not words[0].endswith("'s"):  # capitalised only to open the sentence
+        lead = f"{words[0].lower()} {' '.join(words[1:])}".strip()
     return f"{rest} {lead}"
 
 
@@ -350,7 +349,7 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
         first = [p for p in tiers[0] if len(_words_of(text[:p])) <= max_words]
         later = [
             p for p in tiers[1] + [p for p in tiers[2] if not _half_conjunct(text[:p])]
-            if len(_words_of(text[:p])) <= max_words and not _dangles(text[:p])
+            if len(_words_of(text[:p])) <= max_words and not _dangles(text[:p]) and not _splits_adjectives(text, p)
         ]  # fmt: skip
         if first or later or tiers[0]:
             text, cut_any = text[: max(first or later or tiers[0])].rstrip(" ,;"), True
@@ -387,6 +386,28 @@ def _dangles(kept: str) -> bool:
     return without_dangling_end(tokens) != tokens or _HALF_PHRASE.search(kept.rstrip(" ,;")) is not None
 
 
+def _splits_adjectives(text: str, at: int) -> bool:
+    """Would a cut at ``at`` before "and"/"or" keep a determiner and one word whose noun comes after
+    the conjunction ("a loving and accepting home": "... a loving")?"""
+    after = text[at:].split(maxsplit=2)
+    if len(after) < 2 or fold(after[0]) not in ("and", "or"):
+        return False
+    return _adjective_pair(text, at, after[1])
+
+
+def _adjective_pair(text: str, at: int, following: str) -> bool:
+    """Do the determiner and one word before ``at`` and the word ``following`` read as two
+    adjectives of one noun still to come ("a safe, loving home"), not a whole noun phrase ("the
+    park, then ...")?"""
+    m = _ONE_WORD_AFTER_DET.search(text, 0, at)
+    return m is not None and _adjectival(m.group(0).split()[-1]) and _adjectival(following)
+
+
+def _adjectival(word: str) -> bool:
+    low = fold(word.strip(",;:"))
+    return "ADJ" in getAllLemmas(low) or low.endswith(("ing", "ed"))
+
+
 def _in_list(text: str, cut: re.Match[str]) -> bool:
     """Is ``cut`` a bare comma between two items of an enumeration, or between two adjectives of one
     noun ("a safe, loving home": a cut would keep "a safe")?"""
@@ -394,9 +415,8 @@ def _in_list(text: str, cut: re.Match[str]) -> bool:
         return False
     if _LIST_GOES_ON.match(text, cut.start()) is not None:
         return True
-    return _ONE_WORD_AFTER_DET.search(text, 0, cut.start()) is not None and not _DET_NEXT.match(
-        text, cut.end()
-    )
+    following = text[cut.end() :].split(maxsplit=1)
+    return bool(following) and _adjective_pair(text, cut.start(), following[0])
 
 
 _LAST_CONJUNCTION = re.compile(r"\s(?:and|or|but)\s+((?:\S+\s+){0,1}\S+)$", re.IGNORECASE)

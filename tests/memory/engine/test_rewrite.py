@@ -213,6 +213,14 @@ def test_no_cut_between_two_adjectives_of_one_noun() -> None:
     assert rewrite("I met a tall, quiet man at the climbing gym, and we talked about routes for hours") == (
         "Met a tall, quiet man at the climbing gym"
     )
+    # nor before the "and" of "a loving and caring home"; a whole noun phrase still is cut after
+    fact = rewrite(
+        "I'm building a loving and caring home for the two foster kids who are staying with us now"
+    )
+    assert not fact.endswith("a loving"), fact
+    assert rewrite(
+        "I went to the park, then I went to the beach with my kids and we had a lovely picnic"
+    ) == ("Went to the park")
 
 
 def test_no_cut_left_keeps_a_clause_up_to_half_again_the_budget_whole() -> None:
@@ -287,3 +295,5 @@ def test_a_bare_lead_before_the_speaker_goes_or_moves_behind() -> None:
     assert rewrite("Now I'm studying to become a paramedic") == "Is studying to become a paramedic now"
     assert rewrite("Lately I've been painting landscapes") == "Has been painting landscapes lately"
     assert rewrite("Now that I think of it I like tea") == "Now that they think of it they like tea"
+    # a lead moved behind loses the capital it had only for opening the sentence
+    assert rewrite("Besides work, I enjoy hiking") == "Enjoys hiking besides work"
