@@ -52,9 +52,8 @@ class PersonaTreeTask(Task):
 
     def __call__(self, *args, **kwargs):
         started = time.monotonic()
-        enqueued_at = task_header(self.request, ENQUEUED_AT)
         tenant = str(task_header(self.request, TENANT) or kwargs.get("tenant_id") or "-")
-        if enqueued_at is not None:
+        if (enqueued_at := task_header(self.request, ENQUEUED_AT)) is not None:
             metrics.observe(
                 "task_queue_wait_seconds", max(0.0, time.time() - float(enqueued_at)), task=self.name
             )
@@ -176,8 +175,7 @@ def send_once(task: Task, *, tenant_id: int | None = None) -> None:
 
 
 def _clear_queued_mark(task: Task) -> None:
-    cache = _dedup_cache()
-    if cache is not None:
+    if (cache := _dedup_cache()) is not None:
         try:
             cache.delete(queued_key(task))
         except Exception:  # the mark expires on its own

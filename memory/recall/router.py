@@ -87,8 +87,7 @@ def tree_words(leaves: Iterable[tuple[str, str]]) -> set[str]:
 def cue_signal(query: str) -> tuple[float, list[str]]:
     q = query.lower()
     for weight, cues in ((1.0, STRONG_CUES), (0.5, WEAK_CUES)):
-        matched = [m.group(0) for p in cues if (m := re.search(p, q))]
-        if matched:
+        if matched := [m.group(0) for p in cues if (m := re.search(p, q))]:
             return weight, matched
     return 0.0, []
 

@@ -330,8 +330,7 @@ def _embed_cached(embedder, texts: list[str]) -> list[list[float]]:
     kind = type(embedder)
     key = (f"{kind.__module__}.{kind.__qualname__}", str(getattr(embedder, "path", "")))
     known = {t: _embed_cache.get((*key, t)) for t in dict.fromkeys(texts)}
-    missing = [t for t, row in known.items() if row is None]
-    if missing:
+    if missing := [t for t, row in known.items() if row is None]:
         for text, row in zip(missing, embedder.embed(missing), strict=True):
             known[text] = [float(x) for x in row]
             _embed_cache.put((*key, text), known[text])
