@@ -149,8 +149,7 @@ def _info(schema_id: str, version: int, subjects: int, row: TenantSchema | None 
     if row is not None:
         document, digest, leaves, created_at = row.document, row.digest, row.leaf_count, row.created_at
     else:
-        with open(SCHEMA_DIR / f"{schema_id}.v{version}.json", encoding="utf-8") as fh:
-            document = json.load(fh)
+        document = json.loads((SCHEMA_DIR / f"{schema_id}.v{version}.json").read_text(encoding="utf-8"))
         digest, created_at = document_digest(document), None
         leaves = len(get_schema(schema_id, version).leaves)
     return SchemaInfo(schema_id, version, digest, leaves, row is None, created_at, subjects, document)
