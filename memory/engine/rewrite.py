@@ -295,7 +295,12 @@ def _front_adjunct(text: str) -> str:
         return rest  # "Speaking of trips," "Looking back,": a discourse marker, nothing to keep
     if len(words) == 1 and not (first in STOPWORDS or first.endswith(("ing", "ly"))):
         return text  # one capitalised word may be a name or a place: leave it to the rest
-    if words[0][1:].islower() and not words[0].endswith("'s"):  # capitalised only to open the sentence
+    if (
+        first in STOPWORDS
+        or first.endswith(("ing", "ly"))
+        or (words[0][1:].islower() and "'" not in words[0])
+    ):
+        # capitalised only to open the sentence ("Besides writing," "It's Seattle,"), not "Maria's party,"
         lead = f"{words[0].lower()} {' '.join(words[1:])}".strip()
     return f"{rest} {lead}"
 

@@ -297,3 +297,8 @@ def test_a_bare_lead_before_the_speaker_goes_or_moves_behind() -> None:
     assert rewrite("Now that I think of it I like tea") == "Now that they think of it they like tea"
     # a lead moved behind loses the capital it had only for opening the sentence
     assert rewrite("Besides work, I enjoy hiking") == "Enjoys hiking besides work"
+
+
+def test_a_moved_lead_keeps_a_name_capital_only() -> None:
+    assert rewrite("It's Lisbon, I'm flying there next month").endswith(" it's Lisbon")
+    assert rewrite("Ana's wedding, I gave a speech there").endswith(" Ana's wedding")
