@@ -80,9 +80,8 @@ def deliver_webhook(self, delivery_id: int) -> str:
     outgoing = deliveries.webhook_delivery_prepare(delivery_id=int(delivery_id))
     if outgoing is None:
         return "skipped"
-    settings = conf.get().webhooks
-    ttl_s = SOFT_TIME_LIMIT_S + 60
-    with delivery_slot(outgoing.tenant_id, cap=settings.max_concurrent_per_tenant, ttl_s=ttl_s) as held:
+    cap = conf.get().webhooks.max_concurrent_per_tenant
+    with delivery_slot(outgoing.tenant_id, cap=cap, ttl_s=SOFT_TIME_LIMIT_S + 60) as held:
         if not held:
             if not self.request.is_eager:  # eager (development): the sweep sends it again
                 wait = SLOT_WAIT_S * (1 + random.random())  # noqa: S311  (jitter, not a secret)
