@@ -58,6 +58,8 @@ _TRAILING_TALK = re.compile(
     r"[\s.!?]*$"
     r"|[\s,]*\.\.\.+\s*$"
     r"|\s*(?:,|-+|\u2013|\u2014)\s*(?:i\s+)?can(?:'|no)?t\s+wait\b[\s.!]*$"  # "... show next month - can't wait!"
+    r"|\s*(?:-+|\u2013|\u2014)\s*(?:(?:so|really|super|pretty)\s+)*"  # "... opener is next week - so excited!"
+    r"(?:excited|stoked|pumped|thrilled|nervous|happy|proud|grateful)[\s.!]*$"
     r"|,?\s+since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?[\s.!]*$"
     r"|,?\s+(?:after that|afterwards|since then)[\s.!]*$",  # the chat's then, not a date
     re.IGNORECASE,

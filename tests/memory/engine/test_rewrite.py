@@ -78,6 +78,7 @@ from memory.engine.text import folded_words, stem
         ("I just wanted to let you know I got the job", "Got the job"),
         ("Wanted to tell ya that we adopted a puppy", "Adopted a puppy"),
         ("My first exhibition opens in May - can't wait!", "Their first exhibition opens in May"),
+        ("Our season opener is next week - so excited!", "Their season opener is next week"),
         ("I've been learning the cello since we last talked", "Has been learning the cello"),
         ("Besides that, my brother just moved to Oslo", "Their brother moved to Oslo"),
         # "we" is the person's doing too, unless the clause is about the pair
