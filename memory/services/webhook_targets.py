@@ -5,6 +5,7 @@ is read as the address it is; messages never repeat the host or what it resolved
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 import socket
@@ -74,10 +75,8 @@ def address_is_public(address: str) -> bool:
 def literal_address(host: str) -> str | None:
     """The address ``host`` denotes without DNS (any form the C resolver reads), or None for a name."""
     bare = host.strip("[]").split("%", 1)[0]
-    try:
+    with contextlib.suppress(ValueError):
         return str(ipaddress.ip_address(bare))
-    except ValueError:
-        pass
     if _NUMERIC.fullmatch(host.lower()) and not host.endswith("."):
         try:
             return socket.inet_ntoa(socket.inet_aton(host))
