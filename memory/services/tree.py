@@ -214,10 +214,7 @@ def _from_head(subject: Subject, actor: Actor, base_version: int | None, make_op
         if base_version is not None and base_version != locked.head_version:
             raise VersionConflict(locked.head_version, base_version)
         ops = tuple(make_ops(locked, selectors.tree_current(locked)))
-        request = ApplyRequest(
-            subject_id=locked.pk, base_version=locked.head_version, ops=ops, actor=actor, **fields
-        )
-        return _one(subject, request)
+        return _one(subject, ApplyRequest(locked.pk, locked.head_version, ops, actor, **fields))
 
 
 def write_version(locked: Subject, new_tree: Tree, *, created_by: str, note: str = "") -> TreeVersion | None:
