@@ -273,9 +273,7 @@ def _tail_turns(subject: Subject) -> list[Turn]:
         if system:
             tail.insert(0, system)
     return [
-        Turn(
-            role=role, content=content, seq=seq, ts=ts.isoformat() if ts else None, session_id=session or None
-        )
+        Turn(role, content, seq, ts.isoformat() if ts else None, session or None)
         for role, content, seq, ts, session in tail
     ]
 

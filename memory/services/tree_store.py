@@ -5,6 +5,7 @@ one ``jsonb_to_recordset`` array) or :class:`OrmStore` (any database, e.g. SQLit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Mapping
@@ -28,10 +29,8 @@ class OrmStore:
         locked: dict[int, Subject] = {}
         for pk in sorted(chunk_ids):
             qs = Subject.objects.select_for_update(of=("self",)).select_related("tenant", "head")
-            try:  # get(), not first(): no ORDER BY in the locking query
+            with contextlib.suppress(Subject.DoesNotExist):  # get(), not first(): no ORDER BY in the lock
                 locked[pk] = qs.get(pk=pk)
-            except Subject.DoesNotExist:
-                continue
         named = [cid for sid, cid in chunk_ids.items() if cid is not None and sid in locked]
         chunks = Chunk.objects.filter(pk__in=named).values_list("pk", "subject_id", "status") if named else ()
         status = {(sid, cid): value for cid, sid, value in chunks}
