@@ -139,11 +139,8 @@ def _claim_sql() -> str:
 
 def _claim_cas(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
     """Portable path (SQLite has no row locks): one compare-and-set UPDATE per candidate."""
-    rows = list(
-        fair_order(ready_chunks(now=now, exclude_subjects=exclude_subjects, tenant_id=tenant_id)).values_list(
-            *COLUMNS
-        )[: max(limit * 2, limit + 4)]
-    )
+    ready = fair_order(ready_chunks(now=now, exclude_subjects=exclude_subjects, tenant_id=tenant_id))
+    rows = list(ready.values_list(*COLUMNS)[: max(limit * 2, limit + 4)])
     expired = now - timedelta(seconds=lease_seconds())
     claims: list[Claim] = []
     seen: set[int] = set(exclude_subjects)
