@@ -38,10 +38,8 @@ def bound_turns(turns: list[ListenerTurn]) -> tuple[list[ListenerTurn], str]:
         cuts.append(f"{turn.role} turn {len(bounded) + 1}: {n} -> {cap}")
         content = turn.content[: max(cap, 1)] + CUT_MARK
         bounded.append(turn.model_copy(update={"content": content}))  # keeps its ts
-    notice = f"input cut to the MemListener caps ({turn_cap}/turn, {chunk_cap}/chunk chars): " + "; ".join(
-        cuts
-    )
-    return bounded, notice[:500]
+    limits = f"{turn_cap}/turn, {chunk_cap}/chunk chars"
+    return bounded, f"input cut to the MemListener caps ({limits}): {'; '.join(cuts)}"[:500]
 
 
 def record_notices(notices: dict[int, str]) -> None:
