@@ -149,9 +149,7 @@ def _claim_cas(*, limit, exclude_subjects, tenant_id, now) -> list[Claim]:
             break
         if subject_id in seen:
             continue
-        cas = Chunk.objects.filter(pk=chunk_id, status=status, attempts=attempts).filter(
-            ~Exists(_older_open())
-        )
+        cas = Chunk.objects.filter(~Exists(_older_open()), pk=chunk_id, status=status, attempts=attempts)
         if status == Chunk.Status.PROCESSING:
             cas = cas.filter(updated_at__lt=expired)
         if cas.update(status=Chunk.Status.PROCESSING, attempts=F("attempts") + 1, updated_at=now):
