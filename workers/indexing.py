@@ -263,10 +263,8 @@ def _on_version_applied(sender, subject_id: int, version: int, chunk_id: int | N
     from memory.models import Chunk
 
     span = Chunk.objects.filter(pk=chunk_id).values_list("start_seq", "end_seq", "subject__tenant_id").first()
-    if span is None:
-        return
-    start, end, tenant_id = span
-    index_span_soon(subject_id, start, end, tenant_id)
+    if span is not None:  # (start_seq, end_seq, tenant_id)
+        index_span_soon(subject_id, *span)
 
 
 @receiver(subject_erased, dispatch_uid="workers.indexing.subject_erased")

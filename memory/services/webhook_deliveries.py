@@ -109,9 +109,8 @@ def _finish(delivery_id: int, status: str, *, error: str = "") -> int:
     changes = {"status": status, "finished_at": timezone.now(), "subject_external_id": ""}
     if error:
         changes["last_error"] = error[:MAX_ERROR_CHARS]
-    return WebhookDelivery.objects.filter(pk=delivery_id, status=WebhookDelivery.Status.PENDING).update(
-        **changes
-    )
+    pending = WebhookDelivery.objects.filter(pk=delivery_id, status=WebhookDelivery.Status.PENDING)
+    return pending.update(**changes)
 
 
 def webhook_attempt_record(
