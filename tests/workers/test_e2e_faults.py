@@ -78,19 +78,20 @@ def test_worker_killed_mid_batch_then_restarted_applies_every_chunk_once(
 
 # kombu's Redis transport can lose its connection info while closing a channel the broker dropped
 # (celery/kombu#582): the worker's consumer then dies with this error and consumes nothing more. A
-# third-party race, not a lost chunk: the scenario runs once more, from nothing, when that is the cause.
+# third-party race, not a lost chunk: the scenario runs again from nothing (three runs at most) when
+# that is the cause.
 KOMBU_CLOSE_RACE = "'NoneType' object has no attribute 'hostname'"
 
 
 def test_redis_restart_loses_nothing(listener_url, producer, tmp_path, tenant, make_api_client):
     from memory.models import Subject
 
-    for attempt in (1, 2):
+    for attempt in (1, 2, 3):  # under load (3+ on 2 cores) the race has hit two runs in a row
         try:
             _redis_restart(listener_url, producer, tmp_path / f"attempt-{attempt}", tenant, make_api_client)
             break
         except AssertionError as exc:
-            if attempt == 2 or KOMBU_CLOSE_RACE not in str(exc):
+            if attempt == 3 or KOMBU_CLOSE_RACE not in str(exc):
                 raise
             Subject.objects.all().delete()  # its chunks, messages and versions go with it
     assert_each_chunk_applied_once_in_order(4, 4)
