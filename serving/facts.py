@@ -42,7 +42,7 @@ import numpy as np
 
 from memory.engine.aboutness import ClauseSyntax, judge, resolve
 from memory.engine.candidates import Candidate, Candidates, UserSentence, retraction_targets
-from memory.engine.facts import KEEP_LABELS, SPECIFIC_FLOOR, FactClassifier, FactVerdict
+from memory.engine.facts import KEEP_LABELS, FactClassifier, FactVerdict
 from memory.engine.placement import LeafPlacer, LeafVectors
 from memory.engine.schema import Schema, document_digest
 from memory.engine.segment import segment
@@ -315,7 +315,7 @@ class FactStep:
             (i, unit, r) for i, units, read in zip(busy, all_units, all_reads, strict=True)
             for unit, r in zip(units, read, strict=True) if judge(r).keep
         ]  # fmt: skip
-        texts = [unit.text for _i, unit, _c in candidates]
+        texts = [unit.text for _i, unit, _grammar in candidates]
         for i, units in zip(busy, all_units, strict=True):
             out[i] = (units, {})
         if not texts:
@@ -323,11 +323,9 @@ class FactStep:
         with one_intraop_thread():  # a few short texts: a second torch thread only waits on a busy host
             vectors = self._embed(texts)
         rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
-        verdicts = self.classifier.classify(texts, rows)
+        verdicts = self.classifier.classify(texts, rows, [grammar.mine for _i, _u, grammar in candidates])
         placer, leaf_vectors = self.placer(schema, digest)
         for (i, unit, grammar), row, verdict in zip(candidates, rows, verdicts, strict=True):
-            if grammar.mine and verdict.label not in KEEP_LABELS and verdict.p_keep >= SPECIFIC_FLOOR:
-                verdict = FactVerdict("self", verdict.p_keep)  # the grammar read "X is my favourite Y"
             if verdict.label not in KEEP_LABELS:
                 continue
             ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))

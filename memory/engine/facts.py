@@ -304,17 +304,26 @@ class FactClassifier:
         total = sum(exps)
         return [e / total for e in exps]
 
-    def classify(self, clauses: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[FactVerdict]:
-        """One verdict per clause; ``vectors[i]`` is clause i's unit MiniLM vector."""
+    def classify(
+        self,
+        clauses: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        specific: Sequence[bool] | None = None,
+    ) -> list[FactVerdict]:
+        """One verdict per clause; ``vectors[i]`` is clause i's unit MiniLM vector. ``specific[i]``:
+        a parser read clause i as specific ("Pizza is my favourite food"), which counts like
+        :func:`specific_statement`."""
         if len(clauses) != len(vectors):
             raise ValueError(f"{len(clauses)} clauses but {len(vectors)} vectors")
         verdicts = []
-        for clause, vector in zip(clauses, vectors, strict=True):
+        for k, (clause, vector) in enumerate(zip(clauses, vectors, strict=True)):
             p = dict(zip(LABELS, self.probabilities(clause, vector), strict=True))
             p_keep = p["self"] + p["relation"]
             if p_keep >= self.threshold:
                 label = "self" if p["self"] >= p["relation"] else "relation"
-            elif p_keep >= SPECIFIC_FLOOR and specific_statement(clause):
+            elif p_keep >= SPECIFIC_FLOOR and (
+                (specific is not None and specific[k]) or specific_statement(clause)
+            ):
                 label = "self"
             else:
                 label = "third_party" if p["third_party"] > p["none"] else "none"

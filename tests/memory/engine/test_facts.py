@@ -11,6 +11,7 @@ import pytest
 from memory.engine.facts import (
     DEFAULT_PATH,
     FEATURES,
+    KEEP_LABELS,
     LABELS,
     SPECIFIC_FLOOR,
     FactClassifier,
@@ -149,6 +150,11 @@ def test_a_specific_statement_is_kept_under_the_threshold(tmp_path: Path):
     assert named.label == "self" and named.p_keep < 0.99
     assert plain.label == "none"  # nothing specific: the threshold decides
     assert faint.label == "none" and faint.p_keep < SPECIFIC_FLOOR  # under the floor: the model decides
+    # a parser's reading of a clause as specific counts the same ("Pizza is my favourite food")
+    read, unread = strict.classify(
+        ["Pizza is my favourite food", "Pizza is my favourite food"], [[1.0, 0.0, 0.0]] * 2, [True, False]
+    )
+    assert read.label == "self" and unread.label not in KEEP_LABELS
 
 
 def test_classify_accepts_any_float_sequences(classifier: FactClassifier):
