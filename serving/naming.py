@@ -26,8 +26,8 @@ neighbor neighbour roommate student client guy girl boy man woman lady
 """.split()
 )
 SPEAKER_FROM = "speaker_from"  # doc.user_data key: where the speaker's own turn starts
-# Nouns that name no thing a pronoun could stand for: "had fun", "had a blast", "had a great time".
-#: Nouns that name no thing: never an antecedent, never what makes a clause concrete.
+#: Nouns that name no thing ("had fun", "had a blast", "had a great time"): never what a pronoun
+#: stands for, never what makes a clause concrete.
 EMPTY_NOUNS = frozenset("fun blast time day experience chance idea way lot thing stuff moment".split())
 
 

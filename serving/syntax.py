@@ -466,7 +466,7 @@ def _swaps(tokens, main) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-_STATE_VERBS = frozenset({"feel", "seem", "look", "sound", "become", "stay", "remain"})
+_STATE_VERBS = _REACTION_VERBS | {"become", "stay", "remain"}
 _THING_DEPS = frozenset({"dobj", "pobj", "attr", "conj", "oprd", "compound"})
 _VAGUE_NOUNS = EMPTY_NOUNS | frozenset(
     "feeling emotion life people everyone break joy happiness part kind sort bit best reminder "

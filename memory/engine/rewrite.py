@@ -295,13 +295,10 @@ def _front_adjunct(text: str) -> str:
     first = fold(words[0])
     if first.endswith("ing") and not any(w[:1].isupper() or w[:1].isdigit() for w in words[1:]):
         return rest  # "Speaking of trips," "Looking back,": a discourse marker, nothing to keep
-    if len(words) == 1 and not (first in STOPWORDS or first.endswith(("ing", "ly"))):
+    opener = first in STOPWORDS or first.endswith(("ing", "ly"))
+    if len(words) == 1 and not opener:
         return text  # one capitalised word may be a name or a place: leave it to the rest
-    if (
-        first in STOPWORDS
-        or first.endswith(("ing", "ly"))
-        or (words[0][1:].islower() and "'" not in words[0])
-    ):
+    if opener or (words[0][1:].islower() and "'" not in words[0]):
         # capitalised only to open the sentence ("Besides writing," "It's Seattle,"), not "Maria's party,"
         lead = f"{words[0].lower()} {' '.join(words[1:])}".strip()
     return f"{rest} {lead}"

@@ -252,7 +252,7 @@ def _strip_edges(content: str, start: int, end: int, names: set[str]) -> tuple[i
         "\u201c" in text and "\u201d" not in text and content[end : end + 1] == "\u201d"
     ):
         end += 1  # a title or quotation the clause opens keeps its closing mark: 'I watched "Up"'
-    elif content[start:end].count('"') % 2 and start > 0 and content[start - 1] == '"':
+    elif text.count('"') % 2 and start > 0 and content[start - 1] == '"':
         start -= 1  # and one it closes, its opening mark: '"Up" is my favourite film'
     return start, end, mark
 
@@ -281,18 +281,17 @@ def _stands_alone(text: str) -> bool:
     return text.rstrip().endswith("?") or (len(words(text)) >= 3 and bool(content_stems(text)))
 
 
-def _pieces(content: str, start: int, end: int) -> list[tuple[int, int]]:
+def _pieces(content: str, start: int, end: int, quoted: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Clause spans of one sentence span; short pieces merged into a neighbour."""
     raw: list[tuple[int, int]] = []
     pos = start
     cuts = [(m.start(), m.end(), False) for m in _CUT.finditer(content, start, end)]
     cuts += [(m.start(), m.end(), True) for m in _SPLICE.finditer(content, start, end)]
-    quoted = [m.span() for m in _QUOTE.finditer(content)]  # the closing mark may lie past ``end``
     for cut_start, cut_end, splice in sorted(cuts):
         left = content[pos:cut_start]
         if cut_start < pos or (splice and (not _LEFT_SUBJECT.search(left) or _SUBORDINATE.match(left))):
             continue
-        if any(q_start < cut_start < q_end for q_start, q_end in quoted):
+        if any(q_start < cut_start < q_end for q_start, q_end in quoted):  # the turn's quotations
             continue  # a quotation is someone's words, not a clause of the speaker's
         raw.append((pos, cut_start))
         pos = cut_end
@@ -326,12 +325,13 @@ def segment(content: str, *, turn: int = 0, names: Collection[str] = ()) -> list
     """Clauses of one turn in order (see the module docstring)."""
     named = {fold(part) for name in names for part in name.split()}
     out: list[Clause] = []
+    quoted = [m.span() for m in _QUOTE.finditer(content)]  # a closing mark may lie past a piece's end
     for s_start, s_end in _sentence_spans(content):
         sentence = " ".join(content[s_start:s_end].split())
         head, tail, mark = _strip_edges(content, s_start, s_end, named)
         if head >= tail:
             continue
-        pieces = _pieces(content, head, tail)
+        pieces = _pieces(content, head, tail, quoted)
         for i, (p_start, p_end) in enumerate(pieces):
             c_start, c_end, own_mark = _strip_edges(content, p_start, p_end, named)
             if c_start >= c_end:
