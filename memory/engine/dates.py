@@ -400,7 +400,9 @@ def with_dates(fact: str, ts: datetime | None, *, context: str | None = None) ->
         if phrase.start < cursor:
             continue
         parts.append(fact[cursor : phrase.start])
-        parts.append(f"({phrase.absolute})")
+        # "our opener is next week" -> "... is in the week of 15 May 2023": the date is what is said
+        said = _COPULA_BEFORE.search(fact, 0, phrase.start) is not None
+        parts.append(_complement(phrase.absolute) if said else f"({phrase.absolute})")
         cursor = phrase.end
     parts.append(fact[cursor:])
     out = "".join(parts)
@@ -408,6 +410,23 @@ def with_dates(fact: str, ts: datetime | None, *, context: str | None = None) ->
         out = out.lstrip(" ,")
         return f"{out[:1].upper()}{out[1:]} ({first.absolute})"
     return out
+
+
+_COPULA_BEFORE = re.compile(r"(?i)(?:\b(?:is|was|are|were|be)|'s|'re)\s+$")
+
+
+def _complement(absolute: str) -> str:
+    """A date said after "is"/"was" in running text: "on 9 May 2023", "in the week of 15 May 2023",
+    "on the weekend of 13 May 2023", "in May 2023", "the week before 8 May 2023"."""
+    if "before" in absolute:  # "was two weeks before 8 May 2023", "was the week before 8 May 2023"
+        return f"the {absolute}" if absolute.startswith("week") else absolute
+    if absolute[:1].isdigit() and not absolute.isdigit() and " " in absolute:
+        return f"on {absolute}"
+    if absolute.startswith("weekend"):
+        return f"on the {absolute}"
+    if absolute.startswith("week"):
+        return f"in the {absolute}"
+    return f"in {absolute}"
 
 
 def grounding_dates(text: str, ts: datetime | None) -> list[str]:

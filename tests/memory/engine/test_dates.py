@@ -149,6 +149,23 @@ def test_several_phrases_and_case() -> None:
     assert with_dates(fact, MONDAY) == "Moved in (2022) and started a job (7 May 2023)"
 
 
+@pytest.mark.parametrize(
+    ("fact", "expected"),
+    [
+        ("Their season opener is next week", "Their season opener is in the week of 15 May 2023"),
+        ("Their birthday is tomorrow", "Their birthday is on 9 May 2023"),
+        ("The wedding was last month", "The wedding was in April 2023"),
+        ("The move was last week", "The move was the week before 8 May 2023"),
+        ("The party was two weeks ago", "The party was two weeks before 8 May 2023"),
+        ("The recital's next weekend", "The recital's on the weekend of 13 May 2023"),
+        ("Is busy next week", "Is busy (week of 15 May 2023)"),
+    ],
+)
+def test_a_date_said_after_is_is_written_into_the_sentence(fact: str, expected: str) -> None:
+    # "... is (week of 15 May 2023)" would leave "is" without its complement
+    assert with_dates(fact, MONDAY) == expected
+
+
 def test_date_phrases_give_exact_spans() -> None:
     text = "I went to a support group yesterday, and on Saturday I ran."
     phrases = date_phrases(text, MONDAY)
