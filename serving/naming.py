@@ -121,14 +121,19 @@ def _speakers_object(token) -> bool:
     return token.dep_ == "dobj" and token.head.pos_ in ("VERB", "AUX") and _speaker_subject(token.head)
 
 
+def animate(token) -> bool:
+    """Does ``token`` name a person or an animal ("my sister", "Luna", "the dog")?"""
+    return token.lemma_.lower() in _ANIMATE or token.pos_ == "PROPN" or token.ent_type_ == "PERSON"
+
+
 def _agrees(pronoun: str, token) -> bool:
     plural = token.tag_ in ("NNS", "NNPS")
-    animate = token.lemma_.lower() in _ANIMATE or token.pos_ == "PROPN" or token.ent_type_ == "PERSON"
+    animate_ = animate(token)
     if pronoun == "they":
         return plural
     if pronoun == "it":
-        return not plural and not animate
-    return not plural and animate
+        return not plural and not animate_
+    return not plural and animate_
 
 
 def antecedent_of(doc, subject, pronoun: str = "") -> str:

@@ -45,6 +45,7 @@ from serving.naming import (
     SPEAKER,
     SPEAKER_FROM,
     SPEAKER_POSS,
+    animate,
     antecedent_of,
     extraposed,
     name_beside,
@@ -72,6 +73,26 @@ _REACTION_VERBS = frozenset({"sound", "look", "seem", "feel"})
 # what the other speaker said ("I saw how it affected us" is the speaker's own experience)
 _EMPATHY = frozenset({"see", "imagine", "understand", "tell"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
+_GROUPS = frozenset("family team people group crew squad club community church class".split())
+
+
+def _someone(token) -> bool:
+    """A person, an animal or a group of people ("my family motivates me" is theirs to tell)."""
+    if token.lower_ in QUANTIFIERS:  # "some of my friends"
+        of = next((c for c in token.children if c.dep_ == "prep" and c.lower_ == "of"), None)
+        token = next((c for c in of.children if c.dep_ == "pobj"), token) if of is not None else token
+    return animate(token) or token.lemma_.lower() in _GROUPS
+
+
+#: Verbs by which a thing acts on the speaker's mood: "Nature has an effect on me", "These shoes
+#: remind me of ...", "Fantasy books fuel my creativity" say what a thing does to them, not a fact.
+_AFFECT = frozenset(
+    "remind make give refresh take have put leave inspire motivate energize energise calm relax fuel "
+    "bring push drive excite amaze touch move fill lift warm cheer comfort soothe".split()
+)
+#: Of those, the ones that say nothing but a mood when the thing is the speaker's ("My childhood
+#: reminds me of ..."); "My job gives me freedom", "My job makes me happy" are facts about the job.
+_MOOD = frozenset("remind inspire refresh calm soothe touch amaze fuel energize energise lift warm".split())
 
 
 def import_spacy_without_torch() -> None:
@@ -365,6 +386,10 @@ def _read(doc, tokens) -> ClauseSyntax:
             # "Pizza is my favourite food", "Spider-Man is a favourite of mine": said by the speaker
             # about what is theirs, whatever a classifier trained on "I ..." sentences thinks
             return _named(ClauseSyntax("owned", finite, modal, first_person=True, mine=True), tokens, main)
+        verbs = _AFFECT if kind == "generic" else _MOOD if kind == "owned" else frozenset()
+        if main.lemma_.lower() in verbs and not _someone(subject):
+            # the speaker is only what the thing acts on: "My childhood reminds me of the good times"
+            return ClauseSyntax("generic", finite, modal, first_person=False)
     else:
         kind = "generic"  # everyone, nobody, someone ...
     return _named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)

@@ -201,7 +201,8 @@ impact moment moments time times way ways lot lots bit part parts kind sort type
 matter matters feeling feelings emotion emotions vibe vibes day days week weeks weekend weekends change
 changes progress update updates memories memory adventure adventures opportunity opportunities challenge
 challenges goal goals blast step steps future idea ideas story stories project projects passion passions
-difference struggle struggles
+difference struggle struggles spot spots pic photo picture tour
+setback setbacks issue issues year years month months
 """.split()
 )
 _GENERIC_VERBS = frozenset(
@@ -215,6 +216,7 @@ accomplish accomplished accomplishing manage manages managed managing discuss di
 discussing talk talks talked talking plan plans planned planning want wants wanted wanting need needs
 needed needing keep keeps kept keeping done decide decides decided deciding looking
 remember remembers remembered remembering remind reminds reminded reminding struggled struggling
+go goes went going gone
 """.split()
 )
 # Reactions that need an object to say anything: "Felt inspired" (by what?), unlike "Feels old".
@@ -230,7 +232,7 @@ _VAGUE_MODIFIERS = frozenset(
 new various different certain whole real big huge small entire important long hectic
 eventful productive memorable unforgettable meaningful rewarding challenging difficult stressful intense
 latest recent next last again finally already often sometimes together deeply forward several twice
-yet towards toward comforting
+yet towards toward comforting ago
 """.split()
 )
 _VAGUE = _GENERIC_NOUNS | _GENERIC_VERBS | _REACTIONS | _VAGUE_MODIFIERS

@@ -57,6 +57,10 @@ def read(syntax, content):
         ("Being out on the water, far from the city, was great.", "clausal"),
         ("Here's a picture of the lake.", "deictic"),
         ("Those moments make me love football so much.", "deictic"),  # an empty noun pointed at
+        # a thing acting on the speaker's mood says nothing lasting about them
+        ("Nature has an effect on me.", "generic"),
+        ("These shoes remind me of what I've achieved.", "generic"),
+        ("My childhood reminds me of the good old times.", "generic"),
         # nothing of the speaker's to keep alone: a two-word clause, a past "since", a pointer
         ("He naps on my desk while I wait.", "unresolved_pronoun"),
         ("He was scared of it since I was a kid.", "unresolved_pronoun"),
@@ -87,6 +91,10 @@ def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
         "After that, I moved to Porto.",
         "I can see the harbour from my kitchen.",
         "I saw how the flooding changed my town.",
+        # what a person, an animal or a group does to the speaker, what their job gives them
+        "My family motivates me.",
+        "My dog makes me laugh.",
+        "My job gives me a lot of freedom.",
     ],
 )
 def test_the_speakers_facts_are_kept(syntax, content):

@@ -37,10 +37,12 @@ SMALL_TALK = {
               "Felt really motivated and supported", "Is planning something special", "Learned a lot",
               "Had an unforgettable experience (June 2021)", "Shared a few memories", "Felt grateful",
               "Took a big step", "Talked about various things", "Faced some challenges lately",
-              "Had a great day (3 Feb 2020)", "Is looking forward to it"],
+              "Had a great day (3 Feb 2020)", "Is looking forward to it", "Took a pic (summer 2023)",
+              "Went on a tour", "Had a setback (week before 21 November 2023)", "Went there a few years ago"],
 }  # fmt: skip
 
 FACTS = [
+    "Took a photo of the lake", "Went on a tour of the castle", "Loves taking pictures", "Went hiking",
     "Has a dog", "Works as a nurse", "Moved to Lisbon (May 2023)", "Loves hiking", "Is 32", "Is a nurse",
     "Has two kids", "Is vegan", "Is married", "Is single", "Lives in Boston", "Has been vegetarian for ten years",
     "Runs every morning", "Plays the guitar", "Loves painting sunsets", "Used to play soccer", "Gave up sugar",
