@@ -449,6 +449,23 @@ def _tidy(text: str, cut: bool) -> str:
     return " ".join(without_dangling_end(tokens) if cut else tokens).rstrip(" ,;:-\u2013\u2014.!?")
 
 
+# "My wife and I left ..." swaps to "Their wife and they left ...": said with "they" first
+_AND_THEY = re.compile(r"^(?P<others>(?:[\w'-]+ ){1,5}?)and they (?=[a-z])")
+_NOT_NOUN_PHRASE = frozenset("is was are were has had have 's said told went got made".split())
+
+
+def _they_first(text: str) -> str:
+    if text.startswith("Them and "):  # "Me and my teammates were ..."
+        return f"They{text[4:]}"
+    m = _AND_THEY.match(text)
+    if m is None or any(fold(w) in _NOT_NOUN_PHRASE for w in m.group("others").split()):
+        return text
+    others = m.group("others").strip()
+    if fold(others.split()[0]) in STOPWORDS:  # "Their wife", "Some friends"; a name keeps its capital
+        others = others[:1].lower() + others[1:]
+    return f"They and {others} {text[m.end() :]}"
+
+
 def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str:
     """A short third-person fact from one clause (see the module docstring); "" when nothing with
     content is left."""
@@ -471,7 +488,7 @@ def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str
         text, possessive = text[2:].lstrip(), True
     text = _swap(text)
     text, cut = _shorten(text, max_words - (1 if (name and (dropped or possessive)) else 0))
-    text = _tidy(text, cut)
+    text = _they_first(_tidy(text, cut))
     if not text or not (content_stems(text) or number_tokens(text)):
         return ""
     if name and possessive:
