@@ -95,7 +95,7 @@ _KEEP_AFTER_I = frozenset(
 )
 _ADVERBS = frozenset(
     "also always often usually sometimes still recently finally even already now once mostly currently "
-    "never rarely seldom generally normally typically occasionally probably".split()
+    "never rarely seldom generally normally typically occasionally probably only".split()
 )
 _IRREGULAR_PAST = frozenset(
     "went took won made got had saw met ran began bought brought came did felt found gave kept knew left lost "

@@ -51,6 +51,7 @@ from memory.engine.text import folded_words, stem
             "Visited a travel agency",
         ),
         ("I never drink coffee", "Never drinks coffee"),
+        ("I only speak English", "Only speaks English"),
         ("I completely agree with my mentor", "Completely agrees with their mentor"),
         # first person elsewhere
         ("My daughter turned 5 last week", "Their daughter turned 5 last week"),
