@@ -451,15 +451,19 @@ def _tidy(text: str, cut: bool) -> str:
 
 # "My wife and I left ..." swaps to "Their wife and they left ...": said with "they" first
 _AND_THEY = re.compile(r"^(?P<others>(?:[\w'-]+ ){1,5}?)and they (?=[a-z])")
-_NOT_NOUN_PHRASE = frozenset("is was are were has had have 's said told went got made".split())
+
+
+def _only_verb(word: str) -> bool:
+    lemmas = getAllLemmas(fold(word))
+    return bool(lemmas.keys() & {"VERB", "AUX"}) and "NOUN" not in lemmas
 
 
 def _they_first(text: str) -> str:
     if text.startswith("Them and "):  # "Me and my teammates were ..."
         return f"They{text[4:]}"
     m = _AND_THEY.match(text)
-    if m is None or any(fold(w) in _NOT_NOUN_PHRASE for w in m.group("others").split()):
-        return text
+    if m is None or any(_only_verb(w) for w in m.group("others").split()):
+        return text  # "Their laptop crashed and they lost ...": two clauses, not two people
     others = m.group("others").strip()
     if fold(others.split()[0]) in STOPWORDS:  # "Their wife", "Some friends"; a name keeps its capital
         others = others[:1].lower() + others[1:]

@@ -62,6 +62,7 @@ from memory.engine.text import folded_words, stem
         ("My sister and I are opening a cafe", "They and their sister are opening a cafe"),
         ("Me and my teammates won the final", "They and their teammates won the final"),
         ("Max and I went camping", "They and Max went camping"),
+        ("My laptop crashed and I lost my work", "Their laptop crashed and they lost their work"),
         # openers, fillers, hedges and trailing small talk
         ("Oh, and I just moved to Lisbon!", "Moved to Lisbon"),
         ("By the way, my dog is called Pixel", "Their dog is called Pixel"),
