@@ -470,6 +470,23 @@ def _they_first(text: str) -> str:
     return f"They and {others} {text[m.end() :]}"
 
 
+# "I'm lucky to have my husband and kids": the fact is what they have, the luck is how they feel
+_GLAD_TO = re.compile(
+    r"^(?P<be>[Ii]s|[Ww]as) (?:so |really |very |super |truly |just )?(?:lucky|grateful|thankful|blessed|glad|happy|"
+    r"fortunate) (?:to (?P<verb>have|be)|(?:that )?they (?P<they>have|had)) (?=\w)"
+)
+_GLAD_FACT = {("is", "have"): "has ", ("was", "have"): "had ", ("is", "be"): "is ", ("was", "be"): "was ",
+              "have": "has ", "had": "had "}  # fmt: skip
+
+
+def _glad_to(text: str) -> str:
+    m = _GLAD_TO.match(text)
+    if m is None:
+        return text
+    said = m.group("they") or (m.group("be").lower(), m.group("verb"))
+    return _GLAD_FACT[said] + text[m.end() :]
+
+
 def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str:
     """A short third-person fact from one clause (see the module docstring); "" when nothing with
     content is left."""
@@ -492,7 +509,7 @@ def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str
         text, possessive = text[2:].lstrip(), True
     text = _swap(text)
     text, cut = _shorten(text, max_words - (1 if (name and (dropped or possessive)) else 0))
-    text = _they_first(_tidy(text, cut))
+    text = _glad_to(_they_first(_tidy(text, cut)))
     if not text or not (content_stems(text) or number_tokens(text)):
         return ""
     if name and possessive:

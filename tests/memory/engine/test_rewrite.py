@@ -63,6 +63,11 @@ from memory.engine.text import folded_words, stem
         ("Me and my teammates won the final", "They and their teammates won the final"),
         ("Max and I went camping", "They and Max went camping"),
         ("My laptop crashed and I lost my work", "Their laptop crashed and they lost their work"),
+        # the fact inside a feeling: what they have, not how lucky they feel
+        ("I'm lucky to have my husband and kids", "Has their husband and kids"),
+        ("I'm so grateful I have friends who support me", "Has friends who support them"),
+        ("I'm lucky to be part of a team", "Is part of a team"),
+        ("I was happy that we were together", "Was happy that they were together"),
         # openers, fillers, hedges and trailing small talk
         ("Oh, and I just moved to Lisbon!", "Moved to Lisbon"),
         ("By the way, my dog is called Pixel", "Their dog is called Pixel"),
