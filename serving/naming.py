@@ -115,10 +115,17 @@ def _speaker_subject(verb) -> bool:
 
 
 def _speakers_object(token) -> bool:
-    """Is ``token`` the direct object of something the speaker did ("I love this series")?"""
+    """Is ``token`` the direct object of something the speaker did ("I love this series")? Not in a
+    clause said by the way ("They support me even when I make mistakes. Their ...")."""
     while token.dep_ == "conj" and token.head.i != token.i:
         token = token.head
-    return token.dep_ == "dobj" and token.head.pos_ in ("VERB", "AUX") and _speaker_subject(token.head)
+    verb = token.head
+    return (
+        token.dep_ == "dobj"
+        and verb.pos_ in ("VERB", "AUX")
+        and verb.dep_ != "advcl"
+        and _speaker_subject(verb)
+    )
 
 
 def animate(token) -> bool:

@@ -381,7 +381,10 @@ def _read(doc, tokens) -> ClauseSyntax:
             # "Her name is Pastel" after "We adopted a cat": the cat's name, the speaker's to tell
             antecedent = antecedent_of(doc, poss, _THIRD_POSS[poss.lower_])
             if antecedent:
-                return ClauseSyntax("pronoun", finite, modal, poss.text, f"{antecedent}'s", first_person)
+                owner = (
+                    f"{antecedent}'" if antecedent.endswith("s") else f"{antecedent}'s"
+                )  # "the cats' names"
+                return ClauseSyntax("pronoun", finite, modal, poss.text, owner, first_person)
         if kind in ("other", "generic") and _called_mine(main, inside):
             # "Pizza is my favourite food", "Spider-Man is a favourite of mine": said by the speaker
             # about what is theirs, whatever a classifier trained on "I ..." sentences thinks

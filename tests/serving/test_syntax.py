@@ -152,6 +152,16 @@ def test_an_animal_the_speaker_took_in_is_theirs_to_describe(syntax):
     assert judge(person[-1][1]).reason == "other"
     stray = read(syntax, "A stray cat sat on the wall. Her fur was grey.")  # nobody's cat
     assert judge(stray[-1][1]).reason == "other"
+    (names, of_names) = read(syntax, "We adopted two cats last year. Their names are Luna and Max.")[-1]
+    assert resolve(names, of_names).endswith("cats' names are Luna and Max.")
+
+
+def test_what_the_speaker_did_by_the_way_is_no_antecedent(syntax):
+    # "mistakes" is what the speaker makes in a "when" clause, not who encourages them
+    found = read(
+        syntax, "They always support me, even when I make mistakes. Their encouragement keeps me going."
+    )
+    assert not judge(found[-1][1]).keep, found[-1]
 
 
 def test_an_it_standing_for_the_clause_after_it_names_nothing(syntax):
