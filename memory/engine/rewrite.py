@@ -40,7 +40,7 @@ _OPENER = re.compile(
     r"i mean|right|ok|okay|alright|sure|speaking of which|funny enough|funnily enough|besides|"
     r"oh my god|omg|gosh|man|dude|um+|uh+|hmm+|ah+|aw+|ooh+|nope|no|yay|cool|nice|great|awesome|"
     r"totally|definitely|absolutely|seriously|literally|basically|truthfully|frankly|personally|"
-    r"bad news|good news|big news|update|news|who knows|fyi)"
+    r"bad news|good news|big news|update|news|who knows|fyi|however|anyhow|nonetheless|nevertheless)"
     r"(?:\s*[,!.:\u2026-]+\s*|\s+(?=and\b|also\b|so\b|by\b|btw\b|i\b|i'm\b|i've\b|my\b)))+",
     re.IGNORECASE,
 )

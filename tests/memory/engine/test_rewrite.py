@@ -41,6 +41,7 @@ from memory.engine.text import folded_words, stem
         # the chat's own time and turns are not the fact's
         ("Since we last spoke, I took my kids to a park", "Took their kids to a park"),
         ("In the meantime, I donated my old car to a shelter", "Donated their old car to a shelter"),
+        ("However, I'm open to other brands", "Is open to other brands"),
         (
             "I launched an ad campaign for my clothing store in hopes of growing the business",
             "Launched an ad campaign for their clothing store",
