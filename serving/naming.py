@@ -28,7 +28,7 @@ neighbor neighbour roommate student client guy girl boy man woman lady
 SPEAKER_FROM = "speaker_from"  # doc.user_data key: where the speaker's own turn starts
 #: Nouns that name no thing ("had fun", "had a blast", "had a great time"): never what a pronoun
 #: stands for, never what makes a clause concrete.
-EMPTY_NOUNS = frozenset("fun blast time day experience chance idea way lot thing stuff moment".split())
+EMPTY_NOUNS = frozenset("fun blast time day experience chance idea way lot thing stuff moment part".split())
 
 
 def speakers(token) -> bool:
@@ -151,6 +151,8 @@ def antecedent_of(doc, subject, pronoun: str = "") -> str:
     earlier = [t for t in reversed(doc[: subject.i]) if t.pos_ in ("NOUN", "PROPN") and _agrees(pronoun, t)]
     subjects = [t for t in earlier if t.dep_ in ("nsubj", "nsubjpass")]
     for token in subjects[:1] or earlier[:1]:  # an earlier subject first: "The kids ate. They ..."
+        if token.lemma_.lower() in EMPTY_NOUNS:  # "What was your favourite part?" - "It was peaceful"
+            break
         if token.dep_ in ("compound", "appos") and token.head.pos_ in ("NOUN", "PROPN"):
             token = token.head if token.head.i < subject.i else token
         owner = owned.get(token.lemma_.lower()) or owned.get(token.lower_)

@@ -76,6 +76,15 @@ _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our",
 _GROUPS = frozenset("family team people group crew squad club community church class".split())
 
 
+def _empty_said_of(subject, main) -> bool:
+    """An empty noun ("part", "day", "experience") said to be some way, with no noun for what it is."""
+    if subject.lemma_.lower() not in EMPTY_NOUNS or main.lemma_ != "be":
+        return False
+    if any(c.dep_ in ("prep", "relcl", "acl") for c in subject.children):
+        return False  # "My time in Paris was amazing" says where they were
+    return any(c.dep_ == "acomp" for c in main.children) and not any(c.dep_ == "attr" for c in main.children)
+
+
 def _someone(token) -> bool:
     """A person, an animal or a group of people ("my family motivates me" is theirs to tell)."""
     if token.lower_ in QUANTIFIERS:  # "some of my friends"
@@ -389,6 +398,9 @@ def _read(doc, tokens) -> ClauseSyntax:
             # "Pizza is my favourite food", "Spider-Man is a favourite of mine": said by the speaker
             # about what is theirs, whatever a classifier trained on "I ..." sentences thinks
             return _named(ClauseSyntax("owned", finite, modal, first_person=True, mine=True), tokens, main)
+        if kind == "owned" and _empty_said_of(subject, main):
+            # "My favourite part was peaceful", "My day was great": a mood about nothing named
+            return ClauseSyntax("generic", finite, modal, first_person=False)
         verbs = _AFFECT if kind == "generic" else _MOOD if kind == "owned" else frozenset()
         if main.lemma_.lower() in verbs and not _someone(subject):
             # the speaker is only what the thing acts on: "My childhood reminds me of the good times"

@@ -61,6 +61,8 @@ def read(syntax, content):
         ("Nature has an effect on me.", "generic"),
         ("These shoes remind me of what I've achieved.", "generic"),
         ("My childhood reminds me of the good old times.", "generic"),
+        ("My favourite part was peaceful and refreshing.", "generic"),  # a mood about nothing named
+        ("My day was great.", "generic"),
         # nothing of the speaker's to keep alone: a two-word clause, a past "since", a pointer
         ("He naps on my desk while I wait.", "unresolved_pronoun"),
         ("He was scared of it since I was a kid.", "unresolved_pronoun"),
@@ -95,6 +97,8 @@ def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
         "My family motivates me.",
         "My dog makes me laugh.",
         "My job gives me a lot of freedom.",
+        "My favourite part was the view.",
+        "My time in Paris was amazing.",
     ],
 )
 def test_the_speakers_facts_are_kept(syntax, content):
@@ -123,6 +127,9 @@ def test_a_pronoun_names_what_the_other_speaker_called_the_speakers(syntax):
     assert resolve(text, found) == "My turtles eat lettuce and insects."
     (_text, found), *_ = read_reply(syntax, "What do the turtles eat?", "They eat lettuce and insects.")
     assert found.antecedent == "" and judge(found).reason == "unresolved_pronoun"
+    # a noun that names no thing is no antecedent: "My favourite part was peaceful" says nothing
+    (_text, found), *_ = read_reply(syntax, "What was your favourite part of it?", "It was so peaceful.")
+    assert found.antecedent == "" and not judge(found).keep
 
 
 def test_the_speakers_it_names_what_they_were_asked_about(syntax):
