@@ -93,6 +93,7 @@ def _someone(token) -> bool:
     return animate(token) or token.lemma_.lower() in _GROUPS
 
 
+_WE_US = frozenset({"we", "us", "ourselves"})
 #: Verbs by which a thing acts on the speaker's mood: "Nature has an effect on me", "These shoes
 #: remind me of ...", "Fantasy books fuel my creativity" say what a thing does to them, not a fact.
 _AFFECT = frozenset(
@@ -327,6 +328,8 @@ def _read(doc, tokens) -> ClauseSyntax:
     if not tokens:
         return ClauseSyntax("none", False)
     first_person = any(t.lower_ in _FIRST_PERSON for t in tokens)
+    # "Yoga is so cool for showing us what we can do": a "we"/"us" alone is everyone, not the speaker
+    generic_we = not any(t.lower_ in _FIRST_PERSON - _WE_US for t in tokens)
     inside = {t.i for t in tokens}
     main = _main(tokens, inside)
     if _subordinate(main, tokens):
@@ -377,6 +380,8 @@ def _read(doc, tokens) -> ClauseSyntax:
         kind = "addressee"
     elif low in PRONOUNS:
         antecedent = "" if extraposed(main, low) else antecedent_of(doc, subject)
+        if antecedent and low in ("it", "they") and main.lemma_.lower() in _MOOD:
+            return ClauseSyntax("generic", finite, modal)  # "My shoes ... They remind me of ..."
         dangling = bool(pronouns_named(tokens, main))  # "She made it": two to name, one slot
         return ClauseSyntax("pronoun", finite, modal, subject.text, antecedent, first_person, dangling)
     elif low in _DEICTIC or (
@@ -407,6 +412,8 @@ def _read(doc, tokens) -> ClauseSyntax:
             return ClauseSyntax("generic", finite, modal, first_person=False)
     else:
         kind = "generic"  # everyone, nobody, someone ...
+    if kind in ("generic", "expletive") and generic_we:
+        first_person = False
     return _named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
 
 

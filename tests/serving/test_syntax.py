@@ -63,6 +63,7 @@ def read(syntax, content):
         ("My childhood reminds me of the good old times.", "generic"),
         ("My favourite part was peaceful and refreshing.", "generic"),  # a mood about nothing named
         ("My day was great.", "generic"),
+        ("Yoga is so cool for showing us what we can do.", "generic"),  # "us" is everyone here
         # nothing of the speaker's to keep alone: a two-word clause, a past "since", a pointer
         ("He naps on my desk while I wait.", "unresolved_pronoun"),
         ("He was scared of it since I was a kid.", "unresolved_pronoun"),
@@ -161,6 +162,11 @@ def test_an_animal_the_speaker_took_in_is_theirs_to_describe(syntax):
     assert judge(stray[-1][1]).reason == "other"
     (names, of_names) = read(syntax, "We adopted two cats last year. Their names are Luna and Max.")[-1]
     assert resolve(names, of_names).endswith("cats' names are Luna and Max.")
+
+
+def test_the_speakers_thing_acting_on_their_mood_is_dropped_when_named_by_a_pronoun(syntax):
+    found = read(syntax, "I love my old shoes. They remind me of what I've achieved.")
+    assert judge(found[-1][1]).reason == "generic", found[-1]
 
 
 def test_what_the_speaker_did_by_the_way_is_no_antecedent(syntax):
