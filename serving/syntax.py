@@ -536,6 +536,34 @@ def _concrete(tokens, main) -> bool:
     )  # fmt: skip
 
 
+#: Verbs whose object is the fact: "I play" or "I've been learning for a year" leaves it to the turn.
+_NEEDS_OBJECT = frozenset("play practice practise learn".split())
+_SPANS = frozenset("second minute hour day week weekend month year while age decade".split())
+
+
+def _object_left_off(main) -> bool:
+    if main.lemma_.lower() not in _NEEDS_OBJECT:
+        return False
+    for c in main.children:
+        objects = [o for o in c.children if o.dep_ == "pobj"]
+        if c.dep_ == "prep" and all(
+            o.lemma_.lower() in _SPANS or o.ent_type_ in ("DATE", "TIME") for o in objects
+        ):
+            continue  # "for about four months", "since January": how long, not what
+        if c.dep_ in ("dobj", "prep", "prt", "xcomp", "ccomp", "dative", "attr", "conj"):
+            return False
+    return True
+
+
+def _object_said_before(main) -> str:
+    """The object the same verb took earlier in the turn: "... how to play the violin. I've been
+    playing for four months" -> "the violin"; "" when there is none."""
+    for t in reversed(main.doc[: main.i]):
+        if t.dep_ == "dobj" and t.pos_ in ("NOUN", "PROPN") and t.head.lemma_ == main.lemma_:
+            return main.doc[t.left_edge.i : t.i + 1].text
+    return ""
+
+
 def _named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     """``syntax`` with its one unnamed pronoun written out when the turn names it ("Have you tried
     pottery?" - "I love it!"), else marked ``dangling`` when it has any; pointing determiners said
@@ -549,6 +577,11 @@ def _named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
         tokens = [t for t in tokens if t.i < tail[0].i]
     if syntax.mine or _concrete(tokens, main):
         syntax = replace(syntax, concrete=True)
+    if _object_left_off(main):  # "I've been playing for four months": playing what?
+        named = _object_said_before(main)
+        if not named:
+            return replace(syntax, dangling=True)
+        syntax = replace(syntax, swaps=(*syntax.swaps, (main.text, f"{main.text} {named}")))
     pronouns = pronouns_named(tokens, main)
     if not pronouns:
         return syntax

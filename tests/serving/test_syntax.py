@@ -46,6 +46,8 @@ def read(syntax, content):
         ("I think it's great.", "unresolved_object"),
         ("I'm really proud of this.", "unresolved_object"),
         ("I went hiking with them on Sunday.", "unresolved_object"),
+        ("I've been playing for about four months now.", "unresolved_object"),  # playing what?
+        ("I practice every day.", "unresolved_object"),
         ("I started writing another one while I wait.", "unresolved_object"),
         ("When I'm feeling down.", "subordinate"),
         ("Because my mom is a nurse.", "subordinate"),
@@ -100,6 +102,8 @@ def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
         "My job gives me a lot of freedom.",
         "My favourite part was the view.",
         "My time in Paris was amazing.",
+        "I play for a local team.",
+        "I've been learning German since January.",
     ],
 )
 def test_the_speakers_facts_are_kept(syntax, content):
@@ -167,6 +171,14 @@ def test_an_animal_the_speaker_took_in_is_theirs_to_describe(syntax):
 def test_the_speakers_thing_acting_on_their_mood_is_dropped_when_named_by_a_pronoun(syntax):
     found = read(syntax, "I love my old shoes. They remind me of what I've achieved.")
     assert judge(found[-1][1]).reason == "generic", found[-1]
+
+
+def test_a_verb_said_again_without_its_object_takes_the_one_said_before(syntax):
+    found = read(syntax, "I'm learning to play the violin. I've been playing for four months.")
+    text, syntax_ = found[-1]
+    assert judge(syntax_).keep and resolve(text, syntax_) == "I've been playing the violin for four months."
+    (text, syntax_), *_ = read_reply(syntax, "Do you play chess?", "Yes, I've been playing for years.")
+    assert judge(syntax_).keep and "playing chess for years" in resolve(text, syntax_)
 
 
 def test_what_the_speaker_did_by_the_way_is_no_antecedent(syntax):
