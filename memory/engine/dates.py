@@ -133,6 +133,8 @@ _PHRASE = re.compile(
     r"|(?P<season>spring|summer|fall|autumn|winter)"
     rf"|(?P<relmon>{_MONTH}))"
     rf"|on\s+(?P<bwd>{_DAYNAME})"
+    r"|on\s+the\s+(?P<dom>3[01]|[12]\d|[1-9])(?:st|nd|rd|th)"  # "on the 15th": of this month or the last
+    r"(?!\s+(?:floor|anniversary|birthday|century|grade|time|day|place|row|street|avenue|of)\b)"
     r")\b(?!['\u2019]s\b|\s+of\b)"
 )
 # A relative phrase with an "on " before it ("on last Friday") takes it along.
@@ -310,6 +312,9 @@ def _resolve(match: re.Match[str], today: date, tense: str | None) -> str | None
     if g["bwd"]:
         day = _weekday(None, _WEEKDAYS.index(g["bwd"].lower()), today, tense)
         return _fmt_day(day) if day else None
+    if g["dom"]:
+        day = _day_of_month(int(g["dom"]), today, tense)
+        return _fmt_day(day) if day else None
     rel = " ".join((g["rel"] or "").lower().split())
     rel = {"this past": "last", "earlier this": "this", "later this": "this"}.get(rel, rel)
     if g["unit2"]:
@@ -342,7 +347,26 @@ def _tense_dependent(match: re.Match[str]) -> bool:
     """Does the reading of this phrase depend on the tense of its sentence?"""
     rel = " ".join((match.group("rel") or "").lower().split())
     weekend = (match.group("unit2") or "").lower() == "weekend"
-    return bool(match.group("bwd")) or (rel == "this" and bool(match.group("wd") or weekend))
+    bare = bool(match.group("bwd") or match.group("dom"))
+    return bare or (rel == "this" and bool(match.group("wd") or weekend))
+
+
+def _day_of_month(n: int, today: date, tense: str | None) -> date | None:
+    """Day ``n`` of a month: the next one for a future sentence, the last one for a past sentence
+    (today included either way), the nearest one without a tense; None when that month has no such
+    day."""
+    if tense is None:
+        days = [d for d in (_day_of_month(n, today, "past"), _day_of_month(n, today, "future")) if d]
+        return min(days, key=lambda d: (abs((d - today).days), d), default=None)
+    year, month = today.year, today.month
+    if tense == "future" and n < today.day:
+        year, month = _add_months(year, month, 1)
+    elif tense == "past" and n > today.day:
+        year, month = _add_months(year, month, -1)
+    try:
+        return date(year, month, n)
+    except ValueError:
+        return None
 
 
 def _phrases(text: str, today: date, tense: str | None, both: bool = False) -> list[DatePhrase]:

@@ -166,6 +166,17 @@ def test_a_date_said_after_is_is_written_into_the_sentence(fact: str, expected: 
     assert with_dates(fact, MONDAY) == expected
 
 
+def test_a_day_of_the_month_follows_the_tense_or_is_the_nearest() -> None:
+    said = datetime(2023, 8, 21, 10, 0, tzinfo=UTC)
+    assert with_dates("Met their team on the 15th", said) == "Met their team (15 August 2023)"
+    assert with_dates("Celebrated on the 31st", said) == "Celebrated (31 July 2023)"
+    assert with_dates("Will see them on the 2nd", said) == "Will see them (2 September 2023)"
+    assert with_dates("Their recital is on the 30th", said) == "Their recital is on 30 August 2023"
+    assert with_dates("Lives on the 5th floor", said) == "Lives on the 5th floor"
+    assert with_dates("Went there on the 15th of May", said) == "Went there on the 15th of May"
+    assert set(grounding_dates("Met them on the 15th", said)) == {"15 August 2023", "15 September 2023"}
+
+
 def test_date_phrases_give_exact_spans() -> None:
     text = "I went to a support group yesterday, and on Saturday I ran."
     phrases = date_phrases(text, MONDAY)
