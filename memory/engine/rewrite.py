@@ -271,6 +271,14 @@ _CATCH_UP = re.compile(
 )
 
 
+# A lead that is a main clause of its own: "The sound of that river was so soothing, I felt ...";
+# not a "when/after ..." clause, which says when the fact holds ("When I was a kid, I loved comics")
+_SAYS = re.compile(
+    r"(?i)^(?!(?:after|when|whenever|before|while|because|since|if|as|until|once|though|although|even)\b)"
+    r".*(?:\b(?:is|was|are|were|has|have|had)\b|\b(?:it|that|there|he|she|this|they|we|you)'(?:s|re)\b)"
+)
+
+
 # The same without a comma, for a few words only: "For me I love ...", "Now I'm ..."
 _BARE_FRONT = re.compile(
     r"^(?P<lead>for me|personally|honestly|now|lately|recently|currently|these days|nowadays)\s+"
@@ -291,6 +299,8 @@ def _front_adjunct(text: str) -> str:
     lead, rest = m.group("lead").strip(), m.group("rest").rstrip(" .!?")
     if _CATCH_UP.match(lead):
         return rest  # "Since we last talked," "On another note,": the chat's time and turns, not the fact's
+    if len(lead.split()) >= 4 and _SAYS.search(lead):
+        return rest  # "The sound of that river was so soothing, I felt ...": a clause of its own
     words = lead.split()
     first = fold(words[0])
     if first.endswith("ing") and not any(w[:1].isupper() or w[:1].isdigit() for w in words[1:]):

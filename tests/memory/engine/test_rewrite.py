@@ -42,6 +42,10 @@ from memory.engine.text import folded_words, stem
         ("Since we last spoke, I took my kids to a park", "Took their kids to a park"),
         ("In the meantime, I donated my old car to a shelter", "Donated their old car to a shelter"),
         ("However, I'm open to other brands", "Is open to other brands"),
+        # a clause of its own before the comma goes; a "when" clause says when the fact holds
+        ("The sound of the river was so soothing, I felt at peace", "Felt at peace"),
+        ("When I was a kid, I loved comics", "Loved comics when they were a kid"),
+        ("At my sister's wedding, I gave a speech", "Gave a speech at their sister's wedding"),
         (
             "I launched an ad campaign for my clothing store in hopes of growing the business",
             "Launched an ad campaign for their clothing store",
