@@ -403,9 +403,9 @@ def _dangles(kept: str) -> bool:
 def _splits_adjectives(text: str, at: int) -> bool:
     """Would a cut at ``at`` before "and"/"or" keep a determiner and one word whose noun comes after
     the conjunction ("a loving and accepting home": "... a loving")?"""
-    after = text[at:].split(maxsplit=2)
-    if len(after) < 2 or fold(after[0]) not in ("and", "or"):
-        return False
+    after = text[at:].split(maxsplit=3)
+    if len(after) < 3 or fold(after[0]) not in ("and", "or") or fold(after[2]) in STOPWORDS:
+        return False  # "... their military and wanted to ...": no noun comes after the pair
     return _adjective_pair(text, at, after[1])
 
 

@@ -46,6 +46,11 @@ from memory.engine.text import folded_words, stem
         ("The sound of the river was so soothing, I felt at peace", "Felt at peace"),
         ("When I was a kid, I loved comics", "Loved comics when they were a kid"),
         ("At my sister's wedding, I gave a speech", "Gave a speech at their sister's wedding"),
+        # "military" and "wanted" may be adjectives, but no noun follows them: the "and" is a cut
+        (
+            "I've always had a great respect for our military and wanted to show my support",
+            "Has always had a great respect for their military",
+        ),
         (
             "I launched an ad campaign for my clothing store in hopes of growing the business",
             "Launched an ad campaign for their clothing store",
