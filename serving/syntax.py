@@ -360,8 +360,8 @@ def _read(doc, tokens) -> ClauseSyntax:
             return _named(ClauseSyntax("elided", True, first_person=first_person), tokens, tokens[0])
         elif not finite:
             kind = "none"
-        elif main.lemma_.lower() in _REACTION_VERBS:
-            kind = "reaction"
+        elif main.lemma_.lower() in _REACTION_VERBS or main.tag_ == "VBZ":
+            kind = "reaction"  # "Sounds great"; "Next Friday works": an "I" left off never takes -s
         else:
             return _named(ClauseSyntax("elided", finite, modal, first_person=first_person), tokens, main)
         return ClauseSyntax(kind, finite, modal, first_person=first_person)

@@ -26,7 +26,8 @@ Subject kinds (:data:`SUBJECTS`):
 - ``deictic``: this / that / these / those (a reaction to what was said);
 - ``expletive``: "there is ..." (kept when the clause speaks of the speaker: ``first_person``);
 - ``imperative``: no subject and a bare verb ("Keep persevering");
-- ``reaction``: no subject and sounds / looks / seems ("Sounds great"), or sympathy over a clause
+- ``reaction``: no subject and sounds / looks / seems ("Sounds great") or a verb in -s, which an
+  "I" left off never takes ("Next Friday works"), or sympathy over a clause
   ("I can imagine it was hard", "I can see why you love it");
 - ``subordinate``: only a "when/if/because ..." clause, its main clause elsewhere ("When I'm down");
 - ``none``: nothing the parser could read (no verb at all).

@@ -72,6 +72,8 @@ def read(syntax, content):
         ("She loves it because it helps me.", "unresolved_pronoun"),
         ("I can imagine the first week was exhausting.", "reaction"),
         ("I can see why the quiet helps you focus.", "reaction"),
+        ("Next Friday works.", "reaction"),  # an "I" left off never takes -s
+        ("Works for me.", "reaction"),
     ],
 )
 def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
