@@ -186,12 +186,16 @@ def extraposed(main, pronoun: str) -> bool:
     return pronoun == "it" and bool(deps & {"acomp", "attr"}) and bool(deps & {"ccomp", "xcomp", "csubj"})
 
 
+def quantified(token):
+    """What a quantifier counts: "one of my friends" is read as "my friends"; else ``token``."""
+    if token.lower_ not in QUANTIFIERS:
+        return token
+    of = next((c for c in token.children if c.dep_ == "prep" and c.lower_ == "of"), None)
+    return next((c for c in of.children if c.dep_ == "pobj"), token) if of is not None else token
+
+
 def noun_kind(subject, doc) -> str:
-    if subject.lower_ in QUANTIFIERS:  # "one of my friends" is read as "my friends"
-        of = next((c for c in subject.children if c.dep_ == "prep" and c.lower_ == "of"), None)
-        obj = next((c for c in of.children if c.dep_ == "pobj"), None) if of is not None else None
-        if obj is not None:
-            subject = obj
+    subject = quantified(subject)
     owner = owner_of(subject)
     if owner == "speaker":
         return "owned"

@@ -53,6 +53,7 @@ from serving.naming import (
     owner_of,
     possessive_of,
     pronouns_named,
+    quantified,
 )
 
 __all__ = ["SyntaxStep", "SyntaxUnavailable", "clause_syntax", "import_spacy_without_torch", "load_pipeline"]
@@ -87,9 +88,7 @@ def _empty_said_of(subject, main) -> bool:
 
 def _someone(token) -> bool:
     """A person, an animal or a group of people ("my family motivates me" is theirs to tell)."""
-    if token.lower_ in QUANTIFIERS:  # "some of my friends"
-        of = next((c for c in token.children if c.dep_ == "prep" and c.lower_ == "of"), None)
-        token = next((c for c in of.children if c.dep_ == "pobj"), token) if of is not None else token
+    token = quantified(token)  # "some of my friends"
     return animate(token) or token.lemma_.lower() in _GROUPS
 
 
@@ -490,6 +489,8 @@ _TIME_NOUNS = frozenset(
     "time moment day morning afternoon evening night week weekend month year season spring summer autumn "
     "fall winter semester term".split()
 )
+#: How long something went on: "playing for four months", "for a while", "for ages".
+_SPANS = _TIME_NOUNS | frozenset("second minute hour while age decade".split())
 
 
 def _swaps(tokens, main) -> tuple[tuple[str, str], ...]:
@@ -538,7 +539,6 @@ def _concrete(tokens, main) -> bool:
 
 #: Verbs whose object is the fact: "I play" or "I've been learning for a year" leaves it to the turn.
 _NEEDS_OBJECT = frozenset("play practice practise learn".split())
-_SPANS = frozenset("second minute hour day week weekend month year while age decade".split())
 
 
 def _object_left_off(main) -> bool:

@@ -331,7 +331,9 @@ def _swap(text: str) -> str:
             out = _SWAP[word]
         return out.capitalize() if m.start() == 0 and m.group(0)[:1].isupper() else out
 
-    return _PRONOUN.sub(repl, text)
+    swapped = _PRONOUN.sub(repl, text)
+    # "Me and my teammates were thrilled": the object form said as a subject is "They and ..."
+    return f"They{swapped[4:]}" if swapped.startswith("Them and ") else swapped
 
 
 def _words_of(text: str) -> list[str]:
@@ -469,8 +471,6 @@ def _only_verb(word: str) -> bool:
 
 
 def _they_first(text: str) -> str:
-    if text.startswith("Them and "):  # "Me and my teammates were ..."
-        return f"They{text[4:]}"
     m = _AND_THEY.match(text)
     if m is None or any(_only_verb(w) for w in m.group("others").split()):
         return text  # "Their laptop crashed and they lost ...": two clauses, not two people
