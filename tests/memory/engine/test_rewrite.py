@@ -57,8 +57,13 @@ from memory.engine.text import folded_words, stem
         ),
         # a cut that would end on "would be" takes the purpose clause off instead
         (
-            "I visited a travel agency to see what the requirements would be for my dream trip to Ireland",
+            "I visited a travel agency to see what the requirements would be for my dream trip to the islands",
             "Visited a travel agency",
+        ),
+        # a tail that names a place or a number stays, up to half again the word limit
+        (
+            "I visited a travel agency to see what the requirements would be for my dream trip to Ireland",
+            "Visited a travel agency to see what the requirements would be for their dream trip to Ireland",
         ),
         ("I never drink coffee", "Never drinks coffee"),
         ("I only speak English", "Only speaks English"),
@@ -73,6 +78,8 @@ from memory.engine.text import folded_words, stem
         ("Me and my teammates won the final", "They and their teammates won the final"),
         ("Max and I went camping", "They and Max went camping"),
         ("My laptop crashed and I lost my work", "Their laptop crashed and they lost their work"),
+        # the subject left off is the speaker's: "works" is their verb, not a second person
+        ("I work at a bakery and I take the bus at 6", "Works at a bakery and they take the bus at 6"),
         # the fact inside a feeling: what they have, not how lucky they feel
         ("I'm lucky to have my husband and kids", "Has their husband and kids"),
         ("I'm so grateful I have friends who support me", "Has friends who support them"),
@@ -183,7 +190,7 @@ def test_rewrite_with_name(clause: str, expected: str) -> None:
         ),
         # no subordinate tail or coordination: a trailing prepositional phrase goes
         (
-            "I met the lead singer of the band at a festival in Rio de Janeiro Brazil",
+            "I met the lead singer of the band at a festival in a small town by the sea",
             "Met the lead singer of the band at a festival",
         ),
     ],
@@ -192,6 +199,14 @@ def test_rewrite_shortens(clause: str, expected: str) -> None:
     out = rewrite(clause, max_words=12)
     assert out == expected
     assert len(out.split()) <= 12
+
+
+def test_a_tail_naming_something_stays_up_to_half_again_the_limit() -> None:
+    out = rewrite("I met the lead singer of the band at a festival in Rio de Janeiro Brazil", max_words=12)
+    assert out == "Met the lead singer of the band at a festival in Rio de Janeiro Brazil"
+    # past half again the limit, the tail goes all the same
+    long = "I met the lead singer of the band at a festival in the old harbour district of Rio de Janeiro"
+    assert rewrite(long, max_words=12) == "Met the lead singer of the band at a festival"
 
 
 def test_never_cuts_inside_a_number_or_name() -> None:
