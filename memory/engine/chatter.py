@@ -253,6 +253,22 @@ def _vague(text: str) -> bool:
     return all(t in _VAGUE for t in content)
 
 
+_EAGER = frozenset(
+    "excite excites exciting thrill thrills passionate ready eager nervous stoked tempt tempted forward "
+    "help helps helped helping".split()
+)
+_SOFT = _VAGUE | _EVALUATIVE | _LIGHT | _EAGER
+
+
+def substance(text: str) -> int:
+    """How many of ``text``'s content words name something (its date notes set aside): words that are
+    not generic, evaluative or light ("Is excited to be involved" 1, "Organized a toy drive for kids"
+    3). Of two clauses that name no date, number or name, the one with less goes first when a leaf is
+    full (``memory.engine.clauses``)."""
+    content = _content([fold(w) for w in words(_DATE_NOTE.sub(" ", text))])
+    return sum(1 for t in content if t not in _SOFT)
+
+
 _VOCATIVE_HEAD = re.compile(r"^(?:[A-Za-z]+[,!]?\s+)?([A-Z][a-z]+)[,!]\s+(?=\S)")
 _VOCATIVE_TAIL = re.compile(r"(?<=\S)[,!]\s*([A-Z][a-z]+)[.!]*$")
 

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 
 from .candidates import salient
+from .chatter import substance
 from .text import content_stems, fold, folded_words, number_tokens, without_dangling_end
 
 SEPARATOR = "; "
@@ -192,13 +193,23 @@ def anchored(clause: str) -> bool:
 
 def _victim(older: list[str]) -> int:
     """Which older clause goes when a leaf is over budget: of those without a date, number or
-    name, the one with the fewest content words (the oldest of them on a tie), else the oldest
-    ("Is feeling hopeful" goes before "Went to an adoption meeting (14 July 2023)" and before
-    "Has gone camping a few times but never tried mountain climbing")."""
+    name, a passing feeling first, then the one whose words name least (``chatter.substance``; the
+    oldest of them on a tie), else the oldest ("Is feeling hopeful" goes before "Went to an adoption
+    meeting (14 July 2023)" and before "Has gone camping a few times but never tried mountain
+    climbing"; "Feels at peace on a comfy couch" before "Enjoys dramas")."""
     vague = [i for i, clause in enumerate(older) if not anchored(clause)]
     if not vague:
         return 0
-    return min(vague, key=lambda i: (len(content_stems(older[i])), i))
+    return min(vague, key=lambda i: (_FEELING.match(older[i]) is None, substance(older[i]), i))
+
+
+# A passing feeling ("Feels at peace on a comfy couch", "Is so excited about the trip"): of the
+# clauses without a date, number or name, these go first.
+_FEELING = re.compile(
+    r"^(?:feels|felt|is feeling|was feeling|(?:is|was|are|were) (?:\w+ )?(?:excited|thrilled|stoked|happy|glad|"
+    r"grateful|thankful|nervous|proud|tempted|eager|ready|over the moon|looking forward)|can't wait|hopes)\b",
+    re.IGNORECASE,
+)
 
 
 def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.engine.chatter import is_small_talk, small_talk_reason
+from memory.engine.chatter import is_small_talk, small_talk_reason, substance
 
 SMALL_TALK = {
     "greeting": ["ttyl, Bye!", "Hey there", "Hi Mel!", "Good morning!", "See you soon!", "Take care!",
@@ -102,3 +102,16 @@ def test_empty_value_is_left_to_the_gate_and_examples_are_many() -> None:
 @pytest.mark.parametrize("value", SMALL_TALK["vague"])
 def test_a_value_saying_only_that_something_happened_is_vague(value: str) -> None:
     assert small_talk_reason(value) == "vague"
+
+
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [
+        ("Is excited to be involved and help out their community", 2),  # involved, community
+        ("Organized a toy drive for kids in need", 4),
+        ("Is feeling hopeful", 0),
+        ("Went to a great concert (12 May 2023)", 1),  # the date note names nothing here
+    ],
+)
+def test_substance_counts_the_words_that_name_something(value: str, count: int) -> None:
+    assert substance(value) == count

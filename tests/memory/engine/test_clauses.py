@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memory.engine.clauses import anchored, clause_key, duplicate_leaf, merge_clauses
 
 
@@ -100,6 +102,21 @@ def test_over_budget_a_clause_without_date_number_or_name_goes_first() -> None:
     assert (
         merge_clauses(old, "Met Ana (12 June 2023)", 60) == "Ran 10 km (9 May 2023); Met Ana (12 June 2023)"
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kept"),
+    [
+        # a passing feeling goes before a fact, however many words it has
+        ("Enjoys dramas and films; Feels at peace on a comfy couch with a good blanket",
+         "Organized a toy drive for kids", "Enjoys dramas and films; Organized a toy drive for kids"),
+        # of two facts, the one that names less goes: "help" and "be involved" name little
+        ("Organized a toy drive for kids; Wants to help out and be involved",
+         "Renovated a community center", "Organized a toy drive for kids; Renovated a community center"),
+    ],
+)  # fmt: skip
+def test_over_budget_a_feeling_goes_first_then_what_names_least(old: str, new: str, kept: str) -> None:
+    assert merge_clauses(old, new, 70) == kept
 
 
 def test_anchored() -> None:
