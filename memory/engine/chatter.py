@@ -22,7 +22,10 @@ conservative: a value is flagged only when it is, as a whole, one of
   inspired", "belonged", "grateful") or a vague modifier ("new", "big", "hectic", "again")
   ("Tried something new", "Had an unforgettable experience", "Felt motivated"). A date in
   parentheses is set aside first: it says when, not what ("Got big news (5 May 2023)" is still
-  empty); a number outside it is a measure ("Ran 5 miles") and keeps the value.
+  empty); a number outside it is a measure ("Ran 5 miles") and keeps the value;
+- ``feeling``: a feeling that has passed, with no date, number or name ("Felt at peace surrounded by
+  rocks", "Was so thrilled to see everyone"): how a moment felt, not what is true of the person
+  ("Felt supported by their church" names who, and stays).
 
 A real fact keeps at least one content word, a number or a name ("Has a dog", "Is 32", "Moved to
 Lisbon (May 2023)", "Loves hiking", "Started surfing (2018)", "Got a new job at Google", "Has been
@@ -347,7 +350,15 @@ def small_talk_reason(value: str) -> str | None:
         return "no content"
     if _vague(text):
         return "vague"
+    if not digits and not names and _PASSED_FEELING.match(low):
+        return "feeling"
     return None
+
+
+_PASSED_FEELING = re.compile(
+    r"^(?:felt(?! \w+ by\b)|(?:was|were) (?:so |really |very |super |totally |just )?(?:excited|thrilled|stoked|happy|glad|"
+    r"relieved|nervous|proud|amazed|moved|touched|overwhelmed|blown away|over the moon|in awe))\b"
+)
 
 
 def is_small_talk(value: str) -> bool:

@@ -39,6 +39,8 @@ SMALL_TALK = {
               "Took a big step", "Talked about various things", "Faced some challenges lately",
               "Had a great day (3 Feb 2020)", "Is looking forward to it", "Took a pic (summer 2023)",
               "Went on a tour", "Had a setback (week before 21 November 2023)", "Went there a few years ago"],
+    "feeling": ["Felt at peace surrounded by rocks", "Felt inspired and like they got a new lease of life",
+                "Was so thrilled to see their team win", "Were over the moon about the news"],
 }  # fmt: skip
 
 FACTS = [
@@ -70,6 +72,9 @@ FACTS = [
     "Shared their poems online", "Faced their fear of water", "Is getting a divorce", "Talked to a therapist",
     "Is always busy", "Is an optimistic person", "Is new to the city", "Has a lot of experience in sales",
     "Had a big week (3 races)",
+    # a feeling with its date, a name or its agent stays
+    "Felt sick (5 May 2023)", "Felt proud when Ana graduated", "Feels at home in the city",
+    "Was feeling burnt out at work",
 ]  # fmt: skip
 
 
@@ -84,6 +89,7 @@ def test_small_talk_is_flagged(reason: str, value: str) -> None:
     ("caption", "a photo of a dog sitting on a couch"), ("no content", "It was great"),
     ("platitude", "Life is short"), ("addressed", "You're so sweet"), ("thanks", "Thanks!"),
     ("compliment", "Great pic"), ("vague", "Tried something new (2 May 2022)"), ("vague", "Felt encouraged"),
+    ("feeling", "Felt at peace surrounded by rocks"),
 ])  # fmt: skip
 def test_the_reason_names_the_kind_of_small_talk(reason: str, value: str) -> None:
     assert small_talk_reason(value) == reason
