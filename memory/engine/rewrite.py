@@ -367,13 +367,10 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
             p for p in tiers[1] + [p for p in tiers[2] if not _half_conjunct(text[:p])]
             if len(_words_of(text[:p])) <= max_words and not _dangles(text[:p]) and not _splits_adjectives(text, p)
         ]  # fmt: skip
-        tokens = _words_of(text)
         if first or later or tiers[0]:
-            at = max(first or later or tiers[0])
-            if 2 * len(tokens) <= 3 * max_words and _names_something(text[at:]):
-                return text, cut_any  # "..., as well as modern music like Ed Sheeran's": the name is the fact
-            text, cut_any = text[:at].rstrip(" ,;"), True
+            text, cut_any = text[: max(first or later or tiers[0])].rstrip(" ,;"), True
             continue
+        tokens = _words_of(text)
         if 2 * len(tokens) <= 3 * max_words:
             return text, cut_any
         n = max_words
@@ -381,16 +378,6 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
             n += 1
         return " ".join(tokens[:n]), True
     return text, cut_any
-
-
-def _names_something(tail: str) -> bool:
-    """Does a tail a cut would drop hold a name or a number (a capitalised word other than "I", or a
-    digit)? Those are what a question asks about; the tail's other words are what a cut may lose."""
-    words = [t.strip("\"'.,;:!?()") for t in _words_of(tail)[1:]]
-    return any((w[:1].isupper() and w not in _FIRST_CAPITAL) or any(c.isdigit() for c in w) for w in words)
-
-
-_FIRST_CAPITAL = frozenset({"I", "I'm", "I've", "I'd", "I'll"})
 
 
 # A verb whose particle or preposition is part of it ("look after", "gone through", "deal with"): a

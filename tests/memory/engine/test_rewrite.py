@@ -57,13 +57,8 @@ from memory.engine.text import folded_words, stem
         ),
         # a cut that would end on "would be" takes the purpose clause off instead
         (
-            "I visited a travel agency to see what the requirements would be for my dream trip to the islands",
-            "Visited a travel agency",
-        ),
-        # a tail that names a place or a number stays, up to half again the word limit
-        (
             "I visited a travel agency to see what the requirements would be for my dream trip to Ireland",
-            "Visited a travel agency to see what the requirements would be for their dream trip to Ireland",
+            "Visited a travel agency",
         ),
         ("I never drink coffee", "Never drinks coffee"),
         ("I only speak English", "Only speaks English"),
@@ -190,7 +185,7 @@ def test_rewrite_with_name(clause: str, expected: str) -> None:
         ),
         # no subordinate tail or coordination: a trailing prepositional phrase goes
         (
-            "I met the lead singer of the band at a festival in a small town by the sea",
+            "I met the lead singer of the band at a festival in Rio de Janeiro Brazil",
             "Met the lead singer of the band at a festival",
         ),
     ],
@@ -199,14 +194,6 @@ def test_rewrite_shortens(clause: str, expected: str) -> None:
     out = rewrite(clause, max_words=12)
     assert out == expected
     assert len(out.split()) <= 12
-
-
-def test_a_tail_naming_something_stays_up_to_half_again_the_limit() -> None:
-    out = rewrite("I met the lead singer of the band at a festival in Rio de Janeiro Brazil", max_words=12)
-    assert out == "Met the lead singer of the band at a festival in Rio de Janeiro Brazil"
-    # past half again the limit, the tail goes all the same
-    long = "I met the lead singer of the band at a festival in the old harbour district of Rio de Janeiro"
-    assert rewrite(long, max_words=12) == "Met the lead singer of the band at a festival"
 
 
 def test_never_cuts_inside_a_number_or_name() -> None:
