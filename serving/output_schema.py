@@ -10,7 +10,7 @@ from typing import Any
 from memory.engine.schema import Schema
 
 MAX_OPS = 12
-#: Largest ``maxLength`` of a value (the default schema's largest budget is 300; the gate checks each).
+#: Largest ``maxLength`` of a value (one op's value; the gate checks each leaf's budget).
 MAX_VALUE_CHARS = 400
 
 

@@ -182,7 +182,9 @@ def fact_pointers(
     placement, with ``leaves`` best first, from ``serving.facts``).
 
     Each kept clause becomes a short dated third-person fact (:func:`state_fact`) filed under its
-    best candidate leaf that has room for it (:func:`_roomy_leaf`); a fact with no date, number or
+    best candidate leaf, never a next one: a full leaf takes it only as :func:`_files` allows (a
+    second-best leaf with room filed "They roast marshmallows" under ``occupation/employer``); a
+    fact with no date, number or
     name the classifier is unsure of (``memory.engine.facts.VAGUE_FLOOR``), small talk that slipped through,
     a fact that still speaks to the other person ("Is proud of you for ...", "Loves your stories":
     about them, not the subject) and a fact the subject's tree already holds under any leaf are
@@ -214,9 +216,9 @@ def fact_pointers(
         ranked = [p for p, _score in placed.leaves if p in ids]  # type: ignore[attr-defined]
         if deleted is not None:
             ranked = [p for p in ranked if p != deleted.path]
-        path = _roomy_leaf(fact, ranked, values, budgets, singles)
-        if path is None:
+        if not ranked or not _files(fact, ranked[0], values, budgets, singles):
             continue
+        path = ranked[0]
         items.append({"op": "ADD", "sentence": unit.id, "leaf": ids[path], "value": fact})
         values[path] = merge_clauses(values.get(path), fact, budgets.get(path, 80), single=path in singles)
     return items or [{"op": "NO_OP", "sentence": None, "leaf": None, "value": None}]
@@ -225,34 +227,22 @@ def fact_pointers(
 _UNBOUNDED = 1 << 30
 
 
-def _roomy_leaf(
+def _files(
     fact: str,
-    ranked: Sequence[str],
+    path: str,
     values: Mapping[str, str],
     budgets: Mapping[str, int],
     singles: Collection[str],
-) -> str | None:
-    """The leaf of ``ranked`` (leaves the placer scored at or above its threshold, best first) that
-    files ``fact`` at the least loss, or None.
-
-    Every fact goes to the best leaf that takes it without pushing a clause out over its budget (a
-    single-state leaf replaces its value by design, so it always takes it). Failing that, a fact with
-    a date, number or name (:func:`memory.engine.clauses.anchored`: what questions ask for) goes to
-    the best leaf, where :func:`~memory.engine.clauses.merge_clauses` pushes out an unanchored
-    clause first; a vague fact goes to the best leaf where it pushes out only vague clauses, else it
-    is not filed: a vague fact never costs the tree a specific one."""
-    if not ranked:
-        return None
-    for path in ranked:
-        old = values.get(path)
-        if path in singles or not old or _has_room(old, fact, budgets.get(path, 80)):
-            return path
-    if anchored(fact):
-        return ranked[0]
-    for path in ranked:
-        if not _pushes_out_anchored(values[path], fact, budgets.get(path, 80)):
-            return path
-    return None
+) -> bool:
+    """Does the leaf ``path`` take ``fact``? A leaf with room takes any fact (a single-state leaf
+    replaces its value by design, so it always does). A full leaf takes a fact with a date, number
+    or name (:func:`memory.engine.clauses.anchored`: what questions ask for), which pushes out an
+    unanchored clause first (:func:`~memory.engine.clauses.merge_clauses`), and a vague fact only
+    where it pushes out nothing but vague clauses: a vague fact never costs the tree a specific one."""
+    old = values.get(path)
+    if path in singles or not old or _has_room(old, fact, budgets.get(path, 80)):
+        return True
+    return anchored(fact) or not _pushes_out_anchored(old, fact, budgets.get(path, 80))
 
 
 def _has_room(old: str, fact: str, budget: int) -> bool:

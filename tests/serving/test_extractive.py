@@ -24,32 +24,37 @@ FULL = "Went to Porto (7 May 2023); Ran 10 km (9 May 2023); Met Ana (12 June 202
 RANKED = (("life/recent", 0.9), ("hobbies/outdoor", 0.7))
 
 
-def _leaf_of(text: str, tree: dict[str, str]) -> str | None:
+def _item(text: str, tree: dict[str, str]) -> dict:
     unit = UserSentence(1, text, 0, ts=MONDAY)
     leaves = tuple(Candidate(n, p, s, tree.get(p)) for n, (p, s) in enumerate(RANKED, 1))
     candidates = Candidates(leaves, {1: RANKED[0]}, {1: RANKED})
     budgets = {"life/recent": 80, "hobbies/outdoor": 80}
     (item,) = fact_pointers([unit], {1: Placed(RANKED)}, candidates, tree, budgets)
-    return next((c.path for c in leaves if c.id == item["leaf"]), None)  # NO_OP: None
+    return {**item, "path": next((c.path for c in leaves if c.id == item["leaf"]), None)}  # NO_OP: None
 
 
-def test_a_dated_fact_goes_to_the_next_leaf_rather_than_push_one_out() -> None:
-    tree = {"life/recent": FULL}
-    assert _leaf_of("I went camping in Sintra yesterday", tree) == "hobbies/outdoor"
-    # with room, the best leaf
+def _leaf_of(text: str, tree: dict[str, str]) -> str | None:
+    return _item(text, tree)["path"]
+
+
+def test_a_fact_goes_to_its_best_leaf_never_the_next() -> None:
     assert _leaf_of("I went camping in Sintra yesterday", {}) == "life/recent"
+    # a full best leaf takes a dated fact, which pushes out its oldest dated clause
+    item = _item("I went camping in Sintra yesterday", {"life/recent": FULL})
+    assert (item["op"], item["path"], item["value"]) == (
+        "ADD",
+        "life/recent",
+        "Went camping in Sintra (16 July 2023)",
+    )
 
 
 def test_a_vague_fact_never_pushes_a_dated_one_out() -> None:
-    # a fact with no date, number or name takes the best leaf with room for it
-    assert _leaf_of("I love sleeping under the stars", {"life/recent": FULL}) == "hobbies/outdoor"
+    # with room, or where only vague clauses would go, the best leaf takes it
+    assert _leaf_of("I love sleeping under the stars", {}) == "life/recent"
     vague = "Loves long walks; Enjoys quiet mornings; Likes cooking dinner at home"
-    assert _leaf_of("I love sleeping under the stars", {"life/recent": vague}) == "hobbies/outdoor"
-    # else the best leaf where only vague clauses would go
-    full = {"life/recent": vague, "hobbies/outdoor": FULL}
-    assert _leaf_of("I love sleeping under the stars", full) == "life/recent"
-    # and is not filed when every leaf would lose a dated fact for it
-    assert _leaf_of("I love sleeping under the stars", {"life/recent": FULL, "hobbies/outdoor": FULL}) is None
+    assert _leaf_of("I love sleeping under the stars", {"life/recent": vague}) == "life/recent"
+    # a full best leaf that would lose a dated fact: not filed, even with room in the next leaf
+    assert _leaf_of("I love sleeping under the stars", {"life/recent": FULL}) is None
 
 
 def test_a_fact_naming_nothing_needs_a_surer_classifier() -> None:

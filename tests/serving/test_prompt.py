@@ -4,7 +4,7 @@ import jsonschema
 import pytest
 
 from memory.engine.render import count_tokens
-from serving.output_schema import MAX_OPS, op_list_schema
+from serving.output_schema import MAX_OPS, MAX_VALUE_CHARS, op_list_schema
 from serving.prompt import PROMPT_VERSION, RULES, build_prompt, static_prefix
 
 
@@ -58,7 +58,8 @@ def test_output_schema_path_enum_and_caps(schema):
     jsonschema.Draft202012Validator.check_schema(js)
     items = js["properties"]["ops"]["items"]["anyOf"]
     assert items[0]["properties"]["path"]["enum"] == list(schema.paths)
-    assert items[0]["properties"]["value"]["maxLength"] == max(leaf.budget for leaf in schema.leaves)
+    largest = max(leaf.budget for leaf in schema.leaves)
+    assert items[0]["properties"]["value"]["maxLength"] == min(largest, MAX_VALUE_CHARS)
     assert js["properties"]["ops"]["maxItems"] == MAX_OPS
 
 
@@ -71,5 +72,7 @@ def test_output_schema_accepts_valid_and_refuses_unknown_paths_and_long_lists(sc
     assert not validator.is_valid({"ops": [{"op": "ADD", "path": "made/up/path", "value": "x"}]})
     assert not validator.is_valid({"ops": [{"op": "ADD", "path": path, "value": "x"}] * 4})
     assert not validator.is_valid({"ops": [{"op": "DELETE", "path": path, "value": "x"}]})
-    assert not validator.is_valid({"ops": [{"op": "ADD", "path": path, "value": "x" * 301}]})
+    assert not validator.is_valid(
+        {"ops": [{"op": "ADD", "path": path, "value": "x" * (MAX_VALUE_CHARS + 1)}]}
+    )
     assert not validator.is_valid({"ops": []})

@@ -138,7 +138,7 @@ def test_default_schema_is_rich_and_well_formed():
     for leaf in s.leaves:
         words = len(leaf.description.split())
         assert 6 <= words <= 14, (leaf.path, leaf.description)
-        assert 80 <= leaf.budget <= 300
+        assert leaf.budget in (160, 400, 600)
     tiers = {leaf.path: leaf.tier for leaf in s.leaves}
     for special in (
         "body/health/conditions",
