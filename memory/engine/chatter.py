@@ -272,6 +272,25 @@ def substance(text: str) -> int:
     return sum(1 for t in content if t not in _SOFT)
 
 
+_COPULA = frozenset({"is", "was", "are", "were"})
+_POINTING = frozenset({"their", "the", "this", "that", "these", "those", "it"})
+_DEGREE = frozenset({"a", "an", "the", "one", "such", "so", "really", "very", "truly", "super", "pretty", "quite",
+                     "just", "absolutely", "totally", "of", "their", "most", "and", "for", "them"})  # fmt: skip
+
+
+def _judged_thing(tokens: list[str]) -> bool:
+    """Is the value a thing of theirs judged, and nothing else ("Their bookshelf is an amazing
+    journey", "Their pottery project was a great experience", "Their family is awesome")? After a
+    subject that points at a thing ("their", "the", "this"...), the copula's complement holds only
+    evaluative words, generic nouns and small words. "Their favorite food is pizza", "Their job is
+    stressful" and "Music is their passion" name something."""
+    at = next((i for i, t in enumerate(tokens) if t in _COPULA), None)
+    if not at or tokens[0] not in _POINTING:  # "Is ...": the person; "Music is their passion": named
+        return False
+    rest = [t for t in tokens[at + 1 :] if t not in _DEGREE]
+    return bool(rest) and all(t in _EVALUATIVE or t in _GENERIC_NOUNS for t in rest)
+
+
 _VOCATIVE_HEAD = re.compile(r"^(?:[A-Za-z]+[,!]?\s+)?([A-Z][a-z]+)[,!]\s+(?=\S)")
 _VOCATIVE_TAIL = re.compile(r"(?<=\S)[,!]\s*([A-Z][a-z]+)[.!]*$")
 
@@ -348,7 +367,7 @@ def small_talk_reason(value: str) -> str | None:
         return "platitude"
     if not _content(tokens) and not names:
         return "no content"
-    if _vague(text):
+    if _vague(text) or _judged_thing(tokens):
         return "vague"
     if not digits and not names and _PASSED_FEELING.match(low):
         return "feeling"

@@ -156,7 +156,8 @@ adorable love it's the and all you your you're me same here luck best of wishing
 problem worries anytime course true right exactly agree agreed absolutely indeed know get got
 appreciate appreciated kind words means lot totally gotcha there thing things news idea ideas cheers
 rock on keep up work cool wild crazy neat interesting fascinating inspiring powerful tough rough sad
-sorry woah whoa aw aww ooh yay woohoo hugs xoxo sounds stuff now for to in touch yourself
+sorry woah whoa aw aww ooh yay woohoo hugs xoxo sounds stuff now for to in touch yourself intense epic
+insane hilarious scary special magical unreal surreal emotional
 """.split()
 )
 

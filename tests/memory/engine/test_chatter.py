@@ -38,7 +38,9 @@ SMALL_TALK = {
               "Had an unforgettable experience (June 2021)", "Shared a few memories", "Felt grateful",
               "Took a big step", "Talked about various things", "Faced some challenges lately",
               "Had a great day (3 Feb 2020)", "Is looking forward to it", "Took a pic (summer 2023)",
-              "Went on a tour", "Had a setback (week before 21 November 2023)", "Went there a few years ago"],
+              "Went on a tour", "Had a setback (week before 21 November 2023)", "Went there a few years ago",
+              "Their bookshelf is an amazing journey", "Their pottery project was a great experience",
+              "Their family is awesome"],
     "feeling": ["Felt at peace surrounded by rocks", "Felt inspired and like they got a new lease of life",
                 "Was so thrilled to see their team win", "Were over the moon about the news"],
 }  # fmt: skip
@@ -75,6 +77,8 @@ FACTS = [
     # a feeling with its date, a name or its agent stays
     "Felt sick (5 May 2023)", "Felt proud when Ana graduated", "Feels at home in the city",
     "Was feeling burnt out at work",
+    # a thing judged with something named stays
+    "Their favorite food is pizza", "Their job is stressful", "Their trip to Rome was amazing (May 2023)",
 ]  # fmt: skip
 
 

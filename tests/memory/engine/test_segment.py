@@ -171,6 +171,8 @@ def test_small_talk_pieces_are_dropped_and_emoji_stripped() -> None:
     assert segment("Good to see you!") == []
     assert segment("Thanks so much, Priya!", names=NAMES) == []
     assert [c.text for c in segment("I love my new job")] == ["I love my new job"]
+    # an exclamation after a dash is the speaker's reaction, not part of the fact
+    assert [c.text for c in segment("I had a crazy game - crazy intense!")] == ["I had a crazy game"]
     assert strip_emoji("Nice 😀 day :-) <3") == "Nice day"
     assert strip_emoji("see https://x.org/a:b") == "see https://x.org/a:b"
 
