@@ -182,13 +182,13 @@ def fact_pointers(
     placement, with ``leaves`` best first, from ``serving.facts``).
 
     Each kept clause becomes a short dated third-person fact (:func:`state_fact`) filed under its
-    best candidate leaf, never a next one: a full leaf takes it only as :func:`_files` allows (a
+    best candidate leaf, never a next one: a full leaf takes it only as :func:`_filed` allows (a
     second-best leaf with room filed "They roast marshmallows" under ``occupation/employer``); a
-    fact with no date, number or
-    name the classifier is unsure of (``memory.engine.facts.VAGUE_FLOOR``), small talk that slipped through,
-    a fact that still speaks to the other person ("Is proud of you for ...", "Loves your stories":
-    about them, not the subject) and a fact the subject's tree already holds under any leaf are
-    dropped; an explicit self-retraction deletes the filled leaf it names.
+    fact with no date, number or name the classifier is unsure of (``memory.engine.facts.VAGUE_FLOOR``),
+    small talk that slipped through, a fact that still speaks to the other person ("Is proud of you
+    for ...", "Loves your stories": about them, not the subject) and a fact the subject's tree
+    already holds under any leaf are dropped; an explicit self-retraction deletes the filled leaf it
+    names.
     Several facts may go to one leaf (the pointer mapping folds them in order)."""
     ids = {c.path: c.id for c in candidates.leaves}
     values = dict(tree)
@@ -216,47 +216,41 @@ def fact_pointers(
         ranked = [p for p, _score in placed.leaves if p in ids]  # type: ignore[attr-defined]
         if deleted is not None:
             ranked = [p for p in ranked if p != deleted.path]
-        if not ranked or not _files(fact, ranked[0], values, budgets, singles):
+        merged = _filed(fact, ranked[0], values, budgets, singles) if ranked else None
+        if merged is None:
             continue
-        path = ranked[0]
-        items.append({"op": "ADD", "sentence": unit.id, "leaf": ids[path], "value": fact})
-        values[path] = merge_clauses(values.get(path), fact, budgets.get(path, 80), single=path in singles)
+        items.append({"op": "ADD", "sentence": unit.id, "leaf": ids[ranked[0]], "value": fact})
+        values[ranked[0]] = merged
     return items or [{"op": "NO_OP", "sentence": None, "leaf": None, "value": None}]
 
 
 _UNBOUNDED = 1 << 30
 
 
-def _files(
+def _filed(
     fact: str,
     path: str,
     values: Mapping[str, str],
     budgets: Mapping[str, int],
     singles: Collection[str],
-) -> bool:
-    """Does the leaf ``path`` take ``fact``? A leaf with room takes any fact (a single-state leaf
-    replaces its value by design, so it always does). A full leaf takes a fact with a date, number
+) -> str | None:
+    """The value of the leaf ``path`` with ``fact`` merged in (:func:`~memory.engine.clauses.merge_clauses`),
+    or None when the leaf does not take it. A leaf with room takes any fact (a single-state leaf
+    replaces its value by design, so it always does); a clause the fact restates or supersedes goes
+    either way: that is an update, not a lack of room. A full leaf takes a fact with a date, number
     or name (:func:`memory.engine.clauses.anchored`: what questions ask for), which pushes out an
-    unanchored clause first (:func:`~memory.engine.clauses.merge_clauses`), and a vague fact only
-    where it pushes out nothing but vague clauses: a vague fact never costs the tree a specific one."""
-    old = values.get(path)
-    if path in singles or not old or _has_room(old, fact, budgets.get(path, 80)):
-        return True
-    return anchored(fact) or not _pushes_out_anchored(old, fact, budgets.get(path, 80))
-
-
-def _has_room(old: str, fact: str, budget: int) -> bool:
-    """Does a leaf holding ``old`` take ``fact`` without pushing a clause out over ``budget`` (a
-    clause the fact restates or supersedes goes either way: that is an update, not a lack of room)?"""
-    return merge_clauses(old, fact, budget) == merge_clauses(old, fact, _UNBOUNDED)
-
-
-def _pushes_out_anchored(old: str, fact: str, budget: int) -> bool:
-    """Would filing ``fact`` under a leaf holding ``old`` push an anchored clause out over the
-    budget (a clause the fact restates or supersedes goes either way: that is an update)?"""
-    kept = set(clauses_of(merge_clauses(old, fact, budget)))
-    unbounded = clauses_of(merge_clauses(old, fact, _UNBOUNDED))
-    return any(anchored(c) for c in unbounded if c not in kept)
+    unanchored clause first, and a vague fact only where it pushes out nothing dated or named: a
+    vague fact never costs the tree a specific one."""
+    old, budget = values.get(path), budgets.get(path, 80)
+    if path in singles:
+        return merge_clauses(old, fact, budget, single=True)
+    merged = merge_clauses(old, fact, budget)
+    unbounded = merge_clauses(old, fact, _UNBOUNDED)
+    if not old or merged == unbounded or anchored(fact):
+        return merged
+    kept = set(clauses_of(merged))
+    pushed_out = [c for c in clauses_of(unbounded) if c not in kept]
+    return None if any(anchored(c) for c in pushed_out) else merged
 
 
 def state_fact(clause: str, ts: datetime | None = None, sentence: str | None = None) -> str:
