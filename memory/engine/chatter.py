@@ -38,7 +38,7 @@ import re
 
 from .text import STOPWORDS, fold, words
 
-__all__ = ["is_small_talk", "small_talk_reason"]
+__all__ = ["is_small_talk", "says_a_feeling", "small_talk_reason", "substance"]
 
 _EMOJI = re.compile(r"[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
 _PARENS = re.compile(r"\([^)]*\)")
@@ -374,10 +374,25 @@ def small_talk_reason(value: str) -> str | None:
     return None
 
 
+# How a moment felt: the words both feeling tests share.
+_MOODS = "excited|thrilled|stoked|happy|glad|nervous|proud|over the moon"
 _PASSED_FEELING = re.compile(
-    r"^(?:felt(?! \w+ by\b)|(?:was|were) (?:so |really |very |super |totally |just )?(?:excited|thrilled|stoked|happy|glad|"
-    r"relieved|nervous|proud|amazed|moved|touched|overwhelmed|blown away|over the moon|in awe))\b"
+    rf"^(?:felt(?! \w+ by\b)|(?:was|were) (?:so |really |very |super |totally |just )?(?:{_MOODS}|relieved|amazed|"
+    r"moved|touched|overwhelmed|blown away|in awe))\b"
 )
+_FEELING = re.compile(
+    rf"^(?:feels|felt|is feeling|was feeling|(?:is|was|are|were) (?:\w+ )?(?:{_MOODS}|grateful|thankful|tempted|"
+    r"eager|ready|looking forward)|can't wait|hopes)\b",
+    re.IGNORECASE,
+)
+
+
+def says_a_feeling(clause: str) -> bool:
+    """Does ``clause`` report a feeling, past or present ("Feels at peace on a comfy couch", "Is so
+    excited about the trip", "Can't wait ...")? Of the clauses without a date, number or name, these
+    go first when a leaf is full (``memory.engine.clauses``); only one that has passed and names
+    nothing is refused outright (:func:`small_talk_reason`, ``feeling``)."""
+    return _FEELING.match(clause) is not None
 
 
 def is_small_talk(value: str) -> bool:

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 
 from .candidates import salient
-from .chatter import substance
+from .chatter import says_a_feeling, substance
 from .text import content_stems, fold, folded_words, number_tokens, without_dangling_end
 
 SEPARATOR = "; "
@@ -200,16 +200,7 @@ def _victim(older: list[str]) -> int:
     vague = [i for i, clause in enumerate(older) if not anchored(clause)]
     if not vague:
         return 0
-    return min(vague, key=lambda i: (_FEELING.match(older[i]) is None, substance(older[i]), i))
-
-
-# A passing feeling ("Feels at peace on a comfy couch", "Is so excited about the trip"): of the
-# clauses without a date, number or name, these go first.
-_FEELING = re.compile(
-    r"^(?:feels|felt|is feeling|was feeling|(?:is|was|are|were) (?:\w+ )?(?:excited|thrilled|stoked|happy|glad|"
-    r"grateful|thankful|nervous|proud|tempted|eager|ready|over the moon|looking forward)|can't wait|hopes)\b",
-    re.IGNORECASE,
-)
+    return min(vague, key=lambda i: (not says_a_feeling(older[i]), substance(older[i]), i))
 
 
 def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:
