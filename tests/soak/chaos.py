@@ -203,17 +203,14 @@ class Injector:
             self.log(f"fault {json.dumps(event)}")
 
     def supervise(self) -> None:
-        """Start again a worker that exited by itself, as a process supervisor would (compose's
-        ``restart: unless-stopped``); each such exit is recorded with its last error line."""
+        """Start again a worker that exited by itself (see ``CeleryWorker.restart_if_exited``);
+        each such exit is recorded."""
         for i, worker in enumerate(self.services.workers):
-            if worker.proc is not None and worker.proc.poll() is not None:
-                lines = [
-                    ln for ln in worker.log().splitlines() if "Unrecoverable error" in ln or "Error" in ln
-                ]
-                crash = {"worker": i, "exit": worker.proc.returncode, "error": (lines or [""])[-1][-300:]}
+            crash = worker.restart_if_exited()
+            if crash is not None:
+                crash = {"worker": i, "exit": crash["exit"], "error": crash["error"]}
                 self.crashes.append(crash)
                 self.log(f"worker {i} exited by itself: {json.dumps(crash)}; starting it again")
-                worker.start(wait=False)
 
     def _ready(self, worker, attempts: int = 3) -> None:
         """Wait until ``worker`` is ready; if it exits while starting, supervise and wait again."""

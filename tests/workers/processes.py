@@ -223,6 +223,20 @@ class CeleryWorker:
     def log_tail(self, chars: int = 6000) -> str:
         return f"--- worker log {self.log_path} (last {chars} chars) ---\n{self.log()[-chars:]}"
 
+    def restart_if_exited(self) -> dict | None:
+        """Start the worker again if it exited by itself, as a process supervisor would (compose's
+        ``restart: unless-stopped``); return that exit (code, last error line of its log), else None."""
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        errors = [ln for ln in self.log().splitlines() if "Unrecoverable error" in ln or "Error" in ln]
+        crash = {
+            "exit": self.proc.returncode,
+            "error": (errors or [""])[-1][-300:],
+            "log": str(self.log_path),
+        }
+        self.start(wait=False)
+        return crash
+
     def kill(self) -> None:
         """SIGKILL the whole process group (main process, pool children, embedded beat)."""
         if self.proc and self.proc.poll() is None:

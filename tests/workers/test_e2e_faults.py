@@ -76,33 +76,11 @@ def test_worker_killed_mid_batch_then_restarted_applies_every_chunk_once(
     assert_each_chunk_applied_once_in_order(6, 4)
 
 
-# kombu's Redis transport can lose its connection info while closing a channel the broker dropped
-# (celery/kombu#582): the worker's consumer then dies with this error and consumes nothing more. A
-# third-party race, not a lost chunk: the scenario runs again from nothing (three runs at most) when
-# that is the cause.
-KOMBU_CLOSE_RACE = "'NoneType' object has no attribute 'hostname'"
-
-
 def test_redis_restart_loses_nothing(listener_url, producer, tmp_path, tenant, make_api_client):
-    from memory.models import Subject
-
-    for attempt in (1, 2, 3):  # under load (3+ on 2 cores) the race has hit two runs in a row
-        try:
-            _redis_restart(listener_url, producer, tmp_path / f"attempt-{attempt}", tenant, make_api_client)
-            break
-        except AssertionError as exc:
-            if attempt == 3 or KOMBU_CLOSE_RACE not in str(exc):
-                raise
-            Subject.objects.all().delete()  # its chunks, messages and versions go with it
-    assert_each_chunk_applied_once_in_order(4, 4)
-
-
-def _redis_restart(listener_url, producer, workdir, tenant, make_api_client):
-    workdir.mkdir()
-    redis_server = RedisServer(workdir).start()
+    redis_server = RedisServer(tmp_path).start()
     producer(redis_server.url)
     client, _ = make_api_client(tenant)
-    worker = CeleryWorker(broker_url=redis_server.url, listener_url=listener_url, workdir=workdir).start()
+    worker = CeleryWorker(broker_url=redis_server.url, listener_url=listener_url, workdir=tmp_path).start()
     try:
         for i in range(4):
             post_pairs(client, f"r{i}", 6)
@@ -117,13 +95,27 @@ def _redis_restart(listener_url, producer, workdir, tenant, make_api_client):
         time.sleep(1.0)
         redis_server.start()
         t0 = time.monotonic()
+        # Celery 5.7 can exit on a lost broker connection: its consumer closes the connection after
+        # collect() has dropped the transport's URL, and kombu's Redis channel then fails reading it
+        # ("'NoneType' object has no attribute 'hostname'", an AttributeError no one catches). The
+        # deployments restart a worker that exits (compose ``restart: unless-stopped``); so does this
+        # test. Nothing is lost either way: the chunks are rows, and the sweep sends them again.
+        crashes: list[dict] = []
+
+        def applied_under_a_supervisor() -> bool:
+            crash = worker.restart_if_exited()
+            if crash is not None:
+                crashes.append(crash)
+            return all_applied(16)()
+
         wait_for(
-            all_applied(16),
+            applied_under_a_supervisor,
             timeout=120,
             what="all 16 chunks applied after the Redis restart",
             detail=lambda: f"chunks: {chunk_states()}\n{worker.log_tail()}",
         )
-        print(f"all applied {time.monotonic() - t0:.1f}s after the restart")
+        print(f"all applied {time.monotonic() - t0:.1f}s after the restart; worker exits: {crashes}")
     finally:
         worker.stop()
         redis_server.stop()
+    assert_each_chunk_applied_once_in_order(4, 4)
