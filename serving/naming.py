@@ -17,11 +17,17 @@ QUANTIFIERS = frozenset(
 )
 # Nouns for a person or an animal someone has: what "he"/"she" can name.
 _PETS = frozenset("dog cat pet puppy kitten pup horse bird parrot hamster rabbit bunny turtle snake".split())
-_ANIMATE = _PETS | frozenset(
+# Family and pets: someone whose things are the speaker's to tell ("my son's name is Kyle").
+_HOUSEHOLD = _PETS | frozenset(
     """
 mom mother mum dad father parent brother sister son daughter kid child baby husband wife partner
 boyfriend girlfriend fiance fiancee spouse grandma grandmother grandpa grandfather aunt uncle cousin
-niece nephew friend buddy bestie boss manager coworker colleague teammate coach mentor teacher
+niece nephew
+""".split()
+)
+_ANIMATE = _HOUSEHOLD | frozenset(
+    """
+friend buddy bestie boss manager coworker colleague teammate coach mentor teacher
 neighbor neighbour roommate student client guy girl boy man woman lady
 """.split()
 )
@@ -41,10 +47,14 @@ def possessive_of(token):
 
 
 def owner_of(token) -> str:
-    """ "speaker" / "addressee" / "other" / "" for a noun's possessive."""
+    """ "speaker" / "addressee" / "other" / "" for a noun's possessive. A family member or pet
+    passes on their owner for a thing of theirs: "my son's name" is the speaker's; "my friend's dog"
+    and "my sister's husband" (someone else, filed nowhere of the speaker's) are not."""
     poss = possessive_of(token)
     if poss is None:
         return ""
+    if poss.pos_ == "NOUN" and poss.lemma_.lower() in _HOUSEHOLD and not animate(token):
+        return owner_of(poss) or "other"
     low = poss.lower_
     mine, yours = ("speaker", "addressee") if speakers(token) else ("other", "speaker")
     if low in SPEAKER_POSS:

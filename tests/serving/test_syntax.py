@@ -170,6 +170,23 @@ def test_an_animal_the_speaker_took_in_is_theirs_to_describe(syntax):
     assert resolve(names, of_names).endswith("cats' names are Luna and Max.")
 
 
+@pytest.mark.parametrize(
+    ("content", "kept"),
+    [
+        ("My son's name is Kyle.", True),
+        ("Our dog's name is Luna.", True),
+        ("My daughter's school is in Boston.", True),
+        ("My friend's dog is a beagle.", False),  # a friend's, not the speaker's household
+        ("My sister's husband is a doctor.", False),  # a person of theirs: someone else
+        ("Your son's name is Kyle.", False),
+        ("John's son's name is Kyle.", False),
+    ],
+)
+def test_a_thing_of_the_speakers_family_or_pet_is_theirs_to_tell(syntax, content, kept):
+    (_text, found) = read(syntax, content)[0]
+    assert judge(found).keep is kept, found
+
+
 def test_the_speakers_thing_acting_on_their_mood_is_dropped_when_named_by_a_pronoun(syntax):
     found = read(syntax, "I love my old shoes. They remind me of what I've achieved.")
     assert judge(found[-1][1]).reason == "generic", found[-1]
