@@ -41,7 +41,7 @@ _OPENER = re.compile(
     r"oh my god|omg|gosh|man|dude|um+|uh+|hmm+|ah+|aw+|ooh+|nope|no|yay|cool|nice|great|awesome|"
     r"totally|definitely|absolutely|seriously|literally|basically|truthfully|frankly|personally|"
     r"bad news|good news|big news|update|news|who knows|fyi|however|anyhow|nonetheless|nevertheless)"
-    r"(?:\s*[,!.:\u2026-]+\s*|\s+(?=and\b|also\b|so\b|by\b|btw\b|i\b|i'm\b|i've\b|my\b)))+",
+    r"(?:\s*[,!.:\u2026-]+\s*|\s+(?=and\b|also\b|so\b|by\b|btw\b|i\b|i'm\b|i've\b|my\b|we\b|we're\b|we've\b|our\b)))+",
     re.IGNORECASE,
 )
 _HEDGE = re.compile(
@@ -263,8 +263,11 @@ _FRONT = re.compile(
 )
 
 
+_SINCE_WE_TALKED = (
+    r"since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up|met|saw each other)(?: last)?"
+)
 _CATCH_UP = re.compile(
-    r"(?:since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up|met|saw each other)|since (?:then|last time)"
+    rf"(?:{_SINCE_WE_TALKED}|since (?:then|last time)"
     r"|in the meantime|meanwhile|on (?:another|a different|a side|that|a related) note"
     r"|(?:besides|other than|apart from|aside from) (?:that|this|all that)|after that|afterwards|then)\W*$",
     re.IGNORECASE,
@@ -286,14 +289,30 @@ _BARE_FRONT = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _SAID_FOR_ME = frozenset({"for me", "personally", "honestly"})
+_SPEAKER_STARTS = r"(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b"
+# The chat's own time said without a comma ("Since we last spoke I went to ..."): it goes.
+_BARE_CATCH_UP = re.compile(
+    rf"^(?:{_SINCE_WE_TALKED}|in the meantime|meanwhile)\s+(?P<rest>{_SPEAKER_STARTS}.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+# An answer to "how are you?" before the news ("I'm doing well, I just had a picnic ..."): it goes.
+_DOING_WELL = re.compile(
+    r"^(?:i'm|i am|we're|we are)\s+(?:doing\s+)?(?:(?:really|pretty|very|so|quite)\s+)?"
+    r"(?:well|good|great|fine|ok|okay|alright|all right)$",
+    re.IGNORECASE,
+)
 
 
 def _front_adjunct(text: str) -> str:
+    if (caught_up := _BARE_CATCH_UP.match(text)) is not None:
+        return caught_up.group("rest")
     bare = _BARE_FRONT.match(text)
     if bare is not None:
         lead, rest = bare.group("lead").lower(), bare.group("rest").rstrip(" .!?")
         return rest if lead in _SAID_FOR_ME else f"{rest} {lead}"
     m = _FRONT.match(text)
+    if m is not None and _DOING_WELL.match(m.group("lead").strip()):
+        return m.group("rest")
     if m is None or _SUBJECT.match(m.group("lead")) or fold(m.group("lead").split()[0]) in FIRST_PERSON_WORDS:
         return text  # "I went home, I was tired" and "My kids, my husband and I ..." stay as said
     lead, rest = m.group("lead").strip(), m.group("rest").rstrip(" .!?")

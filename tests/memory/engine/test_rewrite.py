@@ -41,6 +41,13 @@ from memory.engine.text import folded_words, stem
         # the chat's own time and turns are not the fact's
         ("Since we last spoke, I took my kids to a park", "Took their kids to a park"),
         ("In the meantime, I donated my old car to a shelter", "Donated their old car to a shelter"),
+        ("since we last spoke I went to a community meeting", "Went to a community meeting"),
+        ("Since we chatted last, I've been blogging about politics", "Has been blogging about politics"),
+        ("Meanwhile I started a pottery class", "Started a pottery class"),
+        ("And our community is a bond I haven't felt", "Their community is a bond they haven't felt"),
+        # the answer to "how are you?" is not the news after it
+        ("I'm doing well, I had a picnic with my wife", "Had a picnic with their wife"),
+        ("I am good, my sister got married", "Their sister got married"),
         ("However, I'm open to other brands", "Is open to other brands"),
         # a clause of its own before the comma goes; a "when" clause says when the fact holds
         ("The sound of the river was so soothing, I felt at peace", "Felt at peace"),
