@@ -509,9 +509,22 @@ def _swaps(tokens, main) -> tuple[tuple[str, str], ...]:
         rest = said[1:].text
         if det.lower_ in ("these", "those"):
             out.append((said.text, rest))
+        elif said[1].lower_ in _DEFINITE_FIRST or any(c.dep_ == "relcl" for c in noun.children):
+            out.append((said.text, f"the {rest}"))  # "this next tourney", "that stuff I baked"
+        elif noun.lemma_.lower() in _MASS_NOUNS:
+            out.append((said.text, f"some {rest}"))  # "this stuff", not "a stuff"
         else:
             out.append((said.text, ("an " if rest[:1].lower() in "aeiou" else "a ") + rest))
     return tuple(out)
+
+
+#: After "this"/"that", a word that makes its noun one of a kind: "the next tourney", not "a next".
+_DEFINITE_FIRST = frozenset(
+    "next last same other first second third final only whole entire previous following".split()
+)
+_MASS_NOUNS = frozenset(
+    "stuff food music art advice information equipment furniture gear merch news money water work".split()
+)
 
 
 _STATE_VERBS = _REACTION_VERBS | {"become", "stay", "remain"}

@@ -241,6 +241,13 @@ def test_a_pointing_determiner_is_said_plainly(syntax):
     assert resolve(text, found) == "I bought an old guitar this week."
     (text, found), *_ = read(syntax, "This necklace is special to me.")  # a subject stays
     assert resolve(text, found) == text
+    # one of a kind, or said with what makes it so: "the"; a mass noun takes "some"
+    (text, found), *_ = read(syntax, "I'm joining a new team after this next tourney.")
+    assert resolve(text, found) == "I'm joining a new team after the next tourney."
+    (text, found), *_ = read(syntax, "I dropped off that stuff I baked at the shelter.")
+    assert resolve(text, found) == "I dropped off the stuff I baked at the shelter."
+    (text, found), *_ = read(syntax, "I gave away that stuff last week.")
+    assert resolve(text, found) == "I gave away some stuff last week."
 
 
 def test_the_kids_after_my_kids_are_the_speakers(syntax):
