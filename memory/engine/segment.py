@@ -52,7 +52,10 @@ _ABBREVIATIONS = frozenset(
     {"dr", "mr", "mrs", "ms", "st", "e.g", "i.e", "etc", "vs", "approx", "jr", "sr", "no"}
 )
 _INITIALS = re.compile(r"(?:[a-z]\.)*[a-z]")  # "J." or "J.K." before a surname
-_SENTENCE_END = re.compile(r"[.!?\u2026]+[\"'\u2019\u201d)\]]*(?=\s)|\n")
+# An emoji before a capital ends a sentence too, as chat writes it: "Inspiring 💪 I emailed ..."
+_SENTENCE_END = re.compile(
+    r"[.!?\u2026]+[\"'\u2019\u201d)\]]*(?=\s)|\n|[\U0001F000-\U0001FAFF\u2600-\u27BF]+\uFE0F?(?=\s+[A-Z])"
+)
 
 _EMOJI = re.compile(
     r"[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F\u200D\u20E3\u2300-\u23FF]+"

@@ -177,6 +177,12 @@ def test_small_talk_pieces_are_dropped_and_emoji_stripped() -> None:
     assert strip_emoji("see https://x.org/a:b") == "see https://x.org/a:b"
 
 
+def test_an_emoji_before_a_capital_ends_a_sentence() -> None:
+    said = "So happy for you! Inspiring 💪 I emailed some wholesalers today."
+    assert [c.text for c in segment(said)][-1] == "I emailed some wholesalers today."
+    assert [c.text for c in segment("I love it 😊 and my kids do too.")] == ["I love it and my kids do too."]
+
+
 def test_a_quotation_is_never_cut_and_keeps_its_marks() -> None:
     quote = (
         'There\'s a line by J.K. Rowling I like: "Turn on the light - hope hides in the dark." It helps me.'
