@@ -44,13 +44,23 @@ _OPENER = re.compile(
     r"(?:\s*[,!.:\u2026-]+\s*|\s+(?=and\b|also\b|so\b|by\b|btw\b|i\b|i'm\b|i've\b|my\b|we\b|we're\b|we've\b|our\b)))+",
     re.IGNORECASE,
 )
+# A hedge goes before a statement of its own ("I think it's great"); "I believe (that) helping
+# matters" is a belief, and stays one, without its "that".
+_STATEMENT_START = (
+    r"(?:i|i'm|i've|i'd|i'll|it|it's|its|that|this|they|they're|we|we're|my|our|the|there|he|she)\b"
+)
 _HEDGE = re.compile(
     r"^(?:i\s+(?:think|guess|believe|feel like|suppose|reckon|bet)|i'd say|i have to say|i gotta say|"
     r"i must say|i can tell you|i'll tell you|(?:i\s+)?(?:just\s+)?want(?:ed)?\s+to\s+(?:tell|let)\s+(?:you|ya|u)"
-    r"(?:\s+know)?|i\s+(?:have|had|got)\s+to\s+tell\s+(?:you|ya|u)|gotta\s+tell\s+(?:you|ya|u))(?:\s+that)?\s+"
-    r"(?=(?:i|i'm|i've|i'd|i'll|it|it's|its|that|this|they|they're|we|we're|my|our|the|there|he|she)\b)",
+    r"(?:\s+know)?|i\s+(?:have|had|got)\s+to\s+tell\s+(?:you|ya|u)|gotta\s+tell\s+(?:you|ya|u))"
+    rf"(?:\s+that)?\s+(?={_STATEMENT_START})",
     re.IGNORECASE,
 )
+_BELIEF_THAT = re.compile(
+    rf"^(i\s+(?:think|believe|guess|suppose|reckon))\s+that\s+(?!{_STATEMENT_START}"
+    r"|(?:is|was|has|had|sounds|seems|looks|makes|means|will|would|can|could|should|must|might)\b)",
+    re.IGNORECASE,
+)  # "that" a pronoun stays: "I think that is right"
 _TRAILING_TALK = re.compile(
     r"(?:[\s,]*(?<![\w'])(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|too|as well|haha+\w*|you know|ya know|(?:oh\s+)?yeah|"
     r"(?:don't|doesn't|isn't|aren't|wasn't|weren't|didn't|won't|can't)\s+(?:they|it|you|we|he|she|i))\b"
@@ -525,7 +535,7 @@ def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str
     for _ in range(3):
         before = text
         text = _OPENER.sub("", text)
-        text = _HEDGE.sub("", text)
+        text = _HEDGE.sub("", _BELIEF_THAT.sub(r"\1 ", text))
         text = _TRAILING_TALK.sub("", text).rstrip(" .!?,;")
         if text == before:
             break

@@ -128,6 +128,9 @@ from memory.engine.text import folded_words, stem
         ("Life's been rough but I'm doing alright", "Life's been rough but they're doing alright"),
         ("I live in Bright", "Lives in Bright"),
         ("I think that is right", "That is right"),
+        # a belief keeps its verb, without the "that" ("That hiking is fun" says whose?)
+        ("I think that hiking is fun", "Thinks hiking is fun"),
+        ("I believe that helping others matters", "Believes helping others matters"),
         # nothing with content left
         ("Thanks!", ""),
         ("Haha yeah", ""),
