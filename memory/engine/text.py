@@ -209,7 +209,8 @@ _DANGLING = frozenset(
     "and or but so the a an to of with for in on at by from as their they that which who because "
     "when while is was were are be been has have had very this its each every some any "
     "than then how what where there would could should will can may might must do does did "
-    "they're they've they'll they'd it's he's she's we're there's".split()
+    "they're they've they'll they'd it's he's she's we're there's "
+    "isn't aren't wasn't weren't hasn't haven't hadn't don't doesn't didn't won't can't".split()
 )
 
 

@@ -262,6 +262,11 @@ def test_no_cut_left_keeps_a_clause_up_to_half_again_the_budget_whole() -> None:
     assert rewrite(clause, max_words=6) == "Thinks having someone who supports you"
 
 
+def test_a_cut_never_ends_on_a_negated_auxiliary() -> None:
+    clause = "I went to a game convention and met new people who weren't from my usual circle"
+    assert rewrite(clause) == "Went to a game convention"
+
+
 def test_short_clause_is_not_cut() -> None:
     assert rewrite("I have a dog, and it is a corgi") == "Has a dog, and it is a corgi"
 
