@@ -58,6 +58,10 @@ def _leaf_properties(tier: dict) -> dict:
             "description": "Example values.",
         },
         "single": {"type": "boolean", "description": "The leaf holds one value (a new one replaces it)."},
+        "alias_required": {
+            "type": "boolean",
+            "description": "A fact is filed here only when it says one of the aliases (family, pets).",
+        },
     }
 
 

@@ -170,8 +170,8 @@ def _words(text: str) -> list[str]:
 
 
 def _tokens(text: str) -> list[frozenset[str]]:
-    """A clause's words, each as the set of itself and its lemmas."""
-    return [_lemmas(w) for w in _words(text)]
+    """A clause's words, each as the set of itself and its lemmas ("dog's" also as "dog")."""
+    return [_lemmas(w) | _lemmas(w[:-2]) if w.endswith("'s") else _lemmas(w) for w in _words(text)]
 
 
 def _alias_parts(alias: str) -> list[frozenset[str]]:
@@ -207,6 +207,7 @@ class LeafPlacer:
             for leaf in schema.leaves
             if leaf.aliases
         }
+        self._alias_required = frozenset(leaf.path for leaf in schema.leaves if leaf.alias_required)
 
     @classmethod
     def for_schema(cls, schema: Schema, head_path: Path | None = None) -> LeafPlacer:
@@ -263,6 +264,7 @@ class LeafPlacer:
         scored = [
             (path, b.prior * s["prior"] + b.head * s["head"] + b.alias * s["alias"])
             for path, s in self.scores(clause, vector, leaf_vectors).items()
+            if s["alias"] or path not in self._alias_required  # "Is a pediatrician" is no child
         ]
         scored.sort(key=lambda item: (-item[1], item[0]))
         return [(path, round(score, 6)) for path, score in scored[:top] if score >= b.threshold]

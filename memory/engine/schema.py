@@ -29,7 +29,7 @@ DEFAULT_SCHEMA_VERSION = 1
 
 _SEGMENT = re.compile(r"[a-z][a-z0-9_]*")
 _SCHEMA_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
-_LEAF_FIELDS = {"description", "budget", "tier", "aliases", "examples", "single"}
+_LEAF_FIELDS = {"description", "budget", "tier", "aliases", "examples", "single", "alias_required"}
 MAX_ALIASES = 24
 MAX_ALIAS_CHARS = 40
 MAX_EXAMPLES = 6
@@ -57,6 +57,7 @@ class Leaf:
     aliases: tuple[str, ...] = ()  # short keyword phrases naming the slot ("dog", "cat" for pets)
     examples: tuple[str, ...] = ()  # short third-person example facts ("Has a dog named Max")
     single: bool = False  # one current state: a new value replaces the old one instead of appending
+    alias_required: bool = False  # filed here only when the fact says an alias: "son", "dog" (family)
 
     @property
     def trunk(self) -> str:
@@ -132,6 +133,8 @@ def _leaf_dict(leaf: Leaf) -> dict[str, Any]:
         out["examples"] = list(leaf.examples)
     if leaf.single:
         out["single"] = True
+    if leaf.alias_required:
+        out["alias_required"] = True
     return out
 
 
@@ -213,10 +216,13 @@ def _make_leaf(path: str, spec: Any, budgets: Mapping[str, int], default_tier: s
         raise SchemaError(f"{path}: unknown tier {tier!r} (known: {', '.join(TIERS)})")
     aliases = _short_strings(path, "aliases", spec.get("aliases", []), MAX_ALIASES, MAX_ALIAS_CHARS)
     examples = _short_strings(path, "examples", spec.get("examples", []), MAX_EXAMPLES, MAX_EXAMPLE_CHARS)
-    single = spec.get("single", False)
-    if not isinstance(single, bool):
-        raise SchemaError(f"{path}: single must be true or false, got {single!r}")
-    return Leaf(path, " ".join(description.split()), budget, tier, aliases, examples, single)
+    single, alias_required = spec.get("single", False), spec.get("alias_required", False)
+    for name, flag in (("single", single), ("alias_required", alias_required)):
+        if not isinstance(flag, bool):
+            raise SchemaError(f"{path}: {name} must be true or false, got {flag!r}")
+    if alias_required and not aliases:
+        raise SchemaError(f"{path}: alias_required needs aliases")
+    return Leaf(path, " ".join(description.split()), budget, tier, aliases, examples, single, alias_required)
 
 
 def _check_path(path: str) -> None:

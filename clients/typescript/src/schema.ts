@@ -1336,6 +1336,8 @@ export interface components {
                 examples?: string[];
                 /** @description The leaf holds one value (a new one replaces it). */
                 single?: boolean;
+                /** @description A fact is filed here only when it says one of the aliases (family, pets). */
+                alias_required?: boolean;
             }[];
         };
         SchemaList: {
@@ -1454,6 +1456,8 @@ export interface components {
             examples?: string[];
             /** @description The leaf holds one value (a new one replaces it). */
             single?: boolean;
+            /** @description A fact is filed here only when it says one of the aliases (family, pets). */
+            alias_required?: boolean;
         } & {
             [key: string]: components["schemas"]["SchemaTreeNode"];
         };

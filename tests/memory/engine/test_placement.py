@@ -85,6 +85,23 @@ def test_alias_tips_the_balance_and_threshold_refuses():
     assert placer.rank("hmm", [-1.0, 0.3, 0.3], LEAF_VECTORS) == []
 
 
+def test_a_leaf_that_requires_an_alias_takes_only_a_clause_saying_one():
+    strict = load_schema(
+        {
+            "id": "tiny-strict",
+            "version": 1,
+            "leaves": [
+                {**SCHEMA.to_dict()["leaves"][0], "alias_required": True},
+                *SCHEMA.to_dict()["leaves"][1:],
+            ],
+        }
+    )
+    placer = LeafPlacer(strict, blend=Blend(prior=1.0, head=0.0, alias=0.0, threshold=0.5))
+    near_pets = [0.6, 0.0, 0.8]
+    assert placer.rank("my dog's bowl", near_pets, LEAF_VECTORS)[0][0] == PETS  # "dog's" says "dog"
+    assert [p for p, _ in placer.rank("I am a vet nurse", near_pets, LEAF_VECTORS)] == [NEWS]
+
+
 def test_vectors_are_normalised_and_checked():
     placer = LeafPlacer(SCHEMA, blend=Blend(1.0, 0.0, 0.0, 0.5))
     scaled = [[5 * x for x in v] for v in LEAF_VECTORS]

@@ -176,12 +176,24 @@ def test_registry_of_shipped_schemas():
         ("examples", [f"Has pet {i}" for i in range(7)], "at most 6"),
         ("single", "yes", "single must be true or false"),
         ("single", 1, "single must be true or false"),
+        ("alias_required", "yes", "alias_required must be true or false"),
     ],
 )
 def test_placement_fields_are_validated(field, value, needle):
     with pytest.raises(SchemaError) as err:
         load_schema(_broken(lambda d: d["tree"]["identity"]["family"]["pets"].update({field: value})))
     assert "identity/family/pets" in str(err.value) and needle in str(err.value)
+
+
+def test_alias_required_needs_aliases():
+    with pytest.raises(SchemaError, match="alias_required needs aliases"):
+        load_schema(
+            _broken(
+                lambda d: d["tree"]["identity"]["family"]["pets"].update(
+                    {"alias_required": True, "aliases": []}
+                )
+            )
+        )
 
 
 def test_placement_fields_default_load_and_round_trip(tiny):
