@@ -21,7 +21,9 @@ How a clause is read:
   enjoy the upside-down poses. They ..."); an "it" standing for a clause ("It's great to see") never;
 - a subject outside the span (a stripped vocative) gives way to its apposition; "Max and I" is I.
 
-Whose a noun is and what a pronoun names are :mod:`serving.naming`'s; this module reads the clause.
+Whose a noun is and what a pronoun names are :mod:`serving.naming`'s, and what a kept clause says
+plainly (pointing words, a joined clause, an unnamed object) :mod:`serving.wording`'s; this module
+reads the clause's subject and verb.
 
 Parsing costs about 3 ms a turn on one core (~300 turns/s).
 """
@@ -32,14 +34,12 @@ import importlib.util
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 
 from memory.engine.aboutness import ClauseSyntax, judge
 from serving.lazy import Lazy
 from serving.naming import (
     ADDRESSEE,
     EMPTY_NOUNS,
-    OBJECT_PRONOUNS,
     PRONOUNS,
     QUANTIFIERS,
     SPEAKER,
@@ -50,11 +50,11 @@ from serving.naming import (
     extraposed,
     name_beside,
     noun_kind,
-    owner_of,
     possessive_of,
     pronouns_named,
     quantified,
 )
+from serving.wording import REACTION_VERBS, SUBJECT_DEPS, VAGUE_NOUNS, named
 
 __all__ = ["SyntaxStep", "SyntaxUnavailable", "clause_syntax", "import_spacy_without_torch", "load_pipeline"]
 
@@ -65,11 +65,9 @@ class SyntaxUnavailable(RuntimeError):
     """spaCy or its English pipeline is not installed."""
 
 
-_SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"})
 _FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
 _THIRD_POSS = {"his": "he", "her": "she", "its": "it", "their": "they"}  # possessive -> its pronoun
 _DEICTIC = frozenset({"this", "that", "these", "those", "which", "what", "who"})
-_REACTION_VERBS = frozenset({"sound", "look", "seem", "feel"})
 # "I can see why ...", "I can imagine ...", "I bet ...": a verb of sympathy over a clause reacts to
 # what the other speaker said ("I saw how it affected us" is the speaker's own experience)
 _EMPATHY = frozenset({"see", "imagine", "understand", "tell"})
@@ -180,7 +178,7 @@ def _main(tokens, inside: set[int]):
 
 
 def _subject(main, inside: set[int] | None = None):
-    subjects = [c for c in main.children if c.dep_ in _SUBJECT_DEPS]
+    subjects = [c for c in main.children if c.dep_ in SUBJECT_DEPS]
     if subjects:  # "People of all kinds - it pushed me": the clause's own subject, not the other one
         return next((c for c in subjects if inside and c.i in inside), subjects[0])
     seen = 0
@@ -188,7 +186,7 @@ def _subject(main, inside: set[int] | None = None):
         main = main.head
         seen += 1
         for child in main.children:
-            if child.dep_ in _SUBJECT_DEPS:
+            if child.dep_ in SUBJECT_DEPS:
                 return child
     return None
 
@@ -273,7 +271,7 @@ def _called_mine(main, inside: set[int]) -> bool:
     if main.lemma_ != "be":
         return False
     for attr in (c for c in main.children if c.dep_ == "attr" and c.i in inside):
-        if attr.lemma_.lower() in _VAGUE_NOUNS:
+        if attr.lemma_.lower() in VAGUE_NOUNS:
             continue  # "The sunset was my favourite part": of a day, not of the person
         poss = possessive_of(attr)
         if poss is not None and poss.lower_ in SPEAKER_POSS:
@@ -356,13 +354,13 @@ def _read(doc, tokens) -> ClauseSyntax:
         if main.tag_ == "VB" and not modal and main.dep_ == "ROOT" and not _past_form(main):
             kind = "imperative"
         elif not finite and _progressive_fragment(tokens):  # "Researching adoption agencies"
-            return _named(ClauseSyntax("elided", True, first_person=first_person), tokens, tokens[0])
+            return named(ClauseSyntax("elided", True, first_person=first_person), tokens, tokens[0])
         elif not finite:
             kind = "none"
-        elif main.lemma_.lower() in _REACTION_VERBS or main.tag_ == "VBZ":
+        elif main.lemma_.lower() in REACTION_VERBS or main.tag_ == "VBZ":
             kind = "reaction"  # "Sounds great"; "Next Friday works": an "I" left off never takes -s
         else:
-            return _named(ClauseSyntax("elided", finite, modal, first_person=first_person), tokens, main)
+            return named(ClauseSyntax("elided", finite, modal, first_person=first_person), tokens, main)
         return ClauseSyntax(kind, finite, modal, first_person=first_person)
     if subject.i not in inside:  # "Hey Nate, my favourite treat is ...": the vocative is not it
         subject = next((c for c in subject.children if c.dep_ == "appos" and c.i in inside), subject)
@@ -401,7 +399,7 @@ def _read(doc, tokens) -> ClauseSyntax:
         if kind in ("other", "generic") and _called_mine(main, inside):
             # "Pizza is my favourite food", "Spider-Man is a favourite of mine": said by the speaker
             # about what is theirs, whatever a classifier trained on "I ..." sentences thinks
-            return _named(ClauseSyntax("owned", finite, modal, first_person=True, mine=True), tokens, main)
+            return named(ClauseSyntax("owned", finite, modal, first_person=True, mine=True), tokens, main)
         if kind == "owned" and _empty_said_of(subject, main):
             # "My favourite part was peaceful", "My day was great": a mood about nothing named
             return ClauseSyntax("generic", finite, modal, first_person=False)
@@ -413,7 +411,7 @@ def _read(doc, tokens) -> ClauseSyntax:
         kind = "generic"  # everyone, nobody, someone ...
     if kind in ("generic", "expletive") and generic_we:
         first_person = False
-    return _named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
+    return named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
 
 
 _PICTURES = frozenset({"photo", "pic", "picture", "image", "shot", "snap", "snapshot", "peek", "look"})
@@ -447,29 +445,6 @@ def _shown_made(tokens, shown, inside: set[int]) -> tuple[str, str] | None:
     return said, " ".join(t.text for t in words if not t.is_punct or t.text == "-").replace(" - ", "-")
 
 
-def _tail(tokens, main):
-    """(the first word, the text to its verb) of a clause joined to the main one with a subject of
-    its own that is not the speaker ("... walks and it's made a big impact"), or None."""
-    inside = {t.i for t in tokens}
-    for verb in main.children:
-        if verb.dep_ != "conj" or verb.pos_ not in ("VERB", "AUX") or verb.i not in inside:
-            continue
-        subject = next((c for c in verb.children if c.dep_ in _SUBJECT_DEPS), None)
-        if (
-            subject is None
-            or subject.lower_ in SPEAKER
-            or subject.i < main.i
-            or owner_of(subject) == "speaker"
-        ):
-            continue
-        if subject.lower_ in PRONOUNS and antecedent_of(subject.doc, subject):
-            continue  # "We adopted a cat and she sleeps all day": still the speaker's to tell
-        ccs = [c for c in main.children if c.dep_ == "cc" and main.i < c.i < subject.i and c.i in inside]
-        start = ccs[-1] if ccs else subject
-        return start, verb.doc.text[start.idx : verb.idx + len(verb.text)]
-    return None
-
-
 _MARKS = frozenset(
     "when whenever if because since although though while unless until before after once".split()
 )
@@ -483,127 +458,3 @@ def _subordinate(main, tokens) -> bool:
     if mark is None or mark.lower_ not in _MARKS or mark.i != tokens[0].i:
         return False
     return main.dep_ == "ROOT" or main.head.i not in {t.i for t in tokens}
-
-
-_TIME_NOUNS = frozenset(
-    "time moment day morning afternoon evening night week weekend month year season spring summer autumn "
-    "fall winter semester term".split()
-)
-#: How long something went on: "playing for four months", "for a while", "for ages".
-_SPANS = _TIME_NOUNS | frozenset("second minute hour while age decade".split())
-
-
-def _swaps(tokens, main) -> tuple[tuple[str, str], ...]:
-    """A pointing determiner said plainly, as chat uses it: "this tree" -> "a tree" (the photo it
-    points at is not in the tree), "these poses" -> "poses"; not "this week" (a date)."""
-    out = []
-    for det in tokens:
-        noun = det.head
-        if det.dep_ != "det" or noun.pos_ != "NOUN" or noun.i < det.i:
-            continue
-        if noun.dep_ in _SUBJECT_DEPS and noun.head.i == main.i:
-            continue  # the subject stays: "A necklace is special to me" would say less
-        if noun.lemma_.lower() in _TIME_NOUNS or det.lower_ not in ("this", "that", "these", "those"):
-            continue
-        said = det.doc[det.i : noun.i + 1]
-        rest = said[1:].text
-        if det.lower_ in ("these", "those"):
-            out.append((said.text, rest))
-        elif said[1].lower_ in _DEFINITE_FIRST or any(c.dep_ == "relcl" for c in noun.children):
-            out.append((said.text, f"the {rest}"))  # "this next tourney", "that stuff I baked"
-        elif noun.lemma_.lower() in _MASS_NOUNS:
-            out.append((said.text, f"some {rest}"))  # "this stuff", not "a stuff"
-        else:
-            out.append((said.text, ("an " if rest[:1].lower() in "aeiou" else "a ") + rest))
-    return tuple(out)
-
-
-#: After "this"/"that", a word that makes its noun one of a kind: "the next tourney", not "a next".
-_DEFINITE_FIRST = frozenset(
-    "next last same other first second third final only whole entire previous following".split()
-)
-_MASS_NOUNS = frozenset(
-    "stuff food music art advice information equipment furniture gear merch news money water work".split()
-)
-
-
-_STATE_VERBS = _REACTION_VERBS | {"become", "stay", "remain"}
-_THING_DEPS = frozenset({"dobj", "pobj", "attr", "conj", "oprd", "compound"})
-_VAGUE_NOUNS = EMPTY_NOUNS | frozenset(
-    "feeling emotion life people everyone break joy happiness part kind sort bit best reminder "
-    "rollercoaster journey mind heart".split()
-)
-
-
-def _concrete(tokens, main) -> bool:
-    """Does the main verb do something to a thing the clause names ("I play clarinet", "Applied to
-    adoption agencies"), or say what the subject is ("I'm a nurse")? A feeling ("I feel proud of my
-    kids"), a state ("I'm grateful for my friends") or an empty noun ("I had a blast") is not."""
-    if main.lemma_ in _STATE_VERBS:
-        return False
-    deps = ("attr",) if main.lemma_ == "be" else _THING_DEPS
-    return any(
-        t.pos_ in ("NOUN", "PROPN") and t.dep_ in deps and t.lemma_.lower() not in _VAGUE_NOUNS
-        and (main.lemma_ != "be" or t.head.i == main.i)
-        for t in tokens
-        if t.i > main.i
-    )  # fmt: skip
-
-
-#: Verbs whose object is the fact: "I play" or "I've been learning for a year" leaves it to the turn.
-_NEEDS_OBJECT = frozenset("play practice practise learn".split())
-
-
-def _object_left_off(main) -> bool:
-    if main.lemma_.lower() not in _NEEDS_OBJECT:
-        return False
-    for c in main.children:
-        objects = [o for o in c.children if o.dep_ == "pobj"]
-        if c.dep_ == "prep" and all(
-            o.lemma_.lower() in _SPANS or o.ent_type_ in ("DATE", "TIME") for o in objects
-        ):
-            continue  # "for about four months", "since January": how long, not what
-        if c.dep_ in ("dobj", "prep", "prt", "xcomp", "ccomp", "dative", "attr", "conj"):
-            return False
-    return True
-
-
-def _object_said_before(main) -> str:
-    """The object the same verb took earlier in the turn: "... how to play the violin. I've been
-    playing for four months" -> "the violin"; "" when there is none."""
-    for t in reversed(main.doc[: main.i]):
-        if t.dep_ == "dobj" and t.pos_ in ("NOUN", "PROPN") and t.head.lemma_ == main.lemma_:
-            return main.doc[t.left_edge.i : t.i + 1].text
-    return ""
-
-
-def _named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
-    """``syntax`` with its one unnamed pronoun written out when the turn names it ("Have you tried
-    pottery?" - "I love it!"), else marked ``dangling`` when it has any; pointing determiners said
-    plainly (:func:`_swaps`)."""
-    swaps = _swaps(tokens, main)
-    if swaps:
-        syntax = replace(syntax, swaps=swaps)
-    tail = _tail(tokens, main)
-    if tail is not None:  # what the joined clause says is not kept, so it needs no naming
-        syntax = replace(syntax, tail=tail[1])
-        tokens = [t for t in tokens if t.i < tail[0].i]
-    if syntax.mine or _concrete(tokens, main):
-        syntax = replace(syntax, concrete=True)
-    if _object_left_off(main):  # "I've been playing for four months": playing what?
-        named = _object_said_before(main)
-        if not named:
-            return replace(syntax, dangling=True)
-        syntax = replace(syntax, swaps=(*syntax.swaps, (main.text, f"{main.text} {named}")))
-    pronouns = pronouns_named(tokens, main)
-    if not pronouns:
-        return syntax
-    t = pronouns[0]
-    # only what the speaker did something to is named: "Have you tried pottery?" - "I love it!"
-    if len(pronouns) == 1 and t.dep_ == "dobj" and t.head.i == main.i and t.lower_ in ("it", "them"):
-        if syntax.subject in ("speaker", "elided"):
-            antecedent = antecedent_of(t.doc, t, OBJECT_PRONOUNS[t.lower_])
-            if antecedent:
-                later = sum(1 for u in tokens if u.i > t.i and u.lower_ == t.lower_)
-                return replace(syntax, pronoun=t.text, antecedent=antecedent, later=later)
-    return replace(syntax, dangling=True)
