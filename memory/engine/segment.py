@@ -52,14 +52,12 @@ _ABBREVIATIONS = frozenset(
     {"dr", "mr", "mrs", "ms", "st", "e.g", "i.e", "etc", "vs", "approx", "jr", "sr", "no"}
 )
 _INITIALS = re.compile(r"(?:[a-z]\.)*[a-z]")  # "J." or "J.K." before a surname
+_PICTOGRAPHS = r"[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F\u200D\u20E3\u2300-\u23FF]+"
 # An emoji before a capital ends a sentence too, as chat writes it: "Inspiring 💪 I emailed ..."
-_SENTENCE_END = re.compile(
-    r"[.!?\u2026]+[\"'\u2019\u201d)\]]*(?=\s)|\n|[\U0001F000-\U0001FAFF\u2600-\u27BF]+\uFE0F?(?=\s+[A-Z])"
-)
+_SENTENCE_END = re.compile(rf"[.!?\u2026]+[\"'\u2019\u201d)\]]*(?=\s)|\n|{_PICTOGRAPHS}(?=\s+[A-Z])")
 
 _EMOJI = re.compile(
-    r"[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F\u200D\u20E3\u2300-\u23FF]+"
-    r"|(?<![\w:/])(?:[:;=][-'^]?[)(\]\[DPpOo3/\\|*]+|<3+|\^_?\^|[xX]D)(?![\w/])"
+    _PICTOGRAPHS + r"|(?<![\w:/])(?:[:;=][-'^]?[)(\]\[DPpOo3/\\|*]+|<3+|\^_?\^|[xX]D)(?![\w/])"
 )
 
 # A clause break inside a sentence; the connective word itself ("so", "but") is not kept.
