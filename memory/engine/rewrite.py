@@ -267,8 +267,9 @@ def _lead(text: str) -> tuple[str, bool]:
 # A leading adverbial before the speaker's subject ("Off the court, I'm ...", "After the game, we
 # ..."): moved behind the statement, so the rewrite keeps the statement and the word budget cuts
 # the adverbial first; a participial discourse marker ("Speaking of trips, my wife and I ...") goes.
+_SPEAKER_STARTS = r"(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b"
 _FRONT = re.compile(
-    r"^(?P<lead>[^,;:!?]{2,60}?),\s+(?P<rest>(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b.*)$",
+    rf"^(?P<lead>[^,;:!?]{{2,60}}?),\s+(?P<rest>{_SPEAKER_STARTS}.*)$",
     re.IGNORECASE | re.DOTALL,
 )
 
@@ -299,7 +300,6 @@ _BARE_FRONT = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _SAID_FOR_ME = frozenset({"for me", "personally", "honestly"})
-_SPEAKER_STARTS = r"(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b"
 # The chat's own time said without a comma ("Since we last spoke I went to ..."): it goes.
 _BARE_CATCH_UP = re.compile(
     rf"^(?:{_SINCE_WE_TALKED}|in the meantime|meanwhile)\s+(?P<rest>{_SPEAKER_STARTS}.*)$",

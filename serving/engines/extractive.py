@@ -245,8 +245,10 @@ def _filed(
     if path in singles:
         return merge_clauses(old, fact, budget, single=True)
     merged = merge_clauses(old, fact, budget)
+    if not old or anchored(fact):
+        return merged
     unbounded = merge_clauses(old, fact, _UNBOUNDED)
-    if not old or merged == unbounded or anchored(fact):
+    if merged == unbounded:
         return merged
     kept = set(clauses_of(merged))
     pushed_out = [c for c in clauses_of(unbounded) if c not in kept]
