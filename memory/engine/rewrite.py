@@ -40,6 +40,7 @@ _OPENER = re.compile(
     r"i mean|right|ok|okay|alright|sure|speaking of which|funny enough|funnily enough|besides|"
     r"oh my god|omg|gosh|man|dude|um+|uh+|hmm+|ah+|aw+|ooh+|nope|no|yay|cool|nice|great|awesome|"
     r"totally|definitely|absolutely|seriously|literally|basically|truthfully|frankly|personally|"
+    r"unfortunately|fortunately|luckily|sadly|thankfully|happily|surprisingly|interestingly|"
     r"bad news|good news|big news|update|news|who knows|fyi|however|anyhow|nonetheless|nevertheless)"
     r"(?:\s*[,!.:\u2026-]+\s*|\s+(?=and\b|also\b|so\b|by\b|btw\b|i\b|i'm\b|i've\b|my\b|we\b|we're\b|we've\b|our\b)))+",
     re.IGNORECASE,
@@ -71,7 +72,9 @@ _TRAILING_TALK = re.compile(
     r"|\s*(?:-+|\u2013|\u2014)\s*(?:(?:so|really|super|pretty)\s+)*"  # "... opener is next week - so excited!"
     r"(?:excited|stoked|pumped|thrilled|nervous|happy|proud|grateful)[\s.!]*$"
     r"|,?\s+since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?[\s.!]*$"
-    r"|,?\s+(?:after that|afterwards|since then)[\s.!]*$",  # the chat's then, not a date
+    r"|,?\s+(?:after that|afterwards|since then)[\s.!]*$"  # the chat's then, not a date
+    r"|,\s*(?:speaking of(?: which)?|by the way|btw|anyways?)[\s.!]*$"  # "..., speaking of."
+    r"|\s*(?:-+|\u2013|\u2014)\s*(?:come see|check (?:it|them) out|wish me luck|see for yourself)[\s.!]*$",
     re.IGNORECASE,
 )
 _FILLER = re.compile(
@@ -147,7 +150,7 @@ _TAILS = (
         re.compile(
             r",\s+(?:which|who|where|when|while|since|because|especially|even|as|although|though|but|so|"
             r"and|like|plus|if|or)\b"
-            r"|\s+(?:because|since|when|while|although|though|which|after|before|until|so that|as soon as|"
+            r"|\s+(?:because|(?:ever\s+)?since|when|while|although|though|which|after|before|until|so that|as soon as|"
             r"whenever|if|cause|'cause|especially|considering|even though|just like|like when)\b"
             r"|\s+[-\u2013\u2014]+\s+|(?<=\w)-\s+|,\s+",
             re.IGNORECASE,
@@ -300,6 +303,7 @@ _BARE_FRONT = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _SAID_FOR_ME = frozenset({"for me", "personally", "honestly"})
+_JOINING = frozenset({"and", "but", "so", "plus", "then"})
 # The chat's own time said without a comma ("Since we last spoke I went to ..."): it goes.
 _BARE_CATCH_UP = re.compile(
     rf"^(?:{_SINCE_WE_TALKED}|in the meantime|meanwhile)\s+(?P<rest>{_SPEAKER_STARTS}.*)$",
@@ -320,9 +324,10 @@ def _front_adjunct(text: str) -> str:
     if bare is not None:
         lead, rest = bare.group("lead").lower(), bare.group("rest").rstrip(" .!?")
         return rest if lead in _SAID_FOR_ME else f"{rest} {lead}"
+    lead, comma, rest = text.partition(", ")
+    if comma and _DOING_WELL.match(lead.strip()):
+        return rest  # "I'm doing well, just got back from ...": the news, whoever says it
     m = _FRONT.match(text)
-    if m is not None and _DOING_WELL.match(m.group("lead").strip()):
-        return m.group("rest")
     if m is None or _SUBJECT.match(m.group("lead")) or fold(m.group("lead").split()[0]) in FIRST_PERSON_WORDS:
         return text  # "I went home, I was tired" and "My kids, my husband and I ..." stay as said
     lead, rest = m.group("lead").strip(), m.group("rest").rstrip(" .!?")
@@ -331,6 +336,9 @@ def _front_adjunct(text: str) -> str:
     if len(lead.split()) >= 4 and _SAYS.search(lead):
         return rest  # "The sound of that river was so soothing, I felt ...": a clause of its own
     words = lead.split()
+    if len(words) > 1 and fold(words[0]) in _JOINING:
+        words = words[1:]  # "And after college," joined the sentence to the one before
+        lead = " ".join(words)
     first = fold(words[0])
     if first.endswith("ing") and not any(w[:1].isupper() or w[:1].isdigit() for w in words[1:]):
         return rest  # "Speaking of trips," "Looking back,": a discourse marker, nothing to keep
@@ -356,6 +364,8 @@ def _swap(text: str) -> str:
             out = "they are"
         elif word == "i was":
             out = "they were"
+        elif m.group(0) == "US":
+            return "US"  # the country, not "us"
         else:
             out = _SWAP[word]
         return out.capitalize() if m.start() == 0 and m.group(0)[:1].isupper() else out
@@ -550,6 +560,8 @@ def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str
         text, possessive = text[2:].lstrip(), True
     text = _swap(text)
     text, cut = _shorten(text, max_words - (1 if (name and (dropped or possessive)) else 0))
+    if cut:  # ", which is awesome considering ...": the cut leaves the evaluation at the end
+        text = _EVALUATIVE_TAIL.sub("", text)
     text = _glad_to(_they_first(_tidy(text, cut)))
     if not text or not (content_stems(text) or number_tokens(text)):
         return ""
