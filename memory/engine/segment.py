@@ -7,7 +7,8 @@ source text it came from (``content[clause.start:clause.end]``):
   such as "Dr." or a lone initial does not end one; "3.5" is one number);
 - a sentence is cut into clauses at ``"; "``, ``" - "`` (and dashes; not before "a"/"an", which
   names what was just said: "I'm working on a new project - a thriller set in Ohio"), ``", so"``, ``", but"``,
-  ``", because"``, ``", plus"``, ``", and I/my/we"``, at a comma splice before a subject pronoun
+  ``", because"``, ``", plus"``, ``", and I/my/we"``, ``" and I"`` after a statement of the speaker's
+  own (not "My husband and I ..."), at a comma splice before a subject pronoun
   (``"Just started aerial yoga, it's great"``: the statement keeps its own subject, the reaction
   goes alone), before what someone else says of it (``", the physio says ..."``) and before a
   trailing ``", how about you?"``;
@@ -77,7 +78,11 @@ _CUT = re.compile(
 # cut only when the left side has its own subject (I, we, they, he, she) and is not a subordinate clause
 # ("When I was young, I played piano" stays whole).
 _FIRST = r"(?:I|I'm|I've|I'd|I'll|we|we're|we've|we'd|we'll)"
-_SPLICE = re.compile(rf",\s+(?={_FIRST}\s)")
+# Also two statements joined by a bare "and I" ("I'm from a small town and I want to move"); not a
+# pair as the subject ("My sister and I run", "He and I are friends": no subject on the left of it).
+_SPLICE = re.compile(
+    rf",\s+(?={_FIRST}\s)|\s+and\s+(?=(?:I|I'm|I've|I'd|I'll)\s(?!(?:are|were|have|both|all)\b))"
+)
 _LEFT_SUBJECT = re.compile(rf"\b(?:{_FIRST}|(?:they|he|she)(?:['\u2019](?:s|re|ve|ll|d))?)\s", re.IGNORECASE)
 _SUBORDINATE = re.compile(
     r"^\W*(?:when|whenever|if|because|since|although|though|even|while|as|once|until|till|after|before|"

@@ -57,6 +57,14 @@ def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
             ["My parents visited", "I cooked dinner for everyone."],
         ),
         ("I sold my car, because I bike everywhere now.", ["I sold my car", "I bike everywhere now."]),
+        # two statements joined by a bare "and I"; a pair as the subject stays whole
+        (
+            "I'm from a small town and I want to move to the city.",
+            ["I'm from a small town", "I want to move to the city."],
+        ),
+        ("My husband and I went hiking.", ["My husband and I went hiking."]),
+        ("He and I have been friends for years.", ["He and I have been friends for years."]),
+        ("I think my dad and I are close.", ["I think my dad and I are close."]),
         # a piece too short to stand alone stays attached, unless it is only small talk
         ("I ran a 10k, so worth it!", ["I ran a 10k, so worth it!"]),
         ("I ran a 10k, so fun!", ["I ran a 10k"]),
