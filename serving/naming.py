@@ -159,8 +159,11 @@ def antecedent_of(doc, subject, pronoun: str = "") -> str:
     pronoun = pronoun or subject.lower_
     owned = _owned_nouns(doc, subject.i)
     earlier = [t for t in reversed(doc[: subject.i]) if t.pos_ in ("NOUN", "PROPN") and _agrees(pronoun, t)]
-    subjects = [t for t in earlier if t.dep_ in ("nsubj", "nsubjpass")]
-    for token in subjects[:1] or earlier[:1]:  # an earlier subject first: "The kids ate. They ..."
+    # an earlier subject first for a subject ("The kids ate. They ..."), an object for an object ("Our
+    # city held a parade. I missed it")
+    deps = ("dobj",) if subject.dep_ == "dobj" else ("nsubj", "nsubjpass")
+    subjects = [t for t in earlier if t.dep_ in deps]
+    for token in subjects[:1] or earlier[:1]:
         if token.lemma_.lower() in EMPTY_NOUNS:  # "What was your favourite part?" - "It was peaceful"
             break
         if token.dep_ in ("compound", "appos") and token.head.pos_ in ("NOUN", "PROPN"):
@@ -189,11 +192,35 @@ def antecedent_of(doc, subject, pronoun: str = "") -> str:
     return ""
 
 
+#: What "it was a tough challenge" calls the situation just told, not a thing named before it.
+_SITUATION_NOUNS = frozenset(
+    "fun blast time day experience chance moment challenge struggle journey adventure process success "
+    "lesson step relief surprise honor honour decision change milestone achievement opportunity feeling "
+    "sense reminder blessing privilege pleasure thrill rush".split()
+)
+
+
+def _infinitive(token) -> bool:
+    return any(c.dep_ == "aux" and c.lower_ == "to" for c in token.children)
+
+
 def extraposed(main, pronoun: str) -> bool:
-    """ "It's amazing what they can do", "It was great to see them": an "it" standing for the
-    clause after it, not for a thing the speaker named."""
-    deps = {c.dep_ for c in main.children if c.i > main.i}
-    return pronoun == "it" and bool(deps & {"acomp", "attr"}) and bool(deps & {"ccomp", "xcomp", "csubj"})
+    """ "It's amazing what they can do", "It was great to see them", "It's important for me to
+    rest", "It was a tough challenge": an "it" standing for the clause after it or for the
+    situation just told, not for a thing the speaker named."""
+    if pronoun != "it":
+        return False
+    after = [c for c in main.children if c.i > main.i]
+    complements = [c for c in after if c.dep_ in ("acomp", "attr")]
+    if any(
+        c.dep_ == "attr" and c.lemma_.lower() in _SITUATION_NOUNS and possessive_of(c) is None
+        for c in complements
+    ):
+        return True  # not "It was my way of ...", "It's a big part of my life": a thing named
+    clauses = after + [g for c in complements for g in c.children if g.i > c.i]
+    return bool(complements) and any(
+        c.dep_ in ("ccomp", "xcomp", "csubj") or (c.dep_ == "advcl" and _infinitive(c)) for c in clauses
+    )
 
 
 def quantified(token):

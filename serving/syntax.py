@@ -50,6 +50,7 @@ from serving.naming import (
     extraposed,
     name_beside,
     noun_kind,
+    owner_of,
     possessive_of,
     pronouns_named,
     quantified,
@@ -251,6 +252,17 @@ def _gerund(token) -> bool:
     )  # fmt: skip
 
 
+def _first_person_in_main(tokens, main) -> bool:
+    """Is I/me/my said in the main clause, not only in a "since/because ..." clause hung off it or a
+    clause joined to it with a subject of its own ("Life's been rough but I'm fine")?"""
+    apart = set()
+    for c in main.children:
+        joined = c.dep_ == "conj" and any(g.dep_ in ("nsubj", "nsubjpass") for g in c.children)
+        if joined or (c.dep_ == "advcl" and any(g.dep_ == "mark" for g in c.children)):
+            apart |= {t.i for t in c.subtree}
+    return any(t.lower_ in _FIRST_PERSON and t.i not in apart for t in tokens)
+
+
 def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     """The :class:`ClauseSyntax` of characters ``start:end`` of a parsed turn ``doc``; a clause the
     judge would drop keeps the one fact of the speaker's inside it, if any (:func:`_salvaged`)."""
@@ -304,8 +316,12 @@ def _salvaged(tokens) -> ClauseSyntax | None:
         if mark is None or (verb.dep_ != "advcl" and not _now_that(mark)):  # its parse varies
             continue
         subject = _subject(verb, inside)
-        if subject is None or subject.lower_ not in SPEAKER or not _finite(verb):
-            continue
+        if (
+            subject is None
+            or not _finite(verb)
+            or not (subject.lower_ in SPEAKER or owner_of(subject) == "speaker")
+        ):
+            continue  # "since my dad passed away" is the speaker's to tell too
         if verb.lemma_ == "be" and verb.tag_ == "VBD":
             continue  # "since I was a kid": a when, not a fact
         span = [t for t in doc[mark.i + 1 : verb.right_edge.i + 1] if t.i in inside]
@@ -385,6 +401,8 @@ def _read(doc, tokens) -> ClauseSyntax:
         subject.lemma_.lower() in EMPTY_NOUNS and any(c.lower_ in _DEICTIC for c in subject.children)
     ):
         kind = "deictic"  # "That's ...", "Those moments make me love it"
+    elif subject.lemma_.lower() in _PICTURES and possessive_of(subject) is None:
+        kind = "deictic"  # "The photo is from a forest near my hometown": what a picture shows
     elif subject.pos_ in ("NOUN", "PROPN", "NUM") or low in QUANTIFIERS:
         kind = noun_kind(subject, doc)
         poss = possessive_of(subject)
@@ -409,8 +427,8 @@ def _read(doc, tokens) -> ClauseSyntax:
             return ClauseSyntax("generic", finite, modal, first_person=False)
     else:
         kind = "generic"  # everyone, nobody, someone ...
-    if kind in ("generic", "expletive") and generic_we:
-        first_person = False
+    if kind in ("generic", "expletive") and (generic_we or not _first_person_in_main(tokens, main)):
+        first_person = False  # "Since I lost my job, things have been tough": the job is a fact apart
     return named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
 
 

@@ -113,6 +113,9 @@ def _concrete(tokens, main) -> bool:
     )  # fmt: skip
 
 
+_KNOWING = frozenset("know mean believe doubt guess bet feel promise say".split())
+
+
 #: Verbs whose object is the fact: "I play" or "I've been learning for a year" leaves it to the turn.
 _NEEDS_OBJECT = frozenset("play practice practise learn".split())
 
@@ -131,12 +134,21 @@ def _object_left_off(main) -> bool:
     return True
 
 
+def _name_end(token) -> int:
+    """Where a name ends: "Call of Duty", "Lord of the Rings" run on past their head word."""
+    if token.pos_ != "PROPN":
+        return token.i + 1
+    named = [c for c in token.children if c.i > token.i and c.dep_ == "prep" and c.lower_ == "of"]
+    objects = [o for c in named for o in c.children if o.dep_ == "pobj" and o.pos_ == "PROPN"]
+    return objects[0].i + 1 if objects and objects[0].right_edge.i == objects[0].i else token.i + 1
+
+
 def _object_said_before(main) -> str:
     """The object the same verb took earlier in the turn: "... how to play the violin. I've been
     playing for four months" -> "the violin"; "" when there is none."""
     for t in reversed(main.doc[: main.i]):
         if t.dep_ == "dobj" and t.pos_ in ("NOUN", "PROPN") and t.head.lemma_ == main.lemma_:
-            return main.doc[t.left_edge.i : t.i + 1].text
+            return main.doc[t.left_edge.i : _name_end(t)].text
     return ""
 
 
@@ -163,7 +175,10 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
         return syntax
     t = pronouns[0]
     # only what the speaker did something to is named: "Have you tried pottery?" - "I love it!"
-    if len(pronouns) == 1 and t.dep_ == "dobj" and t.head.i == main.i and t.lower_ in ("it", "them"):
+    if (
+        len(pronouns) == 1 and t.dep_ == "dobj" and t.head.i == main.i and t.lower_ in ("it", "them")
+        and main.lemma_.lower() not in _KNOWING  # "I just know it!": a thing said, not a thing named
+    ):  # fmt: skip
         if syntax.subject in ("speaker", "elided"):
             antecedent = antecedent_of(t.doc, t, OBJECT_PRONOUNS[t.lower_])
             if antecedent:

@@ -58,6 +58,8 @@ def read(syntax, content):
         ("I reccomend getting a plant for your desk.", "modal_guess"),
         ("Being out on the water, far from the city, was great.", "clausal"),
         ("Here's a picture of the lake.", "deictic"),
+        ("The photo is from a forest near my hometown.", "deictic"),  # what a picture shows
+        ("That pic was from our trip to the coast.", "deictic"),
         ("Those moments make me love football so much.", "deictic"),  # an empty noun pointed at
         # a thing acting on the speaker's mood says nothing lasting about them
         ("Nature has an effect on me.", "generic"),
@@ -212,6 +214,30 @@ def test_an_it_standing_for_the_clause_after_it_names_nothing(syntax):
     found = read(syntax, "My store opened in May. It was great to see the customers. It is huge.")
     assert found[1][1].antecedent == "" and judge(found[1][1]).reason == "unresolved_pronoun"
     assert found[2][1].antecedent == "My store"
+    # "for me to ...", an infinitive hung off the adjective, the situation just told
+    for content in (
+        "I'm building my brand. It's important for me to think about life after basketball.",
+        "I'm building my brand. It is so rewarding to see it grow.",
+        "I worked hard to strengthen my body. It was a tough challenge.",
+    ):
+        _first, (_text, second) = read(syntax, content)
+        assert second.antecedent == "" and not judge(second).keep, (content, second)
+    _first, (_text, second) = read(
+        syntax, "I practised basketball for hours. It was my way of dealing with stress."
+    )
+    assert second.antecedent == "basketball", second
+
+
+def test_an_it_one_knows_or_means_is_a_thing_said(syntax):
+    *_, (_text, found) = read(syntax, "I want to turn my dancing passion into a business. I just know it!")
+    assert found.antecedent == "" and not judge(found).keep, found
+
+
+def test_a_name_said_before_is_taken_whole(syntax):
+    (text, found), *_ = read_reply(
+        syntax, "I've played Call of Duty a few times.", "I've been playing for years."
+    )
+    assert judge(found).keep and resolve(text, found) == "I've been playing Call of Duty for years."
 
 
 def test_the_speaker_among_the_subjects_and_a_vocative_outside_the_clause(syntax):
