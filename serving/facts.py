@@ -323,7 +323,9 @@ class FactStep:
         with one_intraop_thread():  # a few short texts: a second torch thread only waits on a busy host
             vectors = self._embed(texts)
         rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
-        verdicts = self.classifier.classify(texts, rows, [grammar.mine for _i, _u, grammar in candidates])
+        verdicts = self.classifier.classify(
+            texts, rows, [grammar.mine or grammar.liked for _i, _u, grammar in candidates]
+        )
         placer, leaf_vectors = self.placer(schema, digest)
         for (i, unit, grammar), row, verdict in zip(candidates, rows, verdicts, strict=True):
             if verdict.label not in KEEP_LABELS:

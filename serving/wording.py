@@ -113,7 +113,33 @@ def _concrete(tokens, main) -> bool:
     )  # fmt: skip
 
 
+_LIKING = frozenset("love like enjoy adore prefer hate dislike".split())
+_YOU = frozenset({"you", "your", "yours", "u", "ur", "ya"})
+_THEIRS = frozenset({"his", "her", "their", "its"})
 _KNOWING = frozenset("know mean believe doubt guess bet feel promise say".split())
+_EMPTY_VERBS = frozenset("be have do get see hear know think say keep make let".split())
+
+
+def _liked(tokens, main) -> bool:
+    """A present liking of a thing the clause names ("I love fishing", "I've always loved dogs"), not
+    a reaction to one ("I loved the movie", "I love your idea", "I love that")."""
+    if main.lemma_.lower() not in _LIKING or any(t.lower_ in _YOU for t in tokens):
+        return False
+    if main.tag_ not in ("VBP", "VBZ") and not (
+        main.tag_ == "VBN" and any(c.dep_ == "aux" and c.lemma_ == "have" for c in main.children)
+    ):
+        return False
+    for t in main.children:
+        if t.i < main.i:
+            continue
+        if t.dep_ == "xcomp" or t.tag_ == "VBG":  # "to cook", "being outdoors"
+            return t.lemma_.lower() not in _EMPTY_VERBS
+        if t.dep_ == "dobj" and t.pos_ in ("NOUN", "PROPN"):
+            # a kind of thing ("turtles", "Star Wars"), not one just shown ("the yellow leaves", "a series")
+            return t.lemma_.lower() not in VAGUE_NOUNS and (
+                t.pos_ == "PROPN" or not any(c.dep_ == "det" or c.lower_ in _THEIRS for c in t.children)
+            )  # "their fragrance": whose?
+    return False
 
 
 #: Verbs whose object is the fact: "I play" or "I've been learning for a year" leaves it to the turn.
@@ -165,6 +191,8 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
         tokens = [t for t in tokens if t.i < tail[0].i]
     if syntax.mine or _concrete(tokens, main):
         syntax = replace(syntax, concrete=True)
+    if syntax.subject in ("speaker", "elided") and _liked(tokens, main):
+        syntax = replace(syntax, liked=True, concrete=True)  # a lasting fact, however vague it reads
     if _object_left_off(main):  # "I've been playing for four months": playing what?
         named = _object_said_before(main)
         if not named:

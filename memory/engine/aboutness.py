@@ -95,6 +95,7 @@ class ClauseSyntax:
     concrete: bool = False  # the verb does something to a thing it names: "I play clarinet", "I'm a
     # nurse"; not a state or a feeling ("I'm grateful for my friends", "I had a blast")
     mine: bool = False  # a copula says what the subject is to the speaker: "Pizza is my favourite food"
+    liked: bool = False  # the speaker's present liking of a thing named: "I love fishing", "We enjoy chess"
 
     def __post_init__(self) -> None:
         if self.subject not in SUBJECTS:

@@ -142,3 +142,11 @@ def test_a_pet_the_user_took_in_is_theirs_and_a_doctors_words_are_not(listener):
     values = {op.path: op.value for op in result.accepted}
     assert "Ziggy" in values["identity/family/pets"] and "beagle" in values["identity/family/pets"]
     assert "doctor" not in " ".join(values.values()).lower()  # the doctor's words are not the user's facts
+
+
+def test_a_plain_liking_is_filed_however_unsure_the_classifier_is(listener):
+    # the classifier, trained where "I love X" is often an echo, rates these well under its threshold
+    turns = chat("I love to cook and I also love fishing.", "Nice!", "I loved the movie we saw.")
+    values = [op.value for op in listener.run([job(turns)])[0].accepted]
+    assert "Loves to cook" in values and "Loves fishing" in values, values
+    assert not any("movie" in v for v in values), values

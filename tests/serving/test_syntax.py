@@ -383,3 +383,27 @@ def test_what_a_thing_is_to_the_speaker_is_theirs(syntax, content):
 def test_a_favourite_part_of_a_day_is_not_the_persons(syntax):
     (_text, found), *_ = read(syntax, "The sunset was my favourite part.")
     assert not found.mine
+
+
+@pytest.mark.parametrize(
+    ("content", "liked"),
+    [
+        ("I love fishing.", True),
+        ("I love to cook too.", True),
+        ("I've always loved dogs.", True),
+        ("I like Star Wars.", True),
+        ("I enjoy reading mystery novels.", True),
+        # a reaction to one thing, not a liking of a kind of thing
+        ("I loved the movie.", False),
+        ("I love your idea.", False),
+        ("I love the yellow leaves.", False),
+        ("I love their fragrance.", False),
+        ("I'd love to go.", False),
+        ("I love to hear that.", False),
+    ],
+)
+def test_a_present_liking_of_a_kind_of_thing_is_a_lasting_fact(syntax, content, liked):
+    (_text, found), *_ = read(syntax, content)
+    assert found.liked is liked, found
+    if liked:
+        assert found.concrete and judge(found).keep, found
