@@ -340,6 +340,8 @@ def _front_adjunct(text: str) -> str:
         words = words[1:]  # "And after college," joined the sentence to the one before
         lead = " ".join(words)
     first = fold(words[0])
+    if first in ("was", "is", "were", "has", "been"):
+        return rest  # "(Last week) was wild, I got noticed ...": its date said as the subject
     if first.endswith("ing") and not any(w[:1].isupper() or w[:1].isdigit() for w in words[1:]):
         return rest  # "Speaking of trips," "Looking back,": a discourse marker, nothing to keep
     opener = first in STOPWORDS or first.endswith(("ing", "ly"))
