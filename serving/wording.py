@@ -178,6 +178,14 @@ def _object_said_before(main) -> str:
     return ""
 
 
+def _one_of_what(one) -> bool:
+    """Does "one" say what it is one of ("the one who ...", "one of the lucky ones")?"""
+    return any(
+        c.dep_ in ("det", "amod", "compound", "relcl", "acl") or (c.dep_ == "prep" and c.lower_ == "of")
+        for c in one.children
+    )
+
+
 def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     """``syntax`` with its one unnamed pronoun written out when the turn names it ("Have you tried
     pottery?" - "I love it!"), else marked ``dangling`` when it has any; pointing determiners said
@@ -198,6 +206,8 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
         if not named:
             return replace(syntax, dangling=True)
         syntax = replace(syntax, swaps=(*syntax.swaps, (main.text, f"{main.text} {named}")))
+    if any(c.dep_ == "attr" and c.lower_ == "one" and not _one_of_what(c) for c in main.children):
+        return replace(syntax, dangling=True)  # "I've been one for a year": one what?
     pronouns = pronouns_named(tokens, main)
     if not pronouns:
         return syntax
