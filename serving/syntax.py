@@ -331,6 +331,8 @@ def _salvaged(tokens) -> ClauseSyntax | None:
     for noun in tokens:
         poss = possessive_of(noun)
         name = name_beside(noun) if noun.pos_ == "NOUN" and poss is not None else None
+        if name is None and poss is not None and noun.dep_ == "appos" and noun.head.pos_ == "PROPN":
+            name = noun.head  # "Oscar, my guinea pig."
         if name is not None and name.i in inside and poss.lower_ in SPEAKER_POSS:
             plain = f"{doc[poss.i : noun.i + 1].text} is {name.text}"
             return ClauseSyntax("owned", True, first_person=True, swaps=((said, plain),))

@@ -131,6 +131,7 @@ _EVALUATIVE_LEAD = re.compile(
 _GREETING_NAME = re.compile(rf"^(?:{_GREETING})\s+({_NAME})\b", re.IGNORECASE)
 _LEAD_VOCATIVE = re.compile(rf"^({_NAME})\s*(?:,|!+|\.(?=\s))\s*")
 _TRAIL_VOCATIVE = re.compile(r",\s*([A-Za-z][\w'\u2019-]*)\s*([.!?\u2026]*)\s*$")
+_APPOSITION = re.compile(r"\s*(?:my|our)\s+[\w'-]+(?:\s+[\w'-]+){0,2}\s*(?:,|[.!]*\s*$)", re.IGNORECASE)
 _COMMON_VOCATIVES = frozenset({"dude", "man", "girl", "buddy", "friend", "pal", "mate", "bro", "sis", "guys"})
 _NOT_VOCATIVE = frozenset(
     """
@@ -277,6 +278,8 @@ def _vocative(word: str, names: set[str], after: str = "") -> bool:
         return True
     if f in STOPWORDS or f in _NOT_VOCATIVE or f in _SMALL_TALK or f.endswith("ly"):
         return False
+    if _APPOSITION.match(after):
+        return False  # "Luna, my cat, sleeps all day", "Oscar, my guinea pig.": who the name is
     following = folded_words(after[:40])
     return not after.strip() or (bool(following) and following[0] in _SENTENCE_START)
 

@@ -334,6 +334,9 @@ def test_a_clause_is_judged_by_its_own_subject_not_one_a_dash_left_behind(syntax
         ("He naps on my desk while I work from home on Mondays.", "I work from home on Mondays"),
         ("I'll try it out with my sister Noor on Sunday.", "My sister is Noor"),
         ("It seems all the late nights paid off now that I'm a head chef.", "I'm a head chef"),
+        ("Oscar, my guinea pig.", "My guinea pig is Oscar"),  # the name before the noun
+        ("Since I lost my job at the bakery, things have been tough.", "I lost my job at the bakery"),
+        ("Things have been hard since my dad passed away.", "My dad passed away"),
     ],
 )
 def test_the_speakers_fact_inside_a_dropped_clause_is_kept_alone(syntax, content, fact):

@@ -136,6 +136,12 @@ def test_segment_clauses(content: str, expected: list[str]) -> None:
     assert texts(content) == expected
 
 
+def test_a_name_with_my_x_after_it_is_who_it_is_not_a_vocative() -> None:
+    assert [c.text for c in segment("Luna, my cat, sleeps all day.")] == ["Luna, my cat, sleeps all day."]
+    assert [c.text for c in segment("Oscar, my guinea pig.")] == ["Oscar, my guinea pig."]
+    assert [c.text for c in segment("Larry, I got the job!")] == ["I got the job!"]
+
+
 def test_trailing_name_only_when_known() -> None:
     # "France" is not a speaker: an appositive place stays
     assert texts("I live in Lyon, France.") == ["I live in Lyon, France."]
