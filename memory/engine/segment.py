@@ -8,7 +8,7 @@ source text it came from (``content[clause.start:clause.end]``):
 - a sentence is cut into clauses at ``"; "``, ``" - "`` (and dashes; not before "a"/"an", which
   names what was just said: "I'm working on a new project - a thriller set in Ohio"), ``", so"``, ``", but"``,
   ``", because"``, ``", plus"``, ``", and I/my/we"``, ``" and I"`` after a statement of the speaker's
-  own (not "My husband and I ..."), at a comma splice before a subject pronoun
+  own (not "My husband and I ..."), at a comma splice before a subject pronoun or "his/her/their name is"
   (``"Just started aerial yoga, it's great"``: the statement keeps its own subject, the reaction
   goes alone), before what someone else says of it (``", the physio says ..."``) and before a
   trailing ``", how about you?"``;
@@ -68,7 +68,7 @@ _CUT = re.compile(
     r"|(?<=[a-z])-\s+(?=(?!an?\s)\w)"
     r"|,\s+(?:so|but|because|'cause|cause|plus)\s+"
     r"|,\s+and\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|we've|our)\b)"
-    r"|,\s+(?=(?:it|he|she|they)(?:['\u2019](?:s|re|ll|d|ve))?\s)"
+    r"|,\s+(?=(?:it|he|she|they)(?:['\u2019](?:s|re|ll|d|ve))?\s|(?:his|her|their)\s+name\s+is\b)"
     # what someone else says of it goes alone: "my knee hurts, the physio says no running"
     r"|,\s+(?=(?:the|my|our)\s+(?:\w+\s+)?(?:says|said|thinks|thought|told me|recommends|suggested)\b)"
     r"|,\s+(?=(?:and\s+)?(?:how|what)\s+about\s+you\b|and\s+you\s*\?|you\s*\?)",

@@ -63,6 +63,11 @@ def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
             ["I'm from a small town", "I want to move to the city."],
         ),
         ("My husband and I went hiking.", ["My husband and I went hiking."]),
+        # a name given after a comma is a fact of its own
+        (
+            "We adopted a cat last week, her name is Pastel!",
+            ["We adopted a cat last week", "her name is Pastel!"],
+        ),
         ("He and I have been friends for years.", ["He and I have been friends for years."]),
         ("I think my dad and I are close.", ["I think my dad and I are close."]),
         # a piece too short to stand alone stays attached, unless it is only small talk
