@@ -58,6 +58,7 @@ __all__ = [
     "DATE_EVIDENCE",
     "DatePhrase",
     "chunk_evidence",
+    "is_counterfactual",
     "date_phrases",
     "derived_dates",
     "grounding_dates",
@@ -415,6 +416,12 @@ def with_dates(fact: str, ts: datetime | None, *, context: str | None = None) ->
     phrases = date_phrases(fact, ts, context=context)
     if not phrases:
         return fact
+    if is_counterfactual(context if context is not None else fact):
+        # "I would get two turtles today if I could": no event, so no date, and no "today" either
+        for phrase in reversed(phrases):
+            fact = fact[: phrase.start] + fact[phrase.end :]
+        fact = " ".join(fact.split()).strip(" ,")
+        return fact[:1].upper() + fact[1:]
     first = phrases[0]
     # "Yesterday, we joined a church" -> "We joined a church (7 May 2023)": the fact comes first
     lead = not fact[: first.start].strip(" ,") and bool(fact[first.end :].strip(" ,"))
@@ -434,6 +441,15 @@ def with_dates(fact: str, ts: datetime | None, *, context: str | None = None) ->
         out = out.lstrip(" ,")
         return f"{out[:1].upper()}{out[1:]} ({first.absolute})"
     return out
+
+
+_COUNTERFACTUAL = re.compile(r"(?i)\b(?:would|'d)\b[^.?!]*\bif\b|\bif\b[^.?!]*\b(?:would|'d)\b")
+
+
+def is_counterfactual(text: str) -> bool:
+    """ "I would get two turtles today if I could", "If I had time, I'd go": what would be, not what
+    happened or is planned."""
+    return _COUNTERFACTUAL.search(text) is not None
 
 
 _COPULA_BEFORE = re.compile(r"(?i)(?:\b(?:is|was|are|were|be)|'s|'re)\s+$")

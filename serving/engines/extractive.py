@@ -54,7 +54,7 @@ from memory.engine.clauses import (  # noqa: E402
     third_person,
     trim,
 )
-from memory.engine.dates import DatePhrase, date_phrases, with_dates  # noqa: E402
+from memory.engine.dates import DatePhrase, date_phrases, is_counterfactual, with_dates  # noqa: E402
 from memory.engine.facts import VAGUE_FLOOR  # noqa: E402
 from memory.engine.grounding import proper_nouns  # noqa: E402
 from memory.engine.rewrite import rewrite  # noqa: E402
@@ -260,7 +260,9 @@ def state_fact(clause: str, ts: datetime | None = None, sentence: str | None = N
     time (``sentence``, the clause's whole sentence, decides the tense), then a short third-person
     rewrite of the user's own words."""
     # rewrite first: its word budget must not cut a "(week before 8 May 2023)" in half
-    lead = date_phrases(clause, ts, context=sentence) if ts is not None else []
+    lead = (
+        date_phrases(clause, ts, context=sentence) if ts is not None and not is_counterfactual(clause) else []
+    )
     if lead and lead[0].start == 0:  # "Two years ago I ran a marathon" -> "Ran a marathon (2024)"
         rest = rewrite(clause[lead[0].end :].lstrip(" ,"))
         fact = f"{rest} ({lead[0].absolute})" if rest else ""
