@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import re
 
+from .segment import strip_emoji
 from .text import STOPWORDS, fold, words
 
 __all__ = ["is_small_talk", "says_a_feeling", "small_talk_reason", "substance"]
 
-_EMOJI = re.compile(r"[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
 _PARENS = re.compile(r"\([^)]*\)")
 _LEAD = re.compile(r"^(?:(?:oh+|ah+|aw+|aww+|wow|whoa|woo+|woohoo|yay+|yum+|mm+|ooh+|hooray|haha+|hah|ha|lol|lmao|omg|yeah|yes|yep|yup|ok|okay|"
                    r"oh my|hey|hi|hmm+|well|so|and|but|man|dude|girl)\b[\s,!.:-]*)+")  # fmt: skip
@@ -171,8 +171,7 @@ _PERSONAL = frozenset({"they", "them", "their", "theirs", "themself", "themselve
 
 
 def _normalise(value: str) -> str:
-    text = _EMOJI.sub(" ", value.replace("\u2019", "'").replace("\u2018", "'"))
-    return " ".join(text.split())
+    return strip_emoji(value.replace("\u2019", "'").replace("\u2018", "'"))
 
 
 def _content(tokens: list[str]) -> list[str]:
