@@ -85,6 +85,19 @@ def _empty_said_of(subject, main) -> bool:
     return any(c.dep_ == "acomp" for c in main.children) and not any(c.dep_ == "attr" for c in main.children)
 
 
+def _only_judged(main) -> bool:
+    """ "It was both stressful and great": a past "be" with nothing but how it was (no noun, no
+    place, no time, no "to ..."): the speaker's judgement of what was just told, not a fact of
+    theirs. "It is fast" (a new bike) says how a thing of theirs is."""
+    if main.lemma_ != "be" or main.tag_ != "VBD":
+        return False
+    after = [c for c in main.children if c.i > main.i and c.dep_ not in ("punct", "cc", "advmod")]
+    return bool(after) and all(
+        c.dep_ == "acomp" and not any(g.dep_ in ("prep", "xcomp", "ccomp", "npadvmod") for g in c.children)
+        for c in after
+    )
+
+
 def _someone(token) -> bool:
     """A person, an animal or a group of people ("my family motivates me" is theirs to tell)."""
     token = quantified(token)  # "some of my friends"
@@ -397,6 +410,8 @@ def _read(doc, tokens) -> ClauseSyntax:
         antecedent = "" if extraposed(main, low) else antecedent_of(doc, subject)
         if antecedent and low in ("it", "they") and main.lemma_.lower() in _MOOD:
             return ClauseSyntax("generic", finite, modal)  # "My shoes ... They remind me of ..."
+        if antecedent and low == "it" and _only_judged(main):
+            return ClauseSyntax("generic", finite, modal)  # "My studio ... It was stressful but great"
         dangling = bool(pronouns_named(tokens, main))  # "She made it": two to name, one slot
         return ClauseSyntax("pronoun", finite, modal, subject.text, antecedent, first_person, dangling)
     elif low in _DEICTIC or (

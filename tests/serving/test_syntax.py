@@ -156,6 +156,9 @@ def test_a_pronoun_names_the_thing_the_speaker_just_did_something_to(syntax):
     assert found[1][1].antecedent == "the upside-down poses" and judge(found[1][1]).keep
     found = read(syntax, "I bought a new bike. It is fast.")
     assert found[1][1].antecedent == "the new bike"  # "a" said as "the"
+    # how it was, after the fact: a judgement, not a fact of theirs
+    found = read(syntax, "I opened my studio. It was both stressful and great.")
+    assert not judge(found[1][1]).keep, found[1]
     person = read(syntax, "I met a guy at the bar. He was rude.")  # a person is not the speaker's thing
     assert person[1][1].antecedent == "" and judge(person[1][1]).reason == "unresolved_pronoun"
 
