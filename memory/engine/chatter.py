@@ -91,6 +91,7 @@ _ADDRESSED = re.compile(
     r"^(?:good|great|happy|glad|proud|so proud|so happy|so glad) (?:for|of) (?:you|ya|u)\b|"
     r"^(?:(?:i'm |i am |is )?(?:so |really )?(?:glad|happy|sorry|excited|thrilled|proud) "
     r"(?:to hear|you|that you|for you|of you)\b)|^(?:can't|cannot|can not) wait to (?:see|hear)\b|"
+    r"^(?:(?:i'm |i am |is )?(?:so |really |very )?sorry (?:about|for|to)\b)|"  # "I'm sorry about Max"
     r"^(?:let me know|let us know|keep me posted|tell me more|show me)\b|"
     r"^(?:(?:i |they )?(?:got|gets|have|has) (?:your|ya) back)"
 )
