@@ -286,7 +286,7 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     return _salvaged(tokens) or syntax
 
 
-_BECAUSE = frozenset({"while", "because", "since"})
+_BECAUSE = frozenset({"while", "because", "since", "after"})
 _POINTERS = frozenset({"it", "this", "that", "they", "them", "he", "him", "she", "her", "these", "those"})
 
 
@@ -313,8 +313,8 @@ def _now_that(mark) -> bool:
 
 
 def _salvaged(tokens) -> ClauseSyntax | None:
-    """The speaker's own fact inside a clause that is not one, said alone: a "while/because/since/now
-    that" clause of theirs ("She sleeps on my keyboard while I work from home on Fridays" -> "I work from
+    """The speaker's own fact inside a clause that is not one, said alone: a "while/because/since/
+    after/now that" clause of theirs ("She sleeps on my keyboard while I work from home on Fridays" -> "I work from
     home on Fridays"), else a name they give someone of theirs in passing ("I'll check it out with my
     partner Tomás" -> "my partner is Tomás")."""
     if not tokens:
@@ -490,6 +490,6 @@ def _subordinate(main, tokens) -> bool:
     mark = next(
         (c for c in main.children if c.dep_ == "mark" or (c.dep_ == "advmod" and c.tag_ == "WRB")), None
     )
-    if mark is None or mark.lower_ not in _MARKS or mark.i != tokens[0].i:
-        return False
+    if mark is None or mark.lower_ not in _MARKS or any(t.i < mark.i and t.pos_ != "ADV" for t in tokens):
+        return False  # "Especially when I'm ...": an adverb before the mark changes nothing
     return main.dep_ == "ROOT" or main.head.i not in {t.i for t in tokens}

@@ -52,6 +52,7 @@ def read(syntax, content):
         ("I started writing another one while I wait.", "unresolved_object"),
         ("When I'm feeling down.", "subordinate"),
         ("Because my mom is a nurse.", "subordinate"),
+        ("Especially when I'm snacking dairy-free.", "subordinate"),
         # advice, even to oneself; a gerund subject the parser hangs off the verb; what is shown
         ("We should all volunteer more often.", "modal_guess"),
         ("Gotta stay focused on my goals.", "modal_guess"),
@@ -340,6 +341,7 @@ def test_a_clause_is_judged_by_its_own_subject_not_one_a_dash_left_behind(syntax
         ("Oscar, my guinea pig.", "My guinea pig is Oscar"),  # the name before the noun
         ("Since I lost my job at the bakery, things have been tough.", "I lost my job at the bakery"),
         ("Things have been hard since my dad passed away.", "My dad passed away"),
+        ("It's been rough, especially after I failed my driving test.", "I failed my driving test"),
     ],
 )
 def test_the_speakers_fact_inside_a_dropped_clause_is_kept_alone(syntax, content, fact):
