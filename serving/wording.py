@@ -78,7 +78,9 @@ def _swaps(tokens, main) -> tuple[tuple[str, str], ...]:
             continue
         said = det.doc[det.i : noun.i + 1]
         rest = said[1:].text
-        if det.lower_ in ("these", "those"):
+        if noun.dep_ == "npadvmod":
+            out.append((said.text, ""))  # "That way I can ...": how, pointing back, goes
+        elif det.lower_ in ("these", "those"):
             out.append((said.text, rest))
         elif said[1].lower_ in _DEFINITE_FIRST or any(c.dep_ == "relcl" for c in noun.children):
             out.append((said.text, f"the {rest}"))  # "this next tourney", "that stuff I baked"

@@ -143,7 +143,7 @@ def resolve(text: str, syntax: ClauseSyntax) -> str:
         m = re.search(rf"\b{re.escape(said)}\b", text, re.IGNORECASE)
         if m is not None:
             plain = plain[:1].upper() + plain[1:] if text[m.start()].isupper() else plain
-            text = text[: m.start()] + plain + text[m.end() :]
+            text = (text[: m.start()] + plain + text[m.end() :]).strip()
     if not syntax.antecedent or not syntax.pronoun:
         return text
     if syntax.subject != "pronoun":  # an object (or a reported clause's subject) is named

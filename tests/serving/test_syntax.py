@@ -279,6 +279,9 @@ def test_a_pointing_determiner_is_said_plainly(syntax):
     assert resolve(text, found) == "I dropped off the stuff I baked at the shelter."
     (text, found), *_ = read(syntax, "I gave away that stuff last week.")
     assert resolve(text, found) == "I gave away some stuff last week."
+    # "that way" saying how, pointing back at what was just said, goes
+    (text, found), *_ = read(syntax, "That way I can express myself through stories.")
+    assert resolve(text, found) == "I can express myself through stories."
 
 
 def test_the_kids_after_my_kids_are_the_speakers(syntax):
