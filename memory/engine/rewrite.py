@@ -35,7 +35,8 @@ __all__ = ["rewrite", "third_person_verb", "FIRST_PERSON_WORDS"]
 FIRST_PERSON_WORDS = frozenset({"i", "me", "my", "mine", "myself", "we", "our", "ours", "us", "ourselves"})
 
 _OPENER = re.compile(
-    r"^(?:(?:oh+|and|also|so|well|yeah|yes|yep|yup|haha+|ha|lol|wow|hey|honestly|actually|anyway|anyways|"
+    r"^(?:(?:oh+ (?:yeah|yes|wow|man|well|and)|oh+|and|also|so|well|yeah|yes|yep|yup|haha+|ha|lol|wow|hey|"
+    r"honestly|actually|anyway|anyways|"
     r"but|plus|by the way|btw|fun fact|guess what|to be honest|tbh|of course|you know what|you know|"
     r"i mean|right|ok|okay|alright|sure|speaking of which|funny enough|funnily enough|besides|"
     r"oh my god|omg|gosh|man|dude|um+|uh+|hmm+|ah+|aw+|ooh+|nope|no|yay|cool|nice|great|awesome|"
@@ -71,7 +72,8 @@ _TRAILING_TALK = re.compile(
     r"|\s*(?:,|-+|\u2013|\u2014)\s*(?:i\s+)?can(?:'|no)?t\s+wait\b[\s.!]*$"  # "... show next month - can't wait!"
     r"|\s*(?:-+|\u2013|\u2014)\s*(?:(?:so|really|super|pretty)\s+)*"  # "... opener is next week - so excited!"
     r"(?:excited|stoked|pumped|thrilled|nervous|happy|proud|grateful)[\s.!]*$"
-    r"|,?\s+since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?[\s.!]*$"
+    r"|,?\s+since (?:(?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?"
+    r"|our last (?:chat|talk|conversation))[\s.!]*$"
     r"|,?\s+(?:after that|afterwards|since then)[\s.!]*$"  # the chat's then, not a date
     r"|,\s*(?:speaking of(?: which)?|by the way|btw|anyways?)[\s.!]*$"  # "..., speaking of."
     r"|\s*(?:-+|\u2013|\u2014)\s*(?:come see|check (?:it|them) out|wish me luck|see for yourself)[\s.!]*$",
@@ -278,7 +280,8 @@ _FRONT = re.compile(
 
 
 _SINCE_WE_TALKED = (
-    r"since (?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up|met|saw each other)(?: last)?"
+    r"since (?:(?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up|met|saw each other)(?: last)?"
+    r"|our last (?:chat|talk|conversation))"
 )
 _CATCH_UP = re.compile(
     rf"(?:{_SINCE_WE_TALKED}|since (?:then|last time)"

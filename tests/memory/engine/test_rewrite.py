@@ -108,6 +108,8 @@ from memory.engine.text import folded_words, stem
         ("My first exhibition opens in May - can't wait!", "Their first exhibition opens in May"),
         ("Our season opener is next week - so excited!", "Their season opener is next week"),
         ("I've been learning the cello since we last talked", "Has been learning the cello"),
+        ("Been running longer since our last chat", "Been running longer"),
+        ("Oh yeah, we went to the beach recently", "Went to the beach recently"),
         ("Besides that, my brother just moved to Oslo", "Their brother moved to Oslo"),
         ("I just reorganized my book shelf, speaking of.", "Reorganized their book shelf"),
         ("I moved to Leeds in May, by the way", "Moved to Leeds in May"),
