@@ -263,7 +263,8 @@ def state_fact(clause: str, ts: datetime | None = None, sentence: str | None = N
     lead = (
         date_phrases(clause, ts, context=sentence) if ts is not None and not is_counterfactual(clause) else []
     )
-    if lead and lead[0].start == 0:  # "Two years ago I ran a marathon" -> "Ran a marathon (2024)"
+    if lead and lead[0].start == 0 and lead[0].phrase.lower() != "just":
+        # "Two years ago I ran a marathon" -> "Ran a marathon (2024)"; a leading "Just" is no date
         rest = rewrite(clause[lead[0].end :].lstrip(" ,"))
         fact = f"{rest} ({lead[0].absolute})" if rest else ""
     else:
