@@ -180,6 +180,9 @@ def _object_said_before(main) -> str:
     return ""
 
 
+_HOW_MANY = frozenset("one some few more lots several many".split())
+
+
 def _one_of_what(one) -> bool:
     """Does "one" say what it is one of ("the one who ...", "one of the lucky ones")?"""
     return any(
@@ -208,8 +211,12 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
         if not named:
             return replace(syntax, dangling=True)
         syntax = replace(syntax, swaps=(*syntax.swaps, (main.text, f"{main.text} {named}")))
-    if any(c.dep_ == "attr" and c.lower_ == "one" and not _one_of_what(c) for c in main.children):
-        return replace(syntax, dangling=True)  # "I've been one for a year": one what?
+    if any(
+        (c.dep_ == "attr" and c.lower_ == "one" or c.dep_ == "dobj" and c.lower_ in _HOW_MANY)
+        and not _one_of_what(c)
+        for c in main.children
+    ):
+        return replace(syntax, dangling=True)  # "I've been one", "We're brainstorming some": of what?
     pronouns = pronouns_named(tokens, main)
     if not pronouns:
         return syntax

@@ -47,6 +47,7 @@ def read(syntax, content):
         ("I'm really proud of this.", "unresolved_object"),
         ("I went hiking with them on Sunday.", "unresolved_object"),
         ("I've been one for a year.", "unresolved_object"),  # one what?
+        ("We're brainstorming some to help the community.", "unresolved_object"),
         ("I've been playing for about four months now.", "unresolved_object"),  # playing what?
         ("I practice every day.", "unresolved_object"),
         ("I started writing another one while I wait.", "unresolved_object"),
