@@ -416,7 +416,7 @@ def with_dates(fact: str, ts: datetime | None, *, context: str | None = None) ->
     phrases = date_phrases(fact, ts, context=context)
     if not phrases:
         return fact
-    if is_counterfactual(context if context is not None else fact):
+    if is_counterfactual(fact):  # the fact's own words: its sentence may go on to a wish
         # "I would get two turtles today if I could": no event, so no date, and no "today" either
         for phrase in reversed(phrases):
             fact = fact[: phrase.start] + fact[phrase.end :]

@@ -217,3 +217,8 @@ def test_grounding_dates_are_what_with_dates_can_insert() -> None:
 )
 def test_what_would_be_gets_no_date(fact: str, expected: str) -> None:
     assert with_dates(fact, MONDAY) == expected
+
+
+def test_a_wish_later_in_the_sentence_leaves_the_event_dated() -> None:
+    sentence = "I went to the zoo yesterday, and I would go again if I could"
+    assert with_dates("Went to the zoo yesterday", MONDAY, context=sentence) == "Went to the zoo (7 May 2023)"
