@@ -63,6 +63,7 @@ _BELIEF_THAT = re.compile(
     r"|(?:is|was|has|had|sounds|seems|looks|makes|means|will|would|can|could|should|must|might)\b)",
     re.IGNORECASE,
 )  # "that" a pronoun stays: "I think that is right"
+_OUR_LAST_CHAT = r"our last (?:chat|talk|conversation)"  # the chat's own time, never the fact's
 _TRAILING_TALK = re.compile(
     r"(?:[\s,]*(?<![\w'])(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|too|as well|haha+\w*|you know|ya know|(?:oh\s+)?yeah|"
     r"(?:don't|doesn't|isn't|aren't|wasn't|weren't|didn't|won't|can't)\s+(?:they|it|you|we|he|she|i))\b"
@@ -73,7 +74,7 @@ _TRAILING_TALK = re.compile(
     r"|\s*(?:-+|\u2013|\u2014)\s*(?:(?:so|really|super|pretty)\s+)*"  # "... opener is next week - so excited!"
     r"(?:excited|stoked|pumped|thrilled|nervous|happy|proud|grateful)[\s.!]*$"
     r"|,?\s+since (?:(?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?"
-    r"|our last (?:chat|talk|conversation))[\s.!]*$"
+    rf"|{_OUR_LAST_CHAT})[\s.!]*$"
     r"|,?\s+(?:after that|afterwards|since then)[\s.!]*$"  # the chat's then, not a date
     r"|,\s*(?:speaking of(?: which)?|by the way|btw|anyways?)[\s.!]*$"  # "..., speaking of."
     r"|\s*(?:-+|\u2013|\u2014)\s*(?:come see|check (?:it|them) out|wish me luck|see for yourself)[\s.!]*$",
@@ -281,7 +282,7 @@ _FRONT = re.compile(
 
 _SINCE_WE_TALKED = (
     r"since (?:(?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up|met|saw each other)(?: last)?"
-    r"|our last (?:chat|talk|conversation))"
+    rf"|{_OUR_LAST_CHAT})"
 )
 _CATCH_UP = re.compile(
     rf"(?:{_SINCE_WE_TALKED}|since (?:then|last time)"
