@@ -72,6 +72,9 @@ _DEICTIC = frozenset({"this", "that", "these", "those", "which", "what", "who"})
 # "I can see why ...", "I can imagine ...", "I bet ...": a verb of sympathy over a clause reacts to
 # what the other speaker said ("I saw how it affected us" is the speaker's own experience)
 _EMPATHY = frozenset({"see", "imagine", "understand", "tell"})
+# ... and a "can" of picturing or relating reacts whatever follows: "I can picture waking up to the
+# waves", "I can totally relate" ("I can see the sea from my flat" is a fact)
+_PICTURING = frozenset({"imagine", "picture", "envision", "relate"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
 _GROUPS = frozenset("family team people group crew squad club community church class".split())
 
@@ -230,6 +233,18 @@ def _past_form(token) -> bool:
     return bool(lemmas) and token.lower_ not in lemmas
 
 
+_ELLIPTIC_AUX = frozenset("do does did am is are was were have has had can could will would".split())
+
+
+def _inverted_ellipsis(tokens) -> bool:
+    """An inverted ellipsis ("So do I", "Neither can my sister", "so does having people around"):
+    "so"/"neither"/"nor" and an auxiliary before the subject repeat what was said before; the clause
+    holds no fact alone."""
+    return (
+        len(tokens) > 2 and tokens[0].lower_ in ("so", "neither", "nor") and tokens[1].lower_ in _ELLIPTIC_AUX
+    )
+
+
 def _modal(main) -> str:
     if re.match(r"rec+om+end|suggest|advi[sc]e", main.lower_):
         return "recommend"  # "I'd recommend finding a series": advice to the other speaker
@@ -362,6 +377,8 @@ def _read(doc, tokens) -> ClauseSyntax:
     main = _main(tokens, inside)
     if _subordinate(main, tokens):
         return ClauseSyntax("subordinate", False, first_person=first_person)  # "When I'm feeling down"
+    if _inverted_ellipsis(tokens):  # "So do I", "... but so does having friends around"
+        return ClauseSyntax("reaction", True, first_person=first_person)
     finite = main.pos_ in ("VERB", "AUX") and _finite(main)
     modal = _modal(main)
     subject = _subject(main, inside)
@@ -371,8 +388,13 @@ def _read(doc, tokens) -> ClauseSyntax:
         if made:
             return ClauseSyntax("speaker", finite, first_person=True, swaps=(made,), concrete=True)
         return ClauseSyntax("deictic", finite, modal, first_person=first_person)  # "Here's a pic"
-    if (main.lemma_ == "bet" or (main.lemma_ in _EMPATHY and modal in ("can", "could"))) and any(
-        c.dep_ == "ccomp" and c.i in inside for c in main.children
+    if (
+        (main.lemma_ == "bet" or (main.lemma_ in _EMPATHY and modal in ("can", "could")))
+        and any(c.dep_ == "ccomp" and c.i in inside for c in main.children)
+    ) or (
+        main.lemma_ in _PICTURING
+        and modal in ("can", "could")
+        and not any(c.dep_ == "neg" for c in main.children)  # "I can't imagine life without TV": a stance
     ):
         return ClauseSyntax(
             "reaction", finite, modal, first_person=first_person

@@ -59,6 +59,12 @@ def read(syntax, content):
         ("Gotta stay focused on my goals.", "modal_guess"),
         ("I'd recommend starting with the first book.", "modal_guess"),
         ("I reccomend getting a plant for your desk.", "modal_guess"),
+        # a "can" of picturing or relating reacts, whatever follows; so does an inverted ellipsis
+        ("So does having supportive people around me.", "reaction"),
+        ("Neither can my sister.", "reaction"),
+        ("I can picture waking up to the sound of the waves.", "reaction"),
+        ("I can totally relate to that feeling.", "reaction"),
+        ("I could imagine living in a place like that.", "reaction"),
         ("Being out on the water, far from the city, was great.", "clausal"),
         ("Here's a picture of the lake.", "deictic"),
         ("The photo is from a forest near my hometown.", "deictic"),  # what a picture shows
@@ -102,6 +108,9 @@ def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
         "I made it to the finals last year.",
         "After that, I moved to Porto.",
         "I can see the harbour from my kitchen.",
+        "I can speak three languages.",
+        "So I moved to Denver last spring.",
+        "I can't imagine my mornings without coffee.",
         "I saw how the flooding changed my town.",
         # what a person, an animal or a group does to the speaker, what their job gives them
         "My family motivates me.",
