@@ -62,6 +62,7 @@ class PlacedFact:
     verdict: FactVerdict
     leaves: tuple[tuple[str, float], ...]
     concrete: bool = False  # the grammar's reading: the clause does something to a thing it names
+    verb: str = ""  # the clause's main verb as written, which a shortened fact must keep
 
 
 @dataclass(frozen=True)
@@ -332,7 +333,7 @@ class FactStep:
                 continue
             ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
             if ranked:
-                out[i][1][unit.id] = PlacedFact(verdict, ranked, grammar.concrete)
+                out[i][1][unit.id] = PlacedFact(verdict, ranked, grammar.concrete, grammar.verb)
         return out
 
 

@@ -34,6 +34,7 @@ import importlib.util
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memory.engine.aboutness import ClauseSyntax, judge
 from serving.lazy import Lazy
@@ -297,7 +298,7 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     tokens = [t for t in doc if start <= t.idx < end and not t.is_punct and not t.is_space]
     syntax = _read(doc, tokens)
     if judge(syntax).keep:
-        return syntax
+        return replace(syntax, verb=_main(tokens, {t.i for t in tokens}).text)
     return _salvaged(tokens) or syntax
 
 

@@ -193,9 +193,12 @@ _FIXED_PAIR = re.compile(
     re.IGNORECASE,
 )
 
-# A name set off by commas ("One of the residents, Laura, wrote us"): a cut before the second comma
-# would keep a subject without its verb.
-_APPOSITIVE = re.compile(r"(?-i:,\s+[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?\s*,)")
+# A name set off by commas ("One of the residents, Laura, wrote us"; "Our group, 'Connected
+# Activists', meets weekly"): a cut before the second comma would keep a subject without its verb.
+_APPOSITIVE = re.compile(
+    r"(?-i:,\s+[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?\s*,)"
+    r"|,\s+(?P<q>['\"\u2018\u201c])[^'\"\u2019\u201d,]{1,60}['\"\u2019\u201d]\s*,"
+)
 
 _EVALUATIVE_WORDS = (
     r"(?:awesome|amazing|great|cool|fun|exciting|nice|wonderful|fantastic|incredible|lovely|sweet|powerful|"
@@ -385,7 +388,7 @@ def _words_of(text: str) -> list[str]:
     return text.split()
 
 
-def _shorten(text: str, max_words: int) -> tuple[str, bool]:
+def _shorten(text: str, max_words: int, verb: str = "") -> tuple[str, bool]:
     """Cut tails, then words, until ``text`` has at most ``max_words`` words; (text, cut).
 
     A subordinate tail that leaves a fitting fact is cut first (the latest such); else the latest
@@ -394,6 +397,8 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
     process is such" reads worse than a longer fact); only a longer one loses words from the end."""
     cut_any = False
     while len(_words_of(text)) > max_words:
+        said = re.search(rf"(?<![\w'])(?:{re.escape(verb)})(?![\w'])", text, re.IGNORECASE) if verb else None
+        after_verb = said.end() if said else 0  # no cut keeps a subject without its verb
         pairs = [(m.start(), m.end()) for m in _FIXED_PAIR.finditer(text)]  # no cut inside one
         pairs += [(-1, m.end()) for m in _APPOSITIVE.finditer(text)]  # nor before its closing comma
         tiers = [
@@ -401,9 +406,13 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
                 m.start()
                 for m in pattern.finditer(text)
                 if len(_words_of(text[: m.start()])) >= least
+                and m.start() >= after_verb
                 and not _in_list(text, m)
                 and not any(start < m.start() < end for start, end in pairs)
                 and not (m.group(0)[:1].isspace() and _PHRASAL_HEAD.search(text, 0, m.start()))
+                and not (
+                    _PARTICLE_PREPOSITION.match(m.group(0)) and _PHRASAL_PARTICLE.search(text, 0, m.start())
+                )
             ]
             for pattern, least in _TAILS
         ]
@@ -418,6 +427,13 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
         tokens = _words_of(text)
         if 2 * len(tokens) <= 3 * max_words:
             return text, cut_any
+        if said is not None and len(_words_of(text[:after_verb])) >= max_words:
+            # the verb comes late ("The help I got from ... was huge for me in those years"): a cut
+            # after it, up to half again the budget, rather than a subject without its verb
+            late = [p for p in tiers[1] + tiers[2] if 2 * len(_words_of(text[:p])) <= 3 * max_words]
+            late = [p for p in late if not _dangles(text[:p])]
+            if late:
+                return text[: max(late)].rstrip(" ,;"), True
         n = max_words
         while n < len(tokens) and _joined(tokens[n - 1], tokens[n]):
             n += 1
@@ -425,17 +441,24 @@ def _shorten(text: str, max_words: int) -> tuple[str, bool]:
     return text, cut_any
 
 
-# A verb whose particle or preposition is part of it ("look after", "gone through", "deal with"): a
-# cut before the particle leaves "looking" or "who've gone" promising what never comes.
+# A verb whose particle or preposition is part of it ("look after", "gone through", "deal with",
+# "looked up to"): a cut before the particle leaves "looking" or "who've gone" promising what never
+# comes.
 _PHRASAL_HEAD = re.compile(
     r"\b(?:look|looks|looked|looking|take|takes|took|taking|taken|go|goes|went|going|gone|been|get|gets|got|"
     r"getting|come|comes|came|coming|deal|deals|dealt|dealing|care|cares|cared|caring|run|runs|ran|running|"
     r"carry|carried|carrying|pass|passed|passing|turn|turned|turning|put|putting|make|made|making)$",
     re.IGNORECASE,
 )
+# ... and with its particle, the verb takes a preposition too: "looked up to", "came up with"
+_PHRASAL_PARTICLE = re.compile(
+    _PHRASAL_HEAD.pattern[:-1] + r"\s+(?:up|out|forward|down|along|back|away|in)$", re.IGNORECASE
+)
+_PARTICLE_PREPOSITION = re.compile(r"\s+(?:to|with|for|on|at|of|into|from|about|against)\b", re.IGNORECASE)
 
 _HALF_PHRASE = re.compile(
-    r"\b(?:in hopes?|in order|so as|as well|such|because|a (?:few|couple|ton|lot|bunch|bit)|on (?:their|the|my|our) way)$"
+    r"\b(?:in hopes?|in order|so as|as well|such|because|a (?:few|couple|ton|lot|bunch|bit)|on (?:their|the|my|our) way"
+    r"|(?:all|many|different|these|those|some|a|the|this|that) (?:kinds?|sorts?|types?))$"
     r"|,\s*(?:both|either|neither)$",
     re.IGNORECASE,
 )
@@ -544,9 +567,11 @@ def _glad_to(text: str) -> str:
     return _GLAD_FACT[said] + text[m.end() :]
 
 
-def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str:
+def rewrite(clause: str, *, name: str | None = None, max_words: int = 12, verb: str = "") -> str:
     """A short third-person fact from one clause (see the module docstring); "" when nothing with
-    content is left."""
+    content is left. ``verb``: the clause's main verb as written, when a parser read it; no tail cut
+    goes before it ("The help I got from friends, family and mentors was huge" is no "The help they
+    got from friends, family")."""
     text = strip_emoji(clause.replace("\u2019", "'").replace("\u2018", "'"))
     for _ in range(3):
         before = text
@@ -565,7 +590,7 @@ def rewrite(clause: str, *, name: str | None = None, max_words: int = 12) -> str
     if name and not dropped and re.match(r"my\b", text, re.IGNORECASE):
         text, possessive = text[2:].lstrip(), True
     text = _swap(text)
-    text, cut = _shorten(text, max_words - (1 if (name and (dropped or possessive)) else 0))
+    text, cut = _shorten(text, max_words - (1 if (name and (dropped or possessive)) else 0), verb)
     if cut:  # ", which is awesome considering ...": the cut leaves the evaluation at the end
         text = _EVALUATIVE_TAIL.sub("", text)
     text = _glad_to(_they_first(_tidy(text, cut)))

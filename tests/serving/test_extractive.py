@@ -18,6 +18,7 @@ class Placed:
     leaves: tuple[tuple[str, float], ...]
     verdict: FactVerdict = FactVerdict("self", 0.9)
     concrete: bool = False
+    verb: str = ""
 
 
 FULL = "Went to Porto (7 May 2023); Ran 10 km (9 May 2023); Met Ana (12 June 2023)"

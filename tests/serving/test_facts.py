@@ -152,3 +152,14 @@ def test_a_plain_liking_is_filed_however_unsure_the_classifier_is(listener):
     values = [op.value for op in listener.run([job(turns)])[0].accepted]
     assert "Loves to cook" in values and "Loves fishing" in values, values
     assert not any("movie" in v for v in values), values
+
+
+def test_a_shortened_fact_keeps_its_subjects_verb(listener):
+    # cut at its list's "and", the clause was "The help they got from their aunt": a subject alone
+    # and cut at its twelfth word, "The help they got ... teachers they looked"
+    for content in (
+        "The help I got from my aunt and the teachers I looked up to was huge for me.",
+        "The help I got from my aunt and the teachers I looked up to was huge for me in those years.",
+    ):
+        values = [op.value for op in listener.run([job(chat(content, "Aww."))])[0].accepted]
+        assert any(v.startswith("The help") and " was huge" in v for v in values), values

@@ -245,6 +245,34 @@ def test_a_name_set_off_by_commas_is_never_cut_from_its_verb() -> None:
     assert rewrite(clause) == "One of the new volunteers at the farm, Priya, taught them how to milk a goat"
 
 
+def test_a_quoted_name_set_off_by_commas_is_never_cut_from_its_verb() -> None:
+    # nor is "all kinds" cut from its noun
+    clause = "Our band, 'The Late Trains', is made of all kinds of musicians from the old jazz club downtown"
+    assert rewrite(clause) == "Their band, 'The Late Trains', is made of all kinds of musicians"
+
+
+def test_no_tail_cut_goes_before_the_main_verb_a_parser_named() -> None:
+    clause = "The help I got from my aunt and the teachers I looked up to was invaluable"
+    assert rewrite(clause) == "The help they got from their aunt"  # no parser: the list's "and" is a cut
+    assert rewrite(clause, verb="was") == (
+        "The help they got from their aunt and the teachers they looked up to was invaluable"
+    )
+    # a verb past the budget: a cut after it, up to half again the budget, not a word cut before it
+    assert rewrite(f"{clause} in those hard years", verb="was") == (
+        "The help they got from their aunt and the teachers they looked up to was invaluable"
+    )
+    # a verb the rewrite reads first never holds a cut back
+    assert rewrite("I went to a concert at the park with my sister and her two kids", verb="went") == (
+        "Went to a concert at the park with their sister"
+    )
+
+
+def test_no_cut_between_a_verb_its_particle_and_its_preposition() -> None:
+    # "looked up" + "to": a cut before "to" left "the teachers they looked up"
+    clause = "I still write to the two teachers I looked up to as a kid in my village"
+    assert rewrite(clause) == "Still writes to the two teachers they looked up to as a kid in their village"
+
+
 def test_no_cut_between_a_verb_and_its_particle() -> None:
     assert rewrite(
         "I've learned that taking walks and looking after myself are key for my focus and sleep"
