@@ -153,6 +153,17 @@ def _agrees(pronoun: str, token) -> bool:
     return not plural and animate_
 
 
+def _buried(token) -> bool:
+    """Is ``token`` more than three arcs below its sentence's root ("from my normal circle" in
+    "I met people who weren't from my normal circle", "our area" in "hearing how it affects our
+    area")? Such a noun, the nearest only by position, is no antecedent of the next sentence's "it";
+    "my grandma's cabin" in "We spent a week at my grandma's cabin" (two arcs) is."""
+    depth = 0
+    while token.head.i != token.i and depth <= 3:
+        token, depth = token.head, depth + 1
+    return depth > 3
+
+
 def antecedent_of(doc, subject, pronoun: str = "") -> str:
     """The speaker's noun phrase a pronoun subject (or ``pronoun``, an object) names, or "" (see
     the module doc)."""
@@ -165,6 +176,8 @@ def antecedent_of(doc, subject, pronoun: str = "") -> str:
     subjects = [t for t in earlier if t.dep_ in deps]
     for token in subjects[:1] or earlier[:1]:
         if token.lemma_.lower() in EMPTY_NOUNS:  # "What was your favourite part?" - "It was peaceful"
+            break
+        if pronoun == "it" and not subjects and _buried(token):  # "... from my circle. It was ..."
             break
         if token.dep_ in ("compound", "appos") and token.head.pos_ in ("NOUN", "PROPN"):
             token = token.head if token.head.i < subject.i else token

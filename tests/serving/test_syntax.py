@@ -135,6 +135,17 @@ def test_a_pronoun_is_written_out_only_when_the_speaker_named_its_antecedent(syn
     assert other[1][1].antecedent == "" and judge(other[1][1]).reason == "unresolved_pronoun"
 
 
+def test_an_it_never_names_a_noun_buried_in_a_clause_said_by_the_way(syntax):
+    # the nearest noun by position, three clauses down, is not what "it" is about
+    buried = read(syntax, "I met new people who weren't from my normal circle. It was a bit overwhelming.")
+    assert buried[1][1].antecedent == "" and judge(buried[1][1]).reason == "unresolved_pronoun"
+    # two arcs below the root is still named, and a pet or person however deep
+    near = read(syntax, "We spent a week at my grandma's cabin. It has a lake right behind it.")
+    assert near[1][1].antecedent == "grandma's cabin" and judge(near[1][1]).keep
+    pet = read(syntax, "I like to spend time with my dog, Barnaby. He's a German Shepherd.")
+    assert pet[1][1].antecedent == "my dog Barnaby"
+
+
 def read_reply(syntax, before, content):
     """``content`` read after the other speaker's turn ``before``."""
     clauses = segment(content)
