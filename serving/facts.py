@@ -63,6 +63,7 @@ class PlacedFact:
     leaves: tuple[tuple[str, float], ...]
     concrete: bool = False  # the grammar's reading: the clause does something to a thing it names
     verb: str = ""  # the clause's main verb as written, which a shortened fact must keep
+    joined: tuple[str, ...] = ()  # present verbs joined to it, said in the third person with it
 
 
 @dataclass(frozen=True)
@@ -333,7 +334,9 @@ class FactStep:
                 continue
             ranked = tuple(placer.rank(unit.text, row, leaf_vectors, top=self.top))
             if ranked:
-                out[i][1][unit.id] = PlacedFact(verdict, ranked, grammar.concrete, grammar.verb)
+                out[i][1][unit.id] = PlacedFact(
+                    verdict, ranked, grammar.concrete, grammar.verb, grammar.joined
+                )
         return out
 
 

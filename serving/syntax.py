@@ -298,8 +298,47 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     tokens = [t for t in doc if start <= t.idx < end and not t.is_punct and not t.is_space]
     syntax = _read(doc, tokens)
     if judge(syntax).keep:
-        return replace(syntax, verb=_main(tokens, {t.i for t in tokens}).text)
+        inside = {t.i for t in tokens}
+        main = _main(tokens, inside)
+        return replace(syntax, verb=main.text, joined=_joined_verbs(main, inside))
     return _salvaged(tokens) or syntax
+
+
+# After a joined verb that can also be a noun, what makes it a verb: "and drive a truck", "and hope
+# to ..." ("I eat rice and fish with my mom": "fish" is a noun, whatever the parser says)
+_OBJECT_OPENERS = frozenset("a an the my our his her their your some this that these those to".split())
+# Verbs taking a list of infinitives, however the parser hangs it: "I like to read, go hiking, ..."
+_CATENATIVE = frozenset("like love enjoy prefer hate want need try plan hope wish get".split())
+
+
+def _joined_verbs(main, inside: set[int]) -> tuple[str, ...]:
+    """Present verbs joined to the main one of an I/we subject, without a subject or auxiliary of
+    their own ("I play the piano and sing", "I'm an engineer and own a studio"): the rewrite says
+    them in the third person with it ("Plays the piano and sings")."""
+    from lemminflect import getAllLemmas  # here, not at the top: it imports spaCy (see above)
+
+    subject = _subject(main, inside)
+    if main.tag_ != "VBP" or subject is None or subject.lower_ not in ("i", "we"):
+        return ()
+    if any(c.dep_ == "xcomp" for c in main.children) or main.lemma_.lower() in _CATENATIVE:
+        return ()  # "I like to play soccer, ride my bike": the list is of what is liked
+    out, heads = [], {main.i}
+    for verb in main.conjuncts:
+        if (
+            verb.i <= main.i
+            or verb.i not in inside
+            or verb.tag_ not in ("VB", "VBP")
+            or verb.head.i not in heads
+        ):
+            continue  # "I hang out, or I read or write": "write" shares the second "I"
+        if any(c.dep_ in SUBJECT_DEPS or c.dep_ in ("aux", "auxpass") for c in verb.children):
+            continue
+        after = verb.doc[verb.i + 1].lower_ if verb.i + 1 < len(verb.doc) else ""
+        if "NOUN" in getAllLemmas(verb.lower_) and after not in _OBJECT_OPENERS:
+            continue
+        out.append(verb.text)
+        heads.add(verb.i)
+    return tuple(out)
 
 
 _BECAUSE = frozenset({"while", "because", "since", "after"})

@@ -97,6 +97,7 @@ class ClauseSyntax:
     mine: bool = False  # a copula says what the subject is to the speaker: "Pizza is my favourite food"
     liked: bool = False  # the speaker's present liking of a thing named: "I love fishing", "We enjoy chess"
     verb: str = ""  # the main verb as written ("was" in "The help I got was huge"): a cut keeps it
+    joined: tuple[str, ...] = ()  # present verbs joined to an I/we main verb: "I play guitar and sing"
 
     def __post_init__(self) -> None:
         if self.subject not in SUBJECTS:

@@ -24,6 +24,7 @@ Verbs are inflected with ``lemminflect`` (pure Python, a dependency).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from lemminflect import getAllLemmas, getInflection  # pure Python, a dependency
 
@@ -271,6 +272,26 @@ def _lead(text: str) -> tuple[str, bool]:
         if k + 2 < len(tokens) and fold(tokens[k + 1]) in ("and", "or") and tokens[k + 2].isalpha():
             tokens[k + 2] = third_person_verb(tokens[k + 2])  # "I practice and train" -> "... and trains"
     return " ".join(tokens), True
+
+
+def _third_person_joined(text: str, joined: Sequence[str]) -> str:
+    """``text`` with each ``joined`` verb in the third person where it follows "and"/"or" or a comma
+    (an adverb between allowed: "and only listen")."""
+    tokens = text.split(" ")
+
+    def joins(i: int) -> bool:
+        while i > 1 and fold(tokens[i - 1]) in _ADVERBS:
+            i -= 1
+        return tokens[i - 1].endswith(",") or fold(tokens[i - 1]) in ("and", "or")
+
+    for verb in joined:
+        at = next(
+            (i for i in range(1, len(tokens)) if fold(tokens[i].strip(",;")) == fold(verb) and joins(i)), None
+        )
+        if at is not None:
+            word = tokens[at].strip(",;")
+            tokens[at] = tokens[at].replace(word, third_person_verb(word), 1)
+    return " ".join(tokens)
 
 
 # A leading adverbial before the speaker's subject ("Off the court, I'm ...", "After the game, we
@@ -567,11 +588,15 @@ def _glad_to(text: str) -> str:
     return _GLAD_FACT[said] + text[m.end() :]
 
 
-def rewrite(clause: str, *, name: str | None = None, max_words: int = 12, verb: str = "") -> str:
+def rewrite(
+    clause: str, *, name: str | None = None, max_words: int = 12, verb: str = "", joined: Sequence[str] = ()
+) -> str:
     """A short third-person fact from one clause (see the module docstring); "" when nothing with
     content is left. ``verb``: the clause's main verb as written, when a parser read it; no tail cut
     goes before it ("The help I got from friends, family and mentors was huge" is no "The help they
-    got from friends, family")."""
+    got from friends, family"). ``joined``: present verbs a parser read as joined to a leading
+    "I"/"we"'s verb, said in the third person with it ("I play the piano and sing" -> "Plays the
+    piano and sings")."""
     text = strip_emoji(clause.replace("\u2019", "'").replace("\u2018", "'"))
     for _ in range(3):
         before = text
@@ -586,6 +611,8 @@ def rewrite(clause: str, *, name: str | None = None, max_words: int = 12, verb: 
     text = _SO.sub("", text)
     text = " ".join(text.split()).strip(" ,;:-")
     text, dropped = _lead(_front_adjunct(text))
+    if dropped and joined:
+        text = _third_person_joined(text, joined)
     possessive = False
     if name and not dropped and re.match(r"my\b", text, re.IGNORECASE):
         text, possessive = text[2:].lstrip(), True

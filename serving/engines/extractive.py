@@ -204,7 +204,7 @@ def fact_pointers(
         placed = facts.get(unit.id)
         if placed is None or (retracting and _TAKING_BACK.search(unit.text)):
             continue  # "please forget that I mentioned X" is never itself a fact
-        fact = state_fact(unit.text, unit.ts, unit.origin, verb=placed.verb)  # type: ignore[attr-defined]
+        fact = state_fact(unit.text, unit.ts, unit.origin, verb=placed.verb, joined=placed.joined)  # type: ignore[attr-defined]
         if (
             not fact
             or (placed.verdict.p_keep < VAGUE_FLOOR and not (placed.concrete or anchored(fact)))  # type: ignore[attr-defined]
@@ -256,25 +256,33 @@ def _filed(
 
 
 def state_fact(
-    clause: str, ts: datetime | None = None, sentence: str | None = None, *, verb: str = ""
+    clause: str,
+    ts: datetime | None = None,
+    sentence: str | None = None,
+    *,
+    verb: str = "",
+    joined: Sequence[str] = (),
 ) -> str:
     """One clause as the fact the tree keeps: relative dates made absolute against the message's
     time (``sentence``, the clause's whole sentence, decides the tense), then a short third-person
-    rewrite of the user's own words that keeps the clause's main ``verb``."""
+    rewrite of the user's own words that keeps the clause's main ``verb`` (``joined``: the verbs
+    joined to it, :func:`memory.engine.rewrite.rewrite`)."""
     # rewrite first: its word budget must not cut a "(week before 8 May 2023)" in half
     lead = (
         date_phrases(clause, ts, context=sentence) if ts is not None and not is_counterfactual(clause) else []
     )
     if lead and lead[0].start == 0 and lead[0].phrase.lower() != "just":
         # "Two years ago I ran a marathon" -> "Ran a marathon (2024)"; a leading "Just" is no date
-        rest = rewrite(clause[lead[0].end :].lstrip(" ,"), verb=verb)
+        rest = rewrite(clause[lead[0].end :].lstrip(" ,"), verb=verb, joined=joined)
         fact = f"{rest} ({lead[0].absolute})" if rest else ""
     else:
-        fact = with_dates(rewrite(clause, verb=verb), ts, context=sentence or clause)
+        fact = with_dates(rewrite(clause, verb=verb, joined=joined), ts, context=sentence or clause)
         if _anchors(fact, lead) < _anchors(clause, lead, said=True):
             # the word budget cut off a date, a name or a number: a longer fact keeps it
             longer = with_dates(
-                rewrite(clause, max_words=ANCHORED_MAX_WORDS, verb=verb), ts, context=sentence or clause
+                rewrite(clause, max_words=ANCHORED_MAX_WORDS, verb=verb, joined=joined),
+                ts,
+                context=sentence or clause,
             )
             fact = longer if _anchors(longer, lead) > _anchors(fact, lead) else fact
     just = (

@@ -19,6 +19,7 @@ class Placed:
     verdict: FactVerdict = FactVerdict("self", 0.9)
     concrete: bool = False
     verb: str = ""
+    joined: tuple[str, ...] = ()
 
 
 FULL = "Went to Porto (7 May 2023); Ran 10 km (9 May 2023); Met Ana (12 June 2023)"

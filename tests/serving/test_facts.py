@@ -163,3 +163,22 @@ def test_a_shortened_fact_keeps_its_subjects_verb(listener):
     ):
         values = [op.value for op in listener.run([job(chat(content, "Aww."))])[0].accepted]
         assert any(v.startswith("The help") and " was huge" in v for v in values), values
+
+
+def test_verbs_joined_to_the_speakers_take_the_third_person_with_it(listener):
+    def value(content):
+        (op,) = listener.run([job(chat(content, "Cool."))])[0].accepted
+        return op.value
+
+    assert (
+        value("I'm a sound engineer and own a small studio.") == "Is a sound engineer and owns a small studio"
+    )
+    assert value("I keep bees and drive an old van.") == "Keeps bees and drives an old van"
+    # a list after "like to" is of infinitives, however the parser hangs it
+    assert value("I like to bake bread, ride my bike and read comics.") == (
+        "Likes to bake bread, ride their bike and read comics"
+    )
+    # a word that may be a noun, with no object after it, is left as said
+    assert (
+        value("I eat rice and fish with my dad on Sundays.") == "Eats rice and fish with their dad on Sundays"
+    )

@@ -267,6 +267,18 @@ def test_no_tail_cut_goes_before_the_main_verb_a_parser_named() -> None:
     )
 
 
+def test_joined_verbs_a_parser_named_take_the_third_person() -> None:
+    assert rewrite("I play the cello and teach kids on weekends", joined=("teach",)) == (
+        "Plays the cello and teaches kids on weekends"
+    )
+    assert rewrite("I'm a baker and own a tiny shop", joined=("own",)) == "Is a baker and owns a tiny shop"
+    # only after a leading "I"/"we": another subject keeps its own verbs
+    assert (
+        rewrite("My sisters paint and own a gallery", joined=("own",))
+        == "Their sisters paint and own a gallery"
+    )
+
+
 def test_no_cut_between_a_verb_its_particle_and_its_preposition() -> None:
     # "looked up" + "to": a cut before "to" left "the teachers they looked up"
     clause = "I still write to the two teachers I looked up to as a kid in my village"
