@@ -74,8 +74,8 @@ _TRAILING_TALK = re.compile(
     r"|\s*(?:,|-+|\u2013|\u2014)\s*(?:i\s+)?can(?:'|no)?t\s+wait\b[\s.!]*$"  # "... show next month - can't wait!"
     r"|\s*(?:-+|\u2013|\u2014)\s*(?:(?:so|really|super|pretty)\s+)*"  # "... opener is next week - so excited!"
     r"(?:excited|stoked|pumped|thrilled|nervous|happy|proud|grateful)[\s.!]*$"
-    r"|,?\s+since (?:(?:we|i|you) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?"
-    rf"|{_OUR_LAST_CHAT})[\s.!]*$"
+    r"|,?\s+since (?:(?:we|i|you|they) (?:last )?(?:spoke|talked|chatted|caught up)(?: last)?"  # "they": swapped
+    rf"|{_OUR_LAST_CHAT}|their last (?:chat|talk|conversation))[\s.!]*$"
     r"|,?\s+(?:after that|afterwards|since then)[\s.!]*$"  # the chat's then, not a date
     r"|,\s*(?:speaking of(?: which)?|by the way|btw|anyways?)[\s.!]*$"  # "..., speaking of."
     r"|\s*(?:-+|\u2013|\u2014)\s*(?:come see|check (?:it|them) out|wish me luck|see for yourself)[\s.!]*$",
@@ -244,6 +244,8 @@ def _lead(text: str) -> tuple[str, bool]:
     """Drop a leading first-person subject; (rest, dropped) with the verb in the third person."""
     m = _SUBJECT.match(text)
     if not m:
+        if re.match(r"been\s+\w", text, re.IGNORECASE):  # "Been running longer": an "I've" left off
+            return f"Has b{text[1:]}", True
         return text, False
     form = fold(m.group(1))
     rest = text[m.end() :].lstrip()
@@ -272,6 +274,23 @@ def _lead(text: str) -> tuple[str, bool]:
         if k + 2 < len(tokens) and fold(tokens[k + 1]) in ("and", "or") and tokens[k + 2].isalpha():
             tokens[k + 2] = third_person_verb(tokens[k + 2])  # "I practice and train" -> "... and trains"
     return " ".join(tokens), True
+
+
+# "I'm retired and I love to gamble": the second "I" of a fact whose first was dropped goes too
+_AND_I = re.compile(
+    r"(?<=\b(?:and|but) )I(?:(?P<form>'m| am|'ve|'d|'ll)|(?P<adverbs>(?: \w+ly| (?:also|still|always|often|now))*) "
+    r"(?P<verb>[a-z]+))\b"
+)
+_AND_I_FORMS = {"'m": "is", " am": "is", "'ve": "has", "'d": "would", "'ll": "will"}
+
+
+def _and_i(m: re.Match[str]) -> str:
+    if m.group("form"):
+        return _AND_I_FORMS[m.group("form")]
+    verb = third_person_verb(m.group("verb"))
+    if verb == m.group("verb") and verb not in _IRREGULAR_PAST and not verb.endswith("ed"):
+        return m.group(0)  # not a present or past verb: left as said ("and I too ...")
+    return f"{m.group('adverbs').lstrip()} {verb}".lstrip()
 
 
 def _third_person_joined(text: str, joined: Sequence[str]) -> str:
@@ -610,16 +629,21 @@ def rewrite(
     text = _SPOKEN.sub(lambda m: _SPOKEN_OUT[m.group(1).lower()], text)
     text = _SO.sub("", text)
     text = " ".join(text.split()).strip(" ,;:-")
-    text, dropped = _lead(_front_adjunct(text))
+    fronted = _front_adjunct(text)
+    text, dropped = _lead(fronted)
     if dropped and joined:
         text = _third_person_joined(text, joined)
+    if dropped and re.match(r"i\b|i'|im\b|ive\b", fold(fronted)):
+        text = _AND_I.sub(_and_i, text)
     possessive = False
     if name and not dropped and re.match(r"my\b", text, re.IGNORECASE):
         text, possessive = text[2:].lstrip(), True
     text = _swap(text)
     text, cut = _shorten(text, max_words - (1 if (name and (dropped or possessive)) else 0), verb)
-    if cut:  # ", which is awesome considering ...": the cut leaves the evaluation at the end
-        text = _EVALUATIVE_TAIL.sub("", text)
+    if (
+        cut
+    ):  # ", which is awesome considering ...": the cut leaves the evaluation or the chat's time at the end
+        text = _TRAILING_TALK.sub("", _EVALUATIVE_TAIL.sub("", text))
     text = _glad_to(_they_first(_tidy(text, cut)))
     if not text or not (content_stems(text) or number_tokens(text)):
         return ""

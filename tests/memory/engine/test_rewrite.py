@@ -80,8 +80,8 @@ from memory.engine.text import folded_words, stem
         ("Me and my teammates won the final", "They and their teammates won the final"),
         ("Max and I went camping", "They and Max went camping"),
         ("My laptop crashed and I lost my work", "Their laptop crashed and they lost their work"),
-        # the subject left off is the speaker's: "works" is their verb, not a second person
-        ("I work at a bakery and I take the bus at 6", "Works at a bakery and they take the bus at 6"),
+        # the subject left off is the speaker's: "works" is their verb, and so is the second "I"'s
+        ("I work at a bakery and I take the bus at 6", "Works at a bakery and takes the bus at 6"),
         # the fact inside a feeling: what they have, not how lucky they feel
         ("I'm lucky to have my husband and kids", "Has their husband and kids"),
         ("I'm so grateful I have friends who support me", "Has friends who support them"),
@@ -108,7 +108,7 @@ from memory.engine.text import folded_words, stem
         ("My first exhibition opens in May - can't wait!", "Their first exhibition opens in May"),
         ("Our season opener is next week - so excited!", "Their season opener is next week"),
         ("I've been learning the cello since we last talked", "Has been learning the cello"),
-        ("Been running longer since our last chat", "Been running longer"),
+        ("Been running longer since our last chat", "Has been running longer"),
         ("Oh yeah, we went to the beach recently", "Went to the beach recently"),
         ("Besides that, my brother just moved to Oslo", "Their brother moved to Oslo"),
         ("I just reorganized my book shelf, speaking of.", "Reorganized their book shelf"),
@@ -265,6 +265,25 @@ def test_no_tail_cut_goes_before_the_main_verb_a_parser_named() -> None:
     assert rewrite("I went to a concert at the park with my sister and her two kids", verb="went") == (
         "Went to a concert at the park with their sister"
     )
+
+
+@pytest.mark.parametrize(
+    ("clause", "fact"),
+    [
+        ("I'm retired and I love to fish", "Is retired and loves to fish"),
+        ("I'm a nurse, and I'm engaged", "Is a nurse, and is engaged"),
+        ("I moved to Leeds and I started a new job", "Moved to Leeds and started a new job"),
+        ("I have two kids and they love football", "Has two kids and they love football"),  # not the speaker
+        ("My brother and I cook and I bake", "They and their brother cook and they bake"),  # no "I" dropped
+    ],
+)
+def test_a_second_i_goes_like_the_first(clause: str, fact: str) -> None:
+    assert rewrite(clause) == fact
+
+
+def test_a_cut_leaves_no_time_of_the_chat_behind() -> None:
+    clause = "I've been swimming more since our last chat - a great way to unwind after work"
+    assert rewrite(clause) == "Has been swimming more"
 
 
 def test_joined_verbs_a_parser_named_take_the_third_person() -> None:
