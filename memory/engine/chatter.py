@@ -25,7 +25,9 @@ conservative: a value is flagged only when it is, as a whole, one of
   empty); a number outside it is a measure ("Ran 5 miles") and keeps the value;
 - ``feeling``: a feeling that has passed, with no date, number or name ("Felt at peace surrounded by
   rocks", "Was so thrilled to see everyone"): how a moment felt, not what is true of the person
-  ("Felt supported by their church" names who, and stays).
+  ("Felt supported by their church" names who, and stays);
+- ``leaving``: on the way out to do something now ("Is off to bake some cakes", "Off to bed"): the
+  moment, not the person ("Is off to college in the fall" is a plan, and stays).
 
 A real fact keeps at least one content word, a number or a name ("Has a dog", "Is 32", "Moved to
 Lisbon (May 2023)", "Loves hiking", "Started surfing (2018)", "Got a new job at Google", "Has been
@@ -371,6 +373,8 @@ def small_talk_reason(value: str) -> str | None:
         return "vague"
     if not digits and not names and _PASSED_FEELING.match(low):
         return "feeling"
+    if not digits and _LEAVING.match(low):
+        return "leaving"
     return None
 
 
@@ -384,6 +388,13 @@ _FEELING = re.compile(
     rf"^(?:feels|felt|is feeling|was feeling|(?:is|was|are|were) (?:\w+ )?(?:{_MOODS}|grateful|thankful|tempted|"
     r"eager|ready|looking forward)|can't wait|hopes)\b",
     re.IGNORECASE,
+)
+
+
+_LEAVING = re.compile(
+    r"^(?:(?:is|are|am|i'm|we're|they're) )?(?:just |now )?(?:off|heading (?:out|off)) to "
+    r"(?:bed|go|get|grab|bake|cook|make|have|see|meet|watch|play|do|pick|take|buy|walk|hit|catch|start|"
+    r"finish|prep|clean|sleep|work on|try)\b"
 )
 
 

@@ -44,9 +44,12 @@ SMALL_TALK = {
               "Their family is awesome"],
     "feeling": ["Felt at peace surrounded by rocks", "Felt inspired and like they got a new lease of life",
                 "Was so thrilled to see their team win", "Were over the moon about the news"],
+    "leaving": ["Is off to go swimming with the kids", "Is off to bake some cakes", "Off to bed",
+                "Is heading out to grab dinner with some friends from the gym"],
 }  # fmt: skip
 
 FACTS = [
+    "Is off to college in the fall", "Is off to Japan for a year (May 2023)",  # a plan, not the moment
     "Took a photo of the lake", "Went on a tour of the castle", "Loves taking pictures", "Went hiking",
     "Has a dog", "Works as a nurse", "Moved to Lisbon (May 2023)", "Loves hiking", "Is 32", "Is a nurse",
     "Has two kids", "Is vegan", "Is married", "Is single", "Lives in Boston", "Has been vegetarian for ten years",
@@ -94,7 +97,7 @@ def test_small_talk_is_flagged(reason: str, value: str) -> None:
     ("caption", "a photo of a dog sitting on a couch"), ("no content", "It was great"),
     ("platitude", "Life is short"), ("addressed", "You're so sweet"), ("thanks", "Thanks!"),
     ("compliment", "Great pic"), ("vague", "Tried something new (2 May 2022)"), ("vague", "Felt encouraged"),
-    ("feeling", "Felt at peace surrounded by rocks"),
+    ("feeling", "Felt at peace surrounded by rocks"), ("leaving", "Is off to have dinner with friends"),
 ])  # fmt: skip
 def test_the_reason_names_the_kind_of_small_talk(reason: str, value: str) -> None:
     assert small_talk_reason(value) == reason
