@@ -20,7 +20,8 @@ conservative: a value is flagged only when it is, as a whole, one of
   ("news", "something", "experience", "a lot"), a verb saying only that something was done or
   happened ("tried", "tackled", "learned", "shared"), a reaction without its object ("felt
   inspired", "belonged", "grateful") or a vague modifier ("new", "big", "hectic", "again")
-  ("Tried something new", "Had an unforgettable experience", "Felt motivated"). A date in
+  ("Tried something new", "Had an unforgettable experience", "Felt motivated"), or a motto of
+  keeping on ("Is staying positive and pushing forward", "Keeps chasing their dreams"). A date in
   parentheses is set aside first: it says when, not what ("Got big news (5 May 2023)" is still
   empty); a number outside it is a measure ("Ran 5 miles") and keeps the value;
 - ``feeling``: a feeling that has passed, with no date, number or name ("Felt at peace surrounded by
@@ -207,7 +208,7 @@ matter matters feeling feelings emotion emotions vibe vibes day days week weeks 
 changes progress update updates memories memory adventure adventures opportunity opportunities challenge
 challenges goal goals blast step steps future idea ideas story stories project projects passion passions
 difference struggle struggles spot spots pic photo picture tour
-setback setbacks issue issues year years month months
+setback setbacks issue issues year years month months dream dreams
 """.split()
 )
 _GENERIC_VERBS = frozenset(
@@ -222,6 +223,8 @@ discussing talk talks talked talking plan plans planned planning want wants want
 needed needing keep keeps kept keeping done decide decides decided deciding looking
 remember remembers remembered remembering remind reminds reminded reminding struggled struggling
 go goes went going gone
+chase chases chased chasing push pushes pushed pushing stay stays stayed staying believe believes believed
+believing
 """.split()
 )
 # Reactions that need an object to say anything: "Felt inspired" (by what?), unlike "Feels old".
@@ -237,7 +240,7 @@ _VAGUE_MODIFIERS = frozenset(
 new various different certain whole real big huge small entire important long hectic
 eventful productive memorable unforgettable meaningful rewarding challenging difficult stressful intense
 latest recent next last again finally already often sometimes together deeply forward several twice
-yet towards toward comforting ago
+yet towards toward comforting ago positive
 """.split()
 )
 _VAGUE = _GENERIC_NOUNS | _GENERIC_VERBS | _REACTIONS | _VAGUE_MODIFIERS

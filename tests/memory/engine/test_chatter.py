@@ -35,6 +35,7 @@ SMALL_TALK = {
                    "That sounds amazing", "Wow, that's incredible!", "It's been great", "So cute!",
                    "That's really cool, I love that", "It can be tough", "Wow Maria, that's awesome!"],
     "vague": ["Heard some big news (12 March 2022)", "Tried something different", "Had a hectic week",
+              "Is going to keep chasing their dreams", "Is staying positive and pushing forward", "Stays positive",
               "Felt really motivated and supported", "Is planning something special", "Learned a lot",
               "Had an unforgettable experience (June 2021)", "Shared a few memories", "Felt grateful",
               "Took a big step", "Talked about various things", "Faced some challenges lately",
@@ -50,6 +51,7 @@ SMALL_TALK = {
 
 FACTS = [
     "Is off to college in the fall", "Is off to Japan for a year (May 2023)",  # a plan, not the moment
+    "Is chasing their dream of becoming a pilot", "Stayed at a hotel by the sea", "Believes in God",
     "Took a photo of the lake", "Went on a tour of the castle", "Loves taking pictures", "Went hiking",
     "Has a dog", "Works as a nurse", "Moved to Lisbon (May 2023)", "Loves hiking", "Is 32", "Is a nurse",
     "Has two kids", "Is vegan", "Is married", "Is single", "Lives in Boston", "Has been vegetarian for ten years",
