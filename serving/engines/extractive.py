@@ -60,6 +60,7 @@ from memory.engine.grounding import proper_nouns  # noqa: E402
 from memory.engine.rewrite import rewrite  # noqa: E402
 from memory.engine.text import content_stems, number_tokens  # noqa: E402
 from serving.engines.base import Generation, InProcessEngine, Prompt  # noqa: E402
+from serving.facts import PlacedFact  # noqa: E402
 
 EXTRACTIVE_MODEL_ID = "extractive/2"
 
@@ -172,7 +173,7 @@ def _weight(clause: str) -> int:
 
 def fact_pointers(
     units: Sequence[UserSentence],
-    facts: Mapping[int, object],
+    facts: Mapping[int, PlacedFact],
     candidates: Candidates,
     tree: Mapping[str, str],
     budgets: Mapping[str, int],
@@ -204,16 +205,16 @@ def fact_pointers(
         placed = facts.get(unit.id)
         if placed is None or (retracting and _TAKING_BACK.search(unit.text)):
             continue  # "please forget that I mentioned X" is never itself a fact
-        fact = state_fact(unit.text, unit.ts, unit.origin, verb=placed.verb, joined=placed.joined)  # type: ignore[attr-defined]
+        fact = state_fact(unit.text, unit.ts, unit.origin, verb=placed.verb, joined=placed.joined)
         if (
             not fact
-            or (placed.verdict.p_keep < VAGUE_FLOOR and not (placed.concrete or anchored(fact)))  # type: ignore[attr-defined]
+            or (placed.verdict.p_keep < VAGUE_FLOOR and not (placed.concrete or anchored(fact)))
             or is_small_talk(fact)
             or _ADDRESSED.search(fact)
             or duplicate_leaf(fact, values) is not None
         ):
             continue
-        ranked = [p for p, _score in placed.leaves if p in ids]  # type: ignore[attr-defined]
+        ranked = [p for p, _score in placed.leaves if p in ids]
         if deleted is not None:
             ranked = [p for p in ranked if p != deleted.path]
         merged = _filed(fact, ranked[0], values, budgets, singles) if ranked else None
