@@ -24,6 +24,9 @@ at the granularity the phrase has.
   ``"(April 2023)"``.
 - **season** phrases: "this summer", "last winter" -> ``"(summer 2023)"`` (northern seasons;
   a winter is named by the year of its December).
+- **ahead**: "in 3 days", "in two weeks", "in two weekends", "in a month", "in a year" of something
+  to come (a future tense) -> the day, ``"(week of 22 May 2023)"``, the weekend, the month, the
+  year; in a past or timeless sentence it is how long something took ("lost 5 pounds in a week").
 - **year** phrases: "last year", "this year", "next year", "two years ago", "a year ago" ->
   ``"(2021)"``.
 
@@ -128,6 +131,7 @@ _PHRASE = re.compile(
     r"|(?P<tomorrow>tomorrow)"
     r"|(?P<few>a\s+(?:few|couple(?:\s+of)?)\s+days\s+ago)"
     rf"|(?P<num>\d{{1,2}}|{_NUM})\s+(?P<unit>day|weekend|week|month|year)s?\s+ago"
+    rf"|in\s+(?P<fnum>\d{{1,2}}|{_NUM})\s+(?P<funit>day|weekend|week|month|year)s?(?:\s+time)?"
     r"|(?<!the\s)(?P<rel>last|this\s+past|this|next|(?:earlier|later)\s+this)\s+(?:"
     r"(?P<unit2>weekend|week|month|year)"
     rf"|(?P<wd>{_DAYNAME}|{_DAYABBR})"
@@ -259,6 +263,21 @@ def _weekend_rel(rel: str, today: date, tense: str | None) -> str | None:
     return None
 
 
+def _ahead(raw: str, unit: str, today: date, tense: str | None) -> str | None:
+    """ "in two weeks" said of something to come: the day, week, weekend, month or year it falls
+    in. Not in a past or timeless sentence, where it is a duration ("ran 20 miles in a week")."""
+    n = int(raw) if raw.isdigit() else _NUMBERS[raw]
+    if tense != "future" or n == 0:
+        return None
+    if unit == "weekend":
+        return _weekend(today + timedelta(days=(5 - today.weekday()) % 7 + 7 * (n - 1)))
+    if unit == "month":
+        return _fmt_month(*_add_months(today.year, today.month, n))
+    if unit == "year":
+        return str(today.year + n)
+    return _at(unit, today + timedelta(days=n * (7 if unit == "week" else 1)))
+
+
 def _season(name: str, rel: str, today: date) -> str:
     first = _SEASONS[name]
     label = "fall" if name == "autumn" else name
@@ -310,6 +329,8 @@ def _resolve(match: re.Match[str], today: date, tense: str | None) -> str | None
             return _before(n, unit, today)
         day = _dateparser_day(f"{n} {unit}s ago", today)
         return _at(unit, day) if day else None
+    if g["fnum"]:
+        return _ahead(g["fnum"].lower(), g["funit"].lower(), today, tense)
     if g["bwd"]:
         day = _weekday(None, _WEEKDAYS.index(g["bwd"].lower()), today, tense)
         return _fmt_day(day) if day else None

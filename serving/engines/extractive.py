@@ -272,8 +272,8 @@ def state_fact(
     lead = (
         date_phrases(clause, ts, context=sentence) if ts is not None and not is_counterfactual(clause) else []
     )
-    if lead and lead[0].start == 0 and lead[0].phrase.lower() != "just":
-        # "Two years ago I ran a marathon" -> "Ran a marathon (2024)"; a leading "Just" is no date
+    if lead and _LEADS.fullmatch(clause[: lead[0].start]) and lead[0].phrase.lower() != "just":
+        # "(Just) two years ago I ran a marathon" -> "Ran a marathon (2024)"; a leading "Just" is no date
         rest = rewrite(clause[lead[0].end :].lstrip(" ,"), verb=verb, joined=joined)
         fact = f"{rest} ({lead[0].absolute})" if rest else ""
     else:
@@ -293,6 +293,10 @@ def state_fact(
         fact = f"{fact} ({just.absolute})"  # "I just moved to Lisbon": the rewrite drops "just"
     # "I'm Maya." -> "Is Maya" -> "Maya": a self-introduction is the name itself
     return fact[3:] if _INTRODUCED.fullmatch(fact) else fact
+
+
+#: What may come before a sentence's opening date: "Just yesterday I joined a church".
+_LEADS = re.compile(r"(?i)(?:(?:just|only)\s+)?")
 
 
 #: Words a fact may take when the usual 12 would cut off its date, a name or a number ("Had a quiet

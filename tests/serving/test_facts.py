@@ -104,6 +104,7 @@ def test_an_op_citing_two_sentences_needs_both_in_the_chunk():
     [
         ("Two years ago I ran a marathon in Boston", "Ran a marathon in Boston (2021)"),
         ("Yesterday, I adopted a puppy", "Adopted a puppy (7 May 2023)"),
+        ("Just yesterday I adopted a puppy", "Adopted a puppy (7 May 2023)"),
         ("Yesterday was wild, I adopted a puppy", "Adopted a puppy (7 May 2023)"),
         ("Just got back from a road trip yesterday", "Got back from a road trip (7 May 2023)"),
         ("Great, I'll check it out with my partner Tomás this weekend", None),

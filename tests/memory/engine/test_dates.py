@@ -101,6 +101,22 @@ def test_weekends_relative_to_the_day_said() -> None:
     assert with_dates("Will hike next weekend", SATURDAY) == "Will hike (weekend of 22 July 2023)"
 
 
+def test_in_so_many_days_of_something_to_come() -> None:
+    assert (
+        with_dates("Is organizing a party in two weeks", MONDAY)
+        == "Is organizing a party (week of 22 May 2023)"
+    )
+    assert with_dates("Will move in a month", MONDAY) == "Will move (June 2023)"
+    assert with_dates("Will visit in 3 days", MONDAY) == "Will visit (11 May 2023)"
+    assert (
+        with_dates("Is going camping in two weekends", MONDAY) == "Is going camping (weekend of 20 May 2023)"
+    )
+    assert "11 May 2023" in grounding_dates("I'll visit my mom in 3 days", MONDAY)
+    # in the past or said of no time, it is how long something took
+    assert with_dates("Lost 5 pounds in a week", MONDAY) == "Lost 5 pounds in a week"
+    assert with_dates("Runs 20 miles in a week", MONDAY) == "Runs 20 miles in a week"
+
+
 def test_a_few_days_ago_gives_its_week() -> None:
     assert with_dates("Saw her a few days ago", MONDAY) == "Saw her (week of 1 May 2023)"
     assert with_dates("Saw her a couple of days ago", SATURDAY) == "Saw her (week of 10 July 2023)"
