@@ -131,7 +131,9 @@ _PARTICIPLE = frozenset("been gone done seen had made taken given known got gott
 _SUBJECT = re.compile(r"^(i am|i have|i will|i would|i'm|im|i've|ive|i'd|i'll|i|we're|we've|we'd|we'll|we)(?![\w'])",
                       re.IGNORECASE)  # fmt: skip
 _TOGETHER = re.compile(
-    r"\b(?:each other|one another|together|met|meet)\b|(?<!our )(?<!my )(?<!with )(?<!their )friends\b"
+    r"\b(?:each other|one another)\b|(?<!our )(?<!my )(?<!with )(?<!their )friends\b"
+    # "We met in college"; not "We got to meet some people", "We're putting together a show"
+    r"|^(?!.*\bput(?:s|ting)?\b).*\btogether\b|\b(?:met|meet)\b(?!\s+(?:some|a|an|the|lots|many|new|other|people|up)\b)"
     r"|^(?:were|are|been|became|become)\s+(?:\w+\s+){0,2}?\w*(?:mates|partners|neighbou?rs|colleagues|siblings|"
     r"cousins|twins|buddies|members|parents|kids)\b",  # "We were teammates": a pair's fact, said plural
     re.IGNORECASE,
@@ -382,6 +384,11 @@ def _only_verb(word: str) -> bool:
 
 
 def _they_first(text: str) -> str:
+    if text.startswith("They and "):  # "Me and my mom made dinner": the others end at the verb
+        words = text.split(" ")[2:]
+        at = next((j for j in range(1, min(len(words), 6)) if _only_verb(words[j])), None)
+        done = _done_with(" ".join(words[:at]), " ".join(words[at:])) if at else None
+        return done or text
     m = _AND_THEY.match(text)
     if m is None or any(_only_verb(w) for w in m.group("others").split()):
         return text  # "Their laptop crashed and they lost ...": two clauses, not two people
@@ -390,7 +397,39 @@ def _they_first(text: str) -> str:
     others = m.group("others").strip()
     if fold(others.split()[0]) in STOPWORDS:  # "Their wife", "Some friends"; a name keeps its capital
         others = others[:1].lower() + others[1:]
-    return f"They and {others} {text[m.end() :]}"
+    return _done_with(others, text[m.end() :]) or f"They and {others} {text[m.end() :]}"
+
+
+def _done_with(others: str, rest: str) -> str | None:
+    """ "Max and I went camping" -> "Went camping with Max": the person's own doing, said as the
+    tree says every fact; "together" becomes the "with". None when ``rest`` is not one verb
+    phrase ("My brother and I cook and I bake")."""
+    tokens = rest.split(" ")
+    k = 0
+    while k < len(tokens) - 1 and (fold(tokens[k]) in _ADVERBS or _adverb_ly(tokens[k])):
+        k += 1
+    if re.search(r"\bthey\b", rest, re.IGNORECASE) or not getAllLemmas(fold(tokens[k])).keys() & {
+        "VERB",
+        "AUX",
+    }:
+        return None
+    tokens[k] = third_person_verb(tokens[k])
+    said = " ".join(tokens)
+    together = re.search(r"\btogether\b", said)
+    if together:
+        said = f"{said[: together.start()]}with {others}{said[together.end() :]}"
+    else:  # before the time it happened: "Went camping with friends last weekend"
+        when = _TRAILING_WHEN.search(said)
+        cut = when.start() if when else len(said)
+        said = f"{said[:cut]} with {others}{said[cut:]}"
+    return said[:1].upper() + said[1:]
+
+
+_TRAILING_WHEN = re.compile(
+    r"\s+(?:(?:last|this|next|every)\s+\w+|yesterday|today|tonight|recently|lately|(?:a|an|one|two|three|"
+    r"\d+|a few|a couple of)\s+\w+\s+ago|in\s+(?:\d{4}|(?:Jan|Febr)uary|March|April|May|June|July|August|(?:Septem|Octo|Novem|Decem)ber)"
+    r"|on\s+[A-Z][a-z]+day)$"
+)
 
 
 # "I'm lucky to have my husband and kids": the fact is what they have, the luck is how they feel

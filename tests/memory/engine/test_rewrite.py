@@ -76,9 +76,15 @@ from memory.engine.text import folded_words, stem
         ("Our house has a tiny garden", "Their house has a tiny garden"),
         ("My boss gave me a raise", "Their boss gave them a raise"),
         ("I visit my grandma when I have time", "Visits their grandma when they have time"),
-        ("My sister and I are opening a cafe", "They and their sister are opening a cafe"),
-        ("Me and my teammates won the final", "They and their teammates won the final"),
-        ("Max and I went camping", "They and Max went camping"),
+        # the person's doing with others: said as their own, with whom after it
+        ("My sister and I are opening a cafe", "Is opening a cafe with their sister"),
+        ("Me and my teammates won the final", "Won the final with their teammates"),
+        ("Max and I went camping", "Went camping with Max"),
+        (
+            "Some friends and I went camping together last weekend",
+            "Went camping with some friends last weekend",
+        ),
+        ("My wife and I moved to Ohio two years ago", "Moved to Ohio with their wife two years ago"),
         ("My laptop crashed and I lost my work", "Their laptop crashed and they lost their work"),
         # the subject left off is the speaker's: "works" is their verb, and so is the second "I"'s
         ("I work at a bakery and I take the bus at 6", "Works at a bakery and takes the bus at 6"),
@@ -127,6 +133,10 @@ from memory.engine.text import folded_words, stem
         # "we" is the person's doing too, unless the clause is about the pair
         ("We were at the lake all weekend", "Was at the lake all weekend"),
         ("We've known each other since college", "They've known each other since college"),
+        ("We met in college", "They met in college"),
+        # meeting others, putting something together: the person's doing
+        ("We got to meet some people at the shelter", "Got to meet some people at the shelter"),
+        ("We're putting together a talent show", "Is putting together a talent show"),
         ("We were teammates for four years", "They were teammates for four years"),
         ("We're best friends", "They're best friends"),
         ("We all made our own pots", "Made their own pots"),  # each of them did, the person too
@@ -404,7 +414,7 @@ def test_only_removes_or_swaps_words() -> None:
         ("After the concert, we went for ramen", "Went for ramen after the concert"),
         # the "and" that joined the sentence to the one before does not move with the lead
         ("And after college, I was drafted by a team", "Was drafted by a team after college"),
-        ("Talking of holidays, my partner and I booked a cabin", "They and their partner booked a cabin"),
+        ("Talking of holidays, my partner and I booked a cabin", "Booked a cabin with their partner"),
         ("My sister, my mom and I run a bakery", "Their sister, their mom and they run a bakery"),
         ("I moved out, I was tired of the noise", "Moved out, they were tired of the noise"),
     ],
