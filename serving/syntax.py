@@ -338,7 +338,28 @@ def _joined_verbs(main, inside: set[int]) -> tuple[str, ...]:
             continue
         out.append(verb.text)
         heads.add(verb.i)
-    return tuple(out)
+    return tuple(out) + _listed_verbs(main, inside)
+
+
+def _listed_verbs(main, inside: set[int]) -> tuple[str, ...]:
+    """Verbs the parse hung on the main verb's object list: in "We watch movies, hike, and have
+    game nights" "have" is a conjunct of "hike", itself read as a second object. A bare listed word
+    that can be a verb counts only when a real verb ends the list."""
+    from lemminflect import getAllLemmas
+
+    for obj in (c for c in main.children if c.dep_ == "dobj" and c.i in inside):
+        chain = [t for t in obj.conjuncts if t.i > obj.i and t.i in inside]
+        verbs = [t for t in chain if t.tag_ in ("VB", "VBP") and not any(
+            c.dep_ in SUBJECT_DEPS or c.dep_ in ("aux", "auxpass") for c in t.children)]  # fmt: skip
+        if not verbs:
+            continue
+        bare = [
+            t for t in chain
+            if t.i < verbs[-1].i and t not in verbs and t.tag_ == "NN" and "VERB" in getAllLemmas(t.lower_)
+            and not any(c.dep_ in ("det", "poss", "amod", "compound") for c in t.children)
+        ]  # fmt: skip
+        return tuple(t.text for t in sorted(bare + verbs, key=lambda t: t.i))
+    return ()
 
 
 _BECAUSE = frozenset({"while", "because", "since", "after"})

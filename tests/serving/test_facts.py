@@ -183,3 +183,7 @@ def test_verbs_joined_to_the_speakers_take_the_third_person_with_it(listener):
     assert (
         value("I eat rice and fish with my dad on Sundays.") == "Eats rice and fish with their dad on Sundays"
     )
+    # verbs the parse hangs on the object list ("hike" read as a second thing watched)
+    assert value("We usually watch movies, hike, and have game nights at my place.") == (
+        "Usually watches movies, hikes, and has game nights at their place"
+    )
