@@ -193,14 +193,32 @@ def anchored(clause: str) -> bool:
 
 def _victim(older: list[str]) -> int:
     """Which older clause goes when a leaf is over budget: of those without a date, number or
-    name, a passing feeling first, then the one whose words name least (``chatter.substance``; the
-    oldest of them on a tie), else the oldest ("Is feeling hopeful" goes before "Went to an adoption
-    meeting (14 July 2023)" and before "Has gone camping a few times but never tried mountain
-    climbing"; "Feels at peace on a comfy couch" before "Enjoys dramas")."""
+    name, a passing feeling first, then one that is not a lasting taste or trait (:data:`_LASTING`),
+    then the one whose words name least (``chatter.substance``; the oldest of them on a tie), else
+    the oldest ("Is feeling hopeful" goes before "Went to an adoption meeting (14 July 2023)" and
+    before "Has gone camping a few times but never tried mountain climbing"; "Feels at peace on a
+    comfy couch" before "Enjoys dramas"; "The screenplay they sent in has been on their mind" before
+    "Enjoys dramas and emotionally-driven films")."""
     vague = [i for i, clause in enumerate(older) if not anchored(clause)]
     if not vague:
         return 0
-    return min(vague, key=lambda i: (not says_a_feeling(older[i]), substance(older[i]), i))
+    return min(
+        vague,
+        key=lambda i: (
+            not says_a_feeling(older[i]),
+            _LASTING.search(older[i]) is not None,
+            substance(older[i]),
+            i,
+        ),
+    )
+
+
+#: A taste or a trait, which holds until it is taken back: what a leaf keeps longest.
+_LASTING = re.compile(
+    r"^(?:(?:always|usually|really|still)\s+)?(?:loves|likes|enjoys|prefers|adores|hates|dislikes|is (?:a|an|big)"
+    r" (?:\w+ )?(?:fan|lover)|is into|collects)\b|\bfavou?rites?\b",
+    re.IGNORECASE,
+)
 
 
 def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:

@@ -110,12 +110,17 @@ def test_over_budget_a_clause_without_date_number_or_name_goes_first() -> None:
         # a passing feeling goes before a fact, however many words it has
         ("Enjoys dramas and films; Feels at peace on a comfy couch with a good blanket",
          "Organized a toy drive for kids", "Enjoys dramas and films; Organized a toy drive for kids"),
+        # a taste outlasts a longer story: it holds until it is taken back
+        ("Enjoys dramas and films; The screenplay they sent in has been on their mind all day",
+         "Set up meetings with producers", "Enjoys dramas and films; Set up meetings with producers"),
         # of two facts, the one that names less goes: "help" and "be involved" name little
         ("Organized a toy drive for kids; Wants to help out and be involved",
          "Renovated a community center", "Organized a toy drive for kids; Renovated a community center"),
     ],
 )  # fmt: skip
-def test_over_budget_a_feeling_goes_first_then_what_names_least(old: str, new: str, kept: str) -> None:
+def test_over_budget_a_feeling_goes_first_then_a_story_then_what_names_least(
+    old: str, new: str, kept: str
+) -> None:
     assert merge_clauses(old, new, 70) == kept
 
 
