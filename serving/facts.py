@@ -326,7 +326,7 @@ class FactStep:
             vectors = self._embed(texts)
         rows = vectors.tolist() if hasattr(vectors, "tolist") else [list(v) for v in vectors]  # type: ignore[attr-defined]
         verdicts = self.classifier.classify(
-            texts, rows, [grammar.mine or grammar.liked for _i, _u, grammar in candidates]
+            texts, rows, [grammar.mine or grammar.liked or grammar.status for _i, _u, grammar in candidates]
         )
         placer, leaf_vectors = self.placer(schema, digest)
         for (i, unit, grammar), row, verdict in zip(candidates, rows, verdicts, strict=True):

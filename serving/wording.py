@@ -122,6 +122,26 @@ _KNOWING = frozenset("know mean believe doubt guess bet feel promise say".split(
 _EMPTY_VERBS = frozenset("be have do get see hear know think say keep make let".split())
 
 
+#: Where a person stands in life, said with "I'm": short, and as lasting as a job.
+_STATUS = frozenset(
+    "retired married engaged divorced widowed separated single pregnant unemployed self-employed vegan "
+    "vegetarian pescatarian diabetic celiac coeliac allergic intolerant deaf blind disabled paralyzed "
+    "autistic dyslexic epileptic asthmatic sober bilingual trilingual adopted homeschooled left-handed "
+    "colorblind gay lesbian bisexual transgender trans nonbinary non-binary atheist agnostic".split()
+)
+
+
+def _status(main) -> bool:
+    """A present "I'm retired", "I am married", "I'm lactose intolerant", "I'm not married"."""
+    if main.lemma_ == "be" and main.tag_ in ("VBP", "VBZ"):
+        return any(c.dep_ in ("acomp", "attr") and c.lower_ in _STATUS for c in main.children)
+    return (
+        main.tag_ == "VBN"
+        and main.lower_ in _STATUS
+        and any(c.dep_ == "auxpass" and c.lemma_ == "be" and c.tag_ in ("VBP", "VBZ") for c in main.children)
+    )
+
+
 def _liked(tokens, main) -> bool:
     """A present liking of a thing the clause names ("I love fishing", "I've always loved dogs"), not
     a reaction to one ("I loved the movie", "I love your idea", "I love that")."""
@@ -206,6 +226,8 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
         syntax = replace(syntax, concrete=True)
     if syntax.subject in ("speaker", "elided") and _liked(tokens, main):
         syntax = replace(syntax, liked=True, concrete=True)  # a lasting fact, however vague it reads
+    if syntax.subject in ("speaker", "elided") and _status(main):
+        syntax = replace(syntax, status=True, concrete=True)  # "I'm retired": two words, a life's state
     if _object_left_off(main):  # "I've been playing for four months": playing what?
         named = _object_said_before(main)
         if not named:

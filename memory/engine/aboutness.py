@@ -96,6 +96,7 @@ class ClauseSyntax:
     # nurse"; not a state or a feeling ("I'm grateful for my friends", "I had a blast")
     mine: bool = False  # a copula says what the subject is to the speaker: "Pizza is my favourite food"
     liked: bool = False  # the speaker's present liking of a thing named: "I love fishing", "We enjoy chess"
+    status: bool = False  # the speaker's present standing in life: "I'm retired", "I'm pregnant"
     verb: str = ""  # the main verb as written ("was" in "The help I got was huge"): a cut keeps it
     joined: tuple[str, ...] = ()  # present verbs joined to an I/we main verb: "I play guitar and sing"
 

@@ -288,7 +288,13 @@ _QUOTE = re.compile(r"\"[^\"\n]+\"|\u201c[^\u201d\n]+\u201d")
 
 
 def _stands_alone(text: str) -> bool:
-    return text.rstrip().endswith("?") or (len(words(text)) >= 3 and bool(content_stems(text)))
+    said = words(text)
+    # "I'm married" is a clause of two words: the speaker's contracted subject and verb are one
+    enough = len(said) >= 3 or (len(said) == 2 and fold(said[0]) in _CONTRACTED_FIRST)
+    return text.rstrip().endswith("?") or (enough and bool(content_stems(text)))
+
+
+_CONTRACTED_FIRST = frozenset({"i'm", "i've", "we're", "we've", "im", "ive"})
 
 
 def _pieces(content: str, start: int, end: int, quoted: list[tuple[int, int]]) -> list[tuple[int, int]]:

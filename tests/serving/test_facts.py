@@ -166,6 +166,12 @@ def test_a_shortened_fact_keeps_its_subjects_verb(listener):
         assert any(v.startswith("The help") and " was huge" in v for v in values), values
 
 
+def test_a_standing_in_life_is_kept_however_short(listener):
+    turns = chat("I'm retired and I love to gamble.", "Nice!")
+    values = {op.value for op in listener.run([job(turns)])[0].accepted}
+    assert {"Is retired", "Loves to gamble"} <= values, values
+
+
 def test_verbs_joined_to_the_speakers_take_the_third_person_with_it(listener):
     def value(content):
         (op,) = listener.run([job(chat(content, "Cool."))])[0].accepted
@@ -179,11 +185,11 @@ def test_verbs_joined_to_the_speakers_take_the_third_person_with_it(listener):
     assert value("I like to bake bread, ride my bike and read comics.") == (
         "Likes to bake bread, ride their bike and read comics"
     )
-    # a word that may be a noun, with no object after it, is left as said
-    assert (
-        value("I eat rice and fish with my dad on Sundays.") == "Eats rice and fish with their dad on Sundays"
-    )
     # verbs the parse hangs on the object list ("hike" read as a second thing watched)
     assert value("We usually watch movies, hike, and have game nights at my place.") == (
         "Usually watches movies, hikes, and has game nights at their place"
+    )
+    # a word that may be a noun, with no object after it, is left as said
+    assert (
+        value("I eat rice and fish with my dad on Sundays.") == "Eats rice and fish with their dad on Sundays"
     )

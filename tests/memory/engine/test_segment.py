@@ -130,6 +130,8 @@ def texts(content: str, names: tuple[str, ...] = NAMES) -> list[str]:
         ),
         ("I ran my first 10k\u2014 a new record for me!", ["I ran my first 10k\u2014 a new record for me!"]),
         ("I adopted a cat - my landlord said yes.", ["I adopted a cat", "my landlord said yes."]),
+        # "I'm married" is a clause of its own, however short
+        ("I'm a vegetarian, and I'm married.", ["I'm a vegetarian", "I'm married."]),
         # abbreviations and decimals do not end a sentence
         (
             "I saw Dr. Patel about my back. It's 3.5 cm off.",
