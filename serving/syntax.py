@@ -473,6 +473,8 @@ def _read(doc, tokens) -> ClauseSyntax:
             kind = "none"
         elif main.lemma_.lower() in REACTION_VERBS or main.tag_ == "VBZ":
             kind = "reaction"  # "Sounds great"; "Next Friday works": an "I" left off never takes -s
+        elif any(c.dep_ in ("dobj", "dative") and c.lower_ in ("me", "us") for c in main.children):
+            kind = "reaction"  # "- gave me a real sense of peace": what gave it is not the speaker
         else:
             return named(ClauseSyntax("elided", finite, modal, first_person=first_person), tokens, main)
         return ClauseSyntax(kind, finite, modal, first_person=first_person)

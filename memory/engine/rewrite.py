@@ -131,7 +131,8 @@ _PARTICIPLE = frozenset("been gone done seen had made taken given known got gott
 _SUBJECT = re.compile(r"^(i am|i have|i will|i would|i'm|im|i've|ive|i'd|i'll|i|we're|we've|we'd|we'll|we)(?![\w'])",
                       re.IGNORECASE)  # fmt: skip
 _TOGETHER = re.compile(
-    r"\b(?:each other|one another)\b|(?<!our )(?<!my )(?<!with )(?<!their )friends\b"
+    # "We're best friends"; not "..., which is great as we all need friends for our pets"
+    r"\b(?:each other|one another)\b|^(?:\w+\s+){0,2}?(?<!our )(?<!my )(?<!with )(?<!their )friends\b"
     # "We met in college"; not "We got to meet some people", "We're putting together a show"
     r"|^(?!.*\bput(?:s|ting)?\b).*\btogether\b|\b(?:met|meet)\b(?!\s+(?:some|a|an|the|lots|many|new|other|people|up)\b)"
     r"|^(?:were|are|been|became|become)\s+(?:\w+\s+){0,2}?\w*(?:mates|partners|neighbou?rs|colleagues|siblings|"

@@ -90,6 +90,7 @@ def read(syntax, content):
 def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
     (_text, found), *_ = read(syntax, content)
     assert judge(found).reason == reason
+        ("Gave me a real sense of peace.", "reaction"),  # an "I" left off is not what gave "me"
 
 
 @pytest.mark.parametrize(

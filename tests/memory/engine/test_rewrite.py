@@ -136,6 +136,7 @@ from memory.engine.text import folded_words, stem
         ("We met in college", "They met in college"),
         # meeting others, putting something together: the person's doing
         ("We got to meet some people at the shelter", "Got to meet some people at the shelter"),
+        ("We're best friends", "They're best friends"),
         ("We're putting together a talent show", "Is putting together a talent show"),
         ("We were teammates for four years", "They were teammates for four years"),
         ("We're best friends", "They're best friends"),
@@ -218,10 +219,10 @@ def test_rewrite_with_name(clause: str, expected: str) -> None:
             "My old running shoes have been with me through the ups and downs of my long career",
             "Their old running shoes have been with them",
         ),
-        # an evaluation a cut leaves at the end goes too
+        # an evaluation a cut leaves at the end goes too; the "friends" in it makes no pair of "we"
         (
             "We started doggy playdates, which is awesome considering we all need friends for our pets",
-            "They started doggy playdates",
+            "Started doggy playdates",
         ),
         # "ever since" goes whole: no "ever" is left hanging
         (
