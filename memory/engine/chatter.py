@@ -338,7 +338,7 @@ def small_talk_reason(value: str) -> str | None:
     raw_words = words(text)
     if not raw_words:
         return "no content"
-    names = [w for w in raw_words[1:] if w[:1].isupper() and fold(w) not in _PRONOUNS and w != "I"]
+    names = _names(text)
     digits = any(ch.isdigit() for ch in text)
     low = fold(_PARENS.sub(" ", text) if not digits else text).strip()
     low = low.strip(" .!,;:-~*\"'")
@@ -374,7 +374,10 @@ def small_talk_reason(value: str) -> str | None:
         return "no content"
     if _vague(text) or _judged_thing(tokens):
         return "vague"
-    if not digits and not names and _PASSED_FEELING.match(low):
+    # "Was nervous (week before 22 August 2022)": a mood, whenever it was ("Felt sick (5 May 2023)"
+    # may be the body's news)
+    said = _DATE_NOTE.sub(" ", text) if low.startswith(("was ", "were ")) else text
+    if not any(ch.isdigit() for ch in said) and not _names(said) and _PASSED_FEELING.match(low):
         return "feeling"
     if not digits and _LEAVING.match(low):
         return "leaving"
@@ -383,6 +386,13 @@ def small_talk_reason(value: str) -> str | None:
 
 # How a moment felt: the words both feeling tests share.
 _MOODS = "excited|thrilled|stoked|happy|glad|nervous|proud|over the moon"
+
+
+def _names(text: str) -> list[str]:
+    """The capitalised words after the first ("Hi Mel", "Loves Paris"), not "I" or a pronoun."""
+    return [w for w in words(text)[1:] if w[:1].isupper() and fold(w) not in _PRONOUNS and w != "I"]
+
+
 _PASSED_FEELING = re.compile(
     rf"^(?:felt(?! \w+ by\b)|(?:was|were) (?:so |really |very |super |totally |just )?(?:{_MOODS}|relieved|amazed|"
     r"moved|touched|overwhelmed|blown away|in awe))\b"

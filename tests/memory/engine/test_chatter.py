@@ -44,7 +44,8 @@ SMALL_TALK = {
               "Their bookshelf is an amazing journey", "Their pottery project was a great experience",
               "Their family is awesome"],
     "feeling": ["Felt at peace surrounded by rocks", "Felt inspired and like they got a new lease of life",
-                "Was so thrilled to see their team win", "Were over the moon about the news"],
+                "Was so thrilled to see their team win", "Were over the moon about the news",
+                "Was nervous (week before 22 August 2022)"],  # a date says when, not what
     "leaving": ["Is off to go swimming with the kids", "Is off to bake some cakes", "Off to bed",
                 "Is heading out to grab dinner with some friends from the gym"],
 }  # fmt: skip
