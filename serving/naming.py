@@ -293,7 +293,8 @@ def pronouns_named(tokens, main) -> list:
             continue
         if t.tag_ == "PRP$" or t.head.dep_ == "relcl" or t.dep_ == "det":
             continue
-        if any(u.i < t.i and _may_name(t.lower_, u) for u in tokens):
+        about = t.dep_ == "pobj" and t.head.lower_ == "about"  # "talked to my mom about it": the chat's topic
+        if not about and any(u.i < t.i and _may_name(t.lower_, u) for u in tokens):
             continue  # named in the clause itself: "helping the community and making it better"
         head = t.head
         if t.dep_ in ("dobj", "dative", "pobj") and t.lower_ in OBJECT_PRONOUNS:

@@ -37,8 +37,10 @@ def _tail(tokens, main):
     """(the first word, the text to its verb) of a clause joined to the main one with a subject of
     its own that is not the speaker ("... walks and it's made a big impact"), or None."""
     inside = {t.i for t in tokens}
-    for verb in main.children:
-        if verb.dep_ != "conj" or verb.pos_ not in ("VERB", "AUX") or verb.i not in inside:
+    # a joined verb, or a second root where the parser ended a sentence at "and"
+    joined = [*main.children, *(t for t in tokens if t.dep_ == "ROOT" and t.i > main.i)]
+    for verb in joined:
+        if verb.dep_ not in ("conj", "ROOT") or verb.pos_ not in ("VERB", "AUX") or verb.i not in inside:
             continue
         subject = next((c for c in verb.children if c.dep_ in SUBJECT_DEPS), None)
         if (
@@ -48,13 +50,21 @@ def _tail(tokens, main):
             or owner_of(subject) == "speaker"
         ):
             continue
-        if subject.lower_ in PRONOUNS and antecedent_of(subject.doc, subject):
+        judged = subject.lower_ in ("it", "that", "this") and verb.lemma_ in _JUDGING
+        if subject.lower_ in PRONOUNS and not judged and antecedent_of(subject.doc, subject):
             continue  # "We adopted a cat and she sleeps all day": still the speaker's to tell
-        ccs = [c for c in main.children if c.dep_ == "cc" and main.i < c.i < subject.i and c.i in inside]
+        ccs = [
+            c for c in (*main.children, *verb.children)
+            if c.dep_ == "cc" and main.i < c.i < subject.i and c.i in inside
+        ]  # fmt: skip
         start = ccs[-1] if ccs else subject
         return start, verb.doc.text[start.idx : verb.idx + len(verb.text)]
     return None
 
+
+#: What an "and it's ..." says of the thing just named: how it went, not another fact ("Is doing
+#: kickboxing and it's giving them energy", "Tried a new recipe and it was a winner").
+_JUDGING = frozenset("be give make help feel seem look sound".split())
 
 _TIME_NOUNS = frozenset(
     "time moment day morning afternoon evening night week weekend month year season spring summer autumn "
@@ -165,7 +175,7 @@ def _liked(tokens, main) -> bool:
 
 
 #: Verbs whose object is the fact: "I play" or "I've been learning for a year" leaves it to the turn.
-_NEEDS_OBJECT = frozenset("play practice practise learn".split())
+_NEEDS_OBJECT = frozenset("play practice practise learn start begin quit".split())
 
 
 def _object_left_off(main) -> bool:
