@@ -216,4 +216,5 @@ def tidy(text: str, cut: bool) -> str:
     if text.count('"') % 2:  # an unbalanced quote at an edge (a cut name keeps its quotes)
         text = text.strip('"')
     tokens = text.split(" ")
-    return " ".join(without_dangling_end(tokens) if cut else tokens).rstrip(" ,;:-\u2013\u2014.!?")
+    text = " ".join(without_dangling_end(tokens) if cut else tokens).rstrip(" ,;:-\u2013\u2014.!?")
+    return re.sub(r'\.(["\u201d])$', r"\1", text)  # 'called "Finding Freedom."' ends at the title

@@ -124,6 +124,11 @@ from memory.engine.text import folded_words, stem
         ("Unfortunately, I lost my job at the bakery", "Lost their job at the bakery"),
         ("Luckily we found a vet nearby", "Found a vet nearby"),
         ("I dyed my hair blue - come see!", "Dyed their hair blue"),
+        # a title's closing quote ends the fact, without the sentence's full stop inside it
+        (
+            'I did a contemporary piece called "Finding Freedom."',
+            'Did a contemporary piece called "Finding Freedom"',
+        ),
         # "US" in capitals is the country
         (
             "I watched a documentary about the history of the US",
