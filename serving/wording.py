@@ -178,10 +178,11 @@ def _liked(tokens, main) -> bool:
 _NEEDS_OBJECT = frozenset("play practice practise learn start begin quit".split())
 
 
-def _object_left_off(main) -> bool:
+def _object_left_off(main, tokens) -> bool:
     if main.lemma_.lower() not in _NEEDS_OBJECT:
         return False
-    for c in main.children:
+    inside = {t.i for t in tokens}  # "Started when I was young and it's been great": not the cut tail
+    for c in (c for c in main.children if c.i in inside):
         objects = [o for o in c.children if o.dep_ == "pobj"]
         if c.dep_ == "prep" and all(
             o.lemma_.lower() in _SPANS or o.ent_type_ in ("DATE", "TIME") for o in objects
@@ -238,7 +239,7 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
         syntax = replace(syntax, liked=True, concrete=True)  # a lasting fact, however vague it reads
     if syntax.subject in ("speaker", "elided") and _status(main):
         syntax = replace(syntax, status=True, concrete=True)  # "I'm retired": two words, a life's state
-    if _object_left_off(main):  # "I've been playing for four months": playing what?
+    if _object_left_off(main, tokens):  # "I've been playing for four months": playing what?
         named = _object_said_before(main)
         if not named:
             return replace(syntax, dangling=True)

@@ -51,6 +51,7 @@ def read(syntax, content):
         ("I've been playing for about four months now.", "unresolved_object"),  # playing what?
         ("I practice every day.", "unresolved_object"),
         ("I started when I was young.", "unresolved_object"),  # started what?
+        ("Started when I was young and it's been great.", "unresolved_object"),  # the cut tail names nothing
         (
             "I chatted with my family and friends about it.",
             "unresolved_object",
