@@ -224,15 +224,20 @@ def extraposed(main, pronoun: str) -> bool:
     if pronoun != "it":
         return False
     after = [c for c in main.children if c.i > main.i]
-    complements = [c for c in after if c.dep_ in ("acomp", "attr")]
+    # an adjective the parser calls an adverb is still what "it" is: "It's been awesome seeing ..."
+    complements = [c for c in after if c.dep_ in ("acomp", "attr") or (c.dep_ == "advmod" and c.tag_ == "JJ")]
     if any(
         c.dep_ == "attr" and c.lemma_.lower() in _SITUATION_NOUNS and possessive_of(c) is None
         for c in complements
     ):
         return True  # not "It was my way of ...", "It's a big part of my life": a thing named
     clauses = after + [g for c in complements for g in c.children if g.i > c.i]
+    if main.tag_ == "VBG" and any(c.dep_ == "aux" and c.lemma_ == "be" for c in main.children):
+        complements.append(main)  # "It's empowering to know ...": the participle is what "it" is
     return bool(complements) and any(
-        c.dep_ in ("ccomp", "xcomp", "csubj") or (c.dep_ == "advcl" and _infinitive(c)) for c in clauses
+        c.dep_ in ("ccomp", "xcomp", "csubj")
+        or (c.dep_ in ("advcl", "dep") and (_infinitive(c) or c.tag_ == "VBG"))
+        for c in clauses  # "It was great to see them", "It's been awesome seeing everyone"
     )
 
 

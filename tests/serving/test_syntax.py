@@ -252,6 +252,9 @@ def test_an_it_standing_for_the_clause_after_it_names_nothing(syntax):
         "I'm building my brand. It's important for me to think about life after basketball.",
         "I'm building my brand. It is so rewarding to see it grow.",
         "I worked hard to strengthen my body. It was a tough challenge.",
+        # a gerund after it, and a participle as what "it" is, however the parser labels them
+        "I joined a support group. It's been awesome seeing so many people coming together.",
+        "My goal is to help veterans. It's empowering to know I can help make a difference.",
     ):
         _first, (_text, second) = read(syntax, content)
         assert second.antecedent == "" and not judge(second).keep, (content, second)
