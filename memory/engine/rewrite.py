@@ -301,6 +301,12 @@ _BARE_FRONT = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _SAID_FOR_ME = frozenset({"for me", "personally", "honestly"})
+# How often, before the subject: said after it, where the dropped "I" leaves it first
+_HOW_OFTEN = re.compile(
+    r"^(?P<lead>sometimes|usually|often|always|occasionally|normally|generally|mostly|never|rarely|seldom)\s+"
+    r"(?P<rest>(?:I|I'm|I've|we|we're|we've)\s.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
 _JOINING = frozenset({"and", "but", "so", "plus", "then"})
 # The chat's own time said without a comma ("Since we last spoke I went to ..."): it goes.
 _BARE_CATCH_UP = re.compile(
@@ -318,6 +324,9 @@ _DOING_WELL = re.compile(
 def _front_adjunct(text: str) -> str:
     if (caught_up := _BARE_CATCH_UP.match(text)) is not None:
         return caught_up.group("rest")
+    if (often := _HOW_OFTEN.match(text)) is not None:  # "Sometimes I bring work home"
+        subject, _, rest = often.group("rest").partition(" ")
+        return f"{subject} {often.group('lead').lower()} {rest}"
     bare = _BARE_FRONT.match(text)
     if bare is not None:
         lead, rest = bare.group("lead").lower(), bare.group("rest").rstrip(" .!?")

@@ -418,6 +418,9 @@ def test_only_removes_or_swaps_words() -> None:
             "Is learning to cook Thai food off the pitch",
         ),
         ("After the concert, we went for ramen", "Went for ramen after the concert"),
+        # how often, said before the subject, stays first once the "I" is dropped
+        ("Sometimes I bring work home", "Sometimes brings work home"),
+        ("Often I'm too tired to cook", "Is often too tired to cook"),
         # the "and" that joined the sentence to the one before does not move with the lead
         ("And after college, I was drafted by a team", "Was drafted by a team after college"),
         ("Talking of holidays, my partner and I booked a cabin", "Booked a cabin with their partner"),
