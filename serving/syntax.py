@@ -355,7 +355,7 @@ def _listed_verbs(main, inside: set[int]) -> tuple[str, ...]:
             continue
         bare = [
             t for t in chain
-            if t.i < verbs[-1].i and t not in verbs and t.tag_ == "NN" and "VERB" in getAllLemmas(t.lower_)
+            if t.i < verbs[-1].i and t.tag_ == "NN" and "VERB" in getAllLemmas(t.lower_)
             and not any(c.dep_ in ("det", "poss", "amod", "compound") for c in t.children)
         ]  # fmt: skip
         return tuple(t.text for t in sorted(bare + verbs, key=lambda t: t.i))

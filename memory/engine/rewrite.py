@@ -217,9 +217,7 @@ def _lead(text: str) -> tuple[str, bool]:
         had = nxt in _PARTICIPLE or (nxt.endswith("ed") and nxt not in ("need", "feed", "seed", "bleed"))
         return f"{'had' if had else 'would'} {rest}".strip(), True
     # "I" + optional adverbs + verb
-    k = 0
-    while k < len(tokens) - 1 and (fold(tokens[k]) in _ADVERBS or _adverb_ly(tokens[k])):
-        k += 1
+    k = _verb_at(tokens)
     if tokens and tokens[0]:
         tokens[k] = third_person_verb(tokens[k])
         if k + 2 < len(tokens) and fold(tokens[k + 1]) in ("and", "or") and tokens[k + 2].isalpha():
@@ -233,6 +231,14 @@ _AND_I = re.compile(
     r"(?P<verb>[a-z]+))\b"
 )
 _AND_I_FORMS = {"'m": "is", " am": "is", "'ve": "has", "'d": "would", "'ll": "will"}
+
+
+def _verb_at(tokens: list[str]) -> int:
+    """Where the verb is after a subject that went: past its adverbs ("always", "finally")."""
+    k = 0
+    while k < len(tokens) - 1 and (fold(tokens[k]) in _ADVERBS or _adverb_ly(tokens[k])):
+        k += 1
+    return k
 
 
 def _and_i(m: re.Match[str]) -> str:
@@ -415,9 +421,7 @@ def _done_with(others: str, rest: str) -> str | None:
     tree says every fact; "together" becomes the "with". None when ``rest`` is not one verb
     phrase ("My brother and I cook and I bake")."""
     tokens = rest.split(" ")
-    k = 0
-    while k < len(tokens) - 1 and (fold(tokens[k]) in _ADVERBS or _adverb_ly(tokens[k])):
-        k += 1
+    k = _verb_at(tokens)
     if re.search(r"\bthey\b", rest, re.IGNORECASE) or not getAllLemmas(fold(tokens[k])).keys() & {
         "VERB",
         "AUX",
