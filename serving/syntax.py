@@ -76,6 +76,10 @@ _EMPATHY = frozenset({"see", "imagine", "understand", "tell"})
 # ... and a "can" of picturing or relating reacts whatever follows: "I can picture waking up to the
 # waves", "I can totally relate" ("I can see the sea from my flat" is a fact)
 _PICTURING = frozenset({"imagine", "picture", "envision", "relate"})
+# "I'd have to say The Lord of the Rings": an answer whose question is the other speaker's; what
+# it names says nothing alone. Followed by a statement of the speaker's own ("I'd say my favorite
+# place was Greece", "I would say I'm outgoing") it is a hedge, and the rewrite drops it.
+_ANSWERED = frozenset({"i", "i'm", "i've", "my", "it", "it's", "its", "that", "this", "they", "we", "our"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
 _GROUPS = frozenset("family team people group crew squad club community church class".split())
 
@@ -305,8 +309,11 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
 
 
 # After a joined verb that can also be a noun, what makes it a verb: "and drive a truck", "and hope
-# to ..." ("I eat rice and fish with my mom": "fish" is a noun, whatever the parser says)
-_OBJECT_OPENERS = frozenset("a an the my our his her their your some this that these those to".split())
+# to ...", "and walk him", "and think about ..." ("I eat rice and fish with my mom": "fish" is a
+# noun, whatever the parser says)
+_OBJECT_OPENERS = frozenset(
+    "a an the my our his her their your some this that these those to him them it me us about".split()
+)
 # Verbs taking a list of infinitives, however the parser hangs it: "I like to read, go hiking, ..."
 _CATENATIVE = frozenset("like love enjoy prefer hate want need try plan hope wish get".split())
 
@@ -320,7 +327,10 @@ def _joined_verbs(main, inside: set[int]) -> tuple[str, ...]:
     subject = _subject(main, inside)
     if main.tag_ != "VBP" or subject is None or subject.lower_ not in ("i", "we"):
         return ()
-    if any(c.dep_ == "xcomp" for c in main.children) or main.lemma_.lower() in _CATENATIVE:
+    after = main.doc[main.i + 1] if main.i + 1 < len(main.doc) else main
+    if any(c.dep_ == "xcomp" for c in main.children) or (
+        main.lemma_.lower() in _CATENATIVE and (after.lower_ == "to" or after.tag_ == "VBG")
+    ):
         return ()  # "I like to play soccer, ride my bike": the list is of what is liked
     out, heads = [], {main.i}
     for verb in main.conjuncts:
@@ -450,16 +460,26 @@ def _read(doc, tokens) -> ClauseSyntax:
             return ClauseSyntax("speaker", finite, first_person=True, swaps=(made,), concrete=True)
         return ClauseSyntax("deictic", finite, modal, first_person=first_person)  # "Here's a pic"
     if (
-        (main.lemma_ == "bet" or (main.lemma_ in _EMPATHY and modal in ("can", "could")))
-        and any(c.dep_ == "ccomp" and c.i in inside for c in main.children)
-    ) or (
-        main.lemma_ in _PICTURING
-        and modal in ("can", "could")
-        and not any(c.dep_ == "neg" for c in main.children)  # "I can't imagine life without TV": a stance
+        (
+            (main.lemma_ == "bet" or (main.lemma_ in _EMPATHY and modal in ("can", "could")))
+            and any(c.dep_ == "ccomp" and c.i in inside for c in main.children)
+        )
+        or (
+            main.lemma_ in _PICTURING
+            and modal in ("can", "could")
+            and not any(c.dep_ == "neg" for c in main.children)  # "I can't imagine life without TV": a stance
+        )
+        or (
+            main.lemma_ == "believe"  # "I still can't believe we made so much money": an exclamation
+            and modal in ("can", "could")
+            and any(c.dep_ == "neg" for c in main.children)
+        )
     ):
         return ClauseSyntax(
             "reaction", finite, modal, first_person=first_person
         )  # "I can imagine it was hard"
+    if _bare_answer(tokens, main):
+        return ClauseSyntax("reaction", finite, modal, first_person=first_person)
     if subject is None and finite and tokens[0].tag_ == "VBG" and tokens[0].i < main.i:
         return ClauseSyntax(
             "clausal", finite, modal, first_person=first_person
@@ -531,7 +551,32 @@ def _read(doc, tokens) -> ClauseSyntax:
         kind = "generic"  # everyone, nobody, someone ...
     if kind in ("generic", "expletive") and (generic_we or not _first_person_in_main(tokens, main)):
         first_person = False  # "Since I lost my job, things have been tough": the job is a fact apart
+    if kind == "speaker" and modal and any(c.dep_ == "neg" for c in main.children):
+        modal += " not"  # "I couldn't live without my dog": a stance, where "I could ..." is a maybe
     return named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
+
+
+def _bare_answer(tokens, main) -> bool:
+    """ "(I think) I'd (have to) say X" where X is no statement of the speaker's own (see
+    :data:`_ANSWERED`)."""
+    verb = main
+    while verb.lemma_ != "say":  # "think" -> "have" -> "say"
+        verb = next(
+            (c for c in verb.children if c.dep_ in ("ccomp", "xcomp") and c.lemma_ in ("have", "say")), None
+        )
+        if verb is None:
+            return False
+    modal = _modal(verb) or (_modal(verb.head) if verb.dep_ == "xcomp" else "")
+    if modal not in ("would", "'d"):
+        return False
+    after = [t for t in tokens if t.i > verb.i and t.lower_ != "that"]
+    return (
+        bool(after)
+        and after[0].lower_ not in _ANSWERED
+        and not (
+            after[0].lower_ in ("i", "it") and len(after) > 1  # "I 'm", "it 's" split by the tokenizer
+        )
+    )
 
 
 _PICTURES = frozenset({"photo", "pic", "picture", "image", "shot", "snap", "snapshot", "peek", "look"})

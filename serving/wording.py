@@ -212,14 +212,29 @@ def _object_said_before(main) -> str:
 
 
 _HOW_MANY = frozenset("one some few more lots several many".split())
+_COUNTED = frozenset("one two three few couple some several many".split())
+
+
+def _more_of_what(main, tokens) -> bool:
+    """ "Submitted a few more", "Made some more for the kids": more of what the turn said before."""
+    return any(
+        t.lower_ == "more" and t.head.i == main.i and t.i > 0 and t.doc[t.i - 1].lower_ in _COUNTED
+        and not any(c.dep_ == "dobj" and c.lower_ not in _COUNTED and c.lower_ != "more" for c in main.children)
+        for t in tokens
+    )  # fmt: skip
 
 
 def _one_of_what(one) -> bool:
-    """Does "one" say what it is one of ("the one who ...", "one of the lucky ones")?"""
+    """Does "one" say what it is one of ("the one who ...", "one of the lucky ones"; not "three of
+    my own")?"""
     return any(
-        c.dep_ in ("det", "amod", "compound", "relcl", "acl") or (c.dep_ == "prep" and c.lower_ == "of")
+        c.dep_ in ("det", "amod", "compound", "relcl", "acl")
+        or (c.dep_ == "prep" and c.lower_ == "of" and not any(o.lower_ in _OWN for o in c.children))
         for c in one.children
     )
+
+
+_OWN = frozenset({"own", "mine", "ours"})
 
 
 def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
@@ -245,10 +260,10 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
             return replace(syntax, dangling=True)
         syntax = replace(syntax, swaps=(*syntax.swaps, (main.text, f"{main.text} {named}")))
     if any(
-        (c.dep_ == "attr" and c.lower_ == "one" or c.dep_ == "dobj" and c.lower_ in _HOW_MANY)
+        (c.dep_ == "attr" and c.lower_ == "one" or c.dep_ == "dobj" and (c.lower_ in _HOW_MANY or c.like_num))
         and not _one_of_what(c)
         for c in main.children
-    ):
+    ) or _more_of_what(main, tokens):
         return replace(syntax, dangling=True)  # "I've been one", "We're brainstorming some": of what?
     pronouns = pronouns_named(tokens, main)
     if not pronouns:

@@ -45,6 +45,7 @@ __all__ = [
     "KEPT_SUBJECTS",
     "GUESS_MODALS",
     "ADVICE_MODALS",
+    "SPECULATIVE_MODALS",
     "ClauseSyntax",
     "Judgement",
     "judge",
@@ -74,6 +75,10 @@ GUESS_MODALS = frozenset({"must", "should", "might", "may", "could", "ought", "g
 #: Of those, advice even when the speaker gives it to themself ("We should all join forces", "I
 #: gotta push myself"), and an advice verb read as one ("I recommend reading it"): not a fact.
 ADVICE_MODALS = frozenset({"should", "ought", "gotta", "recommend"})
+#: And a guess even of the speaker's own doing ("I might go camping", "I could play Mario Kart all
+#: day", "I may have found a job"): a maybe, not a fact. Said with "not" it is a stance and stays
+#: ("I couldn't live without my dog"; the syntax step reports such a modal as "could not").
+SPECULATIVE_MODALS = frozenset({"might", "may", "could"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +129,11 @@ def judge(syntax: ClauseSyntax) -> Judgement:
         subject = "owned"  # "There's a park by my house", "This necklace is special to me"
     if subject not in KEPT_SUBJECTS:
         return Judgement(False, subject)
-    if syntax.modal in ADVICE_MODALS or (syntax.modal in GUESS_MODALS and subject != "speaker"):
+    if (
+        syntax.modal in ADVICE_MODALS
+        or (syntax.modal in GUESS_MODALS and subject != "speaker")
+        or syntax.modal in SPECULATIVE_MODALS
+    ):
         return Judgement(False, "modal_guess")
     if syntax.dangling:  # not self-contained: "Their brother wrote it" says nothing alone
         return Judgement(False, "unresolved_object")

@@ -189,6 +189,14 @@ def test_verbs_joined_to_the_speakers_take_the_third_person_with_it(listener):
     assert value("We usually watch movies, hike, and have game nights at my place.") == (
         "Usually watches movies, hikes, and has game nights at their place"
     )
+    # a liking of a thing (not a list of infinitives) joins its verbs like any other
+    assert (
+        value("I love folk music and hope to record an album.")
+        == "Loves folk music and hopes to record an album"
+    )
+    assert (
+        value("I adore my dog and walk him every morning.") == "Adores their dog and walks him every morning"
+    )
     # a word that may be a noun, with no object after it, is left as said
     assert (
         value("I eat rice and fish with my dad on Sundays.") == "Eats rice and fish with their dad on Sundays"

@@ -92,6 +92,17 @@ def read(syntax, content):
         ("Next Friday works.", "reaction"),  # an "I" left off never takes -s
         ("Works for me.", "reaction"),
         ("Gave me a real sense of peace.", "reaction"),  # an "I" left off is not what gave "me"
+        # a maybe of the speaker's own, an answer to a question said before, an exclamation
+        ("I might go camping with my family this summer.", "modal_guess"),
+        ("I could play chess all day.", "modal_guess"),
+        ("I may have found a new flat.", "modal_guess"),
+        ("I'd have to say The Empire Strikes Back.", "reaction"),
+        ("I think I would have to say Moby Dick.", "reaction"),
+        ("I still can't believe we sold so many tickets.", "reaction"),
+        ("I submitted a few more last week.", "unresolved_object"),  # more of what?
+        ("I made some more for the kids.", "unresolved_object"),
+        ("I have three of my own.", "unresolved_object"),  # three what?
+        ("I have two.", "unresolved_object"),
     ],
 )
 def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
@@ -127,6 +138,11 @@ def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
         "My time in Paris was amazing.",
         "I play for a local team.",
         "I've been learning German since January.",
+        # "not" makes a modal a stance; a hedge before a statement of the speaker's own
+        "I couldn't live without my bike.",
+        "I'd say my favourite city is Porto.",
+        "I would have to say I'm a morning person.",
+        "I wrote a few more poems for the magazine.",
     ],
 )
 def test_the_speakers_facts_are_kept(syntax, content):

@@ -37,11 +37,17 @@ def test_everything_else_is_dropped_with_its_reason(syntax, reason):
 
 
 def test_a_modal_is_a_fact_only_in_the_speakers_mouth():
-    assert judge(ClauseSyntax("speaker", True, "might")).keep  # "I might move to Lisbon"
     assert judge(ClauseSyntax("speaker", True, "must")).keep  # "I must have read it ten times"
+    assert judge(ClauseSyntax("speaker", True, "will")).keep  # "I will start college in May"
     assert judge(ClauseSyntax("elided", True, "can")).keep  # "Can't wait for my studio to open"
     owned_guess = ClauseSyntax("pronoun", True, "must", pronoun="she", antecedent="my cat Luna")
     assert judge(owned_guess).reason == "modal_guess"  # "She must be hungry"
+
+
+@pytest.mark.parametrize("modal", ["might", "may", "could"])
+def test_a_maybe_is_not_a_fact_even_of_oneself_unless_negated(modal):
+    assert judge(ClauseSyntax("speaker", True, modal)).reason == "modal_guess"  # "I might go camping"
+    assert judge(ClauseSyntax("speaker", True, f"{modal} not")).keep  # "I couldn't live without it"
 
 
 @pytest.mark.parametrize("modal", ["should", "ought", "gotta"])
