@@ -55,7 +55,8 @@ _STATEMENT_START = (
     r"(?:i|i'm|i've|i'd|i'll|it|it's|its|that|this|they|they're|we|we're|my|our|the|there|he|she)\b"
 )
 _HEDGE = re.compile(
-    r"^(?:i\s+(?:think|guess|believe|feel like|suppose|reckon|bet)|i'd say|i have to say|i gotta say|"
+    r"^(?:i\s+(?:think|guess|believe|feel like|suppose|reckon|bet)|i(?:'d|\s+would)\s+(?:have\s+to\s+)?say|"
+    r"i have to say|i gotta say|"
     r"i must say|i can tell you|i'll tell you|(?:i\s+)?(?:just\s+)?want(?:ed)?\s+to\s+(?:tell|let)\s+(?:you|ya|u)"
     r"(?:\s+know)?|i\s+(?:have|had|got)\s+to\s+tell\s+(?:you|ya|u)|gotta\s+tell\s+(?:you|ya|u))"
     rf"(?:\s+that)?\s+(?={_STATEMENT_START})",
@@ -158,10 +159,10 @@ _EVALUATIVE_WORDS = (
     r"therapeutic|rewarding|fulfilling|moving|touching|eye-opening|empowering|uplifting|intense|surreal|"
     r"meaningful|epic|a blast)"
 )
-# ", which was awesome", "and it was so powerful", " - it was inspiring and emotional": an evaluation
+# ", which was awesome", "and it was so powerful", " - it was inspiring and emotional", "that's cool": an evaluation
 # of what the clause already said, not a fact of its own.
 _EVALUATIVE_TAIL = re.compile(
-    r"(?:,?\s+|\s+-+\s*)(?:which|and\s+it|it)\s*(?:is|was|'s|has been)\s+"
+    r"(?:,?\s+|\s+-+\s*)(?:which|and\s+it|it|that)\s*(?:is|was|'s|has been)\s+"
     r"(?:(?:so|really|pretty|super|very|truly|just|such)\s+)*"
     rf"{_EVALUATIVE_WORDS}(?:\s+(?:and|but)\s+(?:(?:so|really|very)\s+)*{_EVALUATIVE_WORDS})?"
     r"[\s.!]*$",
@@ -173,6 +174,9 @@ def third_person_verb(word: str) -> str:
     """The third-person singular of a verb said after "I" ("run" -> "runs", "am" -> "is"); other
     words (past forms, modals, adverbs, nouns) are returned unchanged."""
     low = fold(word)
+    head, dash, last = word.rpartition("-")
+    if dash and head and last.isalpha():  # "color-code" -> "color-codes"
+        return f"{head}-{third_person_verb(last)}"
     if low in _BE_HAVE:
         out = _BE_HAVE[low]
     elif (
@@ -299,6 +303,10 @@ _SAYS = re.compile(
     r".*(?:\b(?:is|was|are|were|has|have|had)\b|\b(?:it|that|there|he|she|this|they|we|you)'(?:s|re)\b)"
 )
 
+# ... however short, when it only judges what the other speaker said: "That's cool, I love Star Wars"
+_JUDGED = re.compile(
+    rf"(?i)^(?:that|it|this)(?:'s|\s+is|\s+was|\s+sounds)\s+(?:(?:so|really|very|pretty|super)\s+)*{_EVALUATIVE_WORDS}$"
+)
 
 # The same without a comma, for a few words only: "For me I love ...", "Now I'm ..."
 _BARE_FRONT = re.compile(
@@ -346,7 +354,7 @@ def _front_adjunct(text: str) -> str:
     lead, rest = m.group("lead").strip(), m.group("rest").rstrip(" .!?")
     if _CATCH_UP.match(lead):
         return rest  # "Since we last talked," "On another note,": the chat's time and turns, not the fact's
-    if len(lead.split()) >= 4 and _SAYS.search(lead):
+    if (len(lead.split()) >= 4 and _SAYS.search(lead)) or _JUDGED.match(lead):
         return rest  # "The sound of that river was so soothing, I felt ...": a clause of its own
     words = lead.split()
     if len(words) > 1 and fold(words[0]) in _JOINING:

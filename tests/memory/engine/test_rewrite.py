@@ -154,11 +154,15 @@ from memory.engine.text import folded_words, stem
         ("What kind of music do you like?", "What kind of music do you like"),
         # evaluative tails
         ("I ran my first marathon, which was awesome", "Ran their first marathon"),
+        ("I adopted a kitten, that's so sweet", "Adopted a kitten"),
+        ("That's cool, I love Star Wars too!", "Loves Star Wars"),
         # trailing chat words go only as whole words; "right" only as a tag after a comma
         ("I went to the park, right?", "Went to the park"),
         ("Life's been rough but I'm doing alright", "Life's been rough but they're doing alright"),
         ("I live in Bright", "Lives in Bright"),
         ("I think that is right", "That is right"),
+        ("I'd have to say my favorite place was Greece", "Their favorite place was Greece"),
+        ("I would say I'm a night owl", "Is a night owl"),
         # a belief keeps its verb, without the "that" ("That hiking is fun" says whose?)
         ("I think that hiking is fun", "Thinks hiking is fun"),
         ("I believe that helping others matters", "Believes helping others matters"),
@@ -389,7 +393,7 @@ def test_no_first_person_left(clause: str) -> None:
 @pytest.mark.parametrize(
     ("word", "expected"),
     [("run", "runs"), ("am", "is"), ("have", "has"), ("go", "goes"), ("watch", "watches"), ("try", "tries"),
-     ("went", "went"), ("can", "can"), ("Love", "Loves"), ("used", "used")],
+     ("went", "went"), ("can", "can"), ("Love", "Loves"), ("used", "used"), ("color-code", "color-codes")],
 )  # fmt: skip
 def test_third_person_verb(word: str, expected: str) -> None:
     assert third_person_verb(word) == expected
