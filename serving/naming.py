@@ -298,8 +298,12 @@ def pronouns_named(tokens, main) -> list:
             continue
         if t.tag_ == "PRP$" or t.head.dep_ == "relcl" or t.dep_ == "det":
             continue
-        about = t.dep_ == "pobj" and t.head.lower_ == "about"  # "talked to my mom about it": the chat's topic
-        if not about and any(u.i < t.i and _may_name(t.lower_, u) for u in tokens):
+        # "talked to my mom about it": the chat's topic; "a better cook because of it": a cause told before
+        back = t.dep_ == "pobj" and (
+            t.head.lower_ in ("about", "because")
+            or (t.head.lower_ == "to" and t.head.head.lower_ in ("thanks", "due"))
+        )
+        if not back and any(u.i < t.i and _may_name(t.lower_, u) for u in tokens):
             continue  # named in the clause itself: "helping the community and making it better"
         head = t.head
         if t.dep_ in ("dobj", "dative", "pobj") and t.lower_ in OBJECT_PRONOUNS:

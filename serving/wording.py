@@ -62,6 +62,21 @@ def _tail(tokens, main):
     return None
 
 
+def _vocative_last(tokens):
+    """The name the clause ends on when it is said to the other speaker ("... with my business,
+    Jon."), not of a thing ("a new city, Boston"; "my brother, Jon"), as :func:`_tail` gives a cut."""
+    last = tokens[-1] if tokens else None
+    if (
+        last is None
+        or last.pos_ != "PROPN"
+        or last.dep_ not in ("npadvmod", "intj")
+        or last.i == 0
+        or last.doc[last.i - 1].text != ","
+    ):
+        return None
+    return last, last.text
+
+
 #: What an "and it's ..." says of the thing just named: how it went, not another fact ("Is doing
 #: kickboxing and it's giving them energy", "Tried a new recipe and it was a winner").
 _JUDGING = frozenset("be give make help feel seem look sound".split())
@@ -76,18 +91,22 @@ _SPANS = _TIME_NOUNS | frozenset("second minute hour while age decade".split())
 
 def _swaps(tokens, main) -> tuple[tuple[str, str], ...]:
     """A pointing determiner said plainly, as chat uses it: "this tree" -> "a tree" (the photo it
-    points at is not in the tree), "these poses" -> "poses"; not "this week" (a date)."""
+    points at is not in the tree), "these poses" -> "poses", the subject's "my necklace"; not "this
+    week" (a date)."""
     out = []
     for det in tokens:
         noun = det.head
         if det.dep_ != "det" or noun.pos_ != "NOUN" or noun.i < det.i:
             continue
-        if noun.dep_ in SUBJECT_DEPS and noun.head.i == main.i:
-            continue  # the subject stays: "A necklace is special to me" would say less
         if noun.lemma_.lower() in _TIME_NOUNS or det.lower_ not in ("this", "that", "these", "those"):
             continue
         said = det.doc[det.i : noun.i + 1]
         rest = said[1:].text
+        if noun.dep_ in SUBJECT_DEPS and noun.head.i == main.i:
+            # the subject of a clause kept as the speaker's is theirs ("This necklace is special to
+            # me" -> "My necklace ..."); "A necklace is special to me" would say less
+            out.append((said.text, f"my {rest}"))
+            continue
         if noun.dep_ == "npadvmod":
             out.append((said.text, ""))  # "That way I can ...": how, pointing back, goes
         elif det.lower_ in ("these", "those"):
@@ -237,6 +256,15 @@ def _one_of_what(one) -> bool:
 _OWN = frozenset({"own", "mine", "ours"})
 
 
+def _on_one(main) -> bool:
+    """ "Is working on one", "Signed up for one": one of what?"""
+    return any(
+        o.dep_ == "pobj" and o.lower_ == "one" and not _one_of_what(o)
+        for c in main.children if c.dep_ == "prep"
+        for o in c.children
+    )  # fmt: skip
+
+
 def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     """``syntax`` with its one unnamed pronoun written out when the turn names it ("Have you tried
     pottery?" - "I love it!"), else marked ``dangling`` when it has any; pointing determiners said
@@ -244,7 +272,7 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     swaps = _swaps(tokens, main)
     if swaps:
         syntax = replace(syntax, swaps=swaps)
-    tail = _tail(tokens, main)
+    tail = _tail(tokens, main) or _vocative_last(tokens)
     if tail is not None:  # what the joined clause says is not kept, so it needs no naming
         syntax = replace(syntax, tail=tail[1])
         tokens = [t for t in tokens if t.i < tail[0].i]
@@ -259,11 +287,20 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
         if not named:
             return replace(syntax, dangling=True)
         syntax = replace(syntax, swaps=(*syntax.swaps, (main.text, f"{main.text} {named}")))
-    if any(
-        (c.dep_ == "attr" and c.lower_ == "one" or c.dep_ == "dobj" and (c.lower_ in _HOW_MANY or c.like_num))
-        and not _one_of_what(c)
-        for c in main.children
-    ) or _more_of_what(main, tokens):
+    if (
+        any(
+            (
+                c.dep_ == "attr"
+                and c.lower_ == "one"
+                or c.dep_ == "dobj"
+                and (c.lower_ in _HOW_MANY or c.like_num)
+            )
+            and not _one_of_what(c)
+            for c in main.children
+        )
+        or _more_of_what(main, tokens)
+        or _on_one(main)
+    ):
         return replace(syntax, dangling=True)  # "I've been one", "We're brainstorming some": of what?
     pronouns = pronouns_named(tokens, main)
     if not pronouns:

@@ -157,7 +157,7 @@ _EVALUATIVE_WORDS = (
     r"(?:awesome|amazing|great|cool|fun|exciting|nice|wonderful|fantastic|incredible|lovely|sweet|powerful|"
     r"special|enlightening|inspiring|emotional|beautiful|magical|unforgettable|memorable|relaxing|peaceful|"
     r"therapeutic|rewarding|fulfilling|moving|touching|eye-opening|empowering|uplifting|intense|surreal|"
-    r"meaningful|epic|a blast)"
+    r"meaningful|epic|motivating|encouraging|heartwarming|refreshing|humbling|satisfying|a blast)"
 )
 # ", which was awesome", "and it was so powerful", " - it was inspiring and emotional", "that's cool": an evaluation
 # of what the clause already said, not a fact of its own.

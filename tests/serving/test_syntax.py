@@ -57,6 +57,8 @@ def read(syntax, content):
             "unresolved_object",
         ),  # "about it": the chat's topic
         ("I started writing another one while I wait.", "unresolved_object"),
+        ("I'm a much better cook because of it.", "unresolved_object"),  # a cause told before
+        ("I feel like a new person thanks to it.", "unresolved_object"),
         ("When I'm feeling down.", "subordinate"),
         ("Because my mom is a nurse.", "subordinate"),
         ("Especially when I'm snacking dairy-free.", "subordinate"),
@@ -103,6 +105,7 @@ def read(syntax, content):
         ("I made some more for the kids.", "unresolved_object"),
         ("I have three of my own.", "unresolved_object"),  # three what?
         ("I have two.", "unresolved_object"),
+        ("I'm working on one with my writing group.", "unresolved_object"),
     ],
 )
 def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
@@ -315,6 +318,15 @@ def test_a_joined_clause_about_something_else_is_cut_off(syntax):
     assert resolve(text, found) == "I tried a new recipe"
 
 
+def test_a_name_said_to_the_other_speaker_at_the_end_goes(syntax):
+    (text, found), *_ = read(syntax, "I've had some tough times with my business, Jon.")
+    assert resolve(text, found) == "I've had some tough times with my business"
+    (text, found), *_ = read(syntax, "I moved to a new city, Boston.")  # what the city is
+    assert resolve(text, found) == text
+    (text, found), *_ = read(syntax, "I love my brother, Jon.")
+    assert resolve(text, found) == text
+
+
 def test_a_pointing_determiner_is_said_plainly(syntax):
     (text, found), *_ = read(syntax, "I decorated this tree myself with a Harry Potter theme.")
     assert resolve(text, found) == "I decorated a tree myself with a Harry Potter theme."
@@ -322,8 +334,8 @@ def test_a_pointing_determiner_is_said_plainly(syntax):
     assert resolve(text, found) == "I love how poses challenge my body."
     (text, found), *_ = read(syntax, "I bought that old guitar this week.")  # "this week" is a date
     assert resolve(text, found) == "I bought an old guitar this week."
-    (text, found), *_ = read(syntax, "This necklace is special to me.")  # a subject stays
-    assert resolve(text, found) == text
+    (text, found), *_ = read(syntax, "This necklace is special to me.")  # the subject is theirs
+    assert resolve(text, found) == "My necklace is special to me."
     # one of a kind, or said with what makes it so: "the"; a mass noun takes "some"
     (text, found), *_ = read(syntax, "I'm joining a new team after this next tourney.")
     assert resolve(text, found) == "I'm joining a new team after the next tourney."
