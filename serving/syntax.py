@@ -263,16 +263,27 @@ def _modal(main) -> str:
     return ""
 
 
+def _maybe(main) -> str:
+    """ "maybe" where a "Maybe I'll write a drama" says it instead of a modal."""
+    return (
+        "maybe" if any(c.dep_ == "advmod" and c.lower_ in ("maybe", "perhaps") for c in main.children) else ""
+    )
+
+
 def _progressive_fragment(tokens) -> bool:
     """An answer that leaves off "I'm": after the other speaker asked something, a clause that opens
     with an -ing verb and has no finite verb ("What are your plans?" - "Researching adoption
-    agencies"); three words at least, so "Loving it" stays a reaction. Unasked, such a fragment may
-    describe a picture ("Watching the sunrise over the lake")."""
+    agencies"), before any finite verb of its sentence; three words at least, so "Loving it" stays a
+    reaction. Unasked, such a fragment may describe a picture ("Watching the sunrise over the lake")."""
     first = tokens[0]
     doc = first.doc
-    asked = "?" in doc.text[: doc.user_data.get(SPEAKER_FROM, 0)]
+    starts = doc.user_data.get(SPEAKER_FROM, 0)
+    asked = "?" in doc.text[:starts]
+    # the answer opens its sentence: in "We've been helping each other - cheering each other on ..."
+    # the fragment goes on with the clause before it, whoever asked what
+    opens = not any(t.tag_ in _FINITE_TAGS for t in first.sent if starts <= t.idx < first.idx)
     return (
-        asked and first.tag_ == "VBG" and first.pos_ == "VERB"
+        asked and opens and first.tag_ == "VBG" and first.pos_ == "VERB"
         and len([t for t in tokens if not t.is_punct]) >= 3 and not any(t.tag_ in _FINITE_TAGS for t in tokens)
     )  # fmt: skip
 
@@ -451,7 +462,7 @@ def _read(doc, tokens) -> ClauseSyntax:
     if _inverted_ellipsis(tokens):  # "So do I", "... but so does having friends around"
         return ClauseSyntax("reaction", True, first_person=first_person)
     finite = main.pos_ in ("VERB", "AUX") and _finite(main)
-    modal = _modal(main)
+    modal = _maybe(main) or _modal(main)
     subject = _subject(main, inside)
     if main.lemma_ == "be" and any(c.lower_ == "here" and c.i < main.i for c in main.children):
         shown = subject or next((c for c in main.children if c.dep_ == "attr" and c.i in inside), None)

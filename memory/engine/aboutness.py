@@ -71,14 +71,14 @@ SUBJECTS = (
 KEPT_SUBJECTS = frozenset({"speaker", "owned", "elided"})
 #: Modals that make a statement a guess or advice rather than a fact ("must be rewarding",
 #: "should start a cork board", "could be fun"); only the speaker's own ("I should ...") stays.
-GUESS_MODALS = frozenset({"must", "should", "might", "may", "could", "ought", "gotta"})
+GUESS_MODALS = frozenset({"must", "should", "might", "may", "could", "ought", "gotta", "maybe"})
 #: Of those, advice even when the speaker gives it to themself ("We should all join forces", "I
 #: gotta push myself"), and an advice verb read as one ("I recommend reading it"): not a fact.
 ADVICE_MODALS = frozenset({"should", "ought", "gotta", "recommend"})
 #: And a guess even of the speaker's own doing ("I might go camping", "I could play Mario Kart all
-#: day", "I may have found a job"): a maybe, not a fact. Said with "not" it is a stance and stays
+#: day", "I may have found a job", "Maybe I'll write a drama"): a maybe, not a fact. Said with "not" it is a stance and stays
 #: ("I couldn't live without my dog"; the syntax step reports such a modal as "could not").
-SPECULATIVE_MODALS = frozenset({"might", "may", "could"})
+SPECULATIVE_MODALS = frozenset({"might", "may", "could", "maybe"})
 
 
 @dataclass(frozen=True, slots=True)

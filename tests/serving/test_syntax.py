@@ -98,6 +98,7 @@ def read(syntax, content):
         ("I might go camping with my family this summer.", "modal_guess"),
         ("I could play chess all day.", "modal_guess"),
         ("I may have found a new flat.", "modal_guess"),
+        ("Maybe I'll start writing a drama myself.", "modal_guess"),
         ("I'd have to say The Empire Strikes Back.", "reaction"),
         ("I think I would have to say Moby Dick.", "reaction"),
         ("I still can't believe we sold so many tickets.", "reaction"),
@@ -427,6 +428,13 @@ def test_an_answer_that_leaves_off_im_is_the_speakers(syntax):
     # unasked, an -ing fragment may describe a picture
     (_text, found), *_ = read_reply(syntax, "Nice pic!", "Watching the sunrise over the lake.")
     assert judge(found).reason == "no_finite_verb"
+    # after a sentence of the turn, a fragment goes on with it: no answer to the question
+    read = read_reply(
+        syntax,
+        "How's boot camp?",
+        "We've been supporting each other - cheering each other on during workouts.",
+    )
+    assert judge(read[-1][1]).reason == "no_finite_verb", read
 
 
 @pytest.mark.parametrize(
