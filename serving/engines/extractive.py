@@ -33,7 +33,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from serving.syntax import import_spacy_without_torch
+from serving.spacy_pipeline import import_spacy_without_torch
 
 import_spacy_without_torch()  # before the rewrite imports lemminflect, and so spaCy
 

@@ -101,7 +101,7 @@ def test_the_fact_pipeline_loads_spacy_without_torch():
     code = (
         "import sys\n"
         "import serving.engines.extractive\n"
-        "from serving.syntax import load_pipeline\n"
+        "from serving.spacy_pipeline import load_pipeline\n"
         "doc = load_pipeline()('I run every morning.')\n"
         "hidden = 'torch' in sys.modules\n"
         "import torch\n"
@@ -113,7 +113,7 @@ def test_the_fact_pipeline_loads_spacy_without_torch():
 def test_a_process_that_has_torch_keeps_it_while_spacy_loads():
     code = (
         "import sys, torch\n"
-        "from serving.syntax import import_spacy_without_torch\n"
+        "from serving.spacy_pipeline import import_spacy_without_torch\n"
         "import_spacy_without_torch()\n"
         "import thinc.compat\n"
         "print(sys.modules['torch'] is torch, thinc.compat.has_torch)\n"
