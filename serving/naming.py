@@ -294,6 +294,9 @@ def pronouns_named(tokens, main) -> list:
         if _another_one(t):  # "Started writing another one", "sold the old one"
             out.append(t)
             continue
+        if t.lower_ in ("mine", "ours") and t.dep_ == "dobj":  # "I'll bring mine": the speaker's what?
+            out.append(t)
+            continue
         if t.lower_ not in OBJECT_PRONOUNS and t.lower_ not in _REPORTED_PRONOUNS:
             continue
         if t.tag_ == "PRP$" or t.head.dep_ == "relcl" or t.dep_ == "det":

@@ -314,7 +314,8 @@ def _joined_verbs(main, inside: set[int]) -> tuple[str, ...]:
         if any(c.dep_ in SUBJECT_DEPS or c.dep_ in ("aux", "auxpass") for c in verb.children):
             continue
         after = verb.doc[verb.i + 1].lower_ if verb.i + 1 < len(verb.doc) else ""
-        if "NOUN" in getAllLemmas(verb.lower_) and after not in _OBJECT_OPENERS:
+        has_object = any(c.dep_ == "dobj" for c in verb.children)  # "play fetch": a verb, with its object
+        if "NOUN" in getAllLemmas(verb.lower_) and after not in _OBJECT_OPENERS and not has_object:
             continue
         out.append(verb.text)
         heads.add(verb.i)
@@ -489,6 +490,8 @@ def _read(doc, tokens) -> ClauseSyntax:
             return ClauseSyntax("generic", finite, modal)  # "My studio ... It was stressful but great"
         dangling = bool(pronouns_named(tokens, main))  # "She made it": two to name, one slot
         return ClauseSyntax("pronoun", finite, modal, subject.text, antecedent, first_person, dangling)
+    elif low in ("mine", "ours"):  # "Mine is a big sweetheart": the speaker's what?
+        return ClauseSyntax("pronoun", finite, modal, subject.text, "", first_person)
     elif low in _DEICTIC or (
         subject.lemma_.lower() in EMPTY_NOUNS and any(c.lower_ in _DEICTIC for c in subject.children)
     ):

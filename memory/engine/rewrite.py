@@ -59,7 +59,7 @@ _HEDGE = re.compile(
     r"i have to say|i gotta say|"
     r"i must say|i can tell you|i'll tell you|(?:i\s+)?(?:just\s+)?want(?:ed)?\s+to\s+(?:tell|let)\s+(?:you|ya|u)"
     r"(?:\s+know)?|i\s+(?:have|had|got)\s+to\s+tell\s+(?:you|ya|u)|gotta\s+tell\s+(?:you|ya|u))"
-    rf"(?:\s+that)?\s+(?={_STATEMENT_START})",
+    rf"(?:\s+that|,)?\s+(?={_STATEMENT_START})",
     re.IGNORECASE,
 )
 _BELIEF_THAT = re.compile(
@@ -380,8 +380,15 @@ def _adverb_ly(token: str) -> bool:
     return low.endswith("ly") and len(low) > 5 and low not in ("apply", "reply", "supply", "multiply")
 
 
+_QUOTED = re.compile(r'"[^"]+"|\u201c[^\u201d]+\u201d')
+
+
 def _swap(text: str) -> str:
+    quoted = [q.span() for q in _QUOTED.finditer(text)]
+
     def repl(m: re.Match[str]) -> str:
+        if any(start < m.start() < end for start, end in quoted):
+            return m.group(0)  # a title's own words: "Under My Thumb", "My Way"
         word = fold(m.group(0))
         if word == "i am":
             out = "they are"

@@ -220,6 +220,9 @@ def test_first_person_rate_and_words_per_clause():
     clauses = ["Is a nurse", "I love my job", "Lives in the US", "Goes out with us on Fridays"]
     assert first_person_rate(clauses) == 0.5  # "I ... my" and "us"; the country "US" does not count
     assert first_person_rate([]) is None
+    assert (
+        first_person_rate(['Loves "Under My Thumb"', 'Said "I quit" to my boss']) == 0.5
+    )  # a title is its own
     assert words_per_clause_p50(["Is a nurse", "Runs", "Has two cats named Luna"]) == 3.0
     assert words_per_clause_p50([]) is None
     assert word_count(["Is a nurse", "", "Bob's dog"]) == 5

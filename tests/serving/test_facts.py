@@ -197,6 +197,9 @@ def test_verbs_joined_to_the_speakers_take_the_third_person_with_it(listener):
     assert (
         value("I adore my dog and walk him every morning.") == "Adores their dog and walks him every morning"
     )
+    assert value("I go for walks, play fetch, and go to the dog park.") == (
+        "Goes for walks, plays fetch, and goes to the dog park"
+    )
     # a word that may be a noun, with no object after it, is left as said
     assert (
         value("I eat rice and fish with my dad on Sundays.") == "Eats rice and fish with their dad on Sundays"

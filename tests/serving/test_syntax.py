@@ -87,6 +87,8 @@ def read(syntax, content):
         ("Yoga is so cool for showing us what we can do.", "generic"),  # "us" is everyone here
         # nothing of the speaker's to keep alone: a two-word clause, a past "since", a pointer
         ("He naps on my desk while I wait.", "unresolved_pronoun"),
+        ("Mine is a big sweetheart.", "unresolved_pronoun"),  # the speaker's what?
+        ("I'll bring mine next time.", "unresolved_object"),
         ("He was scared of it since I was a kid.", "unresolved_pronoun"),
         ("She loves it because it helps me.", "unresolved_pronoun"),
         ("I can imagine the first week was exhausting.", "reaction"),

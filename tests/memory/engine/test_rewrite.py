@@ -163,6 +163,8 @@ from memory.engine.text import folded_words, stem
         ("I think that is right", "That is right"),
         ("I'd have to say my favorite place was Greece", "Their favorite place was Greece"),
         ("I would say I'm a night owl", "Is a night owl"),
+        ("I have to say, my favorite place was Peru", "Their favorite place was Peru"),
+        ('I love "Under My Thumb" by the Rolling Stones', 'Loves "Under My Thumb" by the Rolling Stones'),
         # a belief keeps its verb, without the "that" ("That hiking is fun" says whose?)
         ("I think that hiking is fun", "Thinks hiking is fun"),
         ("I believe that helping others matters", "Believes helping others matters"),
