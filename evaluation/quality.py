@@ -35,7 +35,7 @@ import numpy as np
 
 from memory.engine.grounding import check_grounding, proper_nouns
 from memory.engine.render import count_tokens
-from memory.engine.text import STOPWORDS, fold, number_tokens, tokens_folded, words
+from memory.engine.text import QUOTATION, STOPWORDS, fold, number_tokens, tokens_folded, words
 
 Embed = Callable[[Sequence[str]], "np.ndarray"]  # texts -> (n, d) unit vectors
 TAUS = (0.5, 0.6, 0.7)
@@ -228,7 +228,6 @@ def context_recall_section(items: Sequence[dict]) -> dict:
 #: The one phrase every mention of the subject becomes before embedding (names, I/my, a bare verb's subject).
 NEUTRAL = "the person"
 _FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself|we|our|us)\b", re.IGNORECASE)
-_QUOTATION = re.compile(r'"[^"]+"|\u201c[^\u201d]+\u201d')  # what a quotation says
 _I_FORMS = re.compile(
     r"\b(?:(i)\s*(?:'|\u2019)\s*(m|ve|d|ll)|(i)\s+(am)|(i|me|myself)|(my|mine))\b(\s+([a-z]+))?",
     re.IGNORECASE,
@@ -316,7 +315,7 @@ def first_person_rate(clauses: Sequence[str]) -> float | None:
     """Share of clauses with I/me/my/mine/myself/we/our/us (the country "US" does not count, nor a
     quoted title's own words: 'Loves "Under My Thumb"')."""
     hits = sum(
-        any(m.group(0) != "US" for m in _FIRST_PERSON.finditer(_QUOTATION.sub('""', c))) for c in clauses
+        any(m.group(0) != "US" for m in _FIRST_PERSON.finditer(QUOTATION.sub('""', c))) for c in clauses
     )
     return _rate(hits, len(clauses))
 

@@ -31,7 +31,7 @@ from lemminflect import getAllLemmas, getInflection  # pure Python, a dependency
 
 from .segment import strip_emoji
 from .shorten import shorten, tidy
-from .text import STOPWORDS, content_stems, fold, number_tokens
+from .text import QUOTATION, STOPWORDS, content_stems, fold, number_tokens
 
 __all__ = ["rewrite", "third_person_verb", "FIRST_PERSON_WORDS"]
 
@@ -380,11 +380,8 @@ def _adverb_ly(token: str) -> bool:
     return low.endswith("ly") and len(low) > 5 and low not in ("apply", "reply", "supply", "multiply")
 
 
-_QUOTED = re.compile(r'"[^"]+"|\u201c[^\u201d]+\u201d')
-
-
 def _swap(text: str) -> str:
-    quoted = [q.span() for q in _QUOTED.finditer(text)]
+    quoted = [q.span() for q in QUOTATION.finditer(text)]
 
     def repl(m: re.Match[str]) -> str:
         if any(start < m.start() < end for start, end in quoted):

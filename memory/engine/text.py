@@ -21,6 +21,7 @@ import unicodedata
 from collections.abc import Iterable
 
 __all__ = [
+    "QUOTATION",
     "STOPWORDS",
     "without_dangling_end",
     "NUMBER_WORDS",
@@ -32,6 +33,9 @@ __all__ = [
     "number_tokens",
     "folded_words",
 ]
+
+#: A quotation in straight or curly double quotes: a title or a saying, whose words are its own.
+QUOTATION = re.compile(r'"[^"]+"|\u201c[^\u201d]+\u201d')
 
 STOPWORDS = frozenset(
     """
