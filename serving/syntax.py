@@ -71,7 +71,8 @@ _PICTURING = frozenset({"imagine", "picture", "envision", "relate"})
 # "I'd have to say The Lord of the Rings": an answer whose question is the other speaker's; what
 # it names says nothing alone. Followed by a statement of the speaker's own ("I'd say my favorite
 # place was Greece", "I would say I'm outgoing") it is a hedge, and the rewrite drops it.
-_ANSWERED = frozenset({"i", "i'm", "i've", "my", "it", "it's", "its", "that", "this", "they", "we", "our"})
+# (spaCy splits "I'm" and "it's", so "i" and "it" stand for them too)
+_ANSWERED = frozenset({"i", "my", "it", "its", "that", "this", "they", "we", "our"})
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
 _GROUPS = frozenset("family team people group crew squad club community church class".split())
 
@@ -543,13 +544,7 @@ def _bare_answer(tokens, main) -> bool:
     if modal not in ("would", "'d"):
         return False
     after = [t for t in tokens if t.i > verb.i and t.lower_ != "that"]
-    return (
-        bool(after)
-        and after[0].lower_ not in _ANSWERED
-        and not (
-            after[0].lower_ in ("i", "it") and len(after) > 1  # "I 'm", "it 's" split by the tokenizer
-        )
-    )
+    return bool(after) and after[0].lower_ not in _ANSWERED
 
 
 _PICTURES = frozenset({"photo", "pic", "picture", "image", "shot", "snap", "snapshot", "peek", "look"})

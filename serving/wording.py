@@ -232,15 +232,34 @@ def _object_said_before(main) -> str:
 
 _HOW_MANY = frozenset("one some few more lots several many".split())
 _COUNTED = frozenset("one two three few couple some several many".split())
+_OWN = frozenset({"own", "mine", "ours"})
 
 
-def _more_of_what(main, tokens) -> bool:
-    """ "Submitted a few more", "Made some more for the kids": more of what the turn said before."""
-    return any(
-        t.lower_ == "more" and t.head.i == main.i and t.i > 0 and t.doc[t.i - 1].lower_ in _COUNTED
-        and not any(c.dep_ == "dobj" and c.lower_ not in _COUNTED and c.lower_ != "more" for c in main.children)
+def _of_what_left_off(main, tokens) -> bool:
+    """A count or a "one" as what the clause is about, saying of what: "I've been one", "We're
+    brainstorming some", "I have two", "Is working on one", "Submitted a few more"."""
+    counted = any(
+        (c.dep_ == "attr" and c.lower_ == "one" or c.dep_ == "dobj" and (c.lower_ in _HOW_MANY or c.like_num))
+        and not _one_of_what(c)
+        for c in main.children
+    )
+    on_one = any(
+        o.dep_ == "pobj" and o.lower_ == "one" and not _one_of_what(o)
+        for c in main.children
+        if c.dep_ == "prep"
+        for o in c.children
+    )
+    more = any(
+        t.lower_ == "more"
+        and t.head.i == main.i
+        and t.i > 0
+        and t.doc[t.i - 1].lower_ in _COUNTED
+        and not any(
+            c.dep_ == "dobj" and c.lower_ not in _COUNTED and c.lower_ != "more" for c in main.children
+        )
         for t in tokens
-    )  # fmt: skip
+    )
+    return counted or on_one or more
 
 
 def _one_of_what(one) -> bool:
@@ -251,18 +270,6 @@ def _one_of_what(one) -> bool:
         or (c.dep_ == "prep" and c.lower_ == "of" and not any(o.lower_ in _OWN for o in c.children))
         for c in one.children
     )
-
-
-_OWN = frozenset({"own", "mine", "ours"})
-
-
-def _on_one(main) -> bool:
-    """ "Is working on one", "Signed up for one": one of what?"""
-    return any(
-        o.dep_ == "pobj" and o.lower_ == "one" and not _one_of_what(o)
-        for c in main.children if c.dep_ == "prep"
-        for o in c.children
-    )  # fmt: skip
 
 
 def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
@@ -287,20 +294,7 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
         if not named:
             return replace(syntax, dangling=True)
         syntax = replace(syntax, swaps=(*syntax.swaps, (main.text, f"{main.text} {named}")))
-    if (
-        any(
-            (
-                c.dep_ == "attr"
-                and c.lower_ == "one"
-                or c.dep_ == "dobj"
-                and (c.lower_ in _HOW_MANY or c.like_num)
-            )
-            and not _one_of_what(c)
-            for c in main.children
-        )
-        or _more_of_what(main, tokens)
-        or _on_one(main)
-    ):
+    if _of_what_left_off(main, tokens):
         return replace(syntax, dangling=True)  # "I've been one", "We're brainstorming some": of what?
     pronouns = pronouns_named(tokens, main)
     if not pronouns:

@@ -173,10 +173,10 @@ _EVALUATIVE_TAIL = re.compile(
 def third_person_verb(word: str) -> str:
     """The third-person singular of a verb said after "I" ("run" -> "runs", "am" -> "is"); other
     words (past forms, modals, adverbs, nouns) are returned unchanged."""
-    low = fold(word)
     head, dash, last = word.rpartition("-")
     if dash and head and last.isalpha():  # "color-code" -> "color-codes"
         return f"{head}-{third_person_verb(last)}"
+    low = fold(word)
     if low in _BE_HAVE:
         out = _BE_HAVE[low]
     elif (
