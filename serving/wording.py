@@ -233,6 +233,7 @@ def _object_said_before(main) -> str:
 _HOW_MANY = frozenset("one some few more lots several many".split())
 _COUNTED = frozenset("one two three few couple some several many".split())
 _OWN = frozenset({"own", "mine", "ours"})
+_ON_HOW_MANY = frozenset("one few several many any".split())
 
 
 def _of_what_left_off(main, tokens) -> bool:
@@ -243,8 +244,8 @@ def _of_what_left_off(main, tokens) -> bool:
         and not _one_of_what(c)
         for c in main.children
     )
-    on_one = any(
-        o.dep_ == "pobj" and o.lower_ == "one" and not _one_of_what(o)
+    on_one = any(  # "Is working on one", "Has been to a few in Europe"
+        o.dep_ == "pobj" and o.lower_ in _ON_HOW_MANY and not _one_of_what(o, counted=o.lower_ != "one")
         for c in main.children
         if c.dep_ == "prep"
         for o in c.children
@@ -262,11 +263,12 @@ def _of_what_left_off(main, tokens) -> bool:
     return counted or on_one or more
 
 
-def _one_of_what(one) -> bool:
+def _one_of_what(one, *, counted: bool = False) -> bool:
     """Does "one" say what it is one of ("the one who ...", "one of the lucky ones"; not "three of
-    my own")?"""
+    my own")? A ``counted`` word ("a few") says it with no determiner."""
     return any(
-        c.dep_ in ("det", "amod", "compound", "relcl", "acl")
+        c.dep_
+        in (("amod", "compound", "relcl", "acl") if counted else ("det", "amod", "compound", "relcl", "acl"))
         or (c.dep_ == "prep" and c.lower_ == "of" and not any(o.lower_ in _OWN for o in c.children))
         for c in one.children
     )

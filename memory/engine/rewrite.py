@@ -69,7 +69,7 @@ _BELIEF_THAT = re.compile(
 )  # "that" a pronoun stays: "I think that is right"
 _OUR_LAST_CHAT = r"our last (?:chat|talk|conversation)"  # the chat's own time, never the fact's
 _TRAILING_TALK = re.compile(
-    r"(?:[\s,]*(?<![\w'])(?:lol|lmao|haha+|hehe+|hah|xd|tbh|though|too|as well|haha+\w*|you know|ya know|(?:oh\s+)?yeah|"
+    r"(?:[\s,]*(?:-+\s*)?(?<![\w'])(?:lol|lmao|haha+|hehe+|hah|xd|tbh|yum+|yay+|woo+hoo+|phew|though|too|as well|haha+\w*|you know|ya know|(?:oh\s+)?yeah|"
     r"(?:don't|doesn't|isn't|aren't|wasn't|weren't|didn't|won't|can't)\s+(?:they|it|you|we|he|she|i))\b"
     r"|\s*,\s*right\b)+"
     r"[\s.!?]*$"
@@ -222,8 +222,13 @@ def _lead(text: str) -> tuple[str, bool]:
         return f"{'had' if had else 'would'} {rest}".strip(), True
     # "I" + optional adverbs + verb
     k = _verb_at(tokens)
+    tokens = _emphatic_do(tokens, k)
+    k = _verb_at(tokens)
     if tokens and tokens[0]:
-        tokens[k] = third_person_verb(tokens[k])
+        if fold(tokens[k]) in _PAST_OR_PRESENT and _HABITUAL.search(" ".join(tokens[k + 1 :])):
+            tokens[k] = tokens[k] + "s"  # "I read a book every week": present, as the habit says
+        else:
+            tokens[k] = third_person_verb(tokens[k])
         if k + 2 < len(tokens) and fold(tokens[k + 1]) in ("and", "or") and tokens[k + 2].isalpha():
             tokens[k + 2] = third_person_verb(tokens[k + 2])  # "I practice and train" -> "... and trains"
     return " ".join(tokens), True
@@ -235,6 +240,36 @@ _AND_I = re.compile(
     r"(?P<verb>[a-z]+))\b"
 )
 _AND_I_FORMS = {"'m": "is", " am": "is", "'ve": "has", "'d": "would", "'ll": "will"}
+
+
+# "I do love ...", "I did enjoy ...": the stress goes, the verb takes the tense ("Loves", "Enjoyed")
+_STRESSABLE = frozenset(
+    "love like enjoy miss hope wish think believe feel want need know agree appreciate care hate prefer "
+    "remember admire respect adore".split()
+)
+# A habit said with a verb whose past and present are written alike ("read", "put", "set")
+_HABITUAL = re.compile(
+    r"(?i)\b(?:every|each)\s+(?:day|night|morning|week|weekend|month|year)\b|\b(?:daily|weekly)\b"
+)
+
+
+def _emphatic_do(tokens: list[str], k: int) -> list[str]:
+    """``tokens`` without a stressing "do"/"did" at ``k`` before a stance verb (adverbs between
+    stay): "do really love" -> "really loves"; "did enjoy" -> "enjoyed"."""
+    aux = fold(tokens[k]) if k < len(tokens) else ""
+    if aux not in ("do", "did"):
+        return tokens
+    j = k + 1
+    while j < len(tokens) - 1 and (fold(tokens[j]) in _ADVERBS or _adverb_ly(tokens[j])):
+        j += 1
+    verb = fold(tokens[j]) if j < len(tokens) else ""
+    if j == k or verb not in _STRESSABLE:
+        return tokens
+    if aux == "did":
+        forms = getInflection(verb, tag="VBD")
+        tokens = [*tokens[:j], forms[0] if forms else verb + "ed", *tokens[j + 1 :]]
+        return tokens[:k] + tokens[k + 1 :]
+    return tokens[:k] + tokens[k + 1 :]  # the caller puts the verb in the third person
 
 
 def _verb_at(tokens: list[str]) -> int:

@@ -82,9 +82,11 @@ def shorten(text: str, max_words: int, verb: str = "") -> tuple[str, bool]:
     """Cut tails, then words, until ``text`` has at most ``max_words`` words; (text, cut).
 
     A subordinate tail that leaves a fitting fact is cut first (the latest such); else the latest
-    fitting coordination or prepositional cut; else the last subordinate tail, and try again. With no
-    cut left, a clause of up to half again ``max_words`` stays whole (a fragment such as "Thinks the
-    process is such" reads worse than a longer fact); only a longer one loses words from the end."""
+    fitting coordination or prepositional cut; else the last subordinate tail, and try again. When
+    that cut falls inside an enumeration, or no cut is left, a clause of up to half again
+    ``max_words`` stays whole (a fragment such as "Thinks the process is such" or "Likes to go out
+    dancing, listen to music" reads worse than a longer fact); only a longer one loses words from
+    the end."""
     cut_any = False
     while len(_words_of(text)) > max_words:
         said = re.search(rf"(?<![\w'])(?:{re.escape(verb)})(?![\w'])", text, re.IGNORECASE) if verb else None
@@ -111,10 +113,20 @@ def shorten(text: str, max_words: int, verb: str = "") -> tuple[str, bool]:
             p for p in tiers[1] + [p for p in tiers[2] if not _half_conjunct(text[:p])]
             if len(_words_of(text[:p])) <= max_words and not _dangles(text[:p]) and not _splits_adjectives(text, p)
         ]  # fmt: skip
-        if first or later or tiers[0]:
-            text, cut_any = text[: max(first or later or tiers[0])].rstrip(" ,;"), True
-            continue
         tokens = _words_of(text)
+        if first or later or tiers[0]:
+            at = max(first or later or tiers[0])
+            lists = _enumerations(text)
+            if any(start < at < end for start, end in lists):
+                # a list without its last item promises more: whole, up to half again; else a cut before it
+                if 2 * len(tokens) <= 3 * max_words:
+                    return text, cut_any
+                outside = [
+                    [p for p in t if not any(a < p < b for a, b in lists)] for t in (first, later, tiers[0])
+                ]
+                at = max(outside[0] or outside[1] or outside[2] or [at])
+            text, cut_any = text[:at].rstrip(" ,;"), True
+            continue
         if 2 * len(tokens) <= 3 * max_words:
             return text, cut_any
         if said is not None and len(_words_of(text[:after_verb])) >= max_words:
@@ -148,7 +160,8 @@ _PARTICLE_PREPOSITION = re.compile(r"\s+(?:to|with|for|on|at|of|into|from|about|
 
 _HALF_PHRASE = re.compile(
     r"\b(?:in hopes?|in order|so as|as well|such|because|a (?:few|couple|ton|lot|bunch|bit)|on (?:their|the|my|our) way"
-    r"|(?:all|many|different|these|those|some|a|the|this|that) (?:kinds?|sorts?|types?))$"
+    r"|(?:all|many|different|these|those|some|a|the|this|that) (?:kinds?|sorts?|types?)"
+    r"|surrounded|filled|covered|packed|accompanied|followed)$"
     r"|,\s*(?:both|either|neither)$",
     re.IGNORECASE,
 )
@@ -191,6 +204,20 @@ def _in_list(text: str, cut: re.Match[str]) -> bool:
         return True
     following = text[cut.end() :].split(maxsplit=1)
     return bool(following) and _adjective_pair(text, cut.start(), following[0])
+
+
+def _enumerations(text: str) -> list[tuple[int, int]]:
+    """Spans from an enumeration's first comma to its last conjunction ("dancing, listen to music,
+    and hang out"): a cut inside one keeps a list without its last item ("Likes to go out dancing,
+    listen to music")."""
+    spans = [
+        (m.start(), m.end()) for c in re.finditer(",", text) if (m := _LIST_GOES_ON.match(text, c.start()))
+    ]
+    # "..., and they talked for hours": a clause of its own after the last comma, not a last item
+    return [(start, end) for start, end in spans if not _OWN_SUBJECT.match(text, end - 1)]
+
+
+_OWN_SUBJECT = re.compile(r"(?:i|we|they|he|she|you|it)\b", re.IGNORECASE)
 
 
 _LAST_CONJUNCTION = re.compile(r"\s(?:and|or|but)\s+((?:\S+\s+){0,1}\S+)$", re.IGNORECASE)

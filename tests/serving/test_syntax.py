@@ -109,6 +109,8 @@ def read(syntax, content):
         ("I have three of my own.", "unresolved_object"),  # three what?
         ("I have two.", "unresolved_object"),
         ("I'm working on one with my writing group.", "unresolved_object"),
+        ("I've been to a few in Europe.", "unresolved_object"),  # a few what?
+        ("I haven't been to any in the US yet.", "unresolved_object"),
     ],
 )
 def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
@@ -149,6 +151,8 @@ def test_non_facts_are_dropped_for_their_class(syntax, content, reason):
         "I'd say my favourite city is Porto.",
         "I would have to say I'm a morning person.",
         "I wrote a few more poems for the magazine.",
+        "I went to one of the best schools in the state.",
+        "I've been to a few of the national parks.",
     ],
 )
 def test_the_speakers_facts_are_kept(syntax, content):

@@ -168,6 +168,18 @@ from memory.engine.text import folded_words, stem
         # a belief keeps its verb, without the "that" ("That hiking is fun" says whose?)
         ("I think that hiking is fun", "Thinks hiking is fun"),
         ("I believe that helping others matters", "Believes helping others matters"),
+        # a stressing "do"/"did" goes, its verb takes the tense; "do" as a verb stays
+        ("I do love watching cooking shows", "Loves watching cooking shows"),
+        ("I really do like hiking in the fall", "Likes hiking in the fall"),
+        ("I did enjoy the concert", "Enjoyed the concert"),
+        ("I do yoga every day", "Does yoga every day"),
+        ("I do volunteer work", "Does volunteer work"),
+        # a verb whose past is its present: a habit says it is the present
+        ("I read a book every week", "Reads a book every week"),
+        ("I read that book last year", "Read that book last year"),
+        # a trailing interjection goes, after a dash too
+        ("We celebrated by making a cake - yum!", "Celebrated by making a cake"),
+        ("I went to a yum cha place", "Went to a yum cha place"),
         # nothing with content left
         ("Thanks!", ""),
         ("Haha yeah", ""),
@@ -207,15 +219,6 @@ def test_rewrite_with_name(clause: str, expected: str) -> None:
             "Still remembers the lake house their grandparents owned",
         ),
         # the comma of an enumeration is no tail: the items stay, the coordination is cut
-        (
-            "We roast marshmallows, tell stories around the campfire and just enjoy each other's company",
-            "They roast marshmallows, tell stories around the campfire",
-        ),
-        # a prepositional cut that would keep half of the last conjunct gives way to the coordination
-        (
-            "We explored nature, roasted marshmallows around the campfire and even went on a long hike in the woods",
-            "Explored nature, roasted marshmallows around the campfire",
-        ),
         # a comma before a subordinate tail still is one; the evaluation the cut leaves goes too
         (
             "I went to the park yesterday, which was awesome because the weather was nice and sunny",
@@ -359,6 +362,32 @@ def test_no_cut_between_two_adjectives_of_one_noun() -> None:
     assert rewrite(
         "I went to the park, then I went to the beach with my kids and we had a lovely picnic"
     ) == ("Went to the park")
+
+
+def test_no_cut_keeps_an_enumeration_without_its_last_item() -> None:
+    # "Likes to go out dancing, listen to music" promised more: up to half again the budget the list
+    # stays whole, a longer one is cut before it
+    assert rewrite(
+        "We roast marshmallows, tell stories around the campfire and just enjoy each other's company"
+    ) == ("They roast marshmallows, tell stories around the campfire and enjoy each other's company")
+    assert (
+        rewrite(
+            "We explored nature, roasted marshmallows around the campfire and even went on a long hike in the woods"
+        )
+        == "Explored nature, roasted marshmallows around the campfire and went on a long hike in the woods"
+    )
+    assert rewrite("I like to go out dancing, listen to music, and hang out with my friends.") == (
+        "Likes to go out dancing, listen to music, and hang out with their friends"
+    )
+    assert rewrite("I love to go for walks with my dogs, watch movies, and play video games.") == (
+        "Loves to go for walks with their dogs, watch movies, and play video games"
+    )
+    # a longer one is cut before it, never after a participle that wants its "by"
+    fact = rewrite(
+        "I celebrated my daughter's birthday with a concert surrounded by music, joy and the warm summer air "
+        "in the park near our house"
+    )
+    assert fact == "Celebrated their daughter's birthday", fact
 
 
 def test_no_cut_left_keeps_a_clause_up_to_half_again_the_budget_whole() -> None:
