@@ -122,7 +122,7 @@ def _read_syntax_many(
 ) -> list[list[ClauseSyntax]]:
     """Per chunk (its turns and spanned units), each unit's :class:`ClauseSyntax`; every user turn
     of every chunk parsed once, all in one call."""
-    requests: list[tuple[str, list[tuple[int, int]], str]] = []
+    requests: list[tuple[str, list[tuple[int, int]], str, str]] = []
     orders = []
     for turns, spanned in chunks:
         by_turn: dict[int, list[tuple[int, int]]] = {}
@@ -130,7 +130,7 @@ def _read_syntax_many(
             by_turn.setdefault(unit.turn, []).append(span)
         order = sorted(by_turn)
         orders.append((len(requests), order))
-        requests += [(turns[t].get("content") or "", by_turn[t], _before(turns, t)) for t in order]
+        requests += [(turns[t].get("content") or "", by_turn[t], *_before(turns, t)) for t in order]
     read = syntax.analyse(requests)
     out = []
     for (first, order), (_turns, spanned) in zip(orders, chunks, strict=True):
@@ -139,12 +139,14 @@ def _read_syntax_many(
     return out
 
 
-def _before(turns: Sequence[Mapping], t: int) -> str:
-    """The other speaker's turn just before turn ``t`` ("" when it opens the chunk): what a pronoun
-    of the reply may name ("What do your turtles eat?" - "They eat ...")."""
+def _before(turns: Sequence[Mapping], t: int) -> tuple[str, str]:
+    """The other speaker's turn just before turn ``t`` and the speaker's own turn before that ("" when
+    the chunk has none): what a pronoun of the reply may name ("What do your turtles eat?" - "They eat
+    ..."; "I finished my screenplay!" - "What's it about?" - "It's a romance")."""
     if t == 0 or turns[t - 1].get("role") == "user":
-        return ""
-    return turns[t - 1].get("content") or ""
+        return "", ""
+    own = turns[t - 2].get("content") or "" if t >= 2 and turns[t - 2].get("role") == "user" else ""
+    return turns[t - 1].get("content") or "", own
 
 
 class FactStep:

@@ -3,7 +3,8 @@ the other speaker's, someone else's), the speaker's noun phrase a pronoun stands
 pronouns a clause leaves unnamed. :mod:`serving.syntax` asks these questions of each clause.
 
 A turn is parsed after the other speaker's turn before it (:data:`SPEAKER_FROM` marks where the
-speaker's own words start): there "your X" is the speaker's.
+speaker's own words start): there "your X" is the speaker's. The speaker's own turn before that
+comes first when there is one (:data:`OTHER_FROM` marks where the other speaker's words start).
 """
 
 from __future__ import annotations
@@ -32,14 +33,19 @@ neighbor neighbour roommate student client guy girl boy man woman lady
 """.split()
 )
 SPEAKER_FROM = "speaker_from"  # doc.user_data key: where the speaker's own turn starts
+OTHER_FROM = (
+    "other_from"  # doc.user_data key: where the other speaker's turn starts (after the speaker's before it)
+)
 #: Nouns that name no thing ("had fun", "had a blast", "had a great time"): never what a pronoun
 #: stands for, never what makes a clause concrete.
 EMPTY_NOUNS = frozenset("fun blast time day experience chance idea way lot thing stuff moment part".split())
 
 
 def speakers(token) -> bool:
-    """Is ``token`` in the speaker's turn (not in the other speaker's turn parsed before it)?"""
-    return token.idx >= token.doc.user_data.get(SPEAKER_FROM, 0)
+    """Is ``token`` in the speaker's turn or their turn before (not in the other speaker's turn
+    between them)?"""
+    data = token.doc.user_data
+    return token.idx >= data.get(SPEAKER_FROM, 0) or token.idx < data.get(OTHER_FROM, 0)
 
 
 def possessive_of(token):
@@ -64,11 +70,11 @@ def owner_of(token) -> str:
     return "other"
 
 
-def _owned_nouns(doc, before: int) -> dict[str, object]:
-    """Lemma -> token of every noun the speaker called theirs before token ``before``; a name
-    standing beside such a noun ("my cat Luna", "my sister, Ana") counts too, keyed by its text."""
+def _owned_nouns(span) -> dict[str, object]:
+    """Lemma -> token of every noun of ``span`` the speaker called theirs; a name standing beside
+    such a noun ("my cat Luna", "my sister, Ana") counts too, keyed by its text."""
     out: dict[str, object] = {}
-    for token in doc[:before]:
+    for token in span:
         if token.pos_ not in ("NOUN", "PROPN") or owner_of(token) != "speaker":
             continue
         out[token.lemma_.lower()] = token
@@ -166,10 +172,36 @@ def _buried(token) -> bool:
 
 def antecedent_of(doc, subject, pronoun: str = "") -> str:
     """The speaker's noun phrase a pronoun subject (or ``pronoun``, an object) names, or "" (see
-    the module doc)."""
+    the module doc). The speaker's own turn before the other's is searched only when nothing
+    nearer could be named ("I finished my screenplay!" - "What's it about?" - "It's a romance")."""
     pronoun = pronoun or subject.lower_
-    owned = _owned_nouns(doc, subject.i)
-    earlier = [t for t in reversed(doc[: subject.i]) if t.pos_ in ("NOUN", "PROPN") and _agrees(pronoun, t)]
+    other_from = doc.user_data.get(OTHER_FROM, 0)
+    start = next((t.i for t in doc if t.idx >= other_from), len(doc)) if other_from else 0
+    found = _antecedent_in(doc[start : subject.i], subject, pronoun)
+    if found is None and start and _says_something(subject.head):
+        found = _antecedent_in(doc[:start], subject, pronoun)
+    return found or ""
+
+
+#: What a thing is a kind of: "It's a kind of heavy metal" defines the thing, it tells nothing of the speaker.
+_KIND_NOUNS = frozenset("kind type sort genre form style".split())
+
+
+def _says_something(verb) -> bool:
+    """Does ``verb`` say something of its subject: it has an object or a complement ("They eat
+    insects", "She had to leave"), not an ellipsis ("It is sometimes", "They are!") or a definition
+    ("It's a kind of heavy metal")?"""
+    said = [c for c in verb.children if c.dep_ in ("attr", "acomp", "dobj", "xcomp", "ccomp", "prep", "oprd")]
+    return bool(said) and not any(c.dep_ == "attr" and c.lemma_.lower() in _KIND_NOUNS for c in said)
+
+
+def _antecedent_in(span, subject, pronoun: str) -> str | None:
+    """:func:`antecedent_of` over the tokens of ``span`` (before ``subject``): None when no noun there
+    agrees with the pronoun, "" when one does but names nothing of the speaker's."""
+    owned = _owned_nouns(span)
+    earlier = [t for t in reversed(span) if t.pos_ in ("NOUN", "PROPN") and _agrees(pronoun, t)]
+    if not earlier:
+        return None
     # an earlier subject first for a subject ("The kids ate. They ..."), an object for an object ("Our
     # city held a parade. I missed it")
     deps = ("dobj",) if subject.dep_ == "dobj" else ("nsubj", "nsubjpass")
@@ -191,7 +223,6 @@ def antecedent_of(doc, subject, pronoun: str = "") -> str:
     # not a person ("I met a guy. He ..."), who is not the speaker's to describe
     if (
         pronoun in ("it", "they")
-        and earlier
         and earlier[0].pos_ == "NOUN"
         and earlier[0].lemma_.lower() not in EMPTY_NOUNS  # "You had fun! - It was a day at the park"
         and _speakers_object(earlier[0])
@@ -219,11 +250,15 @@ def _infinitive(token) -> bool:
 
 def extraposed(main, pronoun: str) -> bool:
     """ "It's amazing what they can do", "It was great to see them", "It's important for me to
-    rest", "It was a tough challenge": an "it" standing for the clause after it or for the
+    rest", "It breaks my heart that ...", "It was a tough challenge": an "it" standing for the clause after it or for the
     situation just told, not for a thing the speaker named."""
     if pronoun != "it":
         return False
     after = [c for c in main.children if c.i > main.i]
+    if any(
+        c.dep_ == "ccomp" and any(m.dep_ == "mark" and m.lower_ == "that" for m in c.children) for c in after
+    ):
+        return True  # "It breaks my heart that our kids ...": the "that" clause is what "it" is
     # an adjective the parser calls an adverb is still what "it" is: "It's been awesome seeing ..."
     complements = [c for c in after if c.dep_ in ("acomp", "attr") or (c.dep_ == "advmod" and c.tag_ == "JJ")]
     if any(
@@ -256,7 +291,7 @@ def noun_kind(subject, doc) -> str:
         return "owned"
     if owner:
         return owner
-    owned = _owned_nouns(doc, subject.i)
+    owned = _owned_nouns(doc[: subject.i])
     if subject.pos_ == "PROPN":
         return "owned" if subject.lower_ in owned else "other"
     determiner = next((c.lower_ for c in subject.children if c.dep_ == "det"), "")

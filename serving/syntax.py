@@ -39,6 +39,7 @@ from serving.lazy import Lazy
 from serving.naming import (
     ADDRESSEE,
     EMPTY_NOUNS,
+    OTHER_FROM,
     PRONOUNS,
     QUANTIFIERS,
     SPEAKER,
@@ -128,17 +129,25 @@ class SyntaxStep:
         return self._nlp.get()
 
     def analyse(
-        self, turns: Sequence[tuple[str, Sequence[tuple[int, int]], str]]
+        self,
+        turns: Sequence[
+            tuple[str, Sequence[tuple[int, int]], str] | tuple[str, Sequence[tuple[int, int]], str, str]
+        ],
     ) -> list[list[ClauseSyntax]]:
-        """For each ``(content, clause spans, before)``: one :class:`ClauseSyntax` per span, in order;
-        ``before`` is the other speaker's turn just before ("" if none), parsed with the turn."""
+        """For each ``(content, clause spans, before[, own])``: one :class:`ClauseSyntax` per span, in
+        order; ``before`` is the other speaker's turn just before ("" if none) and ``own`` the
+        speaker's turn before that, parsed with the turn: what a pronoun of a reply to a pronoun
+        question may name ("I finished my screenplay!" - "What's it about?" - "It's a romance")."""
+        prefixes = [(own[0] if own and before else "", before) for _content, _spans, before, *own in turns]
         texts = [
-            f"{before}{_TURN_BREAK}{content}" if before else content for content, _spans, before in turns
+            _TURN_BREAK.join(p for p in (own, before, req[0]) if p)
+            for (own, before), req in zip(prefixes, turns, strict=True)
         ]
         out = []
-        for doc, (_content, spans, before) in zip(self.nlp.pipe(texts), turns, strict=True):
-            doc.user_data[SPEAKER_FROM] = offset = len(before) + len(_TURN_BREAK) if before else 0
-            out.append([clause_syntax(doc, start + offset, end + offset) for start, end in spans])
+        for doc, (own, before), req in zip(self.nlp.pipe(texts), prefixes, turns, strict=True):
+            doc.user_data[OTHER_FROM] = other = len(own) + len(_TURN_BREAK) if own else 0
+            doc.user_data[SPEAKER_FROM] = offset = other + len(before) + len(_TURN_BREAK) if before else 0
+            out.append([clause_syntax(doc, start + offset, end + offset) for start, end in req[1]])
         return out
 
 
@@ -238,7 +247,7 @@ def _progressive_fragment(tokens) -> bool:
     first = tokens[0]
     doc = first.doc
     starts = doc.user_data.get(SPEAKER_FROM, 0)
-    asked = "?" in doc.text[:starts]
+    asked = "?" in doc.text[doc.user_data.get(OTHER_FROM, 0) : starts]
     # the answer opens its sentence: in "We've been helping each other - cheering each other on ..."
     # the fragment goes on with the clause before it, whoever asked what
     opens = not any(t.tag_ in _FINITE_TAGS for t in first.sent if starts <= t.idx < first.idx)
@@ -510,7 +519,7 @@ def _read(doc, tokens) -> ClauseSyntax:
                     f"{antecedent}'" if antecedent.endswith("s") else f"{antecedent}'s"
                 )  # "the cats' names"
                 return ClauseSyntax("pronoun", finite, modal, poss.text, owner, first_person)
-        if kind in ("other", "generic") and _called_mine(main, inside):
+        if kind in ("other", "generic", "owned") and _called_mine(main, inside):
             # "Pizza is my favourite food", "Spider-Man is a favourite of mine": said by the speaker
             # about what is theirs, whatever a classifier trained on "I ..." sentences thinks
             return named(ClauseSyntax("owned", finite, modal, first_person=True, mine=True), tokens, main)

@@ -179,11 +179,39 @@ def test_an_it_never_names_a_noun_buried_in_a_clause_said_by_the_way(syntax):
     assert pet[1][1].antecedent == "my dog Barnaby"
 
 
-def read_reply(syntax, before, content):
-    """``content`` read after the other speaker's turn ``before``."""
+def read_reply(syntax, before, content, own=""):
+    """``content`` read after the other speaker's turn ``before`` (and the speaker's ``own`` before that)."""
     clauses = segment(content)
-    found = syntax.analyse([(content, [(c.start, c.end) for c in clauses], before)])[0]
+    found = syntax.analyse([(content, [(c.start, c.end) for c in clauses], before, own)])[0]
     return [(c.text, s) for c, s in zip(clauses, found, strict=True)]
+
+
+def test_a_reply_to_a_pronoun_question_names_what_the_speaker_said_before(syntax):
+    own = "Here are my turtles soaking up the sun."
+    (text, found), *_ = read_reply(
+        syntax, "Aww, they're so cute! What do they eat?", "They eat lettuce and insects.", own
+    )
+    assert found.antecedent == "my turtles" and judge(found).keep
+    assert resolve(text, found) == "My turtles eat lettuce and insects."
+    # the speaker's "my" before the other's turn is theirs, the other's "?" still makes an answer
+    (_text, found), *_ = read_reply(
+        syntax, "What are your plans?", "Researching adoption agencies", "I love my job?"
+    )
+    assert judge(found).keep
+    # only when nothing nearer agrees: "the girl" in the reply is no one of the speaker's
+    content = "I noticed a little girl sitting alone. She seemed so sad."
+    *_, (_text, found) = read_reply(
+        syntax, "Which moment stands out?", content, "My aunt helped my family a lot."
+    )
+    assert found.antecedent == "" and judge(found).reason == "unresolved_pronoun"
+    # nor for an ellipsis or a definition of the thing
+    said = "I never had close relationships with my family."
+    (_text, found), *_ = read_reply(syntax, "That must be hard.", "It is sometimes.", said)
+    assert found.antecedent == ""
+    (_text, found), *_ = read_reply(
+        syntax, "What's it like?", "It's a kind of fast heavy metal.", "I like death metal."
+    )
+    assert found.antecedent == ""
 
 
 def test_a_pronoun_names_what_the_other_speaker_called_the_speakers(syntax):
