@@ -30,8 +30,12 @@ at the granularity the phrase has.
 - **year** phrases: "last year", "this year", "next year", "two years ago", "a year ago" ->
   ``"(2021)"``.
 
-Already absolute expressions ("in 2019", "on 3 May") and vague ones ("recently", "the other
-day", "a few years ago") are left alone, as are durations, ordinals and idioms ("the last
+- **recent** phrases: "recently", "lately" -> ``"(by 8 May 2023)"`` in a past sentence,
+  ``"(as of 8 May 2023)"`` otherwise and with "has been" ("Has been running a lot lately"): how
+  long before is not said, but a reader a year on must not take it for the week they read it in.
+
+Already absolute expressions ("in 2019", "on 3 May") and vague ones ("the other day", "a few
+years ago") are left alone, as are durations, ordinals and idioms ("the last
 week", "last year of college", "this year's festival", "feels like just yesterday").
 
 Phrases are found with this module's own regular expression; each one is resolved by
@@ -130,6 +134,7 @@ _PHRASE = re.compile(
     r"|moved|signed|opened|published|released|graduated|completed|booked|received|returned|came)\b)))"
     r"|(?P<tomorrow>tomorrow)"
     r"|(?P<few>a\s+(?:few|couple(?:\s+of)?)\s+days\s+ago)"
+    r"|(?<!until\s)(?<!till\s)(?<!since\s)(?<!more\s)(?<!most\s)(?<!only\s)(?P<recent>recently|lately)"
     rf"|(?P<num>\d{{1,2}}|{_NUM})\s+(?P<unit>day|weekend|week|month|year)s?\s+ago"
     rf"|in\s+(?P<fnum>\d{{1,2}}|{_NUM})\s+(?P<funit>day|weekend|week|month|year)s?(?:\s+time)?"
     r"|(?<!the\s)(?P<rel>last|this\s+past|this|next|(?:earlier|later)\s+this)\s+(?:"
@@ -317,6 +322,8 @@ def _resolve(match: re.Match[str], today: date, tense: str | None) -> str | None
         return _fmt_day(day) if day else None
     if g["few"]:
         return _week(today - timedelta(days=2 if "couple" in g["few"].lower() else 3))
+    if g["recent"]:  # "Took a pottery class recently": when it was said, however long before
+        return f"{'by' if tense == 'past' else 'as of'} {_fmt_day(today)}"
     if g["num"]:
         raw = g["num"].lower()
         n = int(raw) if raw.isdigit() else _NUMBERS[raw]
@@ -365,11 +372,14 @@ def _resolve(match: re.Match[str], today: date, tense: str | None) -> str | None
     return None  # "this May": which one is unclear
 
 
+_GOING_ON = re.compile(r"(?i)\b(?:has|have|had|'ve|'s)\s+been\b")
+
+
 def _tense_dependent(match: re.Match[str]) -> bool:
     """Does the reading of this phrase depend on the tense of its sentence?"""
     rel = " ".join((match.group("rel") or "").lower().split())
     weekend = (match.group("unit2") or "").lower() == "weekend"
-    bare = bool(match.group("bwd") or match.group("dom"))
+    bare = bool(match.group("bwd") or match.group("dom") or match.group("recent"))
     return bare or (rel == "this" and bool(match.group("wd") or weekend))
 
 
@@ -398,6 +408,8 @@ def _phrases(text: str, today: date, tense: str | None, both: bool = False) -> l
         if match.group("yesterday") and _LIKE_BEFORE.search(text, 0, start):
             continue  # "feels like (just) yesterday": an idiom, not a date
         readings = ("past", "future") if both and _tense_dependent(match) else (tense,)
+        if match.group("recent") and _GOING_ON.search(text):
+            readings = (None,)  # "Has been practicing lately": going on when said
         for reading in readings:
             absolute = _resolve(match, today, reading)
             if absolute is None:
@@ -479,6 +491,8 @@ _COPULA_BEFORE = re.compile(r"(?i)(?:\b(?:is|was|are|were|be)|'s|'re)\s+$")
 def _complement(absolute: str) -> str:
     """A date said after "is"/"was" in running text: "on 9 May 2023", "in the week of 15 May 2023",
     "on the weekend of 13 May 2023", "in May 2023", "the week before 8 May 2023"."""
+    if absolute.startswith(("as of", "by")):
+        return absolute
     if "before" in absolute:  # "was two weeks before 8 May 2023", "was the week before 8 May 2023"
         return f"the {absolute}" if absolute.startswith("week") else absolute
     if absolute[:1].isdigit() and not absolute.isdigit() and " " in absolute:

@@ -64,8 +64,8 @@ def test_relative_phrase_becomes_a_dated_one(fact: str, expected: str) -> None:
     [
         "Started painting in 2019",  # already absolute
         "Was born on 3 May 1990",
-        "Saw her recently",  # vague
-        "Met him the other day",
+        "Met him the other day",  # vague
+        "Was single until recently",  # not when something happened
         "Moved here a few years ago",
         "Her last year of college was hard",  # an ordinal, not a date
         "Ran every day in the last week",  # a duration
@@ -115,6 +115,15 @@ def test_in_so_many_days_of_something_to_come() -> None:
     # in the past or said of no time, it is how long something took
     assert with_dates("Lost 5 pounds in a week", MONDAY) == "Lost 5 pounds in a week"
     assert with_dates("Runs 20 miles in a week", MONDAY) == "Runs 20 miles in a week"
+
+
+def test_recently_is_anchored_to_the_day_it_was_said() -> None:
+    assert with_dates("Saw her recently", MONDAY) == "Saw her (by 8 May 2023)"
+    assert with_dates("Has been running a lot lately", MONDAY) == "Has been running a lot (as of 8 May 2023)"
+    assert with_dates("Is training hard lately", MONDAY) == "Is training hard (as of 8 May 2023)"
+    # the fact may lose the tense of its sentence: both readings ground it
+    assert grounding_dates("I saw her recently", MONDAY) == ["by 8 May 2023", "as of 8 May 2023"]
+    assert with_dates("Is the most recently hired", MONDAY) == "Is the most recently hired"
 
 
 def test_a_few_days_ago_gives_its_week() -> None:
