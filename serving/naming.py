@@ -199,7 +199,12 @@ def _antecedent_in(span, subject, pronoun: str) -> str | None:
     """:func:`antecedent_of` over the tokens of ``span`` (before ``subject``): None when no noun there
     agrees with the pronoun, "" when one does but names nothing of the speaker's."""
     owned = _owned_nouns(span)
-    earlier = [t for t in reversed(span) if t.pos_ in ("NOUN", "PROPN") and _agrees(pronoun, t)]
+    # a time said by the way ("last week", "every day") is no thing a pronoun names
+    earlier = [
+        t
+        for t in reversed(span)
+        if t.pos_ in ("NOUN", "PROPN") and t.dep_ != "npadvmod" and _agrees(pronoun, t)
+    ]
     if not earlier:
         return None
     # an earlier subject first for a subject ("The kids ate. They ..."), an object for an object ("Our

@@ -88,16 +88,28 @@ def _empty_said_of(subject, main) -> bool:
 
 
 def _only_judged(main) -> bool:
-    """ "It was both stressful and great": a past "be" with nothing but how it was (no noun, no
-    place, no time, no "to ..."): the speaker's judgement of what was just told, not a fact of
-    theirs. "It is fast" (a new bike) says how a thing of theirs is."""
-    if main.lemma_ != "be" or main.tag_ != "VBD":
+    """ "It was both stressful and great", "It's been super positive": a past or perfect "be" with
+    nothing but how it was (no noun, no place, no time, no "to ..."): the speaker's judgement of
+    what was just told, not a fact of theirs. "It is fast" (a new bike) says how a thing of theirs
+    is."""
+    perfect = main.tag_ == "VBN" and any(  # "'s been": the parser may call the "'s" a passive "is"
+        c.dep_ in ("aux", "auxpass") and (c.lemma_ == "have" or c.lower_ in ("'s", "'ve"))
+        for c in main.children
+    )
+    if main.lemma_ != "be" or not (main.tag_ == "VBD" or perfect):
         return False
     after = [c for c in main.children if c.i > main.i and c.dep_ not in ("punct", "cc", "advmod")]
     return bool(after) and all(
-        c.dep_ == "acomp" and not any(g.dep_ in ("prep", "xcomp", "ccomp", "npadvmod") for g in c.children)
+        c.dep_ == "acomp"
+        and (
+            _WORTH_IT.fullmatch(" ".join(t.lower_ for t in c.subtree if t.dep_ != "advmod"))
+            or not any(g.dep_ in ("prep", "xcomp", "ccomp", "npadvmod") for g in c.children)
+        )
         for c in after
     )
+
+
+_WORTH_IT = re.compile(r"worth (?:it|the \w+)")  # "It was so worth it": how it was, too
 
 
 def _someone(token) -> bool:

@@ -186,6 +186,15 @@ def read_reply(syntax, before, content, own=""):
     return [(c.text, s) for c, s in zip(clauses, found, strict=True)]
 
 
+def test_a_time_said_by_the_way_is_no_antecedent(syntax):
+    # "last week" is nearer than "guitar", but no thing the speaker played
+    (_text, _got), (text, found) = read(syntax, "I got a new guitar last week. I play it every day.")
+    assert found.antecedent == "the new guitar" and judge(found).keep
+    # and what "it" then was is a judgement of it, not a fact: "It's been super positive"
+    (_text, _got), (_text, found) = read(syntax, "I joined a gym last week. It's been super positive.")
+    assert not judge(found).keep
+
+
 def test_a_reply_to_a_pronoun_question_names_what_the_speaker_said_before(syntax):
     own = "Here are my turtles soaking up the sun."
     (text, found), *_ = read_reply(
@@ -241,6 +250,8 @@ def test_a_pronoun_names_the_thing_the_speaker_just_did_something_to(syntax):
     assert found[1][1].antecedent == "the new bike"  # "a" said as "the"
     # how it was, after the fact: a judgement, not a fact of theirs
     found = read(syntax, "I opened my studio. It was both stressful and great.")
+    assert not judge(found[1][1]).keep, found[1]
+    found = read(syntax, "I rode my bike to the coast. It was so worth it.")
     assert not judge(found[1][1]).keep, found[1]
     person = read(syntax, "I met a guy at the bar. He was rude.")  # a person is not the speaker's thing
     assert person[1][1].antecedent == "" and judge(person[1][1]).reason == "unresolved_pronoun"
