@@ -227,7 +227,8 @@ def context_recall_section(items: Sequence[dict]) -> dict:
 
 #: The one phrase every mention of the subject becomes before embedding (names, I/my, a bare verb's subject).
 NEUTRAL = "the person"
-_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself|we|our|us)\b", re.IGNORECASE)
+# not inside a compound: "me-time" is a noun of its own, as the rewrite reads it
+_FIRST_PERSON = re.compile(r"(?<![\w-])(?:I|me|my|mine|myself|we|our|us)\b(?!-\w)", re.IGNORECASE)
 _I_FORMS = re.compile(
     r"\b(?:(i)\s*(?:'|\u2019)\s*(m|ve|d|ll)|(i)\s+(am)|(i|me|myself)|(my|mine))\b(\s+([a-z]+))?",
     re.IGNORECASE,
@@ -313,7 +314,7 @@ def neutralise(text: str, names: Sequence[str] = ()) -> str:
 
 def first_person_rate(clauses: Sequence[str]) -> float | None:
     """Share of clauses with I/me/my/mine/myself/we/our/us (the country "US" does not count, nor a
-    quoted title's own words: 'Loves "Under My Thumb"')."""
+    quoted title's own words: 'Loves "Under My Thumb"', nor a compound: "some me-time")."""
     hits = sum(
         any(m.group(0) != "US" for m in _FIRST_PERSON.finditer(QUOTATION.sub('""', c))) for c in clauses
     )

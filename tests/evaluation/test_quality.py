@@ -223,6 +223,7 @@ def test_first_person_rate_and_words_per_clause():
     assert (
         first_person_rate(['Loves "Under My Thumb"', 'Said "I quit" to my boss']) == 0.5
     )  # a title is its own
+    assert first_person_rate(["Is carving out some me-time", "I'm a nurse"]) == 0.5  # a compound is a word
     assert words_per_clause_p50(["Is a nurse", "Runs", "Has two cats named Luna"]) == 3.0
     assert words_per_clause_p50([]) is None
     assert word_count(["Is a nurse", "", "Bob's dog"]) == 5
