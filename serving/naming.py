@@ -241,6 +241,9 @@ def _antecedent_in(span, subject, pronoun: str) -> str | None:
     return ""
 
 
+#: Lengths of time: what "it took me" is said of ("two weeks", "a while", "forever").
+_SPANS = frozenset("second minute hour day week weekend month year while forever ages age".split())
+
 #: What "it was a tough challenge" calls the situation just told, not a thing named before it.
 _SITUATION_NOUNS = frozenset(
     "fun blast time day experience chance moment challenge struggle journey adventure process success "
@@ -255,8 +258,9 @@ def _infinitive(token) -> bool:
 
 def extraposed(main, pronoun: str) -> bool:
     """ "It's amazing what they can do", "It was great to see them", "It's important for me to
-    rest", "It breaks my heart that ...", "It was a tough challenge": an "it" standing for the clause after it or for the
-    situation just told, not for a thing the speaker named."""
+    rest", "It breaks my heart that ...", "It took me two weeks", "It was a tough challenge": an "it"
+    standing for the clause after it or for the situation just told, not for a thing the speaker
+    named."""
     if pronoun != "it":
         return False
     after = [c for c in main.children if c.i > main.i]
@@ -264,6 +268,10 @@ def extraposed(main, pronoun: str) -> bool:
         c.dep_ == "ccomp" and any(m.dep_ == "mark" and m.lower_ == "that" for m in c.children) for c in after
     ):
         return True  # "It breaks my heart that our kids ...": the "that" clause is what "it" is
+    if main.lemma_ == "take" and any(
+        c.lemma_.lower() in _SPANS for c in after if c.dep_ in ("dobj", "npadvmod")
+    ):
+        return True  # "It took me two weeks": how long the doing took, not a thing
     # an adjective the parser calls an adverb is still what "it" is: "It's been awesome seeing ..."
     complements = [c for c in after if c.dep_ in ("acomp", "attr") or (c.dep_ == "advmod" and c.tag_ == "JJ")]
     if any(

@@ -253,6 +253,8 @@ def test_a_pronoun_names_the_thing_the_speaker_just_did_something_to(syntax):
     assert not judge(found[1][1]).keep, found[1]
     found = read(syntax, "I rode my bike to the coast. It was so worth it.")
     assert not judge(found[1][1]).keep, found[1]
+    found = read(syntax, "I finished my quilt. It took me a while.")  # how long, not the quilt
+    assert found[1][1].antecedent == "" and not judge(found[1][1]).keep
     person = read(syntax, "I met a guy at the bar. He was rude.")  # a person is not the speaker's thing
     assert person[1][1].antecedent == "" and judge(person[1][1]).reason == "unresolved_pronoun"
 
