@@ -1,5 +1,6 @@
 """What a clause's words name, read from a spaCy parse of one turn: whose a noun is (the speaker's,
-the other speaker's, someone else's), the speaker's noun phrase a pronoun stands for, and the
+the other speaker's, someone else's), the speaker's noun phrase a pronoun stands for, when an "it"
+names no thing (the clause after it, or the situation just told and how it was), and the
 pronouns a clause leaves unnamed. :mod:`serving.syntax` asks these questions of each clause.
 
 A turn is parsed after the other speaker's turn before it (:data:`SPEAKER_FROM` marks where the
@@ -8,6 +9,8 @@ comes first when there is one (:data:`OTHER_FROM` marks where the other speaker'
 """
 
 from __future__ import annotations
+
+import re
 
 SPEAKER = frozenset({"i", "we"})
 SPEAKER_POSS = frozenset({"my", "our"})
@@ -287,6 +290,31 @@ def extraposed(main, pronoun: str) -> bool:
         or (c.dep_ in ("advcl", "dep") and (_infinitive(c) or c.tag_ == "VBG"))
         for c in clauses  # "It was great to see them", "It's been awesome seeing everyone"
     )
+
+
+def only_judged(main) -> bool:
+    """ "It was both stressful and great", "It's been super positive": a past or perfect "be" with
+    nothing but how it was (no noun, no place, no time, no "to ..."): the speaker's judgement of
+    what was just told, not a fact of theirs. "It is fast" (a new bike) says how a thing of theirs
+    is."""
+    perfect = main.tag_ == "VBN" and any(  # "'s been": the parser may call the "'s" a passive "is"
+        c.dep_ in ("aux", "auxpass") and (c.lemma_ == "have" or c.lower_ in ("'s", "'ve"))
+        for c in main.children
+    )
+    if main.lemma_ != "be" or not (main.tag_ == "VBD" or perfect):
+        return False
+    after = [c for c in main.children if c.i > main.i and c.dep_ not in ("punct", "cc", "advmod")]
+    return bool(after) and all(
+        c.dep_ == "acomp"
+        and (
+            _WORTH_IT.fullmatch(" ".join(t.lower_ for t in c.subtree if t.dep_ != "advmod"))
+            or not any(g.dep_ in ("prep", "xcomp", "ccomp", "npadvmod") for g in c.children)
+        )
+        for c in after
+    )
+
+
+_WORTH_IT = re.compile(r"worth (?:it|the \w+)")  # "It was so worth it": how it was, too
 
 
 def quantified(token):

@@ -50,6 +50,7 @@ from serving.naming import (
     extraposed,
     name_beside,
     noun_kind,
+    only_judged,
     owner_of,
     possessive_of,
     pronouns_named,
@@ -85,31 +86,6 @@ def _empty_said_of(subject, main) -> bool:
     if any(c.dep_ in ("prep", "relcl", "acl") for c in subject.children):
         return False  # "My time in Paris was amazing" says where they were
     return any(c.dep_ == "acomp" for c in main.children) and not any(c.dep_ == "attr" for c in main.children)
-
-
-def _only_judged(main) -> bool:
-    """ "It was both stressful and great", "It's been super positive": a past or perfect "be" with
-    nothing but how it was (no noun, no place, no time, no "to ..."): the speaker's judgement of
-    what was just told, not a fact of theirs. "It is fast" (a new bike) says how a thing of theirs
-    is."""
-    perfect = main.tag_ == "VBN" and any(  # "'s been": the parser may call the "'s" a passive "is"
-        c.dep_ in ("aux", "auxpass") and (c.lemma_ == "have" or c.lower_ in ("'s", "'ve"))
-        for c in main.children
-    )
-    if main.lemma_ != "be" or not (main.tag_ == "VBD" or perfect):
-        return False
-    after = [c for c in main.children if c.i > main.i and c.dep_ not in ("punct", "cc", "advmod")]
-    return bool(after) and all(
-        c.dep_ == "acomp"
-        and (
-            _WORTH_IT.fullmatch(" ".join(t.lower_ for t in c.subtree if t.dep_ != "advmod"))
-            or not any(g.dep_ in ("prep", "xcomp", "ccomp", "npadvmod") for g in c.children)
-        )
-        for c in after
-    )
-
-
-_WORTH_IT = re.compile(r"worth (?:it|the \w+)")  # "It was so worth it": how it was, too
 
 
 def _someone(token) -> bool:
@@ -508,7 +484,7 @@ def _read(doc, tokens) -> ClauseSyntax:
         antecedent = "" if extraposed(main, low) else antecedent_of(doc, subject)
         if antecedent and low in ("it", "they") and main.lemma_.lower() in _MOOD:
             return ClauseSyntax("generic", finite, modal)  # "My shoes ... They remind me of ..."
-        if antecedent and low == "it" and _only_judged(main):
+        if antecedent and low == "it" and only_judged(main):
             return ClauseSyntax("generic", finite, modal)  # "My studio ... It was stressful but great"
         dangling = bool(pronouns_named(tokens, main))  # "She made it": two to name, one slot
         return ClauseSyntax("pronoun", finite, modal, subject.text, antecedent, first_person, dangling)
