@@ -263,13 +263,12 @@ def _emphatic_do(tokens: list[str], k: int) -> list[str]:
     while j < len(tokens) - 1 and (fold(tokens[j]) in _ADVERBS or _adverb_ly(tokens[j])):
         j += 1
     verb = fold(tokens[j]) if j < len(tokens) else ""
-    if j == k or verb not in _STRESSABLE:
+    if verb not in _STRESSABLE:
         return tokens
     if aux == "did":
         forms = getInflection(verb, tag="VBD")
         tokens = [*tokens[:j], forms[0] if forms else verb + "ed", *tokens[j + 1 :]]
-        return tokens[:k] + tokens[k + 1 :]
-    return tokens[:k] + tokens[k + 1 :]  # the caller puts the verb in the third person
+    return tokens[:k] + tokens[k + 1 :]  # a present verb: the caller puts it in the third person
 
 
 def _verb_at(tokens: list[str]) -> int:
