@@ -2,6 +2,7 @@
 ``BATCH_MAX_JOBS`` subjects, calls the MemListener once and applies every result in one
 ``tree_apply_ops_batch``. Every result a retryable error: the batch is split to find a poison chunk
 (:mod:`workers.poison`), else it is an outage and the chunks go back with their attempt refunded.
+``chunks_ready`` asks for the task (:func:`ask_dispatch`): at most one is queued.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
+from django.core.cache import caches
+from django.core.cache.backends.dummy import DummyCache
+from django.core.cache.backends.locmem import LocMemCache
 from django.db import OperationalError, transaction
 
 from memory import conf
@@ -20,9 +24,10 @@ from memory.selectors import schema_document
 from memory.services import ServiceError, VersionConflict
 from memory.services.tree import Actor, ApplyOutcome, ApplyRequest, Source, tree_apply_ops_batch
 from memory.signals import chunks_ready
+from personatree_site.celery import app
 from serving.protocol import ListenerJob, ListenerResult, ListenerTurn
 from workers import metrics
-from workers.base import TransientError, pt_task, send_once, when_read
+from workers.base import TransientError, pt_task, publish_options, publishing, when_read
 from workers.caps import bound_turns, record_notices
 from workers.indexing import index_span_soon
 from workers.ordering import Claim, chunk_release, chunks_claim, job_inputs
@@ -32,6 +37,8 @@ logger = logging.getLogger("personatree.dispatcher")
 
 POLL_S = 0.02
 DISPATCH_BUDGET_S = 60.0
+QUEUED_KEY = "personatree:workers.dispatch:queued"  # a dispatch is queued and has not started
+QUEUED_TTL_S = 60
 
 
 @dataclass
@@ -268,13 +275,13 @@ def _soft_time_limit() -> float:
     soft_time_limit=when_read(_soft_time_limit),
     time_limit=when_read(lambda: _soft_time_limit() + 30),
     retry_for=(TransientError, OperationalError),
-    sent_on=(chunks_ready,),
 )
 def dispatch(self) -> dict:
     """Rounds until nothing is ready or ``DISPATCH_BUDGET_S`` is spent, then asks for itself again;
     an outage raises ``TransientError`` (retried with backoff)."""
     from serving.client import ClientConfig, get_listener_client
 
+    _clear_queued_mark()  # before any work: requests from now on get a task of their own
     client = get_listener_client(conf.listener_client_config(ClientConfig))
     started = time.monotonic()
     totals = {"rounds": 0, "applied": 0, "failed": 0}
@@ -288,5 +295,43 @@ def dispatch(self) -> dict:
         if report.outage:
             raise TransientError(f"memlistener unavailable for all {report.claimed} jobs of the batch")
         if time.monotonic() - started > DISPATCH_BUDGET_S:
-            send_once(dispatch)  # continue in a fresh task; this one returns
+            ask_dispatch()  # continue in a fresh task; this one returns
             return totals
+
+
+def _dedup_cache():
+    """The shared cache for the ``queued`` mark, or None when requests are not deduplicated: eager
+    mode runs the task inline, and a per-process cache is not shared with the workers."""
+    cache = caches["default"]
+    if app.conf.task_always_eager or isinstance(cache, LocMemCache | DummyCache):
+        return None
+    return cache
+
+
+def ask_dispatch(sender=None, tenant_id: int | None = None, **_kwargs) -> None:
+    """Queue a dispatch unless one is queued and not started (its mark, cleared when it starts,
+    expires after ``QUEUED_TTL_S``). The receiver of ``chunks_ready``."""
+    cache = _dedup_cache()
+    if cache is not None:
+        try:
+            if not cache.add(QUEUED_KEY, time.time(), QUEUED_TTL_S):
+                metrics.incr("dispatch_deduplicated")
+                return
+        except Exception:  # the cache is down: send (a duplicate task is harmless)
+            logger.warning("dispatch dedup cache unavailable; sending", exc_info=True)
+            cache = None
+    with publishing(dispatch) as published:
+        dispatch.apply_async(**publish_options(tenant_id))
+    if not published.sent and cache is not None:
+        _clear_queued_mark()  # nothing was queued: do not hold the next request back
+
+
+def _clear_queued_mark() -> None:
+    if (cache := _dedup_cache()) is not None:
+        try:
+            cache.delete(QUEUED_KEY)
+        except Exception:  # the mark expires on its own
+            logger.warning("could not clear the queued dispatch mark", exc_info=True)
+
+
+chunks_ready.connect(ask_dispatch, weak=False, dispatch_uid="workers.dispatch:asked")

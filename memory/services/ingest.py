@@ -336,7 +336,7 @@ def chunks_requeue(*, chunk_ids: Sequence[int], enqueue: bool = True) -> int:
 
 
 def schedule_dispatch(*, tenant_id: int | None = None) -> None:
-    """``chunks_ready`` after commit: it asks for the dispatcher (at most one queued: ``send_once``)."""
+    """``chunks_ready`` after commit: it asks for the dispatcher (at most one queued: ``workers.dispatcher.ask_dispatch``)."""
     transaction.on_commit(lambda: chunks_ready.send(sender=schedule_dispatch, tenant_id=tenant_id))
 
 

@@ -45,7 +45,6 @@ MOMENTS = {
 PATH = [
     "memory/api/ingest.py",
     "memory/services/ingest.py",
-    "workers/base.py",
     "workers/dispatcher.py",
     "serving/listener.py",
     "serving/facts.py",

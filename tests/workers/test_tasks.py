@@ -13,8 +13,8 @@ from django.utils import timezone
 from memory.models import Chunk, TreeVersion
 from tests.workers.helpers import FailingClient, ingest_pairs, standin_client
 from workers import metrics
-from workers.base import ENQUEUED_AT, TENANT, enqueue_on_commit, pt_task, queued_key, route_task, send
-from workers.dispatcher import dispatch
+from workers.base import ENQUEUED_AT, TENANT, enqueue_on_commit, pt_task, route_task, send
+from workers.dispatcher import QUEUED_KEY, dispatch
 from workers.tasks import sweep
 
 
@@ -53,10 +53,10 @@ def test_celery_registers_every_task_through_the_module_autodiscovery_imports(mo
     assert registered["workers.sweep"] is real(workers.tasks.sweep)
     assert registered["workers.import_run"] is real(memory.backfill.tasks.import_run)
     assert {"workers.dispatch", "workers.sweep", "workers.deliver_webhook"} <= set(registered)
-    asked = []
-    monkeypatch.setattr("workers.base.send_once", lambda task, **kw: asked.append((task.name, kw)))
+    sent = []
+    monkeypatch.setattr(workers.dispatcher.dispatch, "apply_async", lambda **kw: sent.append(kw))
     chunks_ready.send(sender=None, tenant_id=7)  # what the services send after commit
-    assert asked == [("workers.dispatch", {"tenant_id": 7})]
+    assert [kw["headers"] for kw in sent] == [{TENANT: "7"}]
 
 
 def _sample(name: str, **labels: str) -> float:
@@ -162,7 +162,7 @@ def shared_cache(monkeypatch):
 
     cache = LocMemCache("dispatch-dedup-test", {})
     cache.clear()  # LocMemCache instances of one name share their storage
-    monkeypatch.setattr("workers.base._dedup_cache", lambda: cache)
+    monkeypatch.setattr("workers.dispatcher._dedup_cache", lambda: cache)
     yield cache
     cache.clear()
 
@@ -188,7 +188,7 @@ def test_dispatch_requests_are_deduplicated_while_one_is_queued(
     for i in range(5):  # five ingest calls, each committing a chunk and asking for a dispatch
         ingest_committed(tenant, f"q{i}")
     assert len(sent) == 1 and _sample("dispatch_deduplicated_total") - before == 4
-    assert shared_cache.get(queued_key(dispatch)) is not None
+    assert shared_cache.get(QUEUED_KEY) is not None
 
 
 @pytest.mark.django_db
@@ -219,12 +219,12 @@ def test_a_failed_publish_does_not_hold_later_requests_back(
     monkeypatch.setattr(dispatch, "apply_async", refuse)
     ingest_committed(tenant, "x")
     ingest_committed(tenant, "y")
-    assert len(calls) == 2 and shared_cache.get(queued_key(dispatch)) is None
+    assert len(calls) == 2 and shared_cache.get(QUEUED_KEY) is None
 
 
 def test_dedup_needs_a_real_broker_and_a_shared_cache(settings):
     from personatree_site.celery import app
-    from workers.base import _dedup_cache
+    from workers.dispatcher import _dedup_cache
 
     saved = app.conf.task_always_eager
     try:
