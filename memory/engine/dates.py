@@ -15,6 +15,9 @@ at the granularity the phrase has.
   "two weeks ago" -> ``"(two weeks before 8 May 2023)"`` (LoCoMo's answers write them so, and
   a computed Monday would claim more than "last week" says); the approximate "a few days ago" /
   "a couple of days ago" give the week they fall in (a day would be invented precision).
+- **vague counts** are counted back from when they were said: "a few weeks ago" ->
+  ``"(a few weeks before 8 May 2023)"``, "a couple of months ago" -> ``"(a couple of months before
+  May 2023)"``, "several years ago" -> ``"(several years before 2023)"``.
 - **weekend** phrases: "this weekend", "next weekend" -> ``"(weekend of 13 May 2023)"`` (the
   Saturday); a past one is counted back like a week: "last weekend" (or "this weekend" in the past
   tense) -> ``"(weekend before 8 May 2023)"``, "two weekends ago" -> ``"(two weekends before 8
@@ -34,8 +37,8 @@ at the granularity the phrase has.
   ``"(as of 8 May 2023)"`` otherwise and with "has been" ("Has been running a lot lately"): how
   long before is not said, but a reader a year on must not take it for the week they read it in.
 
-Already absolute expressions ("in 2019", "on 3 May") and vague ones ("the other day", "a few
-years ago") are left alone, as are durations, ordinals and idioms ("the last
+Already absolute expressions ("in 2019", "on 3 May") and vague ones ("the other day", "a while
+ago", "years ago") are left alone, as are durations, ordinals and idioms ("the last
 week", "last year of college", "this year's festival", "feels like just yesterday").
 
 Phrases are found with this module's own regular expression; each one is resolved by
@@ -134,6 +137,7 @@ _PHRASE = re.compile(
     r"|moved|signed|opened|published|released|graduated|completed|booked|received|returned|came)\b)))"
     r"|(?P<tomorrow>tomorrow)"
     r"|(?P<few>a\s+(?:few|couple(?:\s+of)?)\s+days\s+ago)"
+    r"|(?P<vague>a\s+few|a\s+couple(?:\s+of)?|several)\s+(?P<vunit>weekend|week|month|year)s\s+ago"
     r"|(?<!until\s)(?<!till\s)(?<!since\s)(?<!more\s)(?<!most\s)(?<!only\s)(?P<recent>recently|lately)"
     rf"|(?P<num>\d{{1,2}}|{_NUM})\s+(?P<unit>day|weekend|week|month|year)s?\s+ago"
     rf"|in\s+(?P<fnum>\d{{1,2}}|{_NUM})\s+(?P<funit>day|weekend|week|month|year)s?(?:\s+time)?"
@@ -322,6 +326,11 @@ def _resolve(match: re.Match[str], today: date, tense: str | None) -> str | None
         return _fmt_day(day) if day else None
     if g["few"]:
         return _week(today - timedelta(days=2 if "couple" in g["few"].lower() else 3))
+    if g["vague"]:  # "a few years ago" -> "a few years before 2023": how many is not said
+        vague = "a couple of" if "couple" in g["vague"].lower() else " ".join(g["vague"].lower().split())
+        unit = g["vunit"].lower()
+        said = _fmt_day(today) if unit in ("week", "weekend") else _at(unit, today)
+        return f"{vague} {unit}s before {said}"
     if g["recent"]:  # "Took a pottery class recently": when it was said, however long before
         return f"{'by' if tense == 'past' else 'as of'} {_fmt_day(today)}"
     if g["num"]:
@@ -414,7 +423,11 @@ def _phrases(text: str, today: date, tense: str | None, both: bool = False) -> l
             absolute = _resolve(match, today, reading)
             if absolute is None:
                 continue
-            taken = _HEDGE_BEFORE if match.group("num") or match.group("few") else _ON_BEFORE
+            taken = (
+                _HEDGE_BEFORE
+                if match.group("num") or match.group("few") or match.group("vague")
+                else _ON_BEFORE
+            )
             before = taken.search(text, 0, start)
             if before is not None and not match.group("bwd"):
                 start = before.start()  # "on last Friday", "about a year ago" -> the whole of it goes

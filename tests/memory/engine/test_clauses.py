@@ -102,6 +102,12 @@ def test_over_budget_a_clause_without_date_number_or_name_goes_first() -> None:
     assert (
         merge_clauses(old, "Met Ana (12 June 2023)", 60) == "Ran 10 km (9 May 2023); Met Ana (12 June 2023)"
     )
+    # a vague date says when it was told, not when it happened: it anchors nothing
+    old = "Went to Porto (7 May 2023); Went to a parade (a few weeks before 9 May 2023)"
+    assert (
+        merge_clauses(old, "Met Ana (12 June 2023)", 60)
+        == "Went to Porto (7 May 2023); Met Ana (12 June 2023)"
+    )
 
 
 @pytest.mark.parametrize(

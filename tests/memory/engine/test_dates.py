@@ -47,6 +47,10 @@ SUNDAY = datetime(2023, 7, 16, 10, 0, tzinfo=UTC)
         ("Started running a year ago", "Started running (2022)"),
         ("Started running about a year ago", "Started running (2022)"),  # the hedge goes with it
         ("Quit smoking around three weeks ago", "Quit smoking (three weeks before 8 May 2023)"),
+        # how many is not said, when it was said is: a reader a year on must not count from today
+        ("Moved here a few years ago", "Moved here (a few years before 2023)"),
+        ("Took up yoga a couple of months ago", "Took up yoga (a couple of months before May 2023)"),
+        ("Adopted a cat several weeks ago", "Adopted a cat (several weeks before 8 May 2023)"),
         ("Two years ago she started painting", "She started painting (2021)"),  # the fact comes first
         ("Yesterday, they joined a choir", "They joined a choir (7 May 2023)"),
         # what would be gets no date, and loses its "today"; a plan that depends on nothing keeps it
@@ -66,7 +70,8 @@ def test_relative_phrase_becomes_a_dated_one(fact: str, expected: str) -> None:
         "Was born on 3 May 1990",
         "Met him the other day",  # vague
         "Was single until recently",  # not when something happened
-        "Moved here a few years ago",
+        "Moved here a while ago",
+        "Moved here years ago",
         "Her last year of college was hard",  # an ordinal, not a date
         "Ran every day in the last week",  # a duration
         "Loved this year's festival",
