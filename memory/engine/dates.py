@@ -2,7 +2,8 @@
 
 A fact such as "Went to a support group yesterday", said in a message stamped 8 May 2023, is
 stored as "Went to a support group (7 May 2023)": the phrase is replaced by the date it names,
-at the granularity the phrase has.
+at the granularity the phrase has. Before a few words with no clause of their own the date goes
+after them ("Took a short trip to Rome (week before 8 May 2023)"); before a clause it stays.
 
 - **day** phrases: "yesterday", "today", "tonight", "this morning", "last night", "tomorrow",
   "the day before yesterday", "3 days ago", "last Friday" (or "last Fri"), "next Friday", "this Friday",
@@ -486,7 +487,23 @@ def with_dates(fact: str, ts: datetime | None, *, context: str | None = None) ->
     if lead:
         out = out.lstrip(" ,")
         return f"{out[:1].upper()}{out[1:]} ({first.absolute})"
-    return out
+    return _date_last(out) if len(phrases) == 1 else out
+
+
+# "Took a short trip (week before 19 June 2023) to Rome": the date before a tail of a few words
+# with no clause of its own (no conjunction, relative word or subject pronoun) goes after it.
+_DATE_THEN_TAIL = re.compile(r"^(?P<head>.+?) \((?P<date>[^()]+)\)(?P<tail>(?: [\w'\u2019-]+){1,8})$")
+_CLAUSE_WORD = re.compile(
+    r"(?i)\b(?:and|but|or|so|when|while|since|because|as|after|before|until|till|though|although"
+    r"|which|that|who|whom|whose|where|if|then|they|he|she|it|we|i|you)\b"
+)
+
+
+def _date_last(fact: str) -> str:
+    m = _DATE_THEN_TAIL.match(fact)
+    if m is None or _CLAUSE_WORD.search(m.group("tail")):
+        return fact
+    return f"{m.group('head')}{m.group('tail')} ({m.group('date')})"
 
 
 _COUNTERFACTUAL = re.compile(r"(?i)\b(?:would|'d)\b[^.?!]*\bif\b|\bif\b[^.?!]*\b(?:would|'d)\b")

@@ -53,6 +53,14 @@ SUNDAY = datetime(2023, 7, 16, 10, 0, tzinfo=UTC)
         ("Adopted a cat several weeks ago", "Adopted a cat (several weeks before 8 May 2023)"),
         ("Two years ago she started painting", "She started painting (2021)"),  # the fact comes first
         ("Yesterday, they joined a choir", "They joined a choir (7 May 2023)"),
+        # a date before a short tail with no clause of its own goes after it; before a clause it stays
+        ("Took a short trip last week to Rome", "Took a short trip to Rome (week before 8 May 2023)"),
+        (
+            "Started the gym last week to stay on track",
+            "Started the gym to stay on track (week before 8 May 2023)",
+        ),
+        ("Went hiking last week and got lost", "Went hiking (week before 8 May 2023) and got lost"),
+        ("Fell ill last year when they lived abroad", "Fell ill (2022) when they lived abroad"),
         # what would be gets no date, and loses its "today"; a plan that depends on nothing keeps it
         ("Would get two turtles today if they could", "Would get two turtles if they could"),
         ("If they had time, they'd go hiking tomorrow", "If they had time, they'd go hiking"),
