@@ -3,9 +3,10 @@ the other speaker's, someone else's), the speaker's noun phrase a pronoun stands
 names no thing (the clause after it, or the situation just told and how it was), and the
 pronouns a clause leaves unnamed. :mod:`serving.syntax` asks these questions of each clause.
 
-A turn is parsed after the other speaker's turn before it (:data:`SPEAKER_FROM` marks where the
-speaker's own words start): there "your X" is the speaker's. The speaker's own turn before that
-comes first when there is one (:data:`OTHER_FROM` marks where the other speaker's words start).
+A turn is read joined after the other speaker's turn before it, each parsed alone
+(:data:`SPEAKER_FROM` marks where the speaker's own words start): there "your X" is the
+speaker's. The speaker's own turn before that comes first when there is one (:data:`OTHER_FROM`
+marks where the other speaker's words start).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import accumulate
 
 from memory.engine.aboutness import ClauseSyntax, judge
 from serving.lazy import Lazy
@@ -124,22 +125,32 @@ class SyntaxStep:
     ) -> list[list[ClauseSyntax]]:
         """For each ``(content, clause spans, before[, own])``: one :class:`ClauseSyntax` per span, in
         order; ``before`` is the other speaker's turn just before ("" if none) and ``own`` the
-        speaker's turn before that, parsed with the turn: what a pronoun of a reply to a pronoun
+        speaker's turn before that, joined before the turn: what a pronoun of a reply to a pronoun
         question may name ("I finished my screenplay!" - "What's it about?" - "It's a romance")."""
-        prefixes = [(own[0] if own and before else "", before) for _content, _spans, before, *own in turns]
-        texts = [
-            _TURN_BREAK.join(p for p in (own, before, req[0]) if p)
-            for (own, before), req in zip(prefixes, turns, strict=True)
+        from spacy.tokens import Doc  # spaCy is imported with the pipeline (serving/spacy_pipeline.py)
+
+        parts = [
+            (*(t for t in (own[0] if own and before.strip() else "", before) if t.strip()), content)
+            for content, _spans, before, *own in turns
         ]
+        # each turn parsed once, alone: a turn is the speaker's own turn before one reply and the
+        # reply itself in another, and the turns of a request are joined as parsed
+        texts = list(dict.fromkeys(text for part in parts for text in part))
+        parsed = dict(zip(texts, self.nlp.pipe(texts), strict=True))
         out = []
-        for doc, (own, before), req in zip(self.nlp.pipe(texts), prefixes, turns, strict=True):
-            doc.user_data[OTHER_FROM] = other = len(own) + len(_TURN_BREAK) if own else 0
-            doc.user_data[SPEAKER_FROM] = offset = other + len(before) + len(_TURN_BREAK) if before else 0
+        for part, req in zip(parts, turns, strict=True):
+            docs = [parsed[text] for text in part]
+            offset = 0  # a turn parsed alone is left as parsed: another request may take it too
+            if len(docs) > 1:
+                doc = Doc.from_docs(docs)
+                starts = accumulate((len(d) for d in docs[:-1]), initial=0)
+                begins = [doc[i].idx for i in starts]  # where each turn's words start in the joined doc
+                doc.user_data[OTHER_FROM] = begins[1] if len(docs) == 3 else 0
+                doc.user_data[SPEAKER_FROM] = offset = begins[-1]
+            else:
+                doc = docs[0]
             out.append([clause_syntax(doc, start + offset, end + offset) for start, end in req[1]])
         return out
-
-
-_TURN_BREAK = "\n\n"
 
 
 def _depth(token) -> int:

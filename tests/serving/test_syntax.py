@@ -538,3 +538,17 @@ def test_a_present_liking_of_a_kind_of_thing_is_a_lasting_fact(syntax, content, 
     assert found.liked is liked, found
     if liked:
         assert found.concrete and judge(found).keep, found
+
+
+def test_each_turn_of_a_batch_is_parsed_once_and_read_as_when_alone(syntax, monkeypatch):
+    own = "Here are my turtles soaking up the sun."
+    other = "Aww, they're so cute! What do they eat?"
+    reply = "They eat lettuce and insects."
+    alone = syntax.analyse([(reply, [(0, len(reply))], other, own)])[0]
+    parsed: list[str] = []
+    pipe = syntax.nlp.pipe
+    monkeypatch.setattr(syntax.nlp, "pipe", lambda texts: pipe(parsed.extend(texts) or texts))
+    # the speaker's turn is a request of its own and the context of the reply
+    batch = syntax.analyse([(own, [(0, len(own))], ""), (reply, [(0, len(reply))], other, own)])
+    assert sorted(parsed) == sorted([own, other, reply])
+    assert batch[1] == alone and batch[1][0].antecedent == "my turtles"
