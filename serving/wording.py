@@ -1,7 +1,8 @@
 """What a kept clause says plainly, read from its parse (:mod:`serving.syntax` asks it of each clause
 whose subject it has read): a pointing "this tree" said as "a tree", a joined clause about something
 else cut off ("... walks and it's made a big impact"), an object the verb took earlier in the turn
-("I've been playing for four months" -> playing the violin), the one pronoun a clause leaves unnamed
+("I've been playing for four months" -> playing the violin), a "my favorite" of the kind the
+other speaker asked about ("My favorite video game is ..."), the one pronoun a clause leaves unnamed
 written out or the clause marked ``dangling``, and whether the verb does something to a thing it
 names (``concrete``).
 """
@@ -14,8 +15,10 @@ from memory.engine.aboutness import ClauseSyntax
 from serving.naming import (
     EMPTY_NOUNS,
     OBJECT_PRONOUNS,
+    OTHER_FROM,
     PRONOUNS,
     SPEAKER,
+    SPEAKER_FROM,
     antecedent_of,
     owner_of,
     pronouns_named,
@@ -118,6 +121,40 @@ def _swaps(tokens, main) -> tuple[tuple[str, str], ...]:
         else:
             out.append((said.text, ("an " if rest[:1].lower() in "aeiou" else "a ") + rest))
     return tuple(out)
+
+
+_FAVOURITE = frozenset({"favorite", "favourite"})
+
+
+def _favourite_asked(tokens) -> tuple[tuple[str, str], ...]:
+    """ "My favorite is Call of Duty" after "What's your favorite video game?": favourite what is
+    what the other speaker asked ("My favorite video game is ..."); a plural "favorites" or one
+    asked about nothing is left as said."""
+    for token in tokens:
+        poss = next((c for c in token.children if c.dep_ == "poss" and c.lower_ == "my"), None)
+        if token.lemma_.lower() in _FAVOURITE and token.tag_ in ("NN", "JJ") and poss is not None:
+            asked = _favourite_kind(token.doc)
+            return ((f"{poss.text} {token.text}", f"{poss.text} {token.text} {asked}"),) if asked else ()
+    return ()
+
+
+def _favourite_kind(doc) -> str:
+    """The noun the other speaker's question put "favorite" before ("video game"), or ""."""
+    start, end = doc.user_data.get(OTHER_FROM, 0), doc.user_data.get(SPEAKER_FROM, 0)
+    asked = [t for t in doc if start <= t.idx < end]
+    if not any(t.text == "?" for t in asked):
+        return ""
+    nouns = [
+        t for t in asked
+        if t.pos_ == "NOUN" and any(c.dep_ == "amod" and c.lemma_.lower() in _FAVOURITE for c in t.children)
+    ]  # fmt: skip
+    if not nouns:
+        return ""
+    noun = nouns[-1]
+    # a name in it ("TV show") would be a name the user never said, and more than two words the
+    # user never said would leave the fact ungrounded: the gate refuses both
+    compounds = [c.text for c in noun.children if c.dep_ == "compound" and c.i < noun.i and c.text.islower()]
+    return " ".join((*compounds[-1:], noun.lemma_.lower()))
 
 
 #: After "this"/"that", a word that makes its noun one of a kind: "the next tourney", not "a next".
@@ -278,7 +315,7 @@ def named(syntax: ClauseSyntax, tokens, main) -> ClauseSyntax:
     """``syntax`` with its one unnamed pronoun written out when the turn names it ("Have you tried
     pottery?" - "I love it!"), else marked ``dangling`` when it has any; pointing determiners said
     plainly (:func:`_swaps`)."""
-    swaps = _swaps(tokens, main)
+    swaps = _swaps(tokens, main) + _favourite_asked(tokens)
     if swaps:
         syntax = replace(syntax, swaps=swaps)
     tail = _tail(tokens, main) or _vocative_last(tokens)

@@ -552,3 +552,18 @@ def test_each_turn_of_a_batch_is_parsed_once_and_read_as_when_alone(syntax, monk
     batch = syntax.analyse([(own, [(0, len(own))], ""), (reply, [(0, len(reply))], other, own)])
     assert sorted(parsed) == sorted([own, other, reply])
     assert batch[1] == alone and batch[1][0].antecedent == "my turtles"
+
+
+@pytest.mark.parametrize(
+    ("before", "content", "said"),
+    [
+        ("What's your favorite video game?", "My favorite is probably Tetris.", "My favorite video game is"),
+        ("Do you have any favorite bands?", "My favourite is AC/DC.", "My favourite band is"),
+        ("What's your favorite TV show?", "My favorite is The Office.", "My favorite show is"),  # no new name
+        ("Pizza is my favorite food.", "My favorite is pasta.", "My favorite is"),  # nothing asked
+        ("What are your favorite foods?", "My favorites are donuts.", "My favorites are"),
+    ],
+)
+def test_favourite_what_is_what_the_other_speaker_asked(syntax, before, content, said):
+    (text, found), *_ = read_reply(syntax, before, content)
+    assert resolve(text, found).startswith(said) and judge(found).keep
