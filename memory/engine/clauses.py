@@ -139,9 +139,12 @@ def _held(new_key: frozenset[str], key: frozenset[str]) -> bool:
     return bool(new_key) and bool(key) and new_key <= key
 
 
-def merge_clauses(old: str | None, new: str, budget: int, *, single: bool = False) -> str:
+def merge_clauses(
+    old: str | None, new: str, budget: int, *, single: bool = False, contested: bool = False
+) -> str:
     """Old value + new clause, within ``budget`` (:func:`_victim`); ``single``: the new clause replaces
-    the value unless the value already holds it."""
+    the value unless the value already holds it; ``contested``: the new clause may be the one that
+    goes (then the value is the old one, perhaps minus what the new clause superseded)."""
     new = trim(" ".join(new.split()).strip(" ;"), budget)
     kept = []
     new_key = clause_key(new)
@@ -160,7 +163,7 @@ def merge_clauses(old: str | None, new: str, budget: int, *, single: bool = Fals
         kept.append(clause)
     kept.append(new)
     while len(kept) > 1 and len(SEPARATOR.join(kept)) > budget:
-        kept.pop(_victim(kept[:-1]))
+        kept.pop(_victim(kept if contested else kept[:-1]))
     return SEPARATOR.join(kept)
 
 

@@ -240,14 +240,17 @@ def _filed(
     replaces its value by design, so it always does); a clause the fact restates or supersedes goes
     either way: that is an update, not a lack of room. A full leaf takes a fact with a date, number
     or name (:func:`memory.engine.clauses.anchored`: what questions ask for), which pushes out an
-    unanchored clause first, and a vague fact only where it pushes out nothing dated or named: a
-    vague fact never costs the tree a specific one."""
+    unanchored clause first, and a vague fact only where it pushes out nothing dated or named and is
+    not itself the clause that would go first (:func:`~memory.engine.clauses.merge_clauses`
+    ``contested``): a vague fact never costs the tree a specific one, nor a vague one that says more."""
     old, budget = values.get(path), budgets.get(path, 80)
     if path in singles:
         return merge_clauses(old, fact, budget, single=True)
-    merged = merge_clauses(old, fact, budget)
     if not old or anchored(fact):
-        return merged
+        return merge_clauses(old, fact, budget)
+    merged = merge_clauses(old, fact, budget, contested=True)
+    if fact not in clauses_of(merged):
+        return None
     unbounded = merge_clauses(old, fact, _UNBOUNDED)
     if merged == unbounded:
         return merged

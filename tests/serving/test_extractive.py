@@ -57,6 +57,11 @@ def test_a_vague_fact_never_pushes_a_dated_one_out() -> None:
     assert _leaf_of("I love sleeping under the stars", {"life/recent": vague}) == "life/recent"
     # a full best leaf that would lose a dated fact: not filed, even with room in the next leaf
     assert _leaf_of("I love sleeping under the stars", {"life/recent": FULL}) is None
+    # where only vague clauses would go, it is weighed with them: it goes in only if it is not the
+    # one that would go first (a passing feeling, here)
+    vague = "Loves long walks by the sea; Enjoys quiet mornings; Likes cooking dinner at home"
+    assert _leaf_of("I'm feeling so calm and happy", {"life/recent": vague}) is None
+    assert _leaf_of("I'm feeling so calm and happy", {}) == "life/recent"
 
 
 def test_a_fact_naming_nothing_needs_a_surer_classifier() -> None:
