@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 from .candidates import salient
 from .chatter import says_a_feeling, substance
+from .dates import VAGUE_DATE
 from .text import content_stems, fold, folded_words, number_tokens, without_dangling_end
 
 SEPARATOR = "; "
@@ -194,10 +195,6 @@ def anchored(clause: str) -> bool:
     return any(ch.isdigit() for ch in clause) or _NAME.search(clause, 1) is not None
 
 
-# "(a few weeks before 15 July 2023)" says when it was told, not when it happened: no anchor here.
-_VAGUE_DATE = re.compile(r"\((?:a few|a couple of|several) \w+ before [^)]*\)")
-
-
 def _victim(older: list[str]) -> int:
     """Which older clause goes when a leaf is over budget: of those without a date, number or
     name, a passing feeling first, then one that is not a lasting taste or trait (:data:`_LASTING`),
@@ -206,7 +203,8 @@ def _victim(older: list[str]) -> int:
     before "Has gone camping a few times but never tried mountain climbing"; "Feels at peace on a
     comfy couch" before "Enjoys dramas"; "The screenplay they sent in has been on their mind" before
     "Enjoys dramas and emotionally-driven films")."""
-    vague = [i for i, clause in enumerate(older) if not anchored(_VAGUE_DATE.sub("", clause))]
+    # "(a few weeks before 15 July 2023)" says when it was told, not when it happened: no anchor
+    vague = [i for i, clause in enumerate(older) if not anchored(VAGUE_DATE.sub("", clause))]
     if not vague:
         return 0
     return min(

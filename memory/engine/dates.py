@@ -123,6 +123,11 @@ _NUMBERS = {
     "thirty": 30,
 }
 
+#: Counts that say "some": "a few weeks ago" is written "(a few weeks before 8 May 2023)".
+_VAGUE_COUNTS = ("a few", "a couple of", "several")
+#: Such a written date: when it was told, not when it happened (:mod:`memory.engine.clauses`).
+VAGUE_DATE = re.compile(rf"\((?:{'|'.join(_VAGUE_COUNTS)}) \w+ before [^)]*\)")
+
 _DAYNAME = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _DAYABBR = r"(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)\.?(?!\w)"  # "last Fri", after last/this/next only
 _MONTH = "|".join(m for m in _MONTHS if m != "may") + r"|(?-i:May)"  # "may" the verb is not a month
@@ -328,7 +333,7 @@ def _resolve(match: re.Match[str], today: date, tense: str | None) -> str | None
     if g["few"]:
         return _week(today - timedelta(days=2 if "couple" in g["few"].lower() else 3))
     if g["vague"]:  # "a few years ago" -> "a few years before 2023": how many is not said
-        vague = "a couple of" if "couple" in g["vague"].lower() else " ".join(g["vague"].lower().split())
+        vague = next(v for v in _VAGUE_COUNTS if v.startswith(" ".join(g["vague"].lower().split())))
         unit = g["vunit"].lower()
         said = _fmt_day(today) if unit in ("week", "weekend") else _at(unit, today)
         return f"{vague} {unit}s before {said}"
