@@ -145,7 +145,7 @@ def merge_clauses(
 ) -> str:
     """Old value + new clause, within ``budget`` (:func:`_victim`); ``single``: the new clause replaces
     the value unless the value already holds it; ``contested``: the new clause may be the one that
-    goes (then the value is the old one, perhaps minus what the new clause superseded)."""
+    goes (then the old value is returned as it was)."""
     new = trim(" ".join(new.split()).strip(" ;"), budget)
     kept = []
     new_key = clause_key(new)
@@ -164,7 +164,10 @@ def merge_clauses(
         kept.append(clause)
     kept.append(new)
     while len(kept) > 1 and len(SEPARATOR.join(kept)) > budget:
-        kept.pop(_victim(kept if contested else kept[:-1]))
+        victim = _victim(kept if contested else kept[:-1])
+        if victim == len(kept) - 1:
+            return old or new  # contested, and the new clause is the one that goes
+        kept.pop(victim)
     return SEPARATOR.join(kept)
 
 

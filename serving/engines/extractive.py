@@ -249,8 +249,8 @@ def _filed(
     if not old or anchored(fact):
         return merge_clauses(old, fact, budget)
     merged = merge_clauses(old, fact, budget, contested=True)
-    if fact not in clauses_of(merged):
-        return None
+    if merged == old:
+        return None  # it would have been the first to go
     unbounded = merge_clauses(old, fact, _UNBOUNDED)
     if merged == unbounded:
         return merged
