@@ -52,6 +52,15 @@ def speakers(token) -> bool:
     return token.idx >= data.get(SPEAKER_FROM, 0) or token.idx < data.get(OTHER_FROM, 0)
 
 
+def other_turn(doc):
+    """The other speaker's turn the speaker's turn was read after (an empty span when it was read
+    alone)."""
+    data = doc.user_data
+    first = next((t.i for t in doc if t.idx >= data.get(OTHER_FROM, 0)), len(doc))
+    last = next((t.i for t in doc if t.idx >= data.get(SPEAKER_FROM, 0)), len(doc))
+    return doc[first:last]
+
+
 def possessive_of(token):
     return next((c for c in token.children if c.dep_ == "poss"), None)
 
@@ -179,8 +188,7 @@ def antecedent_of(doc, subject, pronoun: str = "") -> str:
     the module doc). The speaker's own turn before the other's is searched only when nothing
     nearer could be named ("I finished my screenplay!" - "What's it about?" - "It's a romance")."""
     pronoun = pronoun or subject.lower_
-    other_from = doc.user_data.get(OTHER_FROM, 0)
-    start = next((t.i for t in doc if t.idx >= other_from), len(doc)) if other_from else 0
+    start = other_turn(doc).start
     found = _antecedent_in(doc[start : subject.i], subject, pronoun)
     if found is None and start and _says_something(subject.head):
         found = _antecedent_in(doc[:start], subject, pronoun)

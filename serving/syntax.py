@@ -52,6 +52,7 @@ from serving.naming import (
     name_beside,
     noun_kind,
     only_judged,
+    other_turn,
     owner_of,
     possessive_of,
     pronouns_named,
@@ -246,7 +247,7 @@ def _progressive_fragment(tokens) -> bool:
     first = tokens[0]
     doc = first.doc
     starts = doc.user_data.get(SPEAKER_FROM, 0)
-    asked = "?" in doc.text[doc.user_data.get(OTHER_FROM, 0) : starts]
+    asked = "?" in other_turn(doc).text
     # the answer opens its sentence: in "We've been helping each other - cheering each other on ..."
     # the fragment goes on with the clause before it, whoever asked what
     opens = not any(t.tag_ in _FINITE_TAGS for t in first.sent if starts <= t.idx < first.idx)

@@ -15,11 +15,10 @@ from memory.engine.aboutness import ClauseSyntax
 from serving.naming import (
     EMPTY_NOUNS,
     OBJECT_PRONOUNS,
-    OTHER_FROM,
     PRONOUNS,
     SPEAKER,
-    SPEAKER_FROM,
     antecedent_of,
+    other_turn,
     owner_of,
     pronouns_named,
 )
@@ -140,8 +139,7 @@ def _favourite_asked(tokens) -> tuple[tuple[str, str], ...]:
 
 def _favourite_kind(doc) -> str:
     """The noun the other speaker's question put "favorite" before ("video game"), or ""."""
-    start, end = doc.user_data.get(OTHER_FROM, 0), doc.user_data.get(SPEAKER_FROM, 0)
-    asked = [t for t in doc if start <= t.idx < end]
+    asked = other_turn(doc)
     if not any(t.text == "?" for t in asked):
         return ""
     nouns = [
