@@ -21,16 +21,16 @@ How a clause is read:
   enjoy the upside-down poses. They ..."); an "it" standing for a clause ("It's great to see") never;
 - a subject outside the span (a stripped vocative) gives way to its apposition; "Max and I" is I.
 
-Whose a noun is and what a pronoun names are :mod:`serving.naming`'s, and what a kept clause says
-plainly (pointing words, a joined clause, an unnamed object) :mod:`serving.wording`'s; this module
-reads the clause's subject and verb.
+Whose a noun is and what a pronoun names are :mod:`serving.naming`'s, what a kept clause says
+plainly (pointing words, a joined clause, an unnamed object) :mod:`serving.wording`'s, and what its
+main verb says (tense, modal, joined verbs) :mod:`serving.verbs`'s; this module reads the clause's
+subject and decides its kind.
 
 Parsing costs about 3 ms a turn on one core (~300 turns/s).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from itertools import accumulate
@@ -59,11 +59,19 @@ from serving.naming import (
     quantified,
 )
 from serving.spacy_pipeline import load_pipeline
+from serving.verbs import (
+    FINITE_TAGS,
+    inverted_ellipsis,
+    is_finite,
+    joined_verbs,
+    maybe_of,
+    modal_of,
+    past_form,
+)
 from serving.wording import REACTION_VERBS, SUBJECT_DEPS, VAGUE_NOUNS, named
 
 __all__ = ["SyntaxStep", "clause_syntax"]
 
-_FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
 _THIRD_POSS = {"his": "he", "her": "she", "its": "it", "their": "they"}  # possessive -> its pronoun
 _DEICTIC = frozenset({"this", "that", "these", "those", "which", "what", "who"})
 # "I can see why ...", "I can imagine ...", "I bet ...": a verb of sympathy over a clause reacts to
@@ -182,63 +190,6 @@ def _subject(main, inside: set[int] | None = None):
     return None
 
 
-def _finite(main) -> bool:
-    if main.tag_ in _FINITE_TAGS or "Fin" in main.morph.get("VerbForm"):
-        return True
-    auxes = [c for c in main.children if c.dep_ in ("aux", "auxpass")]
-    if any(a.tag_ in _FINITE_TAGS or "Fin" in a.morph.get("VerbForm") for a in auxes):
-        return True
-    if main.tag_ in ("VBG", "VBN") and auxes:  # "Been rehearsing hard": "I've" left off
-        return True
-    if main.tag_ == "VBN" and main.dep_ == "ROOT":  # "Signed up for a course": read as past
-        return True
-    if main.dep_ == "conj" and main.head.pos_ in ("VERB", "AUX") and main.head.i != main.i:
-        return _finite(main.head)  # "I love it, but hate the cold": "hate" shares "love"'s tense
-    return main.dep_ == "ROOT" and _past_form(main)
-
-
-def _past_form(token) -> bool:
-    """ "Took this pic" is tagged as a bare verb (lemma "took"); its form says past."""
-    if token.tag_ != "VB":
-        return False
-    from lemminflect import getLemma
-
-    lemmas = getLemma(token.lower_, upos="VERB")
-    return bool(lemmas) and token.lower_ not in lemmas
-
-
-_ELLIPTIC_AUX = frozenset("do does did am is are was were have has had can could will would".split())
-
-
-def _inverted_ellipsis(tokens) -> bool:
-    """An inverted ellipsis ("So do I", "Neither can my sister", "so does having people around"):
-    "so"/"neither"/"nor" and an auxiliary before the subject repeat what was said before; the clause
-    holds no fact alone."""
-    return (
-        len(tokens) > 2 and tokens[0].lower_ in ("so", "neither", "nor") and tokens[1].lower_ in _ELLIPTIC_AUX
-    )
-
-
-def _modal(main) -> str:
-    if re.match(r"rec+om+end|suggest|advi[sc]e", main.lower_):
-        return "recommend"  # "I'd recommend finding a series": advice to the other speaker
-    for child in main.children:
-        if child.dep_ == "aux" and child.tag_ == "MD":
-            return {"ca": "can", "wo": "will", "sha": "shall"}.get(child.lower_, child.lower_)
-    if main.lower_ == "got" and any(  # "Gotta focus on success": "got" + "ta" + the verb
-        c.dep_ == "xcomp" and any(a.lower_ == "ta" for a in c.children) for c in main.children
-    ):
-        return "gotta"
-    return ""
-
-
-def _maybe(main) -> str:
-    """ "maybe" where a "Maybe I'll write a drama" says it instead of a modal."""
-    return (
-        "maybe" if any(c.dep_ == "advmod" and c.lower_ in ("maybe", "perhaps") for c in main.children) else ""
-    )
-
-
 def _progressive_fragment(tokens) -> bool:
     """An answer that leaves off "I'm": after the other speaker asked something, a clause that opens
     with an -ing verb and has no finite verb ("What are your plans?" - "Researching adoption
@@ -250,10 +201,10 @@ def _progressive_fragment(tokens) -> bool:
     asked = "?" in other_turn(doc).text
     # the answer opens its sentence: in "We've been helping each other - cheering each other on ..."
     # the fragment goes on with the clause before it, whoever asked what
-    opens = not any(t.tag_ in _FINITE_TAGS for t in first.sent if starts <= t.idx < first.idx)
+    opens = not any(t.tag_ in FINITE_TAGS for t in first.sent if starts <= t.idx < first.idx)
     return (
         asked and opens and first.tag_ == "VBG" and first.pos_ == "VERB"
-        and len([t for t in tokens if not t.is_punct]) >= 3 and not any(t.tag_ in _FINITE_TAGS for t in tokens)
+        and len([t for t in tokens if not t.is_punct]) >= 3 and not any(t.tag_ in FINITE_TAGS for t in tokens)
     )  # fmt: skip
 
 
@@ -284,73 +235,8 @@ def clause_syntax(doc, start: int, end: int) -> ClauseSyntax:
     if judge(syntax).keep:
         inside = {t.i for t in tokens}
         main = _main(tokens, inside)
-        return replace(syntax, verb=main.text, joined=_joined_verbs(main, inside))
+        return replace(syntax, verb=main.text, joined=joined_verbs(main, _subject(main, inside), inside))
     return _salvaged(tokens) or syntax
-
-
-# After a joined verb that can also be a noun, what makes it a verb: "and drive a truck", "and hope
-# to ...", "and walk him", "and think about ..." ("I eat rice and fish with my mom": "fish" is a
-# noun, whatever the parser says)
-_OBJECT_OPENERS = frozenset(
-    "a an the my our his her their your some this that these those to him them it me us about".split()
-)
-# Verbs taking a list of infinitives, however the parser hangs it: "I like to read, go hiking, ..."
-_CATENATIVE = frozenset("like love enjoy prefer hate want need try plan hope wish get".split())
-
-
-def _joined_verbs(main, inside: set[int]) -> tuple[str, ...]:
-    """Present verbs joined to the main one of an I/we subject, without a subject or auxiliary of
-    their own ("I play the piano and sing", "I'm an engineer and own a studio"): the rewrite says
-    them in the third person with it ("Plays the piano and sings")."""
-    from lemminflect import getAllLemmas  # not at the top: it imports spaCy (serving.spacy_pipeline)
-
-    subject = _subject(main, inside)
-    if main.tag_ != "VBP" or subject is None or subject.lower_ not in ("i", "we"):
-        return ()
-    after = main.doc[main.i + 1] if main.i + 1 < len(main.doc) else main
-    if any(c.dep_ == "xcomp" for c in main.children) or (
-        main.lemma_.lower() in _CATENATIVE and (after.lower_ == "to" or after.tag_ == "VBG")
-    ):
-        return ()  # "I like to play soccer, ride my bike": the list is of what is liked
-    out, heads = [], {main.i}
-    for verb in main.conjuncts:
-        if (
-            verb.i <= main.i
-            or verb.i not in inside
-            or verb.tag_ not in ("VB", "VBP")
-            or verb.head.i not in heads
-        ):
-            continue  # "I hang out, or I read or write": "write" shares the second "I"
-        if any(c.dep_ in SUBJECT_DEPS or c.dep_ in ("aux", "auxpass") for c in verb.children):
-            continue
-        after = verb.doc[verb.i + 1].lower_ if verb.i + 1 < len(verb.doc) else ""
-        has_object = any(c.dep_ == "dobj" for c in verb.children)  # "play fetch": a verb, with its object
-        if "NOUN" in getAllLemmas(verb.lower_) and after not in _OBJECT_OPENERS and not has_object:
-            continue
-        out.append(verb.text)
-        heads.add(verb.i)
-    return tuple(out) + _listed_verbs(main, inside)
-
-
-def _listed_verbs(main, inside: set[int]) -> tuple[str, ...]:
-    """Verbs the parse hung on the main verb's object list: in "We watch movies, hike, and have
-    game nights" "have" is a conjunct of "hike", itself read as a second object. A bare listed word
-    that can be a verb counts only when a real verb ends the list."""
-    from lemminflect import getAllLemmas
-
-    for obj in (c for c in main.children if c.dep_ == "dobj" and c.i in inside):
-        chain = [t for t in obj.conjuncts if t.i > obj.i and t.i in inside]
-        verbs = [t for t in chain if t.tag_ in ("VB", "VBP") and not any(
-            c.dep_ in SUBJECT_DEPS or c.dep_ in ("aux", "auxpass") for c in t.children)]  # fmt: skip
-        if not verbs:
-            continue
-        bare = [
-            t for t in chain
-            if t.i < verbs[-1].i and t.tag_ == "NN" and "VERB" in getAllLemmas(t.lower_)
-            and not any(c.dep_ in ("det", "poss", "amod", "compound") for c in t.children)
-        ]  # fmt: skip
-        return tuple(t.text for t in sorted(bare + verbs, key=lambda t: t.i))
-    return ()
 
 
 _BECAUSE = frozenset({"while", "because", "since", "after"})
@@ -398,7 +284,7 @@ def _salvaged(tokens) -> ClauseSyntax | None:
         subject = _subject(verb, inside)
         if (
             subject is None
-            or not _finite(verb)
+            or not is_finite(verb)
             or not (subject.lower_ in SPEAKER or owner_of(subject) == "speaker")
         ):
             continue  # "since my dad passed away" is the speaker's to tell too
@@ -429,10 +315,10 @@ def _read(doc, tokens) -> ClauseSyntax:
     main = _main(tokens, inside)
     if _subordinate(main, tokens):
         return ClauseSyntax("subordinate", False, first_person=first_person)  # "When I'm feeling down"
-    if _inverted_ellipsis(tokens):  # "So do I", "... but so does having friends around"
+    if inverted_ellipsis(tokens):  # "So do I", "... but so does having friends around"
         return ClauseSyntax("reaction", True, first_person=first_person)
-    finite = main.pos_ in ("VERB", "AUX") and _finite(main)
-    modal = _maybe(main) or _modal(main)
+    finite = main.pos_ in ("VERB", "AUX") and is_finite(main)
+    modal = maybe_of(main) or modal_of(main)
     subject = _subject(main, inside)
     if main.lemma_ == "be" and any(c.lower_ == "here" and c.i < main.i for c in main.children):
         shown = subject or next((c for c in main.children if c.dep_ == "attr" and c.i in inside), None)
@@ -466,7 +352,7 @@ def _read(doc, tokens) -> ClauseSyntax:
             "clausal", finite, modal, first_person=first_person
         )  # "Being out there was great"
     if subject is None:
-        if main.tag_ == "VB" and not modal and main.dep_ == "ROOT" and not _past_form(main):
+        if main.tag_ == "VB" and not modal and main.dep_ == "ROOT" and not past_form(main):
             kind = "imperative"
         elif not finite and _progressive_fragment(tokens):  # "Researching adoption agencies"
             return named(ClauseSyntax("elided", True, first_person=first_person), tokens, tokens[0])
@@ -549,7 +435,7 @@ def _bare_answer(tokens, main) -> bool:
         )
         if verb is None:
             return False
-    modal = _modal(verb) or (_modal(verb.head) if verb.dep_ == "xcomp" else "")
+    modal = modal_of(verb) or (modal_of(verb.head) if verb.dep_ == "xcomp" else "")
     if modal not in ("would", "'d"):
         return False
     after = [t for t in tokens if t.i > verb.i and t.lower_ != "that"]
