@@ -36,6 +36,8 @@ friend buddy bestie boss manager coworker colleague teammate coach mentor teache
 neighbor neighbour roommate student client guy girl boy man woman lady
 """.split()
 )
+# A group said in the singular and named "they" after ("My family has been there for me. They've been my rock").
+_COLLECTIVE = frozenset("family fam team crew gang group band squad club".split())
 SPEAKER_FROM = "speaker_from"  # doc.user_data key: where the speaker's own turn starts
 OTHER_FROM = (
     "other_from"  # doc.user_data key: where the other speaker's turn starts (after the speaker's before it)
@@ -166,7 +168,7 @@ def _agrees(pronoun: str, token) -> bool:
     plural = token.tag_ in ("NNS", "NNPS")
     animate_ = animate(token)
     if pronoun == "they":
-        return plural
+        return plural or token.lemma_.lower() in _COLLECTIVE
     if pronoun == "it":
         return not plural and not animate_
     return not plural and animate_
@@ -188,11 +190,26 @@ def antecedent_of(doc, subject, pronoun: str = "") -> str:
     the module doc). The speaker's own turn before the other's is searched only when nothing
     nearer could be named ("I finished my screenplay!" - "What's it about?" - "It's a romance")."""
     pronoun = pronoun or subject.lower_
-    start = other_turn(doc).start
+    other = other_turn(doc)
+    own = _told_since(doc[other.end : subject.sent.start], pronoun)
+    start = other.end if own else other.start
     found = _antecedent_in(doc[start : subject.i], subject, pronoun)
-    if found is None and start and _says_something(subject.head):
-        found = _antecedent_in(doc[:start], subject, pronoun)
+    if found is None and other.start and not own and _says_something(subject.head):
+        found = _antecedent_in(doc[: other.start], subject, pronoun)
     return found or ""
+
+
+def _told_since(said, pronoun: str) -> bool:
+    """Has the speaker, in ``said`` (their sentences before the pronoun's), told something of their
+        own with a thing the pronoun could name? Then the pronoun does not reach back past it into the
+        other speaker's turn: "Your commitment really stands out!" - "I got the idea from a fashion mag.
+        ... It's all about being ahead of the game" is not about the commitment. A first sentence with
+        no subject ("Tough question! It's Dune"), or with the same pronoun ("What's that trophy?" - "It
+    commemorates my journey. It's a symbol of ..."), leaves the question's noun in reach."""
+    return any(t.dep_ in ("nsubj", "nsubjpass") and t.lower_ not in PRONOUNS for t in said) and any(
+        t.pos_ in ("NOUN", "PROPN") and t.dep_ not in ("npadvmod", "attr") and _agrees(pronoun, t)
+        for t in said
+    )  # a noun said of the subject ("Our kids are our future") is no new thing to name
 
 
 #: What a thing is a kind of: "It's a kind of heavy metal" defines the thing, it tells nothing of the speaker.
@@ -271,8 +288,8 @@ def _infinitive(token) -> bool:
 def extraposed(main, pronoun: str) -> bool:
     """ "It's amazing what they can do", "It was great to see them", "It's important for me to
     rest", "It breaks my heart that ...", "It took me two weeks", "It was a tough challenge": an "it"
-    standing for the clause after it or for the situation just told, not for a thing the speaker
-    named."""
+    standing for the clause after it or for the situation just told, or "It's been a while", for
+    time gone by: not for a thing the speaker named."""
     if pronoun != "it":
         return False
     after = [c for c in main.children if c.i > main.i]
@@ -284,6 +301,11 @@ def extraposed(main, pronoun: str) -> bool:
         c.lemma_.lower() in _SPANS for c in after if c.dep_ in ("dobj", "npadvmod")
     ):
         return True  # "It took me two weeks": how long the doing took, not a thing
+    if main.lemma_ == "be" and any(
+        c.dep_ in ("attr", "npadvmod") and c.lemma_.lower() in _SPANS and possessive_of(c) is None
+        for c in after
+    ):
+        return True  # "It's been a minute", "It's been ages": time gone by, not a thing
     # an adjective the parser calls an adverb is still what "it" is: "It's been awesome seeing ..."
     complements = [c for c in after if c.dep_ in ("acomp", "attr") or (c.dep_ == "advmod" and c.tag_ == "JJ")]
     if any(

@@ -186,6 +186,20 @@ def read_reply(syntax, before, content, own=""):
     return [(c.text, s) for c, s in zip(clauses, found, strict=True)]
 
 
+def test_a_pronoun_does_not_reach_past_what_the_speaker_told_since(syntax):
+    before = "Your commitment really stands out. How did you come up with the designs?"
+    *_, (text, found) = read_reply(
+        syntax, before, "I got the idea from a magazine. It's all about being different."
+    )
+    assert found.antecedent == "" and not judge(found).keep  # not "My commitment is all about ..."
+    # nothing told since, or told of the same "it": the question's thing is still in reach
+    before = "How is your new bike?"
+    *_, (text, found) = read_reply(syntax, before, "Thanks! It's fast and light.")
+    assert resolve(text, found) == "My new bike is fast and light."
+    *_, (text, found) = read_reply(syntax, before, "It climbs well. It's my favourite thing.")
+    assert found.antecedent == "my new bike"
+
+
 def test_a_time_said_by_the_way_is_no_antecedent(syntax):
     # "last week" is nearer than "guitar", but no thing the speaker played
     (_text, _got), (text, found) = read(syntax, "I got a new guitar last week. I play it every day.")
@@ -255,8 +269,19 @@ def test_a_pronoun_names_the_thing_the_speaker_just_did_something_to(syntax):
     assert not judge(found[1][1]).keep, found[1]
     found = read(syntax, "I finished my quilt. It took me a while.")  # how long, not the quilt
     assert found[1][1].antecedent == "" and not judge(found[1][1]).keep
+    found = read(syntax, "I finished my screenplay. It's been ages.")  # time gone by, not the screenplay
+    assert found[1][1].antecedent == "" and not judge(found[1][1]).keep
     person = read(syntax, "I met a guy at the bar. He was rude.")  # a person is not the speaker's thing
     assert person[1][1].antecedent == "" and judge(person[1][1]).reason == "unresolved_pronoun"
+
+
+def test_they_names_a_group_the_speaker_said_in_the_singular(syntax):
+    found = read(syntax, "My family has been there for me. They've been my rock through all of it.")
+    assert judge(found[1][1]).keep and resolve(*found[1]) == "My family have been my rock through all of it."
+    found = read(syntax, "My band just signed with a label. They booked a tour of Japan.")
+    assert found[1][1].antecedent.lower() == "my band"
+    found = read(syntax, "My boss quit. They never liked the job.")  # one person, not a group
+    assert found[1][1].antecedent == ""
 
 
 def test_an_animal_the_speaker_took_in_is_theirs_to_describe(syntax):
