@@ -413,7 +413,9 @@ def pronouns_named(tokens, main) -> list:
             t.head.lower_ in ("about", "because")
             or (t.head.lower_ == "to" and t.head.head.lower_ in ("thanks", "due"))
         )
-        if not back and any(u.i < t.i and _may_name(t.lower_, u) for u in tokens):
+        if not back and any(
+            u.i < t.i and _may_name(t.lower_, u) and not _where_of(u, t.head) for u in tokens
+        ):
             continue  # named in the clause itself: "helping the community and making it better"
         head = t.head
         if t.dep_ in ("dobj", "dative", "pobj") and t.lower_ in OBJECT_PRONOUNS:
@@ -426,6 +428,14 @@ def pronouns_named(tokens, main) -> list:
             if head.dep_ in _REPORTED_DEPS and not extraposed(head, t.lower_):
                 out.append(t)
     return out
+
+
+def _where_of(noun, verb) -> bool:
+    """Is ``noun`` in a phrase saying where or with whom ``verb`` happened ("At dance class ... I
+    felt it")? Such a noun is not what the verb's own "it" names."""
+    return any(
+        c.dep_ in ("prep", "npadvmod") and c.i <= noun.i < verb.i and noun in c.subtree for c in verb.children
+    )  # "Last Friday at dance class": the place may hang off the time
 
 
 def _another_one(token) -> bool:

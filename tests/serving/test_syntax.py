@@ -50,6 +50,7 @@ def read(syntax, content):
         ("We're brainstorming some to help the community.", "unresolved_object"),
         ("I've been playing for about four months now.", "unresolved_object"),  # playing what?
         ("I practice every day.", "unresolved_object"),
+        ("Last Friday at dance class with my friends I felt it.", "unresolved_object"),  # where, not what
         ("I started when I was young.", "unresolved_object"),  # started what?
         ("Started when I was young and it's been great.", "unresolved_object"),  # the cut tail names nothing
         (
