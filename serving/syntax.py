@@ -317,7 +317,7 @@ def _read(doc, tokens) -> ClauseSyntax:
         return ClauseSyntax("subordinate", False, first_person=first_person)  # "When I'm feeling down"
     if inverted_ellipsis(tokens):  # "So do I", "... but so does having friends around"
         return ClauseSyntax("reaction", True, first_person=first_person)
-    finite = main.pos_ in ("VERB", "AUX") and is_finite(main)
+    finite = main.pos_ in ("VERB", "AUX") and is_finite(main, inside)
     modal = maybe_of(main) or modal_of(main)
     subject = _subject(main, inside)
     if main.lemma_ == "be" and any(c.lower_ == "here" and c.i < main.i for c in main.children):

@@ -12,11 +12,13 @@ from serving.wording import SUBJECT_DEPS
 FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
 
 
-def is_finite(main) -> bool:
-    """Has the clause's main verb a tense: its own, an auxiliary's, or the verb it is joined to."""
+def is_finite(main, inside: set[int] | None = None) -> bool:
+    """Has the clause's main verb a tense: its own, an auxiliary's (one of the clause's words
+    ``inside``, when given: "We love being outdoors - going for hikes" may be parsed with "being" as
+    the auxiliary of "going"), or the verb it is joined to."""
     if main.tag_ in FINITE_TAGS or "Fin" in main.morph.get("VerbForm"):
         return True
-    auxes = [c for c in main.children if c.dep_ in ("aux", "auxpass")]
+    auxes = [c for c in main.children if c.dep_ in ("aux", "auxpass") and (inside is None or c.i in inside)]
     if any(a.tag_ in FINITE_TAGS or "Fin" in a.morph.get("VerbForm") for a in auxes):
         return True
     if main.tag_ in ("VBG", "VBN") and auxes:  # "Been rehearsing hard": "I've" left off

@@ -201,6 +201,13 @@ def test_a_pronoun_does_not_reach_past_what_the_speaker_told_since(syntax):
     assert found.antecedent == "my new bike"
 
 
+def test_an_auxiliary_outside_the_clause_gives_it_no_tense(syntax):
+    # parsed with "being" as the auxiliary of "going": the -ing list after the dash has no verb of its own
+    content = "We love being outdoors - going for hikes, hanging out at the park, having picnics."
+    (_text, first), (text, found) = read(syntax, content)
+    assert judge(first).keep and text.startswith("going") and not judge(found).keep, found
+
+
 def test_a_time_said_by_the_way_is_no_antecedent(syntax):
     # "last week" is nearer than "guitar", but no thing the speaker played
     (_text, _got), (text, found) = read(syntax, "I got a new guitar last week. I play it every day.")
