@@ -385,7 +385,10 @@ def _read(doc, tokens) -> ClauseSyntax:
         if antecedent and low == "it" and only_judged(main):
             return ClauseSyntax("generic", finite, modal)  # "My studio ... It was stressful but great"
         dangling = bool(pronouns_named(tokens, main))  # "She made it": two to name, one slot
-        return ClauseSyntax("pronoun", finite, modal, subject.text, antecedent, first_person, dangling)
+        swaps = _owner_said_first(tokens, subject, antecedent)
+        return ClauseSyntax(
+            "pronoun", finite, modal, subject.text, antecedent, first_person, dangling, swaps=swaps
+        )
     elif low in ("mine", "ours"):  # "Mine is a big sweetheart": the speaker's what?
         return ClauseSyntax("pronoun", finite, modal, subject.text, "", first_person)
     elif low in _DEICTIC or (
@@ -423,6 +426,27 @@ def _read(doc, tokens) -> ClauseSyntax:
     if kind == "speaker" and modal and any(c.dep_ == "neg" for c in main.children):
         modal += " not"  # "I couldn't live without my dog": a stance, where "I could ..." is a maybe
     return named(ClauseSyntax(kind, finite, modal, first_person=first_person), tokens, main)
+
+
+def _owner_said_first(tokens, subject, antecedent: str) -> tuple[tuple[str, str], ...]:
+    """ "Her name's Coco and she's adorable" after "I got a puppy": a his/her/its/their before the
+    subject pronoun it agrees with is the same one's, said as the antecedent's."""
+    poss = next(
+        (
+            t
+            for t in tokens
+            if t.i < subject.i and t.tag_ == "PRP$" and _THIRD_POSS.get(t.lower_) == subject.lower_
+        ),
+        None,
+    )
+    if not antecedent or poss is None:
+        return ()
+    owner = f"{antecedent}'" if antecedent.endswith("s") else f"{antecedent}'s"
+    noun, doc = poss.head, poss.doc
+    if noun.i + 1 < len(doc) and doc[noun.i + 1].lower_ in ("'s", "\u2019s") and poss.i < noun.i:
+        # "Her name's Coco": the "'s" is "is" once the owner is said ("My puppy's name is Coco")
+        return ((doc[poss.i : noun.i + 2].text, f"{owner} {doc[poss.i + 1 : noun.i + 1].text} is"),)
+    return ((poss.text, owner),)
 
 
 def _bare_answer(tokens, main) -> bool:

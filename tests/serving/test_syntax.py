@@ -297,6 +297,8 @@ def test_an_animal_the_speaker_took_in_is_theirs_to_describe(syntax):
     (name, of_name), (tabby, of_tabby) = found[-2:]
     assert judge(of_name).keep and resolve(name, of_name) == "Our cat's name is Pastel"
     assert judge(of_tabby).keep and resolve(tabby, of_tabby) == "Our cat is a grey tabby."
+    (text, found) = read(syntax, "I got a puppy! Her name's Coco and she's adorable.")[-1]
+    assert resolve(text, found) == "My puppy's name is Coco and my puppy is adorable."  # "her" is hers too
     person = read(syntax, "I met a woman at the gym. Her name is Dana.")  # not the speaker's to tell
     assert judge(person[-1][1]).reason == "other"
     stray = read(syntax, "A stray cat sat on the wall. Her fur was grey.")  # nobody's cat
