@@ -427,6 +427,8 @@ def _swap(text: str) -> str:
             out = "they were"
         elif m.group(0) == "US":
             return "US"  # the country, not "us"
+        elif m.group(0) == "I" and _numeral_i(text, m):
+            return "I"  # "World War I", "Henry I,": a numeral, not the speaker
         else:
             out = _SWAP[word]
         return out.capitalize() if m.start() == 0 and m.group(0)[:1].isupper() else out
@@ -434,6 +436,18 @@ def _swap(text: str) -> str:
     swapped = _PRONOUN.sub(repl, text)
     # "Me and my teammates were thrilled": the object form said as a subject is "They and ..."
     return f"They{swapped[4:]}" if swapped.startswith("Them and ") else swapped
+
+
+# A capital "I" after "War" or after a capitalised word inside the text, with nothing but punctuation after it
+_AFTER_NAME = re.compile(r"(?:\bWar|\S [A-Z][a-z]+) $")
+_THEN_NOTHING = re.compile(r"\s*(?:[,.;:!?)]|$)")
+
+
+def _numeral_i(text: str, m: re.Match[str]) -> bool:
+    before = text[: m.start()]
+    return before.endswith("War ") or bool(
+        _AFTER_NAME.search(before) and _THEN_NOTHING.match(text[m.end() :])
+    )
 
 
 # "My wife and I left ..." swaps to "Their wife and they left ...": said with "they" first

@@ -135,6 +135,13 @@ from memory.engine.text import folded_words, stem
             "Watched a documentary about the history of the US",
         ),
         ("Our friends visited us", "Their friends visited them"),
+        # a capital "I" after "War" or a name, ending the phrase, is a numeral; "Mom I ..." is the speaker
+        (
+            "My grandfather served in World War I, and I'm curious",
+            "Their grandfather served in World War I, and they're curious",
+        ),
+        ("My favourite king is Henry I", "Their favourite king is Henry I"),
+        ("Thanks Mom I love you", "Thanks Mom they love you"),
         # "we" is the person's doing too, unless the clause is about the pair
         ("We were at the lake all weekend", "Was at the lake all weekend"),
         ("We've known each other since college", "They've known each other since college"),
