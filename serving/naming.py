@@ -413,9 +413,7 @@ def pronouns_named(tokens, main) -> list:
             t.head.lower_ in ("about", "because")
             or (t.head.lower_ == "to" and t.head.head.lower_ in ("thanks", "due"))
         )
-        if not back and any(
-            u.i < t.i and _may_name(t.lower_, u) and not _where_of(u, t.head) for u in tokens
-        ):
+        if not back and any(u.i < t.i and _may_name(t.lower_, u) and not _circumstance(u, t) for u in tokens):
             continue  # named in the clause itself: "helping the community and making it better"
         head = t.head
         if t.dep_ in ("dobj", "dative", "pobj") and t.lower_ in OBJECT_PRONOUNS:
@@ -430,12 +428,22 @@ def pronouns_named(tokens, main) -> list:
     return out
 
 
-def _where_of(noun, verb) -> bool:
-    """Is ``noun`` in a phrase saying where or with whom ``verb`` happened ("At dance class ... I
-    felt it")? Such a noun is not what the verb's own "it" names."""
-    return any(
-        c.dep_ in ("prep", "npadvmod") and c.i <= noun.i < verb.i and noun in c.subtree for c in verb.children
-    )  # "Last Friday at dance class": the place may hang off the time
+def _verb_of(token):
+    """The verb a word hangs off, through prepositions and the nouns they modify (the root if none)."""
+    while token.head.i != token.i and token.pos_ not in ("VERB", "AUX"):
+        token = token.head
+    return token
+
+
+def _circumstance(noun, pronoun) -> bool:
+    """Is ``noun`` in a phrase of place, time or purpose of the verb ``pronoun`` hangs off ("Last
+    Friday at dance class I felt it", "Went to school for it")? That verb's "it" is not it;
+    "helping the community and making it better" names it."""
+    token, adjunct = noun, False
+    while token.head.i != token.i and token.pos_ not in ("VERB", "AUX"):
+        adjunct = adjunct or token.dep_ in ("prep", "npadvmod")
+        token = token.head
+    return adjunct and token.i == _verb_of(pronoun).i
 
 
 def _another_one(token) -> bool:

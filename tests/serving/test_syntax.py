@@ -51,6 +51,7 @@ def read(syntax, content):
         ("I've been playing for about four months now.", "unresolved_object"),  # playing what?
         ("I practice every day.", "unresolved_object"),
         ("Last Friday at dance class with my friends I felt it.", "unresolved_object"),  # where, not what
+        ("I went to school for it.", "unresolved_object"),
         ("I started when I was young.", "unresolved_object"),  # started what?
         ("Started when I was young and it's been great.", "unresolved_object"),  # the cut tail names nothing
         (
