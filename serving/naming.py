@@ -112,10 +112,25 @@ def name_beside(token):
     return None
 
 
+_QUOTED = re.compile(r"\"[^\"\n]+\"|\u201c[^\u201d\n]+\u201d")
+
+
+def _title_of(token) -> str | None:
+    """The quoted title ``token`` is a word of ("The Name of the Rose"), quotes and all; None if none."""
+    for m in _QUOTED.finditer(token.sent.text):
+        if m.start() <= token.idx - token.sent.start_char < m.end():
+            return m.group(0)
+    return None
+
+
 def _phrase(token, *, det: str = "") -> str:
     """The noun phrase of an owned noun: its possessive, modifiers, the noun and a name beside it,
     said as the speaker would ("your turtles" in the other speaker's turn is "my turtles"); with
-    ``det`` its article too, said as ``det`` ("the upside-down poses", "our cat")."""
+    ``det`` its article too, said as ``det`` ("the upside-down poses", "our cat"). A quoted title
+    the noun is a word of is named whole ("The Name of the Rose", not "The Name")."""
+    title = _title_of(token)
+    if title is not None:
+        return title
     deps = ("poss", "amod", "compound", "nummod", "det") if det else ("poss", "amod", "compound", "nummod")
     parts = [c for c in token.children if c.dep_ in deps and c.i < token.i]
     first = min([c.left_edge.i for c in parts if c.dep_ != "poss"] + [p.i for p in parts] + [token.i])

@@ -269,6 +269,8 @@ def test_the_speakers_it_names_what_they_were_asked_about(syntax):
 def test_a_pronoun_names_the_thing_the_speaker_just_did_something_to(syntax):
     found = read(syntax, "I really enjoy the upside-down poses. They make me feel free.")
     assert found[1][1].antecedent == "the upside-down poses" and judge(found[1][1]).keep
+    found = read(syntax, 'I enjoyed "The Name of the Rose" by Umberto Eco. It is a mystery novel.')
+    assert found[1][1].antecedent == '"The Name of the Rose"'  # a title is named whole
     found = read(syntax, "I bought a new bike. It is fast.")
     assert found[1][1].antecedent == "the new bike"  # "a" said as "the"
     # how it was, after the fact: a judgement, not a fact of theirs
