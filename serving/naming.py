@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from memory.engine.text import QUOTATION
+
 SPEAKER = frozenset({"i", "we"})
 SPEAKER_POSS = frozenset({"my", "our"})
 ADDRESSEE = frozenset({"you", "your", "yours", "u", "ya", "ur"})
@@ -112,12 +114,9 @@ def name_beside(token):
     return None
 
 
-_QUOTED = re.compile(r"\"[^\"\n]+\"|\u201c[^\u201d\n]+\u201d")
-
-
 def _title_of(token) -> str | None:
     """The quoted title ``token`` is a word of ("The Name of the Rose"), quotes and all; None if none."""
-    for m in _QUOTED.finditer(token.sent.text):
+    for m in QUOTATION.finditer(token.sent.text):
         if m.start() <= token.idx - token.sent.start_char < m.end():
             return m.group(0)
     return None
@@ -216,10 +215,10 @@ def antecedent_of(doc, subject, pronoun: str = "") -> str:
 
 def _told_since(said, pronoun: str) -> bool:
     """Has the speaker, in ``said`` (their sentences before the pronoun's), told something of their
-        own with a thing the pronoun could name? Then the pronoun does not reach back past it into the
-        other speaker's turn: "Your commitment really stands out!" - "I got the idea from a fashion mag.
-        ... It's all about being ahead of the game" is not about the commitment. A first sentence with
-        no subject ("Tough question! It's Dune"), or with the same pronoun ("What's that trophy?" - "It
+    own with a thing the pronoun could name? Then the pronoun does not reach back past it into the
+    other speaker's turn: "Your commitment really stands out!" - "I got the idea from a fashion mag.
+    ... It's all about being ahead of the game" is not about the commitment. A first sentence with
+    no subject ("Tough question! It's Dune"), or with the same pronoun ("What's that trophy?" - "It
     commemorates my journey. It's a symbol of ..."), leaves the question's noun in reach."""
     return any(t.dep_ in ("nsubj", "nsubjpass") and t.lower_ not in PRONOUNS for t in said) and any(
         t.pos_ in ("NOUN", "PROPN") and t.dep_ not in ("npadvmod", "attr") and _agrees(pronoun, t)
