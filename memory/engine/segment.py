@@ -21,10 +21,12 @@ source text it came from (``content[clause.start:clause.end]``):
   "Bad news:"),
   and a clause made only of small talk is dropped ("Good to see you!", "That's so cool!", "Bye!",
   "ttyl", "How have you been?");
-- emoji and emoticons are removed from the clause text.
+- emoji and emoticons are removed from the clause text;
+- a clause not in English is dropped (under a third of its lower-case words English): the rules
+  that follow read English.
 
-Questions are kept with their ``?`` (the classifier decides what to do with them). Pure regular
-expressions, no parsing: a turn takes well under a millisecond.
+Questions are kept with their ``?`` (the classifier decides what to do with them). Regular
+expressions and lemminflect's word list, no parsing: a turn takes well under a millisecond.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+
+from lemminflect import getAllLemmas  # pure Python, a dependency
 
 from .text import STOPWORDS, content_stems, fold, folded_words, words
 
@@ -182,6 +186,17 @@ def _only_small_talk(text: str, names: Collection[str] = ()) -> bool:
         return True
     named = {fold(n) for n in names}
     return all(w in _SMALL_TALK or w in named or _is_name_prefix(w, named) for w in folded)
+
+
+def _not_english(text: str) -> bool:
+    """Of four or more lower-case words (names aside), is under a third English: a stopword or a word
+    lemminflect knows? The rules read English; "Me encanta pasar tiempo con mi familia" would only
+    be swapped into nonsense ("Them encanta pasar tiempo ...")."""
+    low = [w for w in words(text) if w.islower()]
+    if len(low) < 4:
+        return False
+    english = sum(fold(w) in STOPWORDS or bool(getAllLemmas(fold(w))) for w in low)
+    return english * 3 < len(low)
 
 
 def _is_name_prefix(word: str, named: set[str]) -> bool:
@@ -353,7 +368,7 @@ def segment(content: str, *, turn: int = 0, names: Collection[str] = ()) -> list
             if c_start >= c_end:
                 continue
             text = _clean(content[c_start:c_end], own_mark or (mark if i == len(pieces) - 1 else ""))
-            if not words(text) or _only_small_talk(text, named):
+            if not words(text) or _only_small_talk(text, named) or _not_english(text):
                 continue
             out.append(Clause(text=text, sentence=sentence, turn=turn, start=c_start, end=c_end))
     return out

@@ -198,6 +198,14 @@ def test_small_talk_pieces_are_dropped_and_emoji_stripped() -> None:
     assert strip_emoji("see https://x.org/a:b") == "see https://x.org/a:b"
 
 
+def test_a_clause_not_in_english_is_dropped() -> None:
+    turn = "Me encanta pasar tiempo con mi familia y la playa. I love the beach in Rio de Janeiro."
+    assert [c.text for c in segment(turn)] == ["I love the beach in Rio de Janeiro."]
+    # names and chat words do not make English foreign
+    kept = "I love George Strait, Dolly Parton and Johnny Cash. Gonna grab some boba lol."
+    assert len(segment(kept)) == 2
+
+
 def test_an_emoji_before_a_capital_ends_a_sentence() -> None:
     said = "So happy for you! Inspiring 💪 I emailed some wholesalers today."
     assert [c.text for c in segment(said)][-1] == "I emailed some wholesalers today."
