@@ -35,8 +35,6 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from lemminflect import getAllLemmas  # pure Python, a dependency
-
 from .text import STOPWORDS, content_stems, fold, folded_words, words
 
 __all__ = ["Clause", "segment", "strip_emoji"]
@@ -195,6 +193,10 @@ def _not_english(text: str) -> bool:
     low = [w for w in words(text) if w.islower()]
     if len(low) < 4:
         return False
+    # imported here: the engine package (gate -> chatter -> segment) stays importable with the
+    # serving extras alone, as the vLLM test's virtualenv has them
+    from lemminflect import getAllLemmas  # pure Python, a base dependency
+
     english = sum(fold(w) in STOPWORDS or bool(getAllLemmas(fold(w))) for w in low)
     return english * 3 < len(low)
 
