@@ -80,3 +80,11 @@ def http_server():
     yield server
     server.httpd.shutdown()
     server.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def syntax():
+    """One spaCy syntax step (the pipeline loads on first use)."""
+    from serving.syntax import SyntaxStep
+
+    return SyntaxStep()
