@@ -404,9 +404,7 @@ def _read(doc, tokens) -> ClauseSyntax:
             # "Her name is Pastel" after "We adopted a cat": the cat's name, the speaker's to tell
             antecedent = antecedent_of(doc, poss, _THIRD_POSS[poss.lower_])
             if antecedent:
-                owner = (
-                    f"{antecedent}'" if antecedent.endswith("s") else f"{antecedent}'s"
-                )  # "the cats' names"
+                owner = _owners(antecedent)  # "the cats' names"
                 return ClauseSyntax("pronoun", finite, modal, poss.text, owner, first_person)
         if kind in ("other", "generic", "owned") and _called_mine(main, inside):
             # "Pizza is my favourite food", "Spider-Man is a favourite of mine": said by the speaker
@@ -441,12 +439,17 @@ def _owner_said_first(tokens, subject, antecedent: str) -> tuple[tuple[str, str]
     )
     if not antecedent or poss is None:
         return ()
-    owner = f"{antecedent}'" if antecedent.endswith("s") else f"{antecedent}'s"
+    owner = _owners(antecedent)
     noun, doc = poss.head, poss.doc
     if noun.i + 1 < len(doc) and doc[noun.i + 1].lower_ in ("'s", "\u2019s") and poss.i < noun.i:
         # "Her name's Coco": the "'s" is "is" once the owner is said ("My puppy's name is Coco")
         return ((doc[poss.i : noun.i + 2].text, f"{owner} {doc[poss.i + 1 : noun.i + 1].text} is"),)
     return ((poss.text, owner),)
+
+
+def _owners(phrase: str) -> str:
+    """``phrase`` as an owner: "my puppy's", "the cats'"."""
+    return f"{phrase}'" if phrase.endswith("s") else f"{phrase}'s"
 
 
 def _bare_answer(tokens, main) -> bool:
