@@ -200,10 +200,10 @@ def anchored(clause: str) -> bool:
 
 def _victim(older: list[str]) -> int:
     """Which older clause goes when a leaf is over budget: of those without a date, number or
-    name, a passing feeling first, then one that is not a lasting taste or trait (:data:`_LASTING`),
-    then the one whose words name least (``chatter.substance``; the oldest of them on a tie), else
-    the oldest ("Is feeling hopeful" goes before "Went to an adoption meeting (14 July 2023)" and
-    before "Has gone camping a few times but never tried mountain climbing"; "Feels at peace on a
+    name, a passing feeling first, then one that is not a lasting taste, trait (:data:`_LASTING`) or
+    habit (:func:`present_habit`), then the one whose words name least (``chatter.substance``; the
+    oldest of them on a tie), else the oldest ("Is feeling hopeful" goes before "Went to an adoption
+    meeting (14 July 2023)" and before "Has gone camping a few times but never tried mountain climbing"; "Feels at peace on a
     comfy couch" before "Enjoys dramas"; "The screenplay they sent in has been on their mind" before
     "Enjoys dramas and emotionally-driven films")."""
     # "(a few weeks before 15 July 2023)" says when it was told, not when it happened: no anchor
@@ -214,7 +214,7 @@ def _victim(older: list[str]) -> int:
         vague,
         key=lambda i: (
             not says_a_feeling(older[i]),
-            _LASTING.search(older[i]) is not None,
+            _LASTING.search(older[i]) is not None or present_habit(older[i]),
             substance(older[i]),
             i,
         ),
@@ -227,6 +227,31 @@ _LASTING = re.compile(
     r" (?:\w+ )?(?:fan|lover)|is into|collects)\b|\bfavou?rites?\b",
     re.IGNORECASE,
 )
+
+
+#: Third-person verbs that tell a passing state of mind, not a habit ("Thinks ...", "Feels ...").
+_NOT_HABITS = frozenset(
+    "is has does was says seems feels thinks hopes wishes guesses knows means wants needs".split()
+)
+_HABIT_ADVERBS = frozenset("always usually often still also regularly sometimes never rarely mostly".split())
+_FINITE = frozenset(
+    "is are was were has have had do does did can could will would should may might must".split()
+)
+
+
+def present_habit(clause: str) -> bool:
+    """Does ``clause`` open on a verb in the simple present ("Plays clarinet", "Works at a bakery",
+    "Runs every morning")? What someone does as a rule holds until it is taken back, like a taste;
+    "Made something ..." and "Is thinking ..." tell one time."""
+    from lemminflect import getAllLemmas  # pure Python, a base dependency (not on the gate's import path)
+
+    words = [fold(w) for w in clause.split()[:3]]
+    if words and words[0] in _HABIT_ADVERBS:  # "Still works at the bakery"
+        words = words[1:]
+    first, then = (words + ["", ""])[:2]
+    if len(first) < 3 or not first.endswith("s") or first in _NOT_HABITS or then in _FINITE:
+        return False  # "Kids are great": a noun, then its verb
+    return any(lemma != first for lemma in getAllLemmas(first).get("VERB", ()))
 
 
 def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.engine.clauses import anchored, clause_key, duplicate_leaf, merge_clauses
+from memory.engine.clauses import anchored, clause_key, duplicate_leaf, merge_clauses, present_habit
 
 
 def test_single_leaf_is_replaced_not_appended() -> None:
@@ -119,6 +119,9 @@ def test_over_budget_a_clause_without_date_number_or_name_goes_first() -> None:
         # a taste outlasts a longer story: it holds until it is taken back
         ("Enjoys dramas and films; The screenplay they sent in has been on their mind all day",
          "Set up meetings with producers", "Enjoys dramas and films; Set up meetings with producers"),
+        # so does a habit told in the present: what someone does as a rule, not what they did once
+        ("Plays clarinet; Made something to catch the eye and make people smile",
+         "Found their muses: painting and pottery", "Plays clarinet; Found their muses: painting and pottery"),
         # of two facts, the one that names less goes: "help" and "be involved" name little
         ("Organized a toy drive for kids; Wants to help out and be involved",
          "Renovated a community center", "Organized a toy drive for kids; Renovated a community center"),
@@ -128,6 +131,19 @@ def test_over_budget_a_feeling_goes_first_then_a_story_then_what_names_least(
     old: str, new: str, kept: str
 ) -> None:
     assert merge_clauses(old, new, 70) == kept
+
+
+@pytest.mark.parametrize(
+    ("clause", "habit"),
+    [
+        ("Plays clarinet", True), ("Works at a bakery", True), ("Still teaches kindergarten", True),
+        ("Volunteers at the shelter", True),
+        ("Made something", False), ("Is a nurse", False), ("Thinks it is fine", False),
+        ("Kids are great", False), ("Bus rides", False), ("", False),
+    ],
+)  # fmt: skip
+def test_present_habit(clause: str, habit: bool) -> None:
+    assert present_habit(clause) is habit
 
 
 def test_anchored() -> None:
