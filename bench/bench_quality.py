@@ -25,10 +25,12 @@ Metrics (fixed names, written into bench/results/latest.json): ``memlistener.gro
 ``quality.first_person_rate``, ``quality.words_per_clause_p50``, ``quality.answerable_ratio`` (questions
 of categories 1-4 naming a speaker whose answer words are all in the two trees, over the same share
 for the history text with session dates), ``quality.answerable_words_ratio`` (tree words / history
-words), ``quality.false_deletes`` (DELETEs and clause-only-removing UPDATEs: the dev data holds no
-real retraction), ``quality.spc_stated_coverage_06``, ``quality.spc_precision_06``. Each run also
-writes ``bench/results/quality/<date>-<sha>.json`` and ``.md`` (per set numbers, the removals, and a
-seeded sample of 40 tree values with their leaf).
+words), the same two for the reference of every first-person clause of both speakers pasted with
+every session date (``quality.answerable_ratio_first_person_paste`` / ``answerable_words_ratio_...``:
+what pasting, not choosing, reaches), ``quality.false_deletes`` (DELETEs and clause-only-removing
+UPDATEs: the dev data holds no real retraction), ``quality.spc_stated_coverage_06``,
+``quality.spc_precision_06``. Each run also writes ``bench/results/quality/<date>-<sha>.json`` and
+``.md`` (per set numbers, the removals, and a seeded sample of 40 tree values with their leaf).
 
     python bench/bench_quality.py [--data PATH] [--conversations conv-26,conv-30,conv-41,conv-42,conv-43]
         [--spc PATH | --no-spc] [--spc-range 800:1000] [--leaf-labels JSONL]
@@ -69,6 +71,7 @@ from bench.quality_locomo import (  # noqa: E402
     _progress,
     data_path,
     engine_config,
+    first_person_clauses,
     history_text,
     history_words,
     leaf_accuracy_hook,
@@ -101,7 +104,8 @@ from evaluation.spc import read_rows  # noqa: E402
 
 # The command's module is also the one the tests and bench/compare_listeners.py import from.
 __all__ = [
-    "CachedEmbed", "Driver", "data_path", "engine_config", "history_text", "history_words",
+    "CachedEmbed", "Driver", "data_path", "engine_config", "first_person_clauses", "history_text",
+    "history_words",
     "leaf_accuracy_hook", "load_sample", "main", "measure", "measure_all", "measure_sample",
     "metrics", "observations", "pool", "run", "speaker_names", "speaker_questions", "speaker_turns",
     "turns_carry_ts", "write_latest", "write_run",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -24,6 +25,7 @@ from memory.engine.clauses import merge_clauses
 from memory.engine.dates import DATE_EVIDENCE, chunk_evidence
 from memory.engine.ops import Op, OpType
 from memory.engine.schema import default_schema
+from memory.engine.segment import segment
 from memory.engine.tree import Tree, apply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,6 +99,22 @@ def history_text(sample: dict) -> str:
         lines.append(str(conv.get(f"session_{n}_date_time") or ""))
         lines += [turn_text(t) for t in conv[f"session_{n}"]]
     return "\n".join(line for line in lines if line)
+
+
+_FIRST_PERSON = re.compile(
+    r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our)\b", re.IGNORECASE
+)
+
+
+def first_person_clauses(sample: dict) -> list[str]:
+    """Every clause (:func:`memory.engine.segment.segment`) of both speakers' turns that says I, me,
+    my, we, us or our: a tree that pasted all of them is the reference the answerable ratio is read
+    against (:func:`measure_sample`'s ``pasted``)."""
+    conv = sample["conversation"]
+    turns = [t for n in _session_numbers(conv) for t in conv[f"session_{n}"]]
+    return [
+        c.text for t in turns for c in segment(t.get("text") or "", turn=0) if _FIRST_PERSON.search(c.text)
+    ]
 
 
 def history_words(sample: dict) -> int:
@@ -338,12 +356,21 @@ def measure_sample(sample: dict, driver: Driver) -> dict:
     clauses = [c for run in runs for c in quality.tree_clauses(dict(run["tree"]))]
     tree_text = "\n".join(clauses)
     questions = speaker_questions(sample)
+    answers = [q["answer"] for q in questions]
+    first_person = first_person_clauses(sample)
+    dates = [
+        str(sample["conversation"].get(f"session_{n}_date_time") or "")
+        for n in _session_numbers(sample["conversation"])
+    ]
     return {
         "conversation": conversation,
         "speakers": per_speaker,
         "facts": facts,
         "clauses": clauses,
-        "answerable": quality.answerable([q["answer"] for q in questions], tree_text, history_text(sample)),
+        "answerable": quality.answerable(answers, tree_text, history_text(sample)),
+        # every first-person clause pasted, with every session date (dates not counted as words)
+        "pasted": quality.answerable(answers, "\n".join(first_person + dates), history_text(sample)),
+        "pasted_words": quality.word_count(first_person),
         "tree_words": quality.word_count(clauses),
         "history_words": history_words(sample),
     }
@@ -373,7 +400,9 @@ def pool(convs: Sequence[dict], label: str, listener: bool = True) -> dict:
     skipped = [s for run in runs for s in run["skipped"]]
     clauses = [x for c in convs for x in c["clauses"]]
     ans = {k: sum(c["answerable"][k] for c in convs) for k in ("questions", "in_tree", "in_history")}
+    pasted = {k: sum(c["pasted"][k] for c in convs) for k in ("questions", "in_tree", "in_history")}
     tree_words, hist_words = sum(c["tree_words"] for c in convs), sum(c["history_words"] for c in convs)
+    pasted_words = sum(c["pasted_words"] for c in convs)
     removals = [r for run in runs for r in run["removals"]]
     return {
         "label": label,
@@ -397,6 +426,10 @@ def pool(convs: Sequence[dict], label: str, listener: bool = True) -> dict:
         "tree_words": tree_words,
         "history_words": hist_words,
         "answerable_words_ratio": round(tree_words / hist_words, 4) if hist_words else None,
+        "pasted": {
+            **quality.answerable_ratio(pasted["in_tree"], pasted["in_history"], pasted["questions"]),
+            "words_ratio": round(pasted_words / hist_words, 4) if hist_words else None,
+        },
         "false_deletes": len(removals),
         "removals": removals,
     }

@@ -59,6 +59,8 @@ def _set_values(p: dict) -> dict[str, object]:
         "quality.words_per_clause_p50": p["words_per_clause_p50"],
         "quality.answerable_ratio": a["ratio"],
         "quality.answerable_words_ratio": p["answerable_words_ratio"],
+        "quality.answerable_ratio_first_person_paste": p["pasted"]["ratio"],
+        "quality.answerable_words_ratio_first_person_paste": p["pasted"]["words_ratio"],
         "quality.false_deletes": p["false_deletes"],
     }
 
@@ -82,6 +84,9 @@ def _detail(name: str, p: dict) -> str:
                 f"{a['in_tree']}, in the history {a['in_history']}")  # fmt: skip
     if name == "quality.answerable_words_ratio":
         return f"tree words {p['tree_words']} / history words {p['history_words']}"
+    if name.endswith("_first_person_paste"):
+        return ("the reference: every clause of both speakers saying I/my/we/our pasted, with every "
+                "session date (dates not counted as words)")  # fmt: skip
     if name == "quality.false_deletes":
         return "DELETEs + UPDATEs only removing clauses; no real retraction in the dev data (list in the run file)"
     return f"{p['clauses']} clauses"
@@ -261,6 +266,7 @@ NAMES = (
     "quality.locomo_obs_coverage_06", "quality.locomo_obs_coverage_07", "quality.locomo_obs_precision",
     "quality.locomo_obs_precision_06", "quality.tree_tokens_p50", "quality.first_person_rate",
     "quality.words_per_clause_p50", "quality.answerable_ratio", "quality.answerable_words_ratio",
+    "quality.answerable_ratio_first_person_paste", "quality.answerable_words_ratio_first_person_paste",
     "quality.false_deletes", "quality.spc_stated_coverage_06", "quality.spc_precision_06",
 )  # fmt: skip
 

@@ -30,6 +30,8 @@ NAMES = {
     "quality.words_per_clause_p50",
     "quality.answerable_ratio",
     "quality.answerable_words_ratio",
+    "quality.answerable_ratio_first_person_paste",
+    "quality.answerable_words_ratio_first_person_paste",
     "quality.false_deletes",
     "quality.spc_stated_coverage_06",
     "quality.spc_precision_06",
@@ -99,6 +101,14 @@ def test_speaker_turns_carry_session_dates_and_history(bench, locomo_path):
     assert bench.history_words(sample) < len(history.split()) + 1  # dates are not counted as words
 
 
+def test_the_pasted_reference_holds_every_first_person_clause_and_only_those(bench, locomo_path):
+    sample = bench.load_sample(locomo_path, "tiny-1")
+    pasted = bench.first_person_clauses(sample)
+    assert "I adopted a beagle called Rex on Sunday." in pasted and "My knee hurts lately" in pasted
+    assert "Rex chewed my favourite shoes yesterday." in pasted  # "my" anywhere in the clause
+    assert not any(c.startswith(("Lisbon is lovely", "Rex looks sweet", "Say hi", "Hi Ben")) for c in pasted)
+
+
 def test_speaker_questions_and_names(bench, locomo_path):
     sample = bench.load_sample(locomo_path, "tiny-1")
     questions = bench.speaker_questions(sample)
@@ -156,6 +166,11 @@ def test_measure_all_pools_tune_and_validation_and_writes(bench, locomo_path, tm
     rows = bench.metrics(m)
     assert set(rows) == NAMES and all(set(r) == {"value", "unit", "target", "note"} for r in rows.values())
     assert rows["quality.false_deletes"]["value"] == 2 and rows["quality.false_deletes"]["target"] == "0"
+    # conv-43 is tiny-1 again: its first-person clauses and session dates hold the 4 answers its
+    # history holds, in fewer words ("Lisbon is lovely", "Rex looks sweet!" are not pasted)
+    pasted = m["validation"]["pasted"]
+    assert pasted["ratio"] == 1.0 and 0 < pasted["words_ratio"] < 0.9
+    assert rows["quality.answerable_ratio_first_person_paste"]["value"] == 1.0
     assert "tune tiny-1" in rows["quality.locomo_obs_coverage_06"]["note"]
     assert "load average" in rows["quality.spc_stated_coverage_06"]["note"]
 
