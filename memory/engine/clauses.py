@@ -233,7 +233,6 @@ _LASTING = re.compile(
 _NOT_HABITS = frozenset(
     "is has does was says seems feels thinks hopes wishes guesses knows means wants needs".split()
 )
-_HABIT_ADVERBS = frozenset("always usually often still also regularly sometimes never rarely mostly".split())
 _FINITE = frozenset(
     "is are was were has have had do does did can could will would should may might must".split()
 )
@@ -246,7 +245,7 @@ def present_habit(clause: str) -> bool:
     from lemminflect import getAllLemmas  # pure Python, a base dependency (not on the gate's import path)
 
     words = [fold(w) for w in clause.split()[:3]]
-    if words and words[0] in _HABIT_ADVERBS:  # "Still works at the bakery"
+    if words and words[0] in _ADVERBS:  # "Still works at the bakery"
         words = words[1:]
     first, then = (words + ["", ""])[:2]
     if len(first) < 3 or not first.endswith("s") or first in _NOT_HABITS or then in _FINITE:
