@@ -438,8 +438,8 @@ def _swap(text: str) -> str:
     return f"They{swapped[4:]}" if swapped.startswith("Them and ") else swapped
 
 
-# A capital "I" after "War" or after a capitalised word inside the text, with nothing but punctuation after it
-_AFTER_NAME = re.compile(r"(?:\bWar|\S [A-Z][a-z]+) $")
+# A capital "I" after "War", or after a capitalised word inside the text with nothing but punctuation after it
+_AFTER_NAME = re.compile(r"\S [A-Z][a-z]+ $")
 _THEN_NOTHING = re.compile(r"\s*(?:[,.;:!?)]|$)")
 
 
