@@ -442,22 +442,23 @@ def pronouns_named(tokens, main) -> list:
     return out
 
 
-def _verb_of(token):
-    """The verb a word hangs off, through prepositions and the nouns they modify (the root if none)."""
+def _up_to_verb(token) -> list:
+    """``token`` and its heads up to the verb it hangs off, through prepositions and the nouns they
+    modify (up to the root if none)."""
+    path = [token]
     while token.head.i != token.i and token.pos_ not in ("VERB", "AUX"):
         token = token.head
-    return token
+        path.append(token)
+    return path
 
 
 def _circumstance(noun, pronoun) -> bool:
     """Is ``noun`` in a phrase of place, time or purpose of the verb ``pronoun`` hangs off ("Last
     Friday at dance class I felt it", "Went to school for it")? That verb's "it" is not it;
     "helping the community and making it better" names it."""
-    token, adjunct = noun, False
-    while token.head.i != token.i and token.pos_ not in ("VERB", "AUX"):
-        adjunct = adjunct or token.dep_ in ("prep", "npadvmod")
-        token = token.head
-    return adjunct and token.i == _verb_of(pronoun).i
+    path = _up_to_verb(noun)
+    adjunct = any(t.dep_ in ("prep", "npadvmod") for t in path[:-1])
+    return adjunct and path[-1].i == _up_to_verb(pronoun)[-1].i
 
 
 def _another_one(token) -> bool:
