@@ -91,12 +91,21 @@ def speaker_turns(sample: dict, speaker: str) -> list[dict]:
     return turns
 
 
+def _session_date(conv: dict, n: int) -> str:
+    return str(conv.get(f"session_{n}_date_time") or "")
+
+
+def session_dates(sample: dict) -> list[str]:
+    conv = sample["conversation"]
+    return [_session_date(conv, n) for n in _session_numbers(conv)]
+
+
 def history_text(sample: dict) -> str:
     """Both speakers' turns and the session dates: what a perfect memory could quote."""
     conv = sample["conversation"]
     lines = []
     for n in _session_numbers(conv):
-        lines.append(str(conv.get(f"session_{n}_date_time") or ""))
+        lines.append(_session_date(conv, n))
         lines += [turn_text(t) for t in conv[f"session_{n}"]]
     return "\n".join(line for line in lines if line)
 
@@ -356,20 +365,16 @@ def measure_sample(sample: dict, driver: Driver) -> dict:
     clauses = [c for run in runs for c in quality.tree_clauses(dict(run["tree"]))]
     tree_text = "\n".join(clauses)
     questions = speaker_questions(sample)
-    answers = [q["answer"] for q in questions]
+    answers, history = [q["answer"] for q in questions], history_text(sample)
     first_person = first_person_clauses(sample)
-    dates = [
-        str(sample["conversation"].get(f"session_{n}_date_time") or "")
-        for n in _session_numbers(sample["conversation"])
-    ]
     return {
         "conversation": conversation,
         "speakers": per_speaker,
         "facts": facts,
         "clauses": clauses,
-        "answerable": quality.answerable(answers, tree_text, history_text(sample)),
+        "answerable": quality.answerable(answers, tree_text, history),
         # every first-person clause pasted, with every session date (dates not counted as words)
-        "pasted": quality.answerable(answers, "\n".join(first_person + dates), history_text(sample)),
+        "pasted": quality.answerable(answers, "\n".join(first_person + session_dates(sample)), history),
         "pasted_words": quality.word_count(first_person),
         "tree_words": quality.word_count(clauses),
         "history_words": history_words(sample),
