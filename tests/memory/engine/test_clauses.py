@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from memory.engine.clauses import anchored, clause_key, duplicate_leaf, merge_clauses, present_habit
+from memory.engine.clauses import (
+    anchored,
+    clause_key,
+    duplicate_leaf,
+    merge_clauses,
+    present_habit,
+    under_way,
+)
 
 
 def test_single_leaf_is_replaced_not_appended() -> None:
@@ -21,6 +28,40 @@ def test_single_leaf_keeps_a_value_that_already_holds_the_new_clause() -> None:
     old = "Works as a nurse at St Mary's hospital"
     assert merge_clauses(old, "Works as a nurse", 80, single=True) == old
     assert merge_clauses("works as a nurse", "Works as a nurse", 80, single=True) == "works as a nurse"
+
+
+def test_what_someone_is_doing_adds_to_a_single_leaf_instead_of_replacing_it() -> None:
+    role = "Is a recording engineer"
+    doing = "Is offering one-on-one mentoring and training"
+    assert merge_clauses(role, doing, 120, single=True) == f"{role}; {doing}"
+    assert merge_clauses(doing, "Has been doing some promotion", 120, single=True) == (
+        f"{doing}; Has been doing some promotion"
+    )
+    assert (
+        merge_clauses(doing, "Works as a nurse", 120, single=True) == "Works as a nurse"
+    )  # a state replaces
+    assert merge_clauses(None, doing, 120, single=True) == doing
+
+
+@pytest.mark.parametrize(
+    ("clause", "expected"),
+    [
+        ("Is expanding their studio", True),
+        ("Works at a bakery", False),
+        ("Is still teaching kindergarten", True),
+        ("Has been doing some promotion", True),
+        ("Can make a special shopping experience", True),
+        ("Is a nurse", False),
+        ("Is king of the castle", False),
+        ("Got promoted", False),
+        ("Is living in Denver", False),  # states said in the progressive replace as states do
+        ("Has been dating Sam", False),
+        ("Is working as a nurse", False),
+        ("Will move to Austin", False),  # a plan is the state of a planned move
+    ],
+)
+def test_under_way(clause: str, expected: bool) -> None:
+    assert under_way(clause) is expected
 
 
 def test_multi_leaf_appends_and_drops_restated_clauses_as_before() -> None:
