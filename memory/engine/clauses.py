@@ -144,11 +144,11 @@ def merge_clauses(
     old: str | None, new: str, budget: int, *, single: bool = False, contested: bool = False
 ) -> str:
     """Old value + new clause, within ``budget`` (:func:`_victim`); ``single``: the new clause replaces
-    the value unless the value already holds it or the clause tells what one is doing
-    (:func:`under_way`: added like on any leaf); ``contested``: the new clause may be the one that
+    the value unless the value already holds it or the clause states no state
+    (:func:`no_state`: added like on any leaf); ``contested``: the new clause may be the one that
     goes (then the old value is returned as it was)."""
     new = trim(" ".join(new.split()).strip(" ;"), budget)
-    single = single and not under_way(new)
+    single = single and not no_state(new)
     kept = []
     new_key = clause_key(new)
     for clause in clauses_of(old):
@@ -255,22 +255,23 @@ def present_habit(clause: str) -> bool:
     return any(lemma != first for lemma in getAllLemmas(first).get("VERB", ()))
 
 
-#: What someone is in the middle of or can do: "Is expanding ...", "Has been doing ...", "Can make ...";
-#: not a state said in the progressive ("Is living in Denver", "Is dating Sam", "Is working as a nurse").
+#: What someone is in the middle of, can do, wanted or thought: "Is expanding ...", "Has been doing
+#: ...", "Can make ...", "Wanted to take control ..."; not a state said in the progressive ("Is living in Denver", "Is dating Sam", "Is working as a nurse").
 _STATES = r"(?:living|staying|dating|seeing|feeling|being|working\s+as|going\s+out)\b"
 _PROGRESSIVE = rf"(?:(?:still|now|also|currently)\s+)?(?!{_STATES})(?=\w{{5}})\w+ing"
-_UNDER_WAY = re.compile(
+_NO_STATE = re.compile(
     rf"^(?:(?:still|now|also|currently|really)\s+)?(?:(?:is|are)\s+{_PROGRESSIVE}"
-    rf"|(?:has|have)\s+been\s+{_PROGRESSIVE}|(?:can|could)\s+\w+)\b",
+    rf"|(?:has|have)\s+been\s+{_PROGRESSIVE}|(?:can|could)\s+\w+|wanted|hoped|wished|tried|thought|felt)\b",
     re.IGNORECASE,
 )
 
 
-def under_way(clause: str) -> bool:
-    """Does ``clause`` tell what someone is doing or can do, rather than what they are
-    ("Is expanding their studio", "Has been doing some promotion", "Can make a special shopping
-    experience"; not "Is a nurse", "Works at a bakery", "Got promoted")?"""
-    return _UNDER_WAY.match(clause.strip()) is not None
+def no_state(clause: str) -> bool:
+    """Does ``clause`` tell what someone is doing, can do, wanted or thought, rather than a state
+    they are in or a change of it ("Is expanding their studio", "Has been doing some promotion",
+    "Can make a special shopping experience", "Wanted to take control of their own destiny"; not
+    "Is a nurse", "Works at a bakery", "Got promoted")?"""
+    return _NO_STATE.match(clause.strip()) is not None
 
 
 def duplicate_leaf(clause: str, tree: Mapping[str, str]) -> str | None:

@@ -9,8 +9,8 @@ from memory.engine.clauses import (
     clause_key,
     duplicate_leaf,
     merge_clauses,
+    no_state,
     present_habit,
-    under_way,
 )
 
 
@@ -30,7 +30,7 @@ def test_single_leaf_keeps_a_value_that_already_holds_the_new_clause() -> None:
     assert merge_clauses("works as a nurse", "Works as a nurse", 80, single=True) == "works as a nurse"
 
 
-def test_what_someone_is_doing_adds_to_a_single_leaf_instead_of_replacing_it() -> None:
+def test_what_someone_is_doing_or_wanted_adds_to_a_single_leaf_instead_of_replacing_it() -> None:
     role = "Is a recording engineer"
     doing = "Is offering one-on-one mentoring and training"
     assert merge_clauses(role, doing, 120, single=True) == f"{role}; {doing}"
@@ -41,6 +41,9 @@ def test_what_someone_is_doing_adds_to_a_single_leaf_instead_of_replacing_it() -
         merge_clauses(doing, "Works as a nurse", 120, single=True) == "Works as a nurse"
     )  # a state replaces
     assert merge_clauses(None, doing, 120, single=True) == doing
+    lost = "Lost their job at Door Dash (January 2023)"
+    wish = "Wanted to take control of their own destiny"
+    assert merge_clauses(lost, wish, 120, single=True) == f"{lost}; {wish}"
 
 
 @pytest.mark.parametrize(
@@ -58,10 +61,12 @@ def test_what_someone_is_doing_adds_to_a_single_leaf_instead_of_replacing_it() -
         ("Has been dating Sam", False),
         ("Is working as a nurse", False),
         ("Will move to Austin", False),  # a plan is the state of a planned move
+        ("Wanted to take control of their own destiny", True),
+        ("Decided to quit their job", False),
     ],
 )
-def test_under_way(clause: str, expected: bool) -> None:
-    assert under_way(clause) is expected
+def test_no_state(clause: str, expected: bool) -> None:
+    assert no_state(clause) is expected
 
 
 def test_multi_leaf_appends_and_drops_restated_clauses_as_before() -> None:
