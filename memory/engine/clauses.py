@@ -256,7 +256,8 @@ def present_habit(clause: str) -> bool:
 
 
 #: What someone is in the middle of, can do, wanted or thought: "Is expanding ...", "Has been doing
-#: ...", "Can make ...", "Wanted to take control ..."; not a state said in the progressive ("Is living in Denver", "Is dating Sam", "Is working as a nurse").
+#: ...", "Can make ...", "Wanted to take control ..."; not a state said in the progressive ("Is living
+#: in Denver", "Is dating Sam", "Is working as a nurse").
 _STATES = r"(?:living|staying|dating|seeing|feeling|being|working\s+as|going\s+out)\b"
 _PROGRESSIVE = rf"(?:(?:still|now|also|currently)\s+)?(?!{_STATES})(?=\w{{5}})\w+ing"
 _NO_STATE = re.compile(

@@ -64,6 +64,24 @@ def test_a_vague_fact_never_pushes_a_dated_one_out() -> None:
     assert _leaf_of("I'm feeling so calm and happy", {}) == "life/recent"
 
 
+def test_on_a_single_state_leaf_what_one_is_doing_never_pushes_a_dated_state_out() -> None:
+    leaves = (Candidate(1, "work/status", 0.9, None),)
+    ranked = (("work/status", 0.9),)
+    candidates = Candidates(leaves, {1: ranked[0]}, {1: ranked})
+    lost = "Lost their job at Door Dash (January 2023); Found a temp job at a warehouse (March 2023)"
+
+    def filed(text: str) -> str | None:
+        unit = UserSentence(1, text, 0, ts=MONDAY)
+        tree = {"work/status": lost}
+        (item,) = fact_pointers(
+            [unit], {1: Placed(ranked)}, candidates, tree, {"work/status": 100}, {"work/status"}
+        )
+        return item["value"]
+
+    assert filed("I'm working hard on my online store these days") is None  # it would push out a date
+    assert filed("I'm retired now") == "Is retired now"  # a new state replaces the leaf
+
+
 def test_a_fact_naming_nothing_needs_a_surer_classifier() -> None:
     leaves = (Candidate(1, "life/recent", 0.9, None),)
     candidates = Candidates(leaves, {1: RANKED[0]}, {1: RANKED[:1]})
