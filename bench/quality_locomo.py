@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import statistics
 import sys
 import time
@@ -110,19 +109,17 @@ def history_text(sample: dict) -> str:
     return "\n".join(line for line in lines if line)
 
 
-_FIRST_PERSON = re.compile(
-    r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our)\b", re.IGNORECASE
-)
-
-
 def first_person_clauses(sample: dict) -> list[str]:
     """Every clause (:func:`memory.engine.segment.segment`) of both speakers' turns that says I, me,
-    my, we, us or our: a tree that pasted all of them is the reference the answerable ratio is read
-    against (:func:`measure_sample`'s ``pasted``)."""
+    my, we, us or our (:func:`evaluation.quality.says_first_person`): a tree that pasted all of them
+    is the reference the answerable ratio is read against (:func:`measure_sample`'s ``pasted``)."""
     conv = sample["conversation"]
     turns = [t for n in _session_numbers(conv) for t in conv[f"session_{n}"]]
     return [
-        c.text for t in turns for c in segment(t.get("text") or "", turn=0) if _FIRST_PERSON.search(c.text)
+        c.text
+        for t in turns
+        for c in segment(t.get("text") or "", turn=0)
+        if quality.says_first_person(c.text)
     ]
 
 

@@ -312,13 +312,15 @@ def neutralise(text: str, names: Sequence[str] = ()) -> str:
     return out
 
 
+def says_first_person(text: str) -> bool:
+    """Does ``text`` say I/me/my/mine/myself/we/our/us (the country "US" does not count, nor a quoted
+    title's own words: 'Loves "Under My Thumb"', nor a compound: "some me-time")?"""
+    return any(m.group(0) != "US" for m in _FIRST_PERSON.finditer(QUOTATION.sub('""', text)))
+
+
 def first_person_rate(clauses: Sequence[str]) -> float | None:
-    """Share of clauses with I/me/my/mine/myself/we/our/us (the country "US" does not count, nor a
-    quoted title's own words: 'Loves "Under My Thumb"', nor a compound: "some me-time")."""
-    hits = sum(
-        any(m.group(0) != "US" for m in _FIRST_PERSON.finditer(QUOTATION.sub('""', c))) for c in clauses
-    )
-    return _rate(hits, len(clauses))
+    """Share of clauses that :func:`says_first_person`."""
+    return _rate(sum(says_first_person(c) for c in clauses), len(clauses))
 
 
 def words_per_clause_p50(clauses: Sequence[str]) -> float | None:
