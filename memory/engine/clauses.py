@@ -205,8 +205,8 @@ def _victim(older: list[str]) -> int:
     name, a passing feeling first, then one that is not a lasting taste, trait (:data:`_LASTING`) or
     habit (:func:`present_habit`), then the one whose words name least (``chatter.substance``; the
     oldest of them on a tie), else the oldest ("Is feeling hopeful" goes before "Went to an adoption
-    meeting (14 July 2023)" and before "Has gone camping a few times but never tried mountain climbing"; "Feels at peace on a
-    comfy couch" before "Enjoys dramas"; "The screenplay they sent in has been on their mind" before
+    meeting (14 July 2023)" and before "Has gone camping a few times but never tried mountain
+    climbing"; "Feels at peace on a comfy couch" before "Enjoys dramas"; "The screenplay they sent in has been on their mind" before
     "Enjoys dramas and emotionally-driven films")."""
     # "(a few weeks before 15 July 2023)" says when it was told, not when it happened: no anchor
     vague = [i for i, clause in enumerate(older) if not anchored(VAGUE_DATE.sub("", clause))]
@@ -259,10 +259,11 @@ def present_habit(clause: str) -> bool:
 #: ...", "Can make ...", "Wanted to take control ..."; not a state said in the progressive ("Is living
 #: in Denver", "Is dating Sam", "Is working as a nurse").
 _STATES = r"(?:living|staying|dating|seeing|feeling|being|working\s+as|going\s+out)\b"
-_PROGRESSIVE = rf"(?:(?:still|now|also|currently)\s+)?(?!{_STATES})(?=\w{{5}})\w+ing"
+_NOW = r"(?:(?:still|now|also|currently|really)\s+)?"  # "Still is ...", "Is still ..."
+_PROGRESSIVE = rf"{_NOW}(?!{_STATES})(?=\w{{5}})\w+ing"
 _NO_STATE = re.compile(
-    rf"^(?:(?:still|now|also|currently|really)\s+)?(?:(?:is|are)\s+{_PROGRESSIVE}"
-    rf"|(?:has|have)\s+been\s+{_PROGRESSIVE}|(?:can|could)\s+\w+|wanted|hoped|wished|tried|thought|felt)\b",
+    rf"^{_NOW}(?:(?:is|are)\s+{_PROGRESSIVE}|(?:has|have)\s+been\s+{_PROGRESSIVE}"
+    r"|(?:can|could)\s+\w+|wanted|hoped|wished|tried|thought|felt)\b",
     re.IGNORECASE,
 )
 

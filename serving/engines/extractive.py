@@ -239,8 +239,8 @@ def _filed(
     """The value of the leaf ``path`` with ``fact`` merged in (:func:`~memory.engine.clauses.merge_clauses`),
     or None when the leaf does not take it. A leaf with room takes any fact (a single-state leaf
     replaces its value with a new state, so it always takes one; what one is doing or wanted,
-    :func:`~memory.engine.clauses.no_state`, is weighed as on any leaf); a clause the fact restates or supersedes goes
-    either way: that is an update, not a lack of room. A full leaf takes a fact with a date, number
+    :func:`~memory.engine.clauses.no_state`, is weighed as on any leaf); a clause the fact restates
+    or supersedes goes either way: that is an update, not a lack of room. A full leaf takes a fact with a date, number
     or name (:func:`memory.engine.clauses.anchored`: what questions ask for), which pushes out an
     unanchored clause first, and a vague fact only where it pushes out nothing dated or named and is
     not itself the clause that would go first (:func:`~memory.engine.clauses.merge_clauses`
