@@ -42,10 +42,14 @@ class Signals:
         for j, (path, _) in enumerate(texts):
             self.prior[:, col[path]] = np.maximum(self.prior[:, col[path]], sims[:, j])
         self.alias = np.zeros_like(self.prior)
+        # as ``LeafPlacer.rank``: a leaf with ``alias_required`` competes only with an (owned) alias hit
+        self.barred = np.zeros_like(self.prior)
         for i, clause in enumerate(clauses):
             for leaf in schema.leaves:
-                if leaf.aliases and alias_hits(clause, leaf.aliases):
+                if leaf.aliases and alias_hits(clause, leaf.aliases, owned=leaf.alias_required):
                     self.alias[i, col[leaf.path]] = 1.0
+                elif leaf.alias_required:
+                    self.barred[i, col[leaf.path]] = -np.inf
         self.head = np.zeros_like(self.prior)
 
 
@@ -56,7 +60,7 @@ def correct(pred: np.ndarray, rows: Sequence[dict[str, Any]], paths: Sequence[st
 
 
 def blended(s: Signals, b: Blend, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    score = b.prior * s.prior[idx] + b.head * s.head[idx] + b.alias * s.alias[idx]
+    score = b.prior * s.prior[idx] + b.head * s.head[idx] + b.alias * s.alias[idx] + s.barred[idx]
     best = score.argmax(axis=1)
     return best, score[np.arange(len(idx)), best]
 

@@ -9,7 +9,9 @@ schema for a clause as ``w_prior * prior + w_head * head + w_alias * alias``:
   has a ``lexicon``, :func:`lexical_features`; trained by ``evaluation/placement_train.py`` and
   shipped as ``models/leaf_head.json`` for the default schema only (keyed by a digest of its paths);
 - **alias**: 1 when the clause holds one of the leaf's ``aliases`` as whole words, each compared by
-  lemma ("dogs" -> "dog"; "'cause" is not "causes"), so "new" never fires ``media/news``.
+  lemma ("dogs" -> "dog"; "'cause" is not "causes"), so "new" never fires ``media/news``. A leaf
+  with ``alias_required`` (the family's) is ranked only for a clause whose alias names someone of the
+  speaker's ("my son", "We had a baby"; not "as a kid", "working with kids").
 
 The weights and threshold come with the head (or :data:`PRIOR_ONLY`); a clause whose best score is
 below the threshold is not filed (:meth:`LeafPlacer.rank` returns ``[]``). Vectors are plain float
@@ -179,15 +181,45 @@ def _alias_parts(alias: str) -> list[frozenset[str]]:
     return [frozenset({w}) for w in _words(alias)]
 
 
-def alias_hits(clause: str, aliases: Sequence[str]) -> list[str]:
-    """The aliases the clause holds as whole words (each word matched by lemma), in alias order."""
+def alias_hits(clause: str, aliases: Sequence[str], *, owned: bool = False) -> list[str]:
+    """The aliases the clause holds as whole words (each word matched by lemma), in alias order;
+    ``owned``: only where the clause says the person is the speaker's (:func:`_owned`)."""
     words = _tokens(clause)
-    return [alias for alias in aliases if _holds(words, _alias_parts(alias))]
+    said = _words(clause) if owned else None
+    return [alias for alias in aliases if _holds(words, _alias_parts(alias), said)]
 
 
-def _holds(words: list[frozenset[str]], parts: list[frozenset[str]]) -> bool:
+def _holds(words: list[frozenset[str]], parts: list[frozenset[str]], said: list[str] | None = None) -> bool:
     n = len(parts)
-    return n > 0 and any(all(words[i + k] & parts[k] for k in range(n)) for i in range(len(words) - n + 1))
+    return n > 0 and any(
+        all(words[i + k] & parts[k] for k in range(n)) and (said is None or _owned(said, i))
+        for i in range(len(words) - n + 1)
+    )
+
+
+_OWNERS = frozenset("my our mine ours the his her their both".split())
+_HAVING = frozenset(
+    "have has had having got 've i've we've ive expecting adopted adopt raising raised".split()
+)
+_COUNTS = frozenset("two three four five six seven eight nine ten twins".split())
+_NOT_OWNED = frozenset("a an as with for to of about like other some many all in on at".split())
+
+
+def _owned(words: list[str], i: int) -> bool:
+    """Is the kin word at ``words[i]`` someone of the speaker's? It opens the clause ("Mom called"),
+    or a possessive, "the", a count or a verb of having comes first ("my two kids", "We had a
+    baby", "married with two kids"); not "as a kid", "kids in need", "working with kids", "a mom"."""
+    if i == 0:
+        return True
+    for k in range(i - 1, max(-1, i - 5), -1):
+        w = words[k]
+        if w in _OWNERS or w in _HAVING or w in _COUNTS or w.isdigit():
+            return True
+        if w in ("a", "an"):
+            return k > 0 and words[k - 1] in _HAVING
+        if w in _NOT_OWNED:
+            return False
+    return False
 
 
 class LeafPlacer:
@@ -239,11 +271,13 @@ class LeafPlacer:
         prior = index.prior(unit)
         head = self.head.probabilities(unit, clause) if self.head is not None else {}
         words = _tokens(clause)
+        said = _words(clause)
         bag = frozenset().union(*words)  # an alias none of whose words is in the clause cannot match
         out = {}
         for leaf in self.schema.leaves:
             aliases = self._aliases.get(leaf.path, ())
-            hit = any(parts[0] & bag and _holds(words, parts) for parts in aliases if parts)
+            owned = said if leaf.path in self._alias_required else None  # "as a kid" is no child
+            hit = any(parts[0] & bag and _holds(words, parts, owned) for parts in aliases if parts)
             out[leaf.path] = {
                 "prior": prior.get(leaf.path, 0.0),
                 "head": head.get(leaf.path, 0.0),

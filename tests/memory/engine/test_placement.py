@@ -100,6 +100,24 @@ def test_a_leaf_that_requires_an_alias_takes_only_a_clause_saying_one():
     near_pets = [0.6, 0.0, 0.8]
     assert placer.rank("my dog's bowl", near_pets, LEAF_VECTORS)[0][0] == PETS  # "dog's" says "dog"
     assert [p for p, _ in placer.rank("I am a vet nurse", near_pets, LEAF_VECTORS)] == [NEWS]
+    # the alias must name someone of the speaker's: a generic or a past "dog" is no pet of theirs
+    for generic in ("I love working with dogs", "I was afraid of dogs as a kid", "as a dog walker"):
+        assert placer.rank(generic, near_pets, LEAF_VECTORS)[0][0] == NEWS, generic
+    for owned in ("Dog walks are our routine", "the dog sleeps a lot", "I have two dogs", "We got a dog"):
+        assert placer.rank(owned, near_pets, LEAF_VECTORS)[0][0] == PETS, owned
+
+
+def test_owned_alias_hits_need_the_speakers_kin():
+    kids = ["kids", "son", "child"]
+    assert alias_hits("I love working with kids", kids) == ["kids"]
+    assert alias_hits("I love working with kids", kids, owned=True) == []
+    assert alias_hits("I loved that book as a kid", ["kid"], owned=True) == []
+    assert alias_hits("We organised a toy drive for kids in need", kids, owned=True) == []
+    assert alias_hits("I am married with two kids", kids, owned=True) == ["kids"]
+    assert alias_hits("We had a son in May", kids, owned=True) == ["son"]
+    assert alias_hits("Took the kids to the park", kids, owned=True) == ["kids"]
+    assert alias_hits("My youngest son starts school", kids, owned=True) == ["son"]
+    assert alias_hits("Kids love the beach", kids, owned=True) == ["kids"]
 
 
 def test_vectors_are_normalised_and_checked():
