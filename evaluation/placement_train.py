@@ -114,6 +114,18 @@ def schema_texts(schema: Schema) -> tuple[list[str], list[str]]:
     return texts, labels
 
 
+def inputs_digest(schema: Schema, labels: Path) -> str:
+    """A digest of what the head learns from in the repository: the schema's texts, examples and
+    aliases, and the labels file. The shipped head records it, and a test checks it against today's
+    files, so editing either without running this command again cannot go unnoticed."""
+    texts, leaves = schema_texts(schema)
+    digest = hashlib.sha256(
+        "".join(f"{leaf}\t{text}\n" for text, leaf in zip(texts, leaves, strict=True)).encode()
+    )
+    digest.update(labels.read_bytes())
+    return digest.hexdigest()[:24]
+
+
 def rule_labelled_personas(
     csv_path: Path,
     schema: Schema,
@@ -352,7 +364,7 @@ def run(
         }
     if out is not None:
         fit = fit_on(everything)
-        write_head(out, schema, fit, blend, report, spc, c, alpha)
+        write_head(out, schema, fit, blend, report, spc, c, alpha, inputs_digest(schema, labels))
     return report
 
 
@@ -365,6 +377,7 @@ def write_head(
     spc: Path | None,
     c: float,
     alpha: float,
+    inputs: str,
 ) -> None:
     scale = float(np.abs(fit.weights).max()) or 1.0
     packed = (fit.weights / scale).astype("<f2").tobytes()
@@ -382,6 +395,7 @@ def write_head(
             "lex_alpha": alpha,
             "lex_min_count": LEX_MIN_COUNT,
             "lex_prune": LEX_PRUNE,
+            "inputs_sha256": inputs,
             "data": [
                 "personatree-default v1: leaf texts, examples, aliases",
                 "evaluation/fixtures/leaf_labels.jsonl: clause and fact forms",

@@ -162,3 +162,26 @@ def test_the_held_out_slice_is_conv_42_and_spc_100_to_199(tmp_path):
     assert set(report["held_out"]) == {"clauses", "prior", "prior_alias", "head", "blend"}
     assert errors.is_file()
     assert all(not pt.is_held_out(json.loads(line)["source"]) for line in errors.read_text().splitlines())
+
+
+def test_the_shipped_head_was_trained_on_todays_schema_texts_and_labels():
+    """An alias, example or label edited without running the trainer again leaves a head that no
+    command reproduces (its recorded accuracy is of other inputs): refit it with
+    ``python -m evaluation.placement_train --out memory/engine/models/leaf_head.json``."""
+    from memory.engine.placement import HEAD_PATH
+    from memory.engine.schema import default_schema
+
+    meta = json.loads(HEAD_PATH.read_text(encoding="utf-8"))
+    assert meta["training"]["inputs_sha256"] == pt.inputs_digest(default_schema(), pt.LABELS)
+
+
+def test_the_inputs_digest_follows_aliases_and_labels(tmp_path):
+    labels = _labels(tmp_path)
+    before = pt.inputs_digest(SCHEMA, labels)
+    more = load_schema({**SCHEMA.to_dict(), "leaves": [
+        {**SCHEMA.to_dict()["leaves"][0], "aliases": ["dog", "cat", "puppy"]}, *SCHEMA.to_dict()["leaves"][1:]]})  # fmt: skip
+    assert pt.inputs_digest(more, labels) != before
+    labels.write_text(
+        labels.read_text() + json.dumps({"clause": "x", "fact": "x", "leaf": "media/music"}) + "\n"
+    )
+    assert pt.inputs_digest(SCHEMA, labels) != before
