@@ -203,6 +203,7 @@ _HAVING = frozenset(
 )
 _COUNTS = frozenset("two three four five six seven eight nine ten twins".split())
 _NOT_OWNED = frozenset("a an as with for to of about like other some many all in on at".split())
+_HOW_MUCH = frozenset("lot lots couple bunch plenty few number pair".split())  # "a lot of siblings"
 
 
 def _owned(words: list[str], i: int) -> bool:
@@ -217,6 +218,8 @@ def _owned(words: list[str], i: int) -> bool:
             return True
         if w in ("a", "an"):
             return k > 0 and words[k - 1] in _HAVING
+        if w == "of" and k > 0 and words[k - 1] in _HOW_MUCH:
+            continue  # "Has a lot of siblings": what comes before the amount decides
         if w in _NOT_OWNED:
             return False
     return False

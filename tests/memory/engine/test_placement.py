@@ -118,6 +118,8 @@ def test_owned_alias_hits_need_the_speakers_kin():
     assert alias_hits("Took the kids to the park", kids, owned=True) == ["kids"]
     assert alias_hits("My youngest son starts school", kids, owned=True) == ["son"]
     assert alias_hits("Kids love the beach", kids, owned=True) == ["kids"]
+    assert alias_hits("I have a lot of kids", kids, owned=True) == ["kids"]  # the amount is theirs
+    assert alias_hits("I teach lots of kids", kids, owned=True) == []
 
 
 def test_vectors_are_normalised_and_checked():
