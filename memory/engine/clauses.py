@@ -206,8 +206,8 @@ def _victim(older: list[str]) -> int:
     habit (:func:`present_habit`), then the one whose words name least (``chatter.substance``; the
     oldest of them on a tie), else the oldest ("Is feeling hopeful" goes before "Went to an adoption
     meeting (14 July 2023)" and before "Has gone camping a few times but never tried mountain
-    climbing"; "Feels at peace on a comfy couch" before "Enjoys dramas"; "The screenplay they sent in has been on their mind" before
-    "Enjoys dramas and emotionally-driven films")."""
+    climbing"; "Feels at peace on a comfy couch" before "Enjoys dramas"; "The screenplay they sent
+    in has been on their mind" before "Enjoys dramas and emotionally-driven films")."""
     # "(a few weeks before 15 July 2023)" says when it was told, not when it happened: no anchor
     vague = [i for i, clause in enumerate(older) if not anchored(VAGUE_DATE.sub("", clause))]
     if not vague:

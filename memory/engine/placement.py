@@ -171,9 +171,9 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("\u2019", "'"))
 
 
-def _tokens(text: str) -> list[frozenset[str]]:
-    """A clause's words, each as the set of itself and its lemmas ("dog's" also as "dog")."""
-    return [_lemmas(w) | _lemmas(w[:-2]) if w.endswith("'s") else _lemmas(w) for w in _words(text)]
+def _tokens(words: list[str]) -> list[frozenset[str]]:
+    """A clause's :func:`_words`, each as the set of itself and its lemmas ("dog's" also as "dog")."""
+    return [_lemmas(w) | _lemmas(w[:-2]) if w.endswith("'s") else _lemmas(w) for w in words]
 
 
 def _alias_parts(alias: str) -> list[frozenset[str]]:
@@ -184,9 +184,9 @@ def _alias_parts(alias: str) -> list[frozenset[str]]:
 def alias_hits(clause: str, aliases: Sequence[str], *, owned: bool = False) -> list[str]:
     """The aliases the clause holds as whole words (each word matched by lemma), in alias order;
     ``owned``: only where the clause says the person is the speaker's (:func:`_owned`)."""
-    words = _tokens(clause)
-    said = _words(clause) if owned else None
-    return [alias for alias in aliases if _holds(words, _alias_parts(alias), said)]
+    said = _words(clause)
+    words = _tokens(said)
+    return [alias for alias in aliases if _holds(words, _alias_parts(alias), said if owned else None)]
 
 
 def _holds(words: list[frozenset[str]], parts: list[frozenset[str]], said: list[str] | None = None) -> bool:
@@ -273,8 +273,8 @@ class LeafPlacer:
         unit = _unit(vector)
         prior = index.prior(unit)
         head = self.head.probabilities(unit, clause) if self.head is not None else {}
-        words = _tokens(clause)
         said = _words(clause)
+        words = _tokens(said)
         bag = frozenset().union(*words)  # an alias none of whose words is in the clause cannot match
         out = {}
         for leaf in self.schema.leaves:

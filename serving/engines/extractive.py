@@ -240,11 +240,12 @@ def _filed(
     or None when the leaf does not take it. A leaf with room takes any fact (a single-state leaf
     replaces its value with a new state, so it always takes one; what one is doing or wanted,
     :func:`~memory.engine.clauses.no_state`, is weighed as on any leaf); a clause the fact restates
-    or supersedes goes either way: that is an update, not a lack of room. A full leaf takes a fact with a date, number
-    or name (:func:`memory.engine.clauses.anchored`: what questions ask for), which pushes out an
-    unanchored clause first, and a vague fact only where it pushes out nothing dated or named and is
-    not itself the clause that would go first (:func:`~memory.engine.clauses.merge_clauses`
-    ``contested``): a vague fact never costs the tree a specific one, nor a vague one that says more."""
+    or supersedes goes either way: that is an update, not a lack of room. A full leaf takes a fact
+    with a date, number or name (:func:`memory.engine.clauses.anchored`: what questions ask for),
+    which pushes out an unanchored clause first, and a vague fact only where it pushes out nothing
+    dated or named and is not itself the clause that would go first
+    (:func:`~memory.engine.clauses.merge_clauses` ``contested``): a vague fact never costs the tree
+    a specific one, nor a vague one that says more."""
     old, budget = values.get(path), budgets.get(path, 80)
     if path in singles and not no_state(fact):  # a state replaces; what one does joins the rest
         return merge_clauses(old, fact, budget, single=True)
