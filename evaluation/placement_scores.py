@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from memory.engine.placement import Blend, LeafPlacer, alias_hits
+from memory.engine.placement import Blend, LeafPlacer
 from memory.engine.schema import Schema
 
 FOLDS = 5
@@ -42,14 +42,11 @@ class Signals:
         for j, (path, _) in enumerate(texts):
             self.prior[:, col[path]] = np.maximum(self.prior[:, col[path]], sims[:, j])
         self.alias = np.zeros_like(self.prior)
-        # as ``LeafPlacer.rank``: a leaf with ``alias_required`` competes only with an (owned) alias hit
-        self.barred = np.zeros_like(self.prior)
+        self.barred = np.zeros_like(self.prior)  # as ``LeafPlacer.rank``: -inf where a leaf may not go
         for i, clause in enumerate(clauses):
-            for leaf in schema.leaves:
-                if leaf.aliases and alias_hits(clause, leaf.aliases, owned=leaf.alias_required):
-                    self.alias[i, col[leaf.path]] = 1.0
-                elif leaf.alias_required:
-                    self.barred[i, col[leaf.path]] = -np.inf
+            for path, (hit, barred) in placer.alias_signals(clause).items():
+                self.alias[i, col[path]] = 1.0 if hit else 0.0
+                self.barred[i, col[path]] = -np.inf if barred else 0.0
         self.head = np.zeros_like(self.prior)
 
 

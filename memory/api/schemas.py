@@ -60,7 +60,11 @@ def _leaf_properties(tier: dict) -> dict:
         "single": {"type": "boolean", "description": "The leaf holds one value (a new one replaces it)."},
         "alias_required": {
             "type": "boolean",
-            "description": "A fact is filed here only when it says one of the aliases (family, pets).",
+            "description": "A fact is filed here only when it names one of the aliases as the speaker's (family).",
+        },
+        "alias_owned": {
+            "type": "boolean",
+            "description": "A fact naming an alias, but not as the speaker's, is not filed here (pets).",
         },
     }
 

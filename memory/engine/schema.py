@@ -29,7 +29,16 @@ DEFAULT_SCHEMA_VERSION = 1
 
 _SEGMENT = re.compile(r"[a-z][a-z0-9_]*")
 _SCHEMA_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
-_LEAF_FIELDS = {"description", "budget", "tier", "aliases", "examples", "single", "alias_required"}
+_LEAF_FIELDS = {
+    "description",
+    "budget",
+    "tier",
+    "aliases",
+    "examples",
+    "single",
+    "alias_required",
+    "alias_owned",
+}
 MAX_ALIASES = 24
 MAX_ALIAS_CHARS = 40
 MAX_EXAMPLES = 6
@@ -58,6 +67,7 @@ class Leaf:
     examples: tuple[str, ...] = ()  # short third-person example facts ("Has a dog named Max")
     single: bool = False  # one current state: a new value replaces the old one instead of appending
     alias_required: bool = False  # filed here only when the fact says an alias: "son", "dog" (family)
+    alias_owned: bool = False  # a fact naming an alias not as the speaker's is not filed here (pets)
 
     @property
     def trunk(self) -> str:
@@ -135,6 +145,8 @@ def _leaf_dict(leaf: Leaf) -> dict[str, Any]:
         out["single"] = True
     if leaf.alias_required:
         out["alias_required"] = True
+    if leaf.alias_owned:
+        out["alias_owned"] = True
     return out
 
 
@@ -216,13 +228,13 @@ def _make_leaf(path: str, spec: Any, budgets: Mapping[str, int], default_tier: s
         raise SchemaError(f"{path}: unknown tier {tier!r} (known: {', '.join(TIERS)})")
     aliases = _short_strings(path, "aliases", spec.get("aliases", []), MAX_ALIASES, MAX_ALIAS_CHARS)
     examples = _short_strings(path, "examples", spec.get("examples", []), MAX_EXAMPLES, MAX_EXAMPLE_CHARS)
-    single, alias_required = spec.get("single", False), spec.get("alias_required", False)
-    for name, flag in (("single", single), ("alias_required", alias_required)):
+    flags = {name: spec.get(name, False) for name in ("single", "alias_required", "alias_owned")}
+    for name, flag in flags.items():
         if not isinstance(flag, bool):
             raise SchemaError(f"{path}: {name} must be true or false, got {flag!r}")
-    if alias_required and not aliases:
-        raise SchemaError(f"{path}: alias_required needs aliases")
-    return Leaf(path, " ".join(description.split()), budget, tier, aliases, examples, single, alias_required)
+        if flag and name.startswith("alias") and not aliases:
+            raise SchemaError(f"{path}: {name} needs aliases")
+    return Leaf(path, " ".join(description.split()), budget, tier, aliases, examples, **flags)
 
 
 def _check_path(path: str) -> None:

@@ -1336,8 +1336,10 @@ export interface components {
                 examples?: string[];
                 /** @description The leaf holds one value (a new one replaces it). */
                 single?: boolean;
-                /** @description A fact is filed here only when it says one of the aliases (family, pets). */
+                /** @description A fact is filed here only when it names one of the aliases as the speaker's (family). */
                 alias_required?: boolean;
+                /** @description A fact naming an alias, but not as the speaker's, is not filed here (pets). */
+                alias_owned?: boolean;
             }[];
         };
         SchemaList: {
@@ -1456,8 +1458,10 @@ export interface components {
             examples?: string[];
             /** @description The leaf holds one value (a new one replaces it). */
             single?: boolean;
-            /** @description A fact is filed here only when it says one of the aliases (family, pets). */
+            /** @description A fact is filed here only when it names one of the aliases as the speaker's (family). */
             alias_required?: boolean;
+            /** @description A fact naming an alias, but not as the speaker's, is not filed here (pets). */
+            alias_owned?: boolean;
         } & {
             [key: string]: components["schemas"]["SchemaTreeNode"];
         };

@@ -85,18 +85,17 @@ def test_alias_tips_the_balance_and_threshold_refuses():
     assert placer.rank("hmm", [-1.0, 0.3, 0.3], LEAF_VECTORS) == []
 
 
-def test_a_leaf_that_requires_an_alias_takes_only_a_clause_saying_one():
-    strict = load_schema(
-        {
-            "id": "tiny-strict",
-            "version": 1,
-            "leaves": [
-                {**SCHEMA.to_dict()["leaves"][0], "alias_required": True},
-                *SCHEMA.to_dict()["leaves"][1:],
-            ],
-        }
+def _pets_flagged(flag: str) -> LeafPlacer:
+    """A placer on prior alone for the tiny schema with ``flag`` set on its pets leaf."""
+    leaves = SCHEMA.to_dict()["leaves"]
+    flagged = load_schema(
+        {"id": "tiny-flagged", "version": 1, "leaves": [{**leaves[0], flag: True}, *leaves[1:]]}
     )
-    placer = LeafPlacer(strict, blend=Blend(prior=1.0, head=0.0, alias=0.0, threshold=0.5))
+    return LeafPlacer(flagged, blend=Blend(prior=1.0, head=0.0, alias=0.0, threshold=0.5))
+
+
+def test_a_leaf_that_requires_an_alias_takes_only_a_clause_saying_one():
+    placer = _pets_flagged("alias_required")
     near_pets = [0.6, 0.0, 0.8]
     assert placer.rank("my dog's bowl", near_pets, LEAF_VECTORS)[0][0] == PETS  # "dog's" says "dog"
     assert [p for p, _ in placer.rank("I am a vet nurse", near_pets, LEAF_VECTORS)] == [NEWS]
@@ -105,6 +104,20 @@ def test_a_leaf_that_requires_an_alias_takes_only_a_clause_saying_one():
         assert placer.rank(generic, near_pets, LEAF_VECTORS)[0][0] == NEWS, generic
     for owned in ("Dog walks are our routine", "the dog sleeps a lot", "I have two dogs", "We got a dog"):
         assert placer.rank(owned, near_pets, LEAF_VECTORS)[0][0] == PETS, owned
+
+
+def test_a_leaf_of_owned_aliases_refuses_a_clause_naming_one_not_the_speakers():
+    placer = _pets_flagged("alias_owned")
+    near_pets = [0.6, 0.0, 0.8]
+    for theirs in ("Their other dog is called Shadow", "Adopted a cute dog", "Took Max for a walk",
+                   "Has a black lab named Trooper and a golden dog named Goldie"):  # fmt: skip
+        assert placer.rank(theirs, near_pets, LEAF_VECTORS)[0][0] == PETS, theirs
+    for nobodys in ("Loves dogs", "Is a dog groomer", "Wants to be a cat", "Loves cats and a good book"):
+        assert placer.rank(nobodys, near_pets, LEAF_VECTORS)[0][0] == NEWS, nobodys
+    assert placer.alias_signals("Loves dogs")[PETS] == (False, True)
+    assert placer.alias_signals("Took Max for a walk")[PETS] == (False, False)  # names no alias
+    # without the flag a named alias never bars the leaf
+    assert LeafPlacer(SCHEMA).alias_signals("Loves dogs")[PETS] == (True, False)
 
 
 def test_owned_alias_hits_need_the_speakers_kin():
@@ -120,6 +133,8 @@ def test_owned_alias_hits_need_the_speakers_kin():
     assert alias_hits("Kids love the beach", kids, owned=True) == ["kids"]
     assert alias_hits("I have a lot of kids", kids, owned=True) == ["kids"]  # the amount is theirs
     assert alias_hits("I teach lots of kids", kids, owned=True) == []
+    assert alias_hits("I own a cat and a dog", ["dog"], owned=True) == ["dog"]  # a list the speaker has
+    assert alias_hits("My other son is ten", kids, owned=True) == ["son"]
 
 
 def test_vectors_are_normalised_and_checked():

@@ -177,6 +177,7 @@ def test_registry_of_shipped_schemas():
         ("single", "yes", "single must be true or false"),
         ("single", 1, "single must be true or false"),
         ("alias_required", "yes", "alias_required must be true or false"),
+        ("alias_owned", 1, "alias_owned must be true or false"),
     ],
 )
 def test_placement_fields_are_validated(field, value, needle):
@@ -185,14 +186,11 @@ def test_placement_fields_are_validated(field, value, needle):
     assert "identity/family/pets" in str(err.value) and needle in str(err.value)
 
 
-def test_alias_required_needs_aliases():
-    with pytest.raises(SchemaError, match="alias_required needs aliases"):
+@pytest.mark.parametrize("flag", ["alias_required", "alias_owned"])
+def test_alias_flags_need_aliases(flag):
+    with pytest.raises(SchemaError, match=f"{flag} needs aliases"):
         load_schema(
-            _broken(
-                lambda d: d["tree"]["identity"]["family"]["pets"].update(
-                    {"alias_required": True, "aliases": []}
-                )
-            )
+            _broken(lambda d: d["tree"]["identity"]["family"]["pets"].update({flag: True, "aliases": []}))
         )
 
 
@@ -202,12 +200,13 @@ def test_placement_fields_default_load_and_round_trip(tiny):
     assert "aliases" not in tiny.to_dict()["leaves"][1]  # unset fields stay out of the document
     data = _broken(
         lambda d: d["tree"]["identity"]["family"]["pets"].update(
-            aliases=["dog", " guinea   pig "], examples=["Has a dog named Max"], single=True
+            aliases=["dog", " guinea   pig "], examples=["Has a dog named Max"], single=True, alias_owned=True
         )
     )
     s = load_schema(data)
     pets = s.leaf("identity/family/pets")
     assert pets.aliases == ("dog", "guinea pig") and pets.examples == ("Has a dog named Max",) and pets.single
+    assert pets.alias_owned and s.to_dict()["leaves"][1]["alias_owned"] is True
     assert load_schema(s.to_dict()) == s and s != tiny  # metadata is part of the leaf
     with pytest.raises(SchemaError, match="inner node carries a value"):
         load_schema(_broken(lambda d: d["tree"]["identity"]["family"].update(aliases=["kin"])))
@@ -218,7 +217,7 @@ def test_default_schema_carries_placement_metadata():
     assert all(leaf.examples for leaf in s.leaves)
     assert sum(bool(leaf.aliases) for leaf in s.leaves) >= 200
     pets = s.leaf("identity/family/pets")
-    assert {"dog", "cat", "puppy"} <= set(pets.aliases)
+    assert {"dog", "cat", "puppy"} <= set(pets.aliases) and pets.alias_owned and not pets.alias_required
     single = {leaf.path for leaf in s.leaves if leaf.single}
     for path in (
         "identity/location/current_city",
