@@ -204,3 +204,15 @@ def test_verbs_joined_to_the_speakers_take_the_third_person_with_it(listener):
     assert (
         value("I eat rice and fish with my dad on Sundays.") == "Eats rice and fish with their dad on Sundays"
     )
+
+
+def test_where_one_is_from_is_their_hometown_and_a_liked_breed_is_no_pet(listener):
+    turns = chat(
+        "I am from Italy, but I live in Denver now.",
+        "Oh nice! Do you have any pets?",
+        "No, but I love golden retrievers. I'm a dog groomer at a salon downtown.",
+    )
+    values = {op.path: op.value for op in listener.run([job(turns)])[0].accepted}
+    assert "Italy" in values.get("identity/location/hometown", ""), values
+    assert "identity/family/pets" not in values, values
+    assert "golden retrievers" in values.get("behaviour/preferences/animals", ""), values
