@@ -14,8 +14,8 @@ Training data (development data only):
   for validation; dialogues cited by the gold fixture are left out too, and so is any persona
   sentence equal to a gold clause, case-folded: personas recur across dialogues, so no gold clause is
   also a rule-labelled training text): a persona sentence is labelled with a leaf when it holds the aliases
-  of exactly one leaf (``placement.alias_hits``, aliases written in the schema before this data was
-  read), else it is not used;
+  of exactly one leaf as the placer reads them (``LeafPlacer.alias_signals``: a pet or kin alias counts
+  only as the speaker's), else it is not used;
 - the hand-labelled clauses of ``evaluation/fixtures/leaf_labels.jsonl`` (LoCoMo conv-26/30/41/42
   and SPC dev dialogues), used ONLY inside 5-fold cross-validation grouped by source conversation /
   dialogue (weight 5 each, clause and fact form; each ``alt`` leaf adds the clause again with
@@ -80,7 +80,6 @@ from memory.engine.placement import (
     HEAD_FORMAT,
     Blend,
     LeafPlacer,
-    alias_hits,
     lexical_features,
     paths_digest,
 )
@@ -139,6 +138,7 @@ def rule_labelled_personas(
     texts be gold clauses, seen in training by the fold that tests them."""
     seen: dict[str, str] = {}
     skip = {_norm(t) for t in gold}
+    placer = LeafPlacer(schema)  # the placer's own reading: a pet alias counts only as the speaker's
     with csv_path.open(encoding="utf-8", newline="") as fh:
         for i, row in enumerate(csv.DictReader(fh)):
             if i >= limit:
@@ -150,7 +150,7 @@ def rule_labelled_personas(
                     text = sentence.strip().rstrip(".").strip()
                     if not text or text in seen or _norm(text) in skip:
                         continue
-                    leaves = {leaf.path for leaf in schema.leaves if alias_hits(text, leaf.aliases)}
+                    leaves = {path for path, (hit, _) in placer.alias_signals(text).items() if hit}
                     seen[text] = leaves.pop() if len(leaves) == 1 else ""
     pairs = sorted((t, p) for t, p in seen.items() if p)
     return [t for t, _ in pairs], [p for _, p in pairs]

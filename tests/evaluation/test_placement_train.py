@@ -99,6 +99,17 @@ def test_rule_labels_need_exactly_one_leaf_and_skip_gold_and_validation(tmp_path
     }
 
 
+def test_rule_labels_read_aliases_as_the_placer_does(tmp_path):
+    # a pet alias counts only as the speaker's: "I love dogs" names no pet of theirs, so it is no pet
+    leaves = SCHEMA.to_dict()["leaves"]
+    owned = load_schema(
+        {"id": "tiny-owned", "version": 1, "leaves": [{**leaves[0], "alias_owned": True}, *leaves[1:]]}
+    )
+    path = _persona_csv(tmp_path, ("I love dogs.\nI have a dog.", ""))
+    texts, labels = pt.rule_labelled_personas(path, owned, exclude=set())
+    assert dict(zip(texts, labels, strict=True)) == {"I have a dog": "family/pets"}
+
+
 def test_rule_labels_skip_a_persona_that_is_a_gold_clause(tmp_path):
     # personas recur across dialogues: one cited by the gold must not come back from another
     path = _persona_csv(tmp_path, ("I have a dogs.\nI love my band.", ""))
